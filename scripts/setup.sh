@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Prepare a Debian 12 (bookworm) machine for building and testing freqhint.
+# Idempotent; run as root.  Heavy artifacts (QEMU source and build, guest
+# kernels, initramfs images) live in $FREQHINT_CACHE, outside the clone, keyed
+# by their inputs, so a second run costs seconds.
+#
+#   scripts/setup.sh            packages + sources + QEMU + guest kernels
+#   scripts/setup.sh packages   only apt work
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/lib.sh"
+
+[ "$(id -u)" = 0 ] || die "run as root (apt, /var/cache)"
+
+add_backports_sources() {
+	# Derive bookworm-backports and deb-src from the stanza the machine
+	# already has, so no mirror name is written down here.
+	local src=/etc/apt/sources.list.d/debian.sources
+	local dst=/etc/apt/sources.list.d/freqhint-backports.sources
+	[ -r "$src" ] || die "$src not found: cannot derive backports sources"
+	local uris signed
+	uris=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' "$src")
+	signed=$(awk '/^Signed-By:/ { print $2; exit }' "$src")
+	[ -n "$uris" ] || die "no main URIs: line in $src"
+	local want
+	want=$(printf 'Types: deb deb-src\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: %s\n\nTypes: deb-src\nURIs: %s\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: %s\n' \
+		"$uris" "$signed" "$uris" "$signed")
+	if [ ! -f "$dst" ] || [ "$(cat "$dst")" != "$want" ]; then
+		printf '%s\n' "$want" >"$dst"
+		rm -f "$FREQHINT_CACHE/.apt-updated"
+	fi
+}
+
+# Packages from bookworm itself.
+BASE_PKGS=(
+	build-essential pkg-config ninja-build ccache git curl ca-certificates
+	xz-utils cpio gzip zstd dpkg-dev file
+	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev
+	clang libclang-rt-14-dev llvm valgrind
+	busybox-static util-linux socat jq
+	prometheus
+	flex bison bc libelf-dev libssl-dev dwarves kmod
+	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv
+	linux-headers-6.1.0-*-amd64
+)
+# Packages that must come from bookworm-backports, pinned one by one: a
+# blanket -t bookworm-backports would drag systemd along.
+BPO_PKGS=(
+	meson python3-pycotap
+	libvirt-dev libvirt0 libvirt-daemon libvirt-daemon-driver-qemu
+	libvirt-clients libvirt-daemon-common libvirt-common
+	linux-image-amd64 linux-headers-amd64
+)
+
+install_packages() {
+	add_backports_sources
+	if [ ! -f "$FREQHINT_CACHE/.apt-updated" ]; then
+		apt-get update -q
+		touch "$FREQHINT_CACHE/.apt-updated"
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	# The 6.1 headers package name carries the ABI number; ask apt for it.
+	local hdr61
+	hdr61=$(apt-cache search --names-only '^linux-headers-6\.1\.0-[0-9]+-amd64$' |
+		awk '{print $1}' | sort -V | tail -n1)
+	local pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
+	local bpo=()
+	for p in "${BPO_PKGS[@]}"; do bpo+=("$p/bookworm-backports"); done
+	apt-get install -y -q --no-install-recommends "${pkgs[@]}" "${bpo[@]}"
+}
+
+mkdir -p "$FREQHINT_CACHE"
+install_packages
+[ "${1:-all}" = packages ] && exit 0
+
+"$here/qemu-device/build-qemu.sh"
+"$here/tests/guest/build-kernel.sh"
+"$here/tests/guest/fetch-stock-kernel.sh"
+log "setup complete; cache in $FREQHINT_CACHE"

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later OR BSD-3-Clause */
+/*
+ * freqhint device <-> agent protocol (spec/agent-protocol.md).
+ *
+ * A UNIX stream socket carries length-prefixed frames.  Every frame starts
+ * with struct fh_frame_hdr; all integers are little-endian; no field is ever
+ * implied by the host's byte order.  Guest records are forwarded in the
+ * virtqueue's own layout (struct virtio_freqhint_record), so both halves of
+ * the path share one definition.
+ */
+#ifndef FREQHINT_AGENT_PROTOCOL_H
+#define FREQHINT_AGENT_PROTOCOL_H
+
+#include <stdint.h>
+#include <linux/virtio_freqhint.h>
+
+#define FH_PROTO_VERSION	1
+
+/* Message types. */
+enum fh_msg_type {
+	FH_MSG_HELLO	= 1,	/* device -> agent, first frame */
+	FH_MSG_WELCOME	= 2,	/* agent -> device, answer to HELLO */
+	FH_MSG_HINTS	= 3,	/* device -> agent */
+	FH_MSG_GRANTS	= 4,	/* agent -> device */
+	FH_MSG_PING	= 5,	/* either direction */
+	FH_MSG_PONG	= 6,	/* answer to PING */
+	FH_MSG_CLOSE	= 7,	/* either direction, last frame */
+	FH_MSG_MAX	= FH_MSG_CLOSE,
+};
+
+/* Feature bits in HELLO (offered) and WELCOME (accepted). */
+#define FH_F_PERF	(1u << 0)	/* records may carry perf requests */
+#define FH_F_GRANTS	(1u << 1)	/* device relays GRANTS to the guest */
+#define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS)
+
+/* Close reasons carried by FH_MSG_CLOSE. */
+enum fh_close_reason {
+	FH_CLOSE_NORMAL		= 0,	/* orderly shutdown */
+	FH_CLOSE_VERSION	= 1,	/* unsupported protocol version */
+	FH_CLOSE_MALFORMED	= 2,	/* bad length, reserved bits, ranges */
+	FH_CLOSE_TOO_BIG	= 3,	/* frame over FH_MAX_PAYLOAD */
+	FH_CLOSE_UNKNOWN_TYPE	= 4,	/* msg_type not in enum fh_msg_type */
+	FH_CLOSE_PROTOCOL	= 5,	/* valid frame at the wrong time */
+	FH_CLOSE_PERMISSION	= 6,	/* peer credentials refused */
+	FH_CLOSE_DUPLICATE	= 7,	/* VM UUID already connected */
+	FH_CLOSE_TIMEOUT	= 8,	/* handshake or keepalive timed out */
+	FH_CLOSE_OVERLOAD	= 9,	/* agent at its connection limit */
+	FH_CLOSE_REASON_MAX	= FH_CLOSE_OVERLOAD,
+};
+
+/* Limits. */
+#define FH_NAME_MAX		64	/* VM name bytes incl. terminating NUL */
+#define FH_TEXT_MAX		128	/* CLOSE text bytes incl. terminating NUL */
+#define FH_HELLO_TIMEOUT_MS	5000	/* HELLO must arrive within this */
+#define FH_KEEPALIVE_MS		10000	/* default PING interval */
+#define FH_KEEPALIVE_MISSES	3	/* silent intervals before TIMEOUT */
+
+struct fh_frame_hdr {
+	uint32_t len;		/* payload bytes following this header */
+	uint16_t msg_type;	/* enum fh_msg_type */
+	uint16_t reserved;	/* must be zero */
+};
+
+struct fh_msg_hello {
+	uint16_t version;	/* FH_PROTO_VERSION */
+	uint16_t num_vcpus;	/* 1 .. VIRTIO_FREQHINT_MAX_VCPUS */
+	uint32_t features;	/* FH_F_* offered */
+	uint32_t qemu_pid;
+	uint32_t reserved;	/* must be zero */
+	uint8_t uuid[16];	/* RFC 4122 byte order, as -uuid */
+	char name[FH_NAME_MAX];	/* NUL-terminated, NUL-padded */
+	/* uint32_t vcpu_tid[num_vcpus]: host thread id, 0 if unknown */
+};
+
+struct fh_msg_welcome {
+	uint16_t version;	/* FH_PROTO_VERSION */
+	uint16_t reserved;	/* must be zero */
+	uint32_t features;	/* subset of those offered */
+	uint32_t keepalive_ms;	/* PING interval the agent will use */
+	uint32_t reserved2;	/* must be zero */
+};
+
+#define FH_HINTS_F_FULL		(1u << 0)	/* one record per vCPU: whole state */
+#define FH_HINTS_F_ALL		FH_HINTS_F_FULL
+
+struct fh_msg_hints {
+	uint64_t timestamp_ns;	/* CLOCK_REALTIME when the device took the newest record */
+	uint16_t num_records;	/* 1 .. num_vcpus */
+	uint16_t flags;		/* FH_HINTS_F_* */
+	uint32_t reserved;	/* must be zero */
+	/* struct virtio_freqhint_record records[num_records] */
+};
+
+struct fh_msg_grants {
+	uint16_t operator_floor;	/* 0 .. VIRTIO_FREQHINT_SCALE */
+	uint16_t operator_ceiling;	/* 0 .. VIRTIO_FREQHINT_SCALE */
+	uint16_t num_grants;		/* == num_vcpus of HELLO */
+	uint16_t reserved;		/* must be zero */
+	/* struct virtio_freqhint_grant grants[num_grants], by vCPU index */
+};
+
+struct fh_msg_ping {
+	uint64_t cookie;	/* echoed in PONG */
+};
+
+struct fh_msg_close {
+	uint16_t reason;	/* enum fh_close_reason */
+	uint16_t reserved;	/* must be zero */
+	uint32_t reserved2;	/* must be zero */
+	char text[FH_TEXT_MAX];	/* NUL-terminated, for logs */
+};
+
+/* The largest payload of any message: a full-state HINTS frame. */
+#define FH_MAX_PAYLOAD \
+	(sizeof(struct fh_msg_hints) + \
+	 VIRTIO_FREQHINT_MAX_VCPUS * sizeof(struct virtio_freqhint_record))
+
+_Static_assert(sizeof(struct fh_frame_hdr) == 8, "fh_frame_hdr is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_hello) == 96, "fh_msg_hello is 96 bytes");
+_Static_assert(__builtin_offsetof(struct fh_msg_hello, uuid) == 16,
+	       "fh_msg_hello.uuid at 16");
+_Static_assert(sizeof(struct fh_msg_welcome) == 16, "fh_msg_welcome is 16 bytes");
+_Static_assert(sizeof(struct fh_msg_hints) == 16, "fh_msg_hints is 16 bytes");
+_Static_assert(sizeof(struct fh_msg_grants) == 8, "fh_msg_grants is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_ping) == 8, "fh_msg_ping is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_close) == 8 + FH_TEXT_MAX,
+	       "fh_msg_close size");
+_Static_assert(FH_MAX_PAYLOAD == 4112, "FH_MAX_PAYLOAD");
+_Static_assert(sizeof(struct fh_msg_hello) +
+	       4 * VIRTIO_FREQHINT_MAX_VCPUS <= FH_MAX_PAYLOAD,
+	       "a full HELLO fits in a frame");
+
+#endif /* FREQHINT_AGENT_PROTOCOL_H */
