@@ -1,0 +1,84 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Run every freqhint test tier on this machine, from nothing: installs what
+# is missing (scripts/setup.sh, idempotent), builds, runs the meson suites,
+# and ends with one line "N passed, N failed".  Exit status is non-zero on
+# any failure.  Run as root.
+#
+#   scripts/test.sh                 everything
+#   scripts/test.sh SUITE...        only these meson suites (unit, integration,
+#                                   compile, qtest, guest, e2e, libvirt, fuzz)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/lib.sh"
+
+suites=("$@")
+: "${FREQHINT_BUILD:=$FREQHINT_CACHE/build}"
+
+bash "$here/scripts/setup.sh" || die "setup failed"
+
+# The main build: gcc with ASan+UBSan and -Werror, every heavy option on.
+# The fuzz build: clang with libFuzzer (fuzz targets need clang).
+declare -A builds=(
+	[main]="-Dqemu=true -Dguest=true -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
+	[fuzz]="-Dfuzzing=true"
+)
+declare -A build_env=([main]="CC=gcc" [fuzz]="CC=clang")
+
+setup_build() {
+	local name=$1 dir=$FREQHINT_BUILD/$1
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure $2 "$dir" "$here" >"$dir.setup.log" 2>&1
+	else
+		mkdir -p "$FREQHINT_BUILD"
+		env ${build_env[$name]} meson setup $2 "$dir" "$here" >"$dir.setup.log" 2>&1
+	fi || { cat "$dir.setup.log"; return 1; }
+	meson compile -C "$dir" || return 1
+}
+
+run_suites() {
+	local dir=$FREQHINT_BUILD/$1; shift
+	local args=(--print-errorlogs --num-processes 2)
+	# The fuzz suite runs from the clang build only.
+	[ "$dir" = "$FREQHINT_BUILD/fuzz" ] || args+=(--no-suite fuzz)
+	for s in "$@"; do args+=(--suite "$s"); done
+	meson test -C "$dir" "${args[@]}"
+}
+
+build_failed=0
+passed=0 failed=0 skipped=0
+for name in main fuzz; do
+	if ! setup_build "$name" "${builds[$name]}"; then
+		log "build '$name' failed"
+		build_failed=$((build_failed + 1))
+		continue
+	fi
+	want=()
+	if [ ${#suites[@]} -gt 0 ]; then
+		for s in "${suites[@]}"; do
+			case $name:$s in
+			fuzz:fuzz | main:*) [ "$name:$s" = main:fuzz ] || want+=("$s") ;;
+			esac
+		done
+		[ ${#want[@]} -gt 0 ] || continue
+	elif [ "$name" = fuzz ]; then
+		want=(fuzz)
+	fi
+	rm -f "$FREQHINT_BUILD/$name/meson-logs/testlog.json"
+	run_suites "$name" "${want[@]}"
+	log_json=$FREQHINT_BUILD/$name/meson-logs/testlog.json
+	[ -f "$log_json" ] || continue
+	p=$(jq -s '[.[] | select(.result == "OK" or .result == "EXPECTEDFAIL")] | length' "$log_json")
+	f=$(jq -s '[.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP")] | length' "$log_json")
+	s=$(jq -s '[.[] | select(.result == "SKIP")] | length' "$log_json")
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+done
+
+# A build that does not build is a failure of every test it holds; count it.
+failed=$((failed + build_failed))
+# A skipped test is a test that did not run: report it, and fail the run.
+[ "$skipped" -eq 0 ] || log "$skipped test(s) skipped: treated as failure"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]
