@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers for in-guest tests of virtio_freqhint (busybox sh), sourced after
+# /lib/freqhint/test-lib.sh.  Carried into the guest as /lib/freqhint/fh-lib.sh.
+
+FH_DBG=/sys/kernel/debug/virtio_freqhint/vcpus
+FH_KO=/modules/virtio_freqhint.ko
+fh_busy_pids=
+
+# vcpu_line CPU: the module's debugfs line for CPU.
+vcpu_line() {
+	grep "^cpu$1 " "$FH_DBG"
+}
+
+# vcpu_holds CPU COND: COND (awk, over f["min"], f["idle"], ...) holds now.
+vcpu_holds() {
+	vcpu_line "$1" | awk '{
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	} END { exit !('"$2"') }'
+}
+
+# wait_vcpu CPU COND [SECONDS]: poll every 0.1 s until COND holds.  Prints
+# the last line read, which check() shows when it fails.
+wait_vcpu() {
+	fh_i=0
+	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
+		if vcpu_holds "$1" "$2"; then
+			vcpu_line "$1"
+			return 0
+		fi
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	vcpu_line "$1"
+	return 1
+}
+
+# steady_vcpu CPU COND SECONDS: COND holds at every 0.2 s sample for SECONDS.
+steady_vcpu() {
+	fh_i=0
+	while [ "$fh_i" -lt "$(($3 * 5))" ]; do
+		vcpu_holds "$1" "$2" || { vcpu_line "$1"; return 1; }
+		sleep 0.2
+		fh_i=$((fh_i + 1))
+	done
+	vcpu_line "$1"
+}
+
+# vcpu_field CPU NAME
+vcpu_field() {
+	vcpu_line "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# busy CPU [UCLAMPSET ARGS...]: start a spinning shell pinned to CPU,
+# optionally under uclampset.  Sets $fh_pid.
+busy() {
+	fh_cpu=$1
+	shift
+	if [ $# -gt 0 ]; then
+		taskset -c "$fh_cpu" uclampset "$@" sh -c 'while :; do :; done' \
+			</dev/null >/dev/null 2>&1 &
+	else
+		taskset -c "$fh_cpu" sh -c 'while :; do :; done' \
+			</dev/null >/dev/null 2>&1 &
+	fi
+	fh_pid=$!
+	fh_busy_pids="$fh_busy_pids $fh_pid"
+}
+
+stop_busy() {
+	for p in $fh_busy_pids; do kill "$p" 2>/dev/null; done
+	for p in $fh_busy_pids; do wait "$p" 2>/dev/null; done
+	fh_busy_pids=
+}
+
+# The module's cpufreq policies run schedutil (the kernels' default; made
+# sure of here, it is what hands the module its request).
+use_schedutil() {
+	for g in /sys/devices/system/cpu/cpufreq/policy*/scaling_governor; do
+		[ -w "$g" ] || return 1
+		echo schedutil >"$g" || return 1
+	done
+}
+
+# Nothing alarming in the kernel log so far.
+dmesg_clean() {
+	! dmesg | grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|UBSAN:)'
+}

@@ -1,0 +1,123 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# In-guest: what virtio_freqhint gathers per vCPU, read through debugfs; no
+# device needed.  The kernel command line says which kind of kernel this is:
+#   freqhint.expect=uclamp     CONFIG_UCLAMP_TASK: clamps are reported
+#   freqhint.expect=nouclamp   Debian's stock kernel: perf + idle only
+# Needs 4 vCPUs.  The test shell pins itself to vCPU3 and spins tasks on
+# vCPUs 0-2.
+. /lib/freqhint/test-lib.sh
+. /lib/freqhint/fh-lib.sh
+
+expect=$(sed -n 's/.*freqhint\.expect=\([a-z]*\).*/\1/p' /proc/cmdline)
+check "the command line says what to expect ($expect)" \
+	test "$expect" = uclamp -o "$expect" = nouclamp
+taskset -p 8 $$ >/dev/null
+
+check "insmod virtio_freqhint" insmod "$FH_KO"
+check "debugfs vcpus exists" test -r "$FH_DBG"
+check_output "one line per CPU" '^4$' sh -c "grep -c '^cpu' $FH_DBG"
+check_output "the module is the cpufreq driver" '^virtio-freqhint$' \
+	cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
+check "policies run schedutil" use_schedutil
+check_output "cpuinfo_max_freq is the 1024-unit scale" '^1024000$' \
+	cat /sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_max_freq
+if [ "$expect" = uclamp ]; then
+	check_output "load message: clamps and perf reported" \
+		'clamps reported, perf reported' dmesg
+else
+	check_output "load message: no clamps, perf reported" \
+		'clamps not available.*perf reported' dmesg
+fi
+
+if [ "$expect" = uclamp ]; then
+	busy 1 -m 800 -M 1024
+	check "busy task under -m 800 -M 1024 on vCPU1: min 800, max 1024" \
+		wait_vcpu 1 'f["idle"]==0 && f["min"]==800 && f["max"]==1024 && f["perf"]!="-"'
+	check "and it stays so for 2 s (kthreads do not pull it around)" \
+		steady_vcpu 1 'f["min"]==800 && f["max"]==1024' 2
+
+	busy 0 -M 300
+	check "busy task under -M 300 on vCPU0: max 300, min 0" \
+		wait_vcpu 0 'f["idle"]==0 && f["max"]==300 && f["min"]==0'
+	# schedutil caps its request at the run queue's max clamp; kworkers
+	# lift the rq max briefly, so only "eventually at most ~300".
+	check "and a perf request no higher (<= 300 + hysteresis)" \
+		wait_vcpu 0 'f["perf"]!="-" && f["perf"]<=316'
+
+	busy 2 -m 600 -M 600
+	busy 2 -m 100 -M 900
+	check "two tasks on vCPU2: max of mins 600, max of maxes 900" \
+		wait_vcpu 2 'f["idle"]==0 && f["min"]==600 && f["max"]==900'
+
+	stop_busy
+	for c in 0 1 2; do
+		check "vCPU$c reports idle once its tasks exit" \
+			wait_vcpu $c 'f["idle"]==1 && f["min"]=="-"' 2
+	done
+
+	check "a cgroup with cpu.uclamp.max 50" sh -c '
+		mkdir /sys/fs/cgroup/capped &&
+		echo 50 >/sys/fs/cgroup/capped/cpu.uclamp.max'
+	# Children inherit the group: move this shell in, start, move back.
+	echo $$ >/sys/fs/cgroup/capped/cgroup.procs
+	busy 1 -m 800 -M 1024
+	echo $$ >/sys/fs/cgroup/cgroup.procs
+	check "its task under -m 800 -M 1024 reports 512/512" \
+		wait_vcpu 1 'f["min"]==512 && f["max"]==512'
+	check "lower the group to 25 while the task runs" \
+		sh -c 'echo 25 >/sys/fs/cgroup/capped/cpu.uclamp.max'
+	check "the sampler sees it without a task switch: 256/256" \
+		wait_vcpu 1 'f["min"]==256 && f["max"]==256' 3
+	stop_busy
+	rmdir /sys/fs/cgroup/capped
+else
+	check_fails "uclampset is refused" uclampset -m 300 -p $$
+	busy 1
+	check "busy task on vCPU1: not idle, perf valid, clamps invalid" \
+		wait_vcpu 1 'f["idle"]==0 && f["min"]=="-" && f["max"]=="-" && f["perf"]!="-"'
+	check "a lone busy task gets a high perf request (>= 512)" \
+		wait_vcpu 1 'f["perf"]>=512'
+	stop_busy
+	check "vCPU1 reports idle once its task exits" \
+		wait_vcpu 1 'f["idle"]==1 && f["perf"]=="-"' 2
+fi
+
+sleep 1
+p0=$(vcpu_field 2 publishes)
+sleep 2
+p1=$(vcpu_field 2 publishes)
+check "an idle vCPU stays quiet (publishes $p0 -> $p1 in 2 s)" \
+	test "$((p1 - p0))" -le 10
+
+# Hotplug: the test shell leaves vCPU3 first.
+taskset -p 4 $$ >/dev/null
+check "vCPU3 goes offline" sh -c 'echo 0 >/sys/devices/system/cpu/cpu3/online'
+check "it reports offline and idle" wait_vcpu 3 'f["online"]==0 && f["idle"]==1' 2
+check "vCPU3 comes back" sh -c 'echo 1 >/sys/devices/system/cpu/cpu3/online'
+check "it reports online" wait_vcpu 3 'f["online"]==1' 2
+check_output "its cpufreq policy is back" '^virtio-freqhint$' \
+	cat /sys/devices/system/cpu/cpu3/cpufreq/scaling_driver
+if [ "$expect" = uclamp ]; then
+	busy 3 -m 700
+	check "a task on the re-onlined vCPU3 is seen (min 700)" \
+		wait_vcpu 3 'f["idle"]==0 && f["min"]==700'
+else
+	busy 3
+	check "a task on the re-onlined vCPU3 is seen" \
+		wait_vcpu 3 'f["idle"]==0 && f["perf"]!="-"'
+fi
+stop_busy
+
+# Unload with a task spinning, reload, unload again.
+busy 1
+check "rmmod with a busy vCPU" rmmod virtio_freqhint
+check_fails "debugfs entry gone" test -e "$FH_DBG"
+check_fails "cpufreq driver gone" test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
+check "insmod again" insmod "$FH_KO"
+check "the busy vCPU is seen after reload" wait_vcpu 1 'f["idle"]==0'
+stop_busy
+check "vCPU1 idle again" wait_vcpu 1 'f["idle"]==1' 2
+check "rmmod again" rmmod virtio_freqhint
+check "no kernel warnings" dmesg_clean
+done_testing

@@ -1,0 +1,30 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Build virtio_freqhint.ko for a guest kernel and run an in-guest test with
+# it (tests/guest/run-guest.sh judges the console).
+#
+#   run-guest-test.sh KERNEL EXPECT TEST.sh LOG [-- QEMU ARGS]
+#     KERNEL   uclamp | stock (see tests/guest/run-guest.sh)
+#     EXPECT   uclamp | nouclamp, passed as freqhint.expect= to the test
+# Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+
+[ $# -ge 4 ] || die "usage: $0 KERNEL EXPECT TEST.sh LOG [-- QEMU ARGS]"
+kernel=$1 expect=$2 test=$3 log=$4
+shift 4
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tree=$kernel
+[ "$kernel" = uclamp ] || tree=$(readlink -f "$("$here/tests/guest/fetch-stock-kernel.sh" --print-dir)/build")
+"$here/guest-driver/tests/build-module.sh" "$tree" "$work/virtio_freqhint.ko" >&2
+
+# shellcheck disable=SC2086
+"$here/tests/guest/run-guest.sh" --kernel "$kernel" ${FH_RUN_GUEST_ARGS:-} \
+	--test "$test" --module "$work/virtio_freqhint.ko" \
+	--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh" \
+	--append "freqhint.expect=$expect" --log "$log" --timeout 400 "$@"

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Actuation backends behind one small interface.
+ *
+ *   none     decide and report only
+ *   cpufreq  scaling_min_freq/scaling_max_freq of each policy
+ *   uclamp   sched_setattr(UTIL_CLAMP_MIN|MAX) on each vCPU thread
+ *
+ * apply() is called after every decision change and on every poll tick, so
+ * a backend retries failed writes there once its backoff has passed.  It
+ * never fails: errors are logged and counted and the daemon carries on.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "fh-host.h"
+#include "fh-merge.h"
+#include "fh-paths.h"
+
+typedef struct {
+  guint tid;
+  gboolean active; /* idle or unhinted vCPUs are released (0..1024) */
+  FhClamp eff;
+} FhTidTarget;
+
+typedef struct _FhBackend FhBackend;
+
+typedef struct {
+  const char *name;
+  gboolean (*start) (FhBackend *self, GError **error);
+  /* Policies' decisions are in host->policies; targets holds FhTidTarget. */
+  void (*apply) (FhBackend *self, const GArray *targets, gint64 now_us);
+  void (*stop) (FhBackend *self);
+  void (*free_priv) (FhBackend *self);
+} FhBackendOps;
+
+struct _FhBackend {
+  const FhBackendOps *ops;
+  FhHost *host;          /* not owned */
+  const FhPaths *paths;  /* not owned */
+  char *state_dir;
+  guint64 writes;
+  guint64 write_failures;
+  gpointer priv;
+};
+
+FhBackend *fh_backend_new (const char *name, FhHost *host, const FhPaths *paths,
+                           const char *state_dir, GError **error);
+void fh_backend_free (FhBackend *self);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhBackend, fh_backend_free)
+
+static inline gboolean
+fh_backend_start (FhBackend *self, GError **error)
+{
+  return self->ops->start ? self->ops->start (self, error) : TRUE;
+}
+
+static inline void
+fh_backend_apply (FhBackend *self, const GArray *targets, gint64 now_us)
+{
+  if (self->ops->apply)
+    self->ops->apply (self, targets, now_us);
+}
+
+static inline void
+fh_backend_stop (FhBackend *self)
+{
+  if (self->ops->stop)
+    self->ops->stop (self);
+}
+
+/* Retry schedule shared by the backends: 1 s doubling to 60 s. */
+#define FH_BACKOFF_MIN_US (G_USEC_PER_SEC)
+#define FH_BACKOFF_MAX_US (60 * G_USEC_PER_SEC)
+
+extern const FhBackendOps fh_backend_none_ops;
+extern const FhBackendOps fh_backend_cpufreq_ops;
+extern const FhBackendOps fh_backend_uclamp_ops;
+
+/* The cpufreq backend's crash-recovery file inside the state directory. */
+#define FH_CPUFREQ_SAVED_FILE "cpufreq-saved.ini"

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * freqhintd configuration: built-in defaults, then the GKeyFile
+ * (freqhintd.conf), then command-line options.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include <freqhint/agent_protocol.h>
+
+#include "fh-merge.h"
+
+#define FH_DEFAULT_CONFIG         SYSCONFDIR "/freqhint/freqhintd.conf"
+#define FH_DEFAULT_SOCKET         "/run/freqhint/device.sock"
+#define FH_DEFAULT_CONTROL_SOCKET "/run/freqhint/control.sock"
+#define FH_DEFAULT_STATE_DIR      "/var/lib/freqhint"
+#define FH_DEFAULT_METRICS_PORT   9484
+
+typedef struct {
+  char *key;      /* as written in "[vm KEY]": a name or a UUID */
+  FhClamp op;     /* operator floor/ceiling, capacity units */
+  GArray *cpus;   /* guint per vCPU index: placement override; may be NULL */
+} FhVmConfig;
+
+typedef struct {
+  char *sysfs_root, *proc_root, *cgroup_root;
+  char *backend; /* none | cpufreq | uclamp */
+  char *socket_path;
+  guint socket_mode;
+  char *control_socket_path;
+  char *state_dir;
+  char *metrics_address;
+  int metrics_port; /* 0: ephemeral, -1: disabled */
+  guint poll_interval_ms;
+  guint keepalive_ms;
+  guint hello_timeout_ms;
+  guint max_connections;
+  GArray *allowed_uids; /* uid_t; root and our own uid are always allowed */
+  GArray *allowed_gids; /* gid_t */
+  gboolean check_thread_owner;
+  gboolean perf_as_floor;
+  double perf_headroom; /* < 0: auto */
+  GHashTable *vms;      /* key -> FhVmConfig */
+} FhConfig;
+
+FhConfig *fh_config_new (void);
+void fh_config_free (FhConfig *config);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhConfig, fh_config_free)
+
+/* Load a key file over the defaults.  A missing file is fine when !required. */
+gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, GError **error);
+
+/* A VM's operator settings by name, then by UUID; NULL when none. */
+const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name,
+                                       const char *uuid);
+
+gboolean fh_config_uid_allowed (const FhConfig *config, uid_t uid, gid_t gid);

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Device socket server (spec/agent-protocol.md).
+ *
+ * Each connection has a receive buffer of exactly one maximal frame and a
+ * bounded send queue, so a VM can never make the agent allocate more than
+ * that.  Every protocol error closes only that connection: FH_MSG_CLOSE
+ * with the reason (best effort), a log line, a counter.
+ */
+#define G_LOG_DOMAIN "freqhintd"
+
+#include "fh-device.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+
+/* Sending is GRANTS (<= 1032 B), WELCOME, PING: 64 KiB is many seconds of backlog. */
+#define SEND_QUEUE_MAX (64 * 1024)
+#define FH_AGENT_FEATURES (FH_F_PERF | FH_F_GRANTS)
+
+typedef enum {
+  CONN_AWAIT_HELLO,
+  CONN_AWAIT_FULL, /* WELCOME sent; the first HINTS must be FULL */
+  CONN_RUNNING,
+} ConnState;
+
+struct _FhConn {
+  FhDeviceServer *server;
+  int fd;
+  guint in_watch;
+  guint out_watch;
+  guint hello_timer;
+  guint keepalive_timer;
+  ConnState state;
+  struct ucred peer;
+  uint16_t num_vcpus;
+  uint32_t features;
+  gint64 last_rx_us;
+  uint64_t ping_cookie;
+  uint8_t in[FH_FRAME_MAX];
+  size_t in_len;
+  GByteArray *out;
+  gpointer data;
+  char desc[96];
+  gboolean closing;
+};
+
+struct _FhDeviceServer {
+  char *path;
+  int fd;
+  guint watch;
+  FhDeviceParams params;
+  FhDeviceCallbacks cb;
+  gpointer data;
+  GList *conns; /* FhConn*; small (<= max_connections) */
+};
+
+static void conn_free (FhConn *conn);
+
+void
+fh_conn_set_data (FhConn *conn, gpointer data)
+{
+  conn->data = data;
+}
+
+gpointer
+fh_conn_get_data (FhConn *conn)
+{
+  return conn->data;
+}
+
+pid_t
+fh_conn_peer_pid (FhConn *conn)
+{
+  return conn->peer.pid;
+}
+
+uid_t
+fh_conn_peer_uid (FhConn *conn)
+{
+  return conn->peer.uid;
+}
+
+uint32_t
+fh_conn_features (FhConn *conn)
+{
+  return conn->features;
+}
+
+const char *
+fh_conn_describe (FhConn *conn)
+{
+  return conn->desc;
+}
+
+guint
+fh_device_server_n_connections (FhDeviceServer *server)
+{
+  return g_list_length (server->conns);
+}
+
+static gboolean conn_out_ready (gint fd, GIOCondition cond, gpointer user_data);
+
+/* Queue bytes; FALSE when the peer stopped reading and the queue is full. */
+static gboolean
+conn_send (FhConn *conn, const uint8_t *buf, size_t len)
+{
+  size_t off = 0;
+
+  if (conn->out->len == 0) {
+    ssize_t n = send (conn->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return FALSE;
+    off = n > 0 ? (size_t) n : 0;
+  }
+  if (off == len)
+    return TRUE;
+  if (conn->out->len + (len - off) > SEND_QUEUE_MAX)
+    return FALSE;
+  g_byte_array_append (conn->out, buf + off, len - off);
+  if (!conn->out_watch)
+    conn->out_watch = g_unix_fd_add (conn->fd, G_IO_OUT, conn_out_ready, conn);
+  return TRUE;
+}
+
+static gboolean
+conn_out_ready (gint fd, GIOCondition cond, gpointer user_data)
+{
+  FhConn *conn = user_data;
+  ssize_t n = send (fd, conn->out->data, conn->out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n < 0) {
+    conn->out_watch = 0;
+    fh_conn_close (conn, FH_CLOSE_NORMAL, "send failed: %s", g_strerror (errno));
+    return G_SOURCE_REMOVE;
+  }
+  g_byte_array_remove_range (conn->out, 0, (guint) n);
+  if (conn->out->len > 0)
+    return G_SOURCE_CONTINUE;
+  conn->out_watch = 0;
+  return G_SOURCE_REMOVE;
+}
+
+void
+fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
+{
+  FhDeviceServer *server = conn->server;
+  uint8_t frame[FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_close)];
+  char text[FH_TEXT_MAX];
+  size_t n;
+  va_list ap;
+
+  if (conn->closing)
+    return;
+  conn->closing = TRUE;
+  va_start (ap, fmt);
+  vsnprintf (text, sizeof text, fmt, ap);
+  va_end (ap);
+
+  if (reason == FH_CLOSE_NORMAL)
+    g_message ("%s: closing: %s", conn->desc, text);
+  else
+    g_warning ("%s: closing (%s): %s", conn->desc, fh_close_reason_name (reason), text);
+
+  /* Best effort: the peer may be gone or not reading; never block. */
+  n = fh_encode_close (frame, sizeof frame, reason, text);
+  if (conn->out->len)
+    (void) !send (conn->fd, conn->out->data, conn->out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void) !send (conn->fd, frame, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  shutdown (conn->fd, SHUT_RDWR);
+
+  if (reason != FH_CLOSE_NORMAL && server->cb.rejected)
+    server->cb.rejected (reason, server->data);
+  server->conns = g_list_remove (server->conns, conn);
+  if (server->cb.closed)
+    server->cb.closed (conn, server->data);
+  conn_free (conn);
+}
+
+gboolean
+fh_conn_send_grants (FhConn *conn, const FhGrants *grants)
+{
+  uint8_t frame[FH_FRAME_MAX];
+  size_t n;
+
+  if (conn->closing || conn->state == CONN_AWAIT_HELLO)
+    return FALSE;
+  n = fh_encode_grants (frame, sizeof frame, grants);
+  if (n == 0)
+    return FALSE;
+  if (!conn_send (conn, frame, n)) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+hello_timeout (gpointer user_data)
+{
+  FhConn *conn = user_data;
+
+  conn->hello_timer = 0;
+  fh_conn_close (conn, FH_CLOSE_TIMEOUT, "no HELLO within %u ms",
+                 conn->server->params.hello_timeout_ms);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+keepalive_tick (gpointer user_data)
+{
+  FhConn *conn = user_data;
+  guint ms = conn->server->params.keepalive_ms;
+  uint8_t frame[FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_ping)];
+  size_t n;
+
+  if (g_get_monotonic_time () - conn->last_rx_us >
+      (gint64) FH_KEEPALIVE_MISSES * ms * G_TIME_SPAN_MILLISECOND) {
+    conn->keepalive_timer = 0;
+    fh_conn_close (conn, FH_CLOSE_TIMEOUT, "nothing received for %u keepalive intervals",
+                   FH_KEEPALIVE_MISSES);
+    return G_SOURCE_REMOVE;
+  }
+  n = fh_encode_ping (frame, sizeof frame, FH_MSG_PING, ++conn->ping_cookie);
+  if (!conn_send (conn, frame, n)) {
+    conn->keepalive_timer = 0;
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* One frame.  FALSE when the connection was closed (and freed). */
+static gboolean
+handle_frame (FhConn *conn, const FhFrame *f)
+{
+  FhDeviceServer *server = conn->server;
+  FhError err = { FH_CLOSE_MALFORMED, "" };
+
+  if (f->msg_type == FH_MSG_CLOSE) {
+    FhClose c;
+
+    if (fh_decode_close (f, &c, &err))
+      fh_conn_close (conn, FH_CLOSE_NORMAL, "peer closed (%s): %s",
+                     fh_close_reason_name (c.reason), c.text);
+    else
+      fh_conn_close (conn, err.reason, "%s", err.text);
+    return FALSE;
+  }
+
+  switch (conn->state) {
+    case CONN_AWAIT_HELLO: {
+      static FhHello hello; /* 1.1 KiB; the main loop is single-threaded */
+      FhWelcome w = { FH_PROTO_VERSION, 0, server->params.keepalive_ms };
+      uint8_t frame[64];
+      size_t n;
+
+      if (!fh_decode_hello (f, &hello, &err))
+        goto refuse;
+      conn->num_vcpus = hello.num_vcpus;
+      conn->features = hello.features & FH_AGENT_FEATURES;
+      g_snprintf (conn->desc, sizeof conn->desc, "VM \"%s\" (pid %d)", hello.name,
+                  (int) conn->peer.pid);
+      g_clear_handle_id (&conn->hello_timer, g_source_remove);
+      if (server->cb.hello && !server->cb.hello (conn, &hello, &err, server->data))
+        goto refuse;
+      w.features = conn->features;
+      n = fh_encode_welcome (frame, sizeof frame, &w);
+      if (!conn_send (conn, frame, n)) {
+        fh_conn_close (conn, FH_CLOSE_NORMAL, "cannot send WELCOME");
+        return FALSE;
+      }
+      conn->state = CONN_AWAIT_FULL;
+      conn->keepalive_timer = g_timeout_add (server->params.keepalive_ms, keepalive_tick, conn);
+      return TRUE;
+    }
+    case CONN_AWAIT_FULL:
+    case CONN_RUNNING:
+      if (f->msg_type == FH_MSG_HINTS) {
+        static FhHints hints;
+
+        if (!fh_decode_hints (f, conn->num_vcpus, conn->features, &hints, &err))
+          goto refuse;
+        if (conn->state == CONN_AWAIT_FULL && !(hints.flags & FH_HINTS_F_FULL)) {
+          fh_error_set (&err, FH_CLOSE_PROTOCOL, "first HINTS after WELCOME is not FULL");
+          goto refuse;
+        }
+        conn->state = CONN_RUNNING;
+        if (server->cb.hints)
+          server->cb.hints (conn, &hints, server->data);
+        return !conn->closing;
+      }
+      if (f->msg_type == FH_MSG_PING || f->msg_type == FH_MSG_PONG) {
+        uint64_t cookie;
+        uint8_t frame[32];
+        size_t n;
+
+        if (!fh_decode_ping (f, &cookie, &err))
+          goto refuse;
+        if (f->msg_type == FH_MSG_PONG)
+          return TRUE; /* any frame counts as alive */
+        n = fh_encode_ping (frame, sizeof frame, FH_MSG_PONG, cookie);
+        if (!conn_send (conn, frame, n)) {
+          fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
+          return FALSE;
+        }
+        return TRUE;
+      }
+      fh_error_set (&err, FH_CLOSE_PROTOCOL, "unexpected %s", fh_msg_type_name (f->msg_type));
+      goto refuse;
+  }
+  fh_error_set (&err, FH_CLOSE_PROTOCOL, "unexpected %s", fh_msg_type_name (f->msg_type));
+refuse:
+  fh_conn_close (conn, err.reason, "%s", err.text);
+  return FALSE;
+}
+
+static gboolean
+conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
+{
+  FhConn *conn = user_data;
+  size_t off = 0;
+  ssize_t n;
+
+  n = recv (fd, conn->in + conn->in_len, sizeof conn->in - conn->in_len, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n <= 0) {
+    conn->in_watch = 0;
+    fh_conn_close (conn, FH_CLOSE_NORMAL, "%s",
+                   n == 0 ? "peer disconnected" : g_strerror (errno));
+    return G_SOURCE_REMOVE;
+  }
+  conn->in_len += (size_t) n;
+  conn->last_rx_us = g_get_monotonic_time ();
+
+  for (;;) {
+    FhFrame f;
+    size_t size = 0;
+    FhError err = { 0 };
+    FhParseResult r = fh_frame_parse (conn->in + off, conn->in_len - off, &f, &size, &err);
+
+    if (r == FH_PARSE_NEED_MORE)
+      break;
+    if (r == FH_PARSE_ERROR) {
+      conn->in_watch = 0;
+      fh_conn_close (conn, err.reason, "%s", err.text);
+      return G_SOURCE_REMOVE;
+    }
+    if (!handle_frame (conn, &f)) {
+      /* conn is gone; its watch was removed with it */
+      return G_SOURCE_REMOVE;
+    }
+    off += size;
+  }
+  if (off) {
+    memmove (conn->in, conn->in + off, conn->in_len - off);
+    conn->in_len -= off;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+conn_free (FhConn *conn)
+{
+  g_clear_handle_id (&conn->in_watch, g_source_remove);
+  g_clear_handle_id (&conn->out_watch, g_source_remove);
+  g_clear_handle_id (&conn->hello_timer, g_source_remove);
+  g_clear_handle_id (&conn->keepalive_timer, g_source_remove);
+  if (conn->fd >= 0)
+    close (conn->fd);
+  g_byte_array_unref (conn->out);
+  g_free (conn);
+}
+
+static gboolean
+server_accept (gint fd, GIOCondition cond, gpointer user_data)
+{
+  FhDeviceServer *server = user_data;
+  socklen_t len = sizeof (struct ucred);
+  FhConn *conn;
+  int cfd;
+
+  cfd = accept4 (fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (cfd < 0) {
+    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+      g_warning ("accept on %s: %s", server->path, g_strerror (errno));
+    return G_SOURCE_CONTINUE;
+  }
+  conn = g_new0 (FhConn, 1);
+  conn->server = server;
+  conn->fd = cfd;
+  conn->out = g_byte_array_new ();
+  conn->last_rx_us = g_get_monotonic_time ();
+  if (getsockopt (cfd, SOL_SOCKET, SO_PEERCRED, &conn->peer, &len) < 0) {
+    conn->peer.pid = 0;
+    conn->peer.uid = (uid_t) -1;
+    conn->peer.gid = (gid_t) -1;
+  }
+  g_snprintf (conn->desc, sizeof conn->desc, "connection from pid %d uid %d", (int) conn->peer.pid,
+              (int) conn->peer.uid);
+  server->conns = g_list_prepend (server->conns, conn);
+
+  if (conn->peer.uid == (uid_t) -1 ||
+      (server->params.peer_allowed &&
+       !server->params.peer_allowed (conn->peer.uid, conn->peer.gid, server->data))) {
+    fh_conn_close (conn, FH_CLOSE_PERMISSION, "uid %d gid %d is not allowed", (int) conn->peer.uid,
+                   (int) conn->peer.gid);
+    return G_SOURCE_CONTINUE;
+  }
+  if (g_list_length (server->conns) > server->params.max_connections) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "at the limit of %u connections",
+                   server->params.max_connections);
+    return G_SOURCE_CONTINUE;
+  }
+  g_debug ("%s: accepted", conn->desc);
+  conn->in_watch = g_unix_fd_add (cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, conn_in_ready, conn);
+  conn->hello_timer = g_timeout_add (server->params.hello_timeout_ms, hello_timeout, conn);
+  return G_SOURCE_CONTINUE;
+}
+
+FhDeviceServer *
+fh_device_server_new (const char *path, const FhDeviceParams *params,
+                      const FhDeviceCallbacks *cb, gpointer data, GError **error)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  g_autofree char *dir = g_path_get_dirname (path);
+  FhDeviceServer *server;
+  struct stat st;
+  int fd;
+
+  if (strlen (path) >= sizeof addr.sun_path) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s",
+                 path);
+    return NULL;
+  }
+  strcpy (addr.sun_path, path);
+  if (g_mkdir_with_parents (dir, 0755) < 0) {
+    int e = errno;
+
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
+    return NULL;
+  }
+  /* A socket left by a previous run; anything else at that path is not ours. */
+  if (lstat (path, &st) == 0) {
+    if (!S_ISSOCK (st.st_mode)) {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s exists and is not a socket", path);
+      return NULL;
+    }
+    unlink (path);
+  }
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 ||
+      chmod (path, params->socket_mode) < 0 || listen (fd, 64) < 0) {
+    int e = errno;
+
+    if (fd >= 0)
+      close (fd);
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
+    return NULL;
+  }
+  server = g_new0 (FhDeviceServer, 1);
+  server->path = g_strdup (path);
+  server->fd = fd;
+  server->params = *params;
+  server->cb = *cb;
+  server->data = data;
+  server->watch = g_unix_fd_add (fd, G_IO_IN, server_accept, server);
+  return server;
+}
+
+void
+fh_device_server_free (FhDeviceServer *server)
+{
+  if (!server)
+    return;
+  while (server->conns)
+    fh_conn_close (server->conns->data, FH_CLOSE_NORMAL, "agent shutting down");
+  g_clear_handle_id (&server->watch, g_source_remove);
+  close (server->fd);
+  unlink (server->path);
+  g_free (server->path);
+  g_free (server);
+}

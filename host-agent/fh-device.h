@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The device socket: one listening UNIX socket, one FhConn per QEMU.
+ * Byte handling, framing, handshake, keepalive and closing live here; what
+ * a HELLO or HINTS means is the daemon's business (callbacks).
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "fh-protocol.h"
+
+typedef struct _FhConn FhConn;
+typedef struct _FhDeviceServer FhDeviceServer;
+
+typedef struct {
+  /* HELLO arrived and decoded.  Return FALSE with err set to refuse it. */
+  gboolean (*hello) (FhConn *conn, const FhHello *hello, FhError *err, gpointer data);
+  void (*hints) (FhConn *conn, const FhHints *hints, gpointer data);
+  /* The connection is going away (any reason); conn is freed afterwards. */
+  void (*closed) (FhConn *conn, gpointer data);
+  /* A connection was closed by us for a protocol/permission/limit reason. */
+  void (*rejected) (uint16_t reason, gpointer data);
+} FhDeviceCallbacks;
+
+typedef struct {
+  guint hello_timeout_ms;
+  guint keepalive_ms;
+  guint max_connections;
+  guint socket_mode;
+  /* peer check: return TRUE to accept */
+  gboolean (*peer_allowed) (uid_t uid, gid_t gid, gpointer data);
+} FhDeviceParams;
+
+FhDeviceServer *fh_device_server_new (const char *path, const FhDeviceParams *params,
+                                      const FhDeviceCallbacks *cb, gpointer data,
+                                      GError **error);
+/* Closes every connection with FH_CLOSE_NORMAL and removes the socket. */
+void fh_device_server_free (FhDeviceServer *server);
+guint fh_device_server_n_connections (FhDeviceServer *server);
+
+void fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
+gboolean fh_conn_send_grants (FhConn *conn, const FhGrants *grants);
+void fh_conn_set_data (FhConn *conn, gpointer data);
+gpointer fh_conn_get_data (FhConn *conn);
+pid_t fh_conn_peer_pid (FhConn *conn);
+uid_t fh_conn_peer_uid (FhConn *conn);
+uint32_t fh_conn_features (FhConn *conn);
+const char *fh_conn_describe (FhConn *conn);

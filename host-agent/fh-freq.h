@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Capacity -> cpufreq limits for one policy.  Pure.
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef struct {
+  guint cpuinfo_min_khz;
+  guint cpuinfo_max_khz;
+  const guint *available_khz; /* scaling_available_frequencies, any order; may be NULL */
+  gsize n_available;
+} FhFreqTable;
+
+/* schedutil's map_util_freq(): cap * max / 1024, clamped into cpuinfo_min..max. */
+guint fh_freq_from_capacity (const FhFreqTable *t, guint cap);
+
+/*
+ * Limits for a floor/ceiling pair: the floor snaps UP to an available
+ * frequency (the guest asked for at least that much), the ceiling DOWN
+ * (at most), and the ceiling never ends below the snapped floor.
+ */
+void fh_freq_limits (const FhFreqTable *t, guint floor_cap, guint ceiling_cap, guint *min_khz,
+                     guint *max_khz);

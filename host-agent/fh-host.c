@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#define G_LOG_DOMAIN "freqhintd"
+
+#include "fh-host.h"
+
+#include <string.h>
+
+#include "fh-parse.h"
+
+static void
+policy_free (FhPolicy *p)
+{
+  g_clear_pointer (&p->cpus, g_array_unref);
+  g_clear_pointer (&p->available, g_array_unref);
+  g_free (p->governor);
+  g_free (p);
+}
+
+FhHost *
+fh_host_new (void)
+{
+  FhHost *h = g_new0 (FhHost, 1);
+
+  h->policies = g_ptr_array_new_with_free_func ((GDestroyNotify) policy_free);
+  h->sys = (FhClamp){ FH_SCALE, FH_SCALE };
+  return h;
+}
+
+void
+fh_host_free (FhHost *h)
+{
+  if (!h)
+    return;
+  g_ptr_array_unref (h->policies);
+  g_free (h->cpu_policy);
+  g_free (h);
+}
+
+static gboolean
+read_uint (const char *path, guint *value, GError **error)
+{
+  g_autofree char *text = fh_read_small_file (path, error);
+
+  if (!text)
+    return FALSE;
+  if (!fh_parse_uint_range (text, 0, G_MAXUINT, value, error)) {
+    g_prefix_error (error, "%s: ", path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gint
+cmp_policy (gconstpointer a, gconstpointer b)
+{
+  const FhPolicy *x = *(FhPolicy *const *) a, *y = *(FhPolicy *const *) b;
+
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static FhPolicy *
+load_policy (const FhPaths *paths, guint id, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  FhPolicy *p = g_new0 (FhPolicy, 1);
+  g_autofree char *dir = fh_path (paths, FH_ROOT_SYSFS, "devices/system/cpu/cpufreq/policy%u", id);
+  g_autofree char *cpus_path = g_build_filename (dir, "affected_cpus", NULL);
+  g_autofree char *min_path = g_build_filename (dir, "cpuinfo_min_freq", NULL);
+  g_autofree char *max_path = g_build_filename (dir, "cpuinfo_max_freq", NULL);
+  g_autofree char *avail_path = g_build_filename (dir, "scaling_available_frequencies", NULL);
+  g_autofree char *gov_path = g_build_filename (dir, "scaling_governor", NULL);
+  g_autofree char *text = NULL;
+
+  p->id = id;
+  text = fh_read_small_file (cpus_path, error);
+  if (!text)
+    goto fail;
+  /* affected_cpus is space separated; turn it into a list we already parse */
+  g_strdelimit (g_strstrip (text), " ", ',');
+  p->cpus = fh_parse_cpu_list (text, FH_MAX_CPUS, error);
+  if (!p->cpus) {
+    g_prefix_error (error, "%s: ", cpus_path);
+    goto fail;
+  }
+  if (!read_uint (min_path, &p->cpuinfo_min_khz, error) ||
+      !read_uint (max_path, &p->cpuinfo_max_khz, error))
+    goto fail;
+  if (p->cpuinfo_min_khz == 0 || p->cpuinfo_min_khz > p->cpuinfo_max_khz) {
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_RANGE,
+                 "policy%u: cpuinfo range %u..%u kHz is not usable", id, p->cpuinfo_min_khz,
+                 p->cpuinfo_max_khz);
+    goto fail;
+  }
+  g_clear_pointer (&text, g_free);
+  /* Optional: intel_pstate and CPPC drivers have no table. */
+  text = fh_read_small_file (avail_path, NULL);
+  p->available = text ? fh_parse_u32_list (text, &local) : NULL;
+  if (!p->available) {
+    if (local)
+      g_warning ("%s: %s; not snapping to a table", avail_path, local->message);
+    p->available = g_array_new (FALSE, FALSE, sizeof (guint));
+  }
+  g_clear_pointer (&text, g_free);
+  text = fh_read_small_file (gov_path, NULL);
+  p->governor = text ? g_strstrip (g_strdup (text)) : g_strdup ("");
+  return p;
+fail:
+  policy_free (p);
+  return NULL;
+}
+
+gboolean
+fh_host_load (FhHost *h, const FhPaths *paths, GError **error)
+{
+  g_autofree char *online_path = fh_path (paths, FH_ROOT_SYSFS, "devices/system/cpu/online");
+  g_autofree char *online = NULL;
+  g_autofree char *cpufreq = fh_path (paths, FH_ROOT_SYSFS, "devices/system/cpu/cpufreq");
+  g_autoptr (GArray) cpus = NULL;
+  g_autoptr (GDir) dir = NULL;
+  const char *name;
+
+  online = fh_read_small_file (online_path, error);
+  if (!online)
+    return FALSE;
+  cpus = fh_parse_cpu_list (online, FH_MAX_CPUS, error);
+  if (!cpus) {
+    g_prefix_error (error, "%s: ", online_path);
+    return FALSE;
+  }
+  h->n_cpus = cpus->len ? g_array_index (cpus, guint, cpus->len - 1) + 1 : 0;
+
+  g_ptr_array_set_size (h->policies, 0);
+  dir = g_dir_open (cpufreq, 0, NULL);
+  while (dir && (name = g_dir_read_name (dir))) {
+    guint64 id;
+    FhPolicy *p;
+
+    if (!g_str_has_prefix (name, "policy") ||
+        !g_ascii_string_to_unsigned (name + 6, 10, 0, FH_MAX_CPUS - 1, &id, NULL))
+      continue;
+    p = load_policy (paths, (guint) id, error);
+    if (!p)
+      return FALSE;
+    g_ptr_array_add (h->policies, p);
+  }
+  g_ptr_array_sort (h->policies, cmp_policy);
+
+  g_free (h->cpu_policy);
+  h->cpu_policy = g_new (gint, MAX (h->n_cpus, 1));
+  for (guint c = 0; c < h->n_cpus; c++)
+    h->cpu_policy[c] = -1;
+  for (guint i = 0; i < h->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (h->policies, i);
+
+    for (guint j = 0; j < p->cpus->len; j++) {
+      guint c = g_array_index (p->cpus, guint, j);
+
+      if (c < h->n_cpus)
+        h->cpu_policy[c] = (gint) i;
+    }
+  }
+  fh_host_refresh_sys (h, paths);
+  return TRUE;
+}
+
+gboolean
+fh_host_refresh_sys (FhHost *h, const FhPaths *paths)
+{
+  static const char *const names[] = { "sched_util_clamp_min", "sched_util_clamp_max" };
+  FhClamp sys = { FH_SCALE, FH_SCALE };
+  gboolean have = TRUE;
+  gboolean changed;
+
+  for (int i = 0; i < 2; i++) {
+    g_autofree char *path = fh_path (paths, FH_ROOT_PROC, "sys/kernel/%s", names[i]);
+    g_autofree char *text = fh_read_small_file (path, NULL);
+    g_autoptr (GError) error = NULL;
+    guint v = FH_SCALE;
+
+    /* A kernel without CONFIG_UCLAMP_TASK has no such files: no limit. */
+    if (!text) {
+      have = FALSE;
+      continue;
+    }
+    if (!fh_parse_uint_range (text, 0, FH_SCALE, &v, &error)) {
+      g_warning ("%s: %s; assuming %u", path, error->message, FH_SCALE);
+      v = FH_SCALE;
+    }
+    if (i == 0)
+      sys.min = v;
+    else
+      sys.max = v;
+  }
+  changed = sys.min != h->sys.min || sys.max != h->sys.max;
+  h->sys = sys;
+  h->have_sys = have;
+  return changed;
+}
+
+const char *
+fh_host_governor (const FhHost *h)
+{
+  if (h->policies->len == 0)
+    return "";
+  return ((FhPolicy *) g_ptr_array_index (h->policies, 0))->governor;
+}
+
+void
+fh_thread_info_clear (FhThreadInfo *info)
+{
+  g_clear_pointer (&info->cgroup, g_free);
+  g_clear_pointer (&info->levels, g_array_unref);
+  memset (info, 0, sizeof *info);
+  info->cpu = -1;
+}
+
+/*
+ * Walk from the hierarchy's root down to the thread's cgroup, reading each
+ * level's own request.  The root has no cpu.uclamp.* files (its request is
+ * the system defaults).  A level without the files is where the cpu
+ * controller stops being enabled: the thread's task group is the deepest
+ * level that has them, so the walk stops there.
+ */
+static GArray *
+read_chain (const FhPaths *paths, const FhCgroupPath *cg)
+{
+  GArray *levels = g_array_new (FALSE, FALSE, sizeof (FhClamp));
+  g_auto (GStrv) parts = g_strsplit (cg->path, "/", -1);
+  g_autoptr (GString) rel = g_string_new (cg->hierarchy ? cg->hierarchy : "");
+
+  for (char **p = parts; *p; p++) {
+    FhClamp level;
+    g_autofree char *min_path = NULL, *max_path = NULL, *min_text = NULL, *max_text = NULL;
+    g_autoptr (GError) error = NULL;
+
+    if (**p == '\0')
+      continue;
+    /* Never let a path component climb out of the cgroup root. */
+    if (strcmp (*p, "..") == 0 || strcmp (*p, ".") == 0)
+      break;
+    g_string_append_printf (rel, "/%s", *p);
+    min_path = fh_path (paths, FH_ROOT_CGROUP, "%s/cpu.uclamp.min", rel->str);
+    max_path = fh_path (paths, FH_ROOT_CGROUP, "%s/cpu.uclamp.max", rel->str);
+    min_text = fh_read_small_file (min_path, NULL);
+    max_text = fh_read_small_file (max_path, NULL);
+    if (!min_text || !max_text)
+      break;
+    if (!fh_parse_uclamp (min_text, &level.min, &error) ||
+        !fh_parse_uclamp (max_text, &level.max, &error)) {
+      g_warning ("cgroup %s: %s; ignoring this level and below", rel->str, error->message);
+      break;
+    }
+    g_array_append_val (levels, level);
+  }
+  return levels;
+}
+
+void
+fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info)
+{
+  g_autofree char *status_path = fh_path (paths, FH_ROOT_PROC, "%u/status", tid);
+  g_autofree char *cgroup_path = fh_path (paths, FH_ROOT_PROC, "%u/cgroup", tid);
+  g_autofree char *stat_path = fh_path (paths, FH_ROOT_PROC, "%u/stat", tid);
+  g_autofree char *status = NULL, *cgroup = NULL, *stat = NULL, *allowed = NULL, *tgid = NULL;
+  g_autoptr (FhCgroupPath) cg = NULL;
+  g_autoptr (GError) error = NULL;
+
+  fh_thread_info_clear (info);
+  if (tid == 0)
+    return;
+  status = fh_read_small_file (status_path, NULL);
+  if (!status)
+    return;
+  info->exists = TRUE;
+  tgid = fh_parse_status_field (status, "Tgid", NULL);
+  if (tgid) {
+    guint64 v;
+
+    if (g_ascii_string_to_unsigned (tgid, 10, 1, G_MAXINT32, &v, NULL))
+      info->tgid = (pid_t) v;
+  }
+
+  allowed = fh_parse_status_field (status, "Cpus_allowed_list", NULL);
+  if (allowed) {
+    g_autoptr (GArray) cpus = fh_parse_cpu_list (allowed, MAX (n_cpus, 1), &error);
+
+    if (cpus && cpus->len == 1) {
+      info->pinned = TRUE;
+      info->cpu = (gint) g_array_index (cpus, guint, 0);
+    } else if (!cpus) {
+      g_debug ("tid %u: Cpus_allowed_list: %s", tid, error->message);
+      g_clear_error (&error);
+    }
+  }
+  if (!info->pinned) {
+    guint cpu;
+
+    stat = fh_read_small_file (stat_path, NULL);
+    if (stat && fh_parse_stat_processor (stat, &cpu, &error) && cpu < n_cpus)
+      info->cpu = (gint) cpu;
+    g_clear_error (&error);
+  }
+
+  cgroup = fh_read_small_file (cgroup_path, NULL);
+  cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;
+  if (cg) {
+    info->cgroup = cg->version == 2 ? g_strdup (cg->path)
+                                    : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
+    info->levels = read_chain (paths, cg);
+  } else {
+    if (error)
+      g_debug ("tid %u: cgroup: %s", tid, error->message);
+    info->levels = g_array_new (FALSE, FALSE, sizeof (FhClamp));
+  }
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Host discovery: CPUs, cpufreq policies, system clamp defaults, and where
+ * each vCPU thread sits (cgroup chain, placement).  Reads only, through
+ * fh-paths; the decisions are the merge engine's.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "fh-merge.h"
+#include "fh-paths.h"
+
+#define FH_MAX_CPUS 4096
+
+typedef struct {
+  guint id;           /* N of policyN */
+  GArray *cpus;       /* guint: affected_cpus */
+  guint cpuinfo_min_khz, cpuinfo_max_khz;
+  GArray *available;  /* guint kHz, may be empty */
+  char *governor;
+  /* Filled by the daemon / the cpufreq backend, read by telemetry. */
+  FhCpuDecision decision;
+  gboolean have_applied;
+  guint applied_min_khz, applied_max_khz; /* last values known to be in sysfs */
+  guint64 write_failures;
+} FhPolicy;
+
+typedef struct {
+  guint n_cpus;           /* highest online CPU + 1 */
+  GPtrArray *policies;    /* FhPolicy* */
+  gint *cpu_policy;       /* n_cpus entries: index into policies, -1 none */
+  FhClamp sys;            /* sched_util_clamp_{min,max}; 1024/1024 when absent */
+  gboolean have_sys;
+} FhHost;
+
+FhHost *fh_host_new (void);
+void fh_host_free (FhHost *host);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhHost, fh_host_free)
+
+/* CPUs and cpufreq policies; a host without cpufreq has no policies. */
+gboolean fh_host_load (FhHost *host, const FhPaths *paths, GError **error);
+/* Re-read /proc/sys/kernel/sched_util_clamp_*; TRUE when they changed. */
+gboolean fh_host_refresh_sys (FhHost *host, const FhPaths *paths);
+const char *fh_host_governor (const FhHost *host);
+
+typedef struct {
+  gboolean exists;     /* PROC/<tid>/status readable */
+  pid_t tgid;
+  char *cgroup;        /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
+  GArray *levels;      /* FhClamp per cgroup level below the root, outermost first */
+  gint cpu;            /* placement, -1 when unknown */
+  gboolean pinned;
+} FhThreadInfo;
+
+void fh_thread_info_clear (FhThreadInfo *info);
+/* Never fails: what cannot be read is left unknown and logged at debug level. */
+void fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info);

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The merge engine: guest requests + host limits -> per-CPU decisions.
+ *
+ * Pure: no I/O, no main loop, no globals.  Inputs are plain values the
+ * daemon gathered; outputs are plain values the backends act on.  Units
+ * are capacity, 0..1024 (SCHED_CAPACITY_SCALE).  The rules follow
+ * kernel/sched/core.c; each function names the kernel function it mirrors.
+ */
+#pragma once
+
+#include <glib.h>
+
+#define FH_SCALE 1024u
+
+typedef struct {
+  guint min; /* UCLAMP_MIN */
+  guint max; /* UCLAMP_MAX */
+} FhClamp;
+
+#define FH_CLAMP_NONE ((FhClamp){ 0, FH_SCALE })
+
+typedef struct {
+  gboolean perf_as_floor;
+  double perf_headroom; /* multiplier applied to perf before it is a floor */
+} FhMergeParams;
+
+/* A guest record, as validated by the protocol decoder. */
+typedef struct {
+  guint flags; /* VIRTIO_FREQHINT_R_* */
+  guint clamp_min, clamp_max, perf;
+} FhGuestHint;
+
+/*
+ * Where a vCPU thread sits on the host: the system defaults, its cgroup
+ * chain below the root (outermost first; each level's own request, i.e.
+ * the values of its cpu.uclamp.min/max files) and the operator's VM level.
+ */
+typedef struct {
+  FhClamp sys; /* /proc/sys/kernel/sched_util_clamp_{min,max} */
+  const FhClamp *levels;
+  gsize n_levels;
+  FhClamp op; /* operator floor/ceiling of the VM: one more, innermost level */
+} FhChain;
+
+typedef struct {
+  gboolean active; /* has a hint, not idle: contributes to its CPU */
+  FhClamp req;     /* the guest's request */
+  FhClamp chain;   /* effective range of the chain (what the guest is granted) */
+  FhClamp eff;     /* the request restricted by chain and system defaults */
+} FhVcpuDecision;
+
+/* Turn a guest record into a request (req_min/req_max of the spec). */
+FhClamp fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params);
+
+/* cpu_util_update_eff() down the chain, starting at the root task group. */
+FhClamp fh_merge_chain_effective (const FhChain *chain);
+
+/* uclamp_tg_restrict() then uclamp_eff_get(). */
+FhClamp fh_merge_restrict (FhClamp req, FhClamp chain_eff, FhClamp sys);
+
+/* Everything for one vCPU. */
+FhVcpuDecision fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain,
+                              const FhMergeParams *params);
+
+/* Grant range sent back to the guest: the chain, capped by the system defaults. */
+FhClamp fh_merge_grant (FhClamp chain_eff, FhClamp sys);
+
+/* One vCPU placed on a CPU, input to aggregation. */
+typedef struct {
+  gboolean active;
+  FhClamp eff;
+  guint cpu;
+} FhPlacedVcpu;
+
+typedef struct {
+  gboolean active; /* at least one active vCPU: otherwise original limits apply */
+  guint floor;
+  guint ceiling;
+  guint n_active;
+} FhCpuDecision;
+
+/*
+ * Aggregate active vCPUs per CPU like a run queue aggregates runnable tasks
+ * (uclamp_rq_inc_id()/uclamp_rq_max_value(): max of mins, max of maxes; in
+ * uclamp_rq_util_with() the min wins an inversion).  cpus has n_cpus
+ * entries; vCPUs placed on CPUs >= n_cpus are ignored.
+ */
+void fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDecision *cpus,
+                              gsize n_cpus);
+
+/* The same over a set of CPUs (a cpufreq policy). */
+FhCpuDecision fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus,
+                                      const guint *members, gsize n_members);

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Device <-> agent wire protocol: framing, validation, encoding.
+ *
+ * Pure code: no I/O, no allocation, no globals.  Both freqhintd and the test
+ * client (which plays the device side) use it, and the fuzz target feeds it
+ * arbitrary bytes.  The layouts come from <freqhint/agent_protocol.h>; this
+ * file only turns bytes into checked host-order values and back.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <freqhint/agent_protocol.h>
+
+#define FH_FRAME_HDR_SIZE ((size_t) sizeof (struct fh_frame_hdr))
+#define FH_FRAME_MAX      (FH_FRAME_HDR_SIZE + FH_MAX_PAYLOAD)
+
+/* Why a frame was refused: the reason a CLOSE carries, and a text for logs. */
+typedef struct {
+  uint16_t reason; /* enum fh_close_reason */
+  char text[FH_TEXT_MAX];
+} FhError;
+
+typedef enum {
+  FH_PARSE_NEED_MORE = 0, /* not a whole frame yet */
+  FH_PARSE_FRAME = 1,     /* one frame at the start of the buffer */
+  FH_PARSE_ERROR = -1,    /* the stream is broken; close it */
+} FhParseResult;
+
+typedef struct {
+  uint16_t msg_type;
+  const uint8_t *payload;
+  uint32_t len;
+} FhFrame;
+
+/* Host-order views of the messages.  Strings are NUL-terminated. */
+typedef struct {
+  uint16_t version;
+  uint16_t num_vcpus;
+  uint32_t features;
+  uint32_t qemu_pid;
+  uint8_t uuid[16];
+  char name[FH_NAME_MAX];
+  uint32_t tids[VIRTIO_FREQHINT_MAX_VCPUS];
+} FhHello;
+
+typedef struct {
+  uint16_t vcpu;
+  uint16_t flags;
+  uint16_t clamp_min;
+  uint16_t clamp_max;
+  uint16_t perf;
+  uint32_t seq;
+} FhRecord;
+
+typedef struct {
+  uint64_t timestamp_ns;
+  uint16_t num_records;
+  uint16_t flags;
+  FhRecord records[VIRTIO_FREQHINT_MAX_VCPUS];
+} FhHints;
+
+typedef struct {
+  uint16_t version;
+  uint32_t features;
+  uint32_t keepalive_ms;
+} FhWelcome;
+
+typedef struct {
+  uint16_t floor;
+  uint16_t ceiling;
+} FhGrant;
+
+typedef struct {
+  uint16_t operator_floor;
+  uint16_t operator_ceiling;
+  uint16_t num_grants;
+  FhGrant grants[VIRTIO_FREQHINT_MAX_VCPUS];
+} FhGrants;
+
+typedef struct {
+  uint16_t reason;
+  char text[FH_TEXT_MAX];
+} FhClose;
+
+const char *fh_msg_type_name (uint16_t msg_type);
+const char *fh_close_reason_name (uint16_t reason);
+/* Reverse of fh_close_reason_name(); -1 when unknown. */
+int fh_close_reason_from_name (const char *name);
+
+/*
+ * Look at the start of a receive buffer.  On FH_PARSE_FRAME, *frame points
+ * into buf and *frame_size is how many bytes to drop afterwards.  The header
+ * is judged as soon as its 8 bytes are there, so an oversized or unknown
+ * frame is refused before its payload is waited for.
+ */
+FhParseResult fh_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame,
+                              size_t *frame_size, FhError *err);
+
+/* Payload decoders: true on success, else false with err filled in. */
+bool fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err);
+/*
+ * num_vcpus and features are the connection's (from HELLO, features as
+ * accepted in WELCOME): records are checked against them.
+ */
+bool fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, FhHints *out,
+                      FhError *err);
+bool fh_decode_welcome (const FhFrame *frame, FhWelcome *out, FhError *err);
+bool fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhError *err);
+bool fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err);
+bool fh_decode_close (const FhFrame *frame, FhClose *out, FhError *err);
+
+/*
+ * One record against the device's record rules (spec, "Device Requirements").
+ * Shared by the HINTS decoder and by anything that builds records.
+ */
+bool fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhError *err);
+
+/*
+ * Encoders write one whole frame (header included) into out and return its
+ * size, or 0 when out_size is too small or the values are out of range.
+ */
+size_t fh_encode_hello (uint8_t *out, size_t out_size, const FhHello *hello);
+size_t fh_encode_welcome (uint8_t *out, size_t out_size, const FhWelcome *welcome);
+size_t fh_encode_hints (uint8_t *out, size_t out_size, const FhHints *hints);
+size_t fh_encode_grants (uint8_t *out, size_t out_size, const FhGrants *grants);
+size_t fh_encode_ping (uint8_t *out, size_t out_size, uint16_t msg_type, uint64_t cookie);
+size_t fh_encode_close (uint8_t *out, size_t out_size, uint16_t reason, const char *text);
+/* A raw frame with any header values, for tests that must break the rules. */
+size_t fh_encode_raw (uint8_t *out, size_t out_size, uint32_t len, uint16_t msg_type,
+                      uint16_t reserved, const void *payload, size_t payload_size);
+
+void fh_error_set (FhError *err, uint16_t reason, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Where a VM's operator floor/ceiling (and placement override) come from.
+ *
+ * Today: the config file's [vm NAME-or-UUID] sections.  Later: libvirt
+ * domain metadata, live.  The daemon asks its sources in order, the first
+ * that knows the VM wins; a source that learns of a change calls
+ * fh_daemon_vm_source_changed() so the daemon asks again.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "fh-merge.h"
+
+typedef struct _FhVmSource FhVmSource;
+
+typedef struct {
+  FhClamp op;         /* operator floor/ceiling, capacity units */
+  GArray *cpus;       /* guint per vCPU index, placement override; NULL: none */
+} FhVmSettings;
+
+struct _FhVmSource {
+  const char *name;
+  /* Fill *out (cpus owned by the caller) and return TRUE if the VM is known. */
+  gboolean (*lookup) (FhVmSource *self, const char *name, const char *uuid, FhVmSettings *out);
+  void (*free) (FhVmSource *self);
+  gpointer priv;
+};
+
+/* The config-file source; config must outlive it. */
+FhVmSource *fh_vm_source_config_new (const void *config /* const FhConfig * */);
+
+static inline void
+fh_vm_settings_clear (FhVmSettings *s)
+{
+  g_clear_pointer (&s->cpus, g_array_unref);
+}

@@ -1,0 +1,276 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Lay the virtio-freqhint device into Debian's QEMU source and build
+# qemu-system-x86_64 (x86_64-softmmu only) plus the qtest binaries.
+#
+#   build-qemu.sh                  build if anything changed; quiet
+#   build-qemu.sh --print-binary   build if needed, print qemu-system-x86_64
+#   build-qemu.sh --print-build    build if needed, print the build directory
+#   build-qemu.sh --lay-only       refresh the source tree, do not build
+#
+# Everything heavy lives in $FREQHINT_CACHE/qemu/, outside the clone:
+#   qemu_<ver>+ds.orig.tar.xz   the tarball apt names (sha256 checked)
+#   pristine-<ver>/             the tarball unpacked (without roms/), never edited
+#   src-<ver>/                  pristine + device files + patches
+#   build-<ver>/                configure/ninja output
+#   firmware-<ver>/             SeaBIOS + the option ROMs this build made
+#   ccache/                     compiler cache
+# The source tree is re-laid only when the device's inputs change (key:
+# QEMU version + hash of qemu-device/ and spec/include/), and only files whose
+# content changed are rewritten, so ninja rebuilds just what depends on them.
+#
+# Firmware: the Debian "+ds" tarball carries no x86 BIOS blobs.  configure is
+# given --firmwarepath=<cache>/firmware-<ver>, a directory of links to the
+# system's SeaBIOS (package seabios) and to the option ROMs built here, so the
+# binary needs no -L.  Passing -L <that directory> works as well.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$top/scripts/lib.sh"
+
+QEMU_VERSION=10.0.2
+QEMU_APT_SPEC=qemu/bookworm-backports
+TARGETS=(qemu-system-x86_64 tests/qtest/qos-test)
+
+cache=$FREQHINT_CACHE/qemu
+tarball=$cache/qemu_$QEMU_VERSION+ds.orig.tar.xz
+pristine=$cache/pristine-$QEMU_VERSION
+src=$cache/src-$QEMU_VERSION
+build=$cache/build-$QEMU_VERSION
+firmware=$cache/firmware-$QEMU_VERSION
+buildlog=$cache/build-$QEMU_VERSION.log
+
+# Files of qemu-device/ that sit at the same path in QEMU's tree.
+TREE_DIRS=(hw include tests/qtest docs)
+
+mode=build
+case "${1:-}" in
+"") ;;
+--print-binary) mode=print-binary ;;
+--print-build) mode=print-build ;;
+--lay-only) mode=lay ;;
+*) die "usage: $0 [--print-binary|--print-build|--lay-only]" ;;
+esac
+
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+
+fetch_tarball() {
+	[ -f "$tarball" ] && return 0
+	local line uri sha
+	# apt prints: 'URI' file size SHA256:hex; take the upstream tarball.
+	line=$(apt-get source --print-uris -qq "$QEMU_APT_SPEC" 2>/dev/null |
+		grep -F "qemu_$QEMU_VERSION+ds.orig.tar.xz") ||
+		die "apt does not name qemu_$QEMU_VERSION+ds.orig.tar.xz (deb-src for bookworm-backports missing? run scripts/setup.sh packages)"
+	uri=$(printf '%s\n' "$line" | awk '{ gsub("\x27", "", $1); print $1 }')
+	sha=$(printf '%s\n' "$line" | awk '{ sub("SHA256:", "", $4); print $4 }')
+	[ ${#sha} = 64 ] || die "no SHA256 in apt's answer: $line"
+	log "downloading QEMU $QEMU_VERSION source"
+	curl -sSfL --retry 3 -o "$tarball.part" "$uri" || die "download failed: $uri"
+	echo "$sha  $tarball.part" | sha256sum -c --quiet - ||
+		{ rm -f "$tarball.part"; die "sha256 mismatch for $uri"; }
+	mv "$tarball.part" "$tarball"
+}
+
+unpack_pristine() {
+	[ -f "$pristine/VERSION" ] && return 0
+	rm -rf "$pristine.tmp"
+	mkdir -p "$pristine.tmp"
+	# roms/ holds firmware sources (~500 MB) nothing here builds.
+	tar xf "$tarball" -C "$pristine.tmp" --strip-components=1 \
+		--exclude="qemu-$QEMU_VERSION/roms/*"
+	[ "$(cat "$pristine.tmp/VERSION")" = "$QEMU_VERSION" ] ||
+		die "tarball holds QEMU $(cat "$pristine.tmp/VERSION")"
+	chmod -R a-w "$pristine.tmp"
+	mv "$pristine.tmp" "$pristine"
+}
+
+# The device's inputs, one path per line, relative to the repository.
+input_files() {
+	(cd "$top" &&
+		find qemu-device spec/include scripts/lib.sh -type f \
+			! -name '*~' ! -name '*.orig' ! -name '*.rej' | LC_ALL=C sort)
+}
+
+input_key() {
+	local f
+	{
+		echo "$QEMU_VERSION"
+		for f in $(input_files); do
+			echo "$f"
+			cat "$top/$f"
+		done
+	} | sha256sum | cut -c1-16
+}
+
+# Same rewriting scripts/update-linux-headers.sh applies to uapi headers that
+# go to include/standard-headers/.
+import_uapi_header() {
+	sed -e 's/__u\([0-9][0-9]*\)/uint\1_t/g' \
+	    -e 's/__s\([0-9][0-9]*\)/int\1_t/g' \
+	    -e 's/__le\([0-9][0-9]*\)/uint\1_t/g' \
+	    -e 's/__be\([0-9][0-9]*\)/uint\1_t/g' \
+	    -e 's/<linux\/\([^>]*\)>/"standard-headers\/linux\/\1"/' \
+	    -e 's/__bitwise//' \
+	    -e 's/__attribute__((packed))/QEMU_PACKED/' \
+	    "$1" >"$2"
+}
+
+# Build the set of files that differ from pristine in $1 (a staging dir).
+stage_tree() {
+	local stage=$1 d f p
+	for d in "${TREE_DIRS[@]}"; do
+		[ -d "$here/$d" ] || continue
+		(cd "$here" && find "$d" -type f ! -name '*~') | while read -r f; do
+			mkdir -p "$stage/$(dirname "$f")"
+			cp "$here/$f" "$stage/$f"
+		done
+	done
+	mkdir -p "$stage/include/standard-headers/linux" \
+		"$stage/include/standard-headers/freqhint"
+	import_uapi_header "$top/spec/include/linux/virtio_freqhint.h" \
+		"$stage/include/standard-headers/linux/virtio_freqhint.h"
+	sed -e 's/<linux\/\([^>]*\)>/"standard-headers\/linux\/\1"/' \
+		"$top/spec/include/freqhint/agent_protocol.h" \
+		>"$stage/include/standard-headers/freqhint/agent_protocol.h"
+
+	# Patches: the device hook-up series, then build fix-ups for the
+	# Debian tarball.  Patched files start from their pristine version.
+	for p in "$here"/patches/*.patch "$here"/patches/build/*.patch; do
+		[ -f "$p" ] || continue
+		for f in $(sed -n 's|^+++ b/||p' "$p"); do
+			[ -f "$stage/$f" ] && continue
+			mkdir -p "$stage/$(dirname "$f")"
+			if [ -f "$pristine/$f" ]; then
+				cp "$pristine/$f" "$stage/$f"
+				chmod u+w "$stage/$f"
+			fi
+		done
+		patch -s -p1 -F0 --no-backup-if-mismatch -d "$stage" <"$p" ||
+			die "patch does not apply to QEMU $QEMU_VERSION: $p"
+	done
+}
+
+lay_tree() {
+	if [ ! -f "$src/VERSION" ]; then
+		rm -rf "$src.tmp"
+		cp -a "$pristine" "$src.tmp"
+		chmod -R u+w "$src.tmp"
+		mv "$src.tmp" "$src"
+	fi
+	local stage f manifest=$cache/laid-files-$QEMU_VERSION
+	stage=$(mktemp -d)
+	stage_tree "$stage"
+	(cd "$stage" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$manifest.new"
+	# Rewrite only what changed: ninja then rebuilds only its dependants.
+	while read -r f; do
+		if ! cmp -s "$stage/$f" "$src/$f"; then
+			mkdir -p "$src/$(dirname "$f")"
+			cp "$stage/$f" "$src/$f"
+		fi
+	done <"$manifest.new"
+	# Files laid last time but gone now: back to pristine, or removed.
+	if [ -f "$manifest" ]; then
+		LC_ALL=C comm -23 "$manifest" "$manifest.new" | while read -r f; do
+			if [ -f "$pristine/$f" ]; then
+				cp "$pristine/$f" "$src/$f"
+				chmod u+w "$src/$f"
+			else
+				rm -f "$src/$f"
+			fi
+		done
+	fi
+	mv "$manifest.new" "$manifest"
+	rm -rf "$stage"
+}
+
+configure_args() {
+	printf '%s\n' \
+		--target-list=x86_64-softmmu \
+		--python="$PYTHON3" \
+		--cc="ccache gcc" \
+		--without-default-features \
+		--enable-tcg --enable-kvm \
+		--enable-fdt=system \
+		--disable-download \
+		--disable-install-blobs \
+		--disable-docs \
+		--disable-werror \
+		--firmwarepath="$firmware"
+}
+
+ccache_env() {
+	export CCACHE_DIR=$cache/ccache
+	export CCACHE_BASEDIR=$cache
+	export CCACHE_NOHASHDIR=1
+	export CCACHE_MAXSIZE=5G
+	export CCACHE_COMPILERCHECK=content
+}
+
+run_logged() {
+	"$@" >>"$buildlog" 2>&1 || {
+		tail -n 40 "$buildlog" >&2
+		die "failed: $* (full log: $buildlog)"
+	}
+}
+
+configure_qemu() {
+	local want
+	want=$(configure_args | sha256sum | cut -c1-16)
+	if [ -f "$build/build.ninja" ] && [ "$(cat "$build/.configured" 2>/dev/null)" = "$want" ]; then
+		return 0
+	fi
+	rm -rf "$build"
+	mkdir -p "$build"
+	local args
+	mapfile -t args < <(configure_args)
+	log "configuring QEMU $QEMU_VERSION (log: $buildlog)"
+	(cd "$build" && run_logged "$src/configure" "${args[@]}")
+	echo "$want" >"$build/.configured"
+}
+
+link_firmware() {
+	mkdir -p "$firmware"
+	local f
+	for f in /usr/share/seabios/*.bin "$build"/pc-bios/optionrom/*.bin; do
+		[ -e "$f" ] || continue
+		ln -sfn "$f" "$firmware/$(basename "$f")"
+	done
+	[ -e "$firmware/bios-256k.bin" ] ||
+		die "no SeaBIOS (bios-256k.bin): install the seabios package"
+}
+
+build_qemu() {
+	ccache_env
+	configure_qemu
+	log "building QEMU $QEMU_VERSION + virtio-freqhint (log: $buildlog)"
+	local start=$SECONDS
+	run_logged ninja -C "$build" "${TARGETS[@]}"
+	link_firmware
+	log "QEMU built in $((SECONDS - start)) s"
+}
+
+fetch_tarball
+unpack_pristine
+key=$(input_key)
+if [ "$(cat "$cache/laid-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ]; then
+	lay_tree
+	echo "$key" >"$cache/laid-key-$QEMU_VERSION"
+fi
+[ "$mode" = lay ] && exit 0
+
+if [ "$(cat "$cache/built-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ] ||
+	[ ! -x "$build/qemu-system-x86_64" ]; then
+	: >"$buildlog"
+	rm -f "$cache/built-key-$QEMU_VERSION"
+	build_qemu
+	echo "$key" >"$cache/built-key-$QEMU_VERSION"
+fi
+
+case $mode in
+print-binary) echo "$build/qemu-system-x86_64" ;;
+print-build) echo "$build" ;;
+esac

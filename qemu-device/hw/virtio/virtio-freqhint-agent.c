@@ -1,0 +1,396 @@
+/*
+ * Virtio frequency hint device: the link to the host agent
+ *
+ * Frames of standard-headers/freqhint/agent_protocol.h on a socket chardev.
+ * QEMU is the client; with reconnect-ms the chardev reconnects on its own
+ * and every new connection starts with HELLO.  The agent is trusted no more
+ * than the guest: a frame that breaks the protocol closes the connection,
+ * it never reaches the device state.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/cutils.h"
+#include "qemu/timer.h"
+#include "qemu/uuid.h"
+#include "hw/boards.h"
+#include "hw/core/cpu.h"
+#include "hw/virtio/virtio.h"
+#include "hw/virtio/virtio-freqhint.h"
+#include "system/system.h"
+#include "trace.h"
+
+#define FH_HDR_SIZE sizeof(struct fh_frame_hdr)
+
+static uint32_t virtio_freqhint_offered_features(VirtIOFreqHint *fh)
+{
+    uint32_t f = FH_F_GRANTS;
+
+    if (fh->host_features & (1ULL << VIRTIO_FREQHINT_F_PERF)) {
+        f |= FH_F_PERF;
+    }
+    return f;
+}
+
+/*
+ * Write one frame without blocking the main loop.  A frame the socket does
+ * not take whole is lost; a partly written one would leave the stream
+ * unframed, so that connection is closed and the next one resends all.
+ */
+static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
+                         const void *payload, size_t len)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    struct fh_frame_hdr *hdr = (void *)link->tx_buf;
+    int ret;
+
+    assert(len <= FH_MAX_PAYLOAD);
+    hdr->len = cpu_to_le32(len);
+    hdr->msg_type = cpu_to_le16(type);
+    hdr->reserved = 0;
+    if (payload != link->tx_buf + FH_HDR_SIZE) {
+        memcpy(link->tx_buf + FH_HDR_SIZE, payload, len);
+    }
+
+    ret = qemu_chr_fe_write(&link->chr, link->tx_buf, FH_HDR_SIZE + len);
+    if (ret == FH_HDR_SIZE + len) {
+        trace_virtio_freqhint_link_send(fh, type, len);
+        return true;
+    }
+    trace_virtio_freqhint_link_send_failed(fh, type, len, ret);
+    if (ret > 0) {
+        qemu_chr_fe_disconnect(&link->chr);
+    }
+    return false;
+}
+
+/* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
+static void fh_link_down(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    bool was_up = link->state == FREQHINT_LINK_UP;
+
+    if (link->state == FREQHINT_LINK_DOWN) {
+        return;
+    }
+    timer_del(link->timeout_timer);
+    link->state = FREQHINT_LINK_DOWN;
+    link->rx_len = 0;
+    trace_virtio_freqhint_link_down(fh, was_up);
+    if (was_up) {
+        virtio_freqhint_agent_disconnected(fh);
+    }
+}
+
+static void fh_link_close(VirtIOFreqHint *fh, uint16_t reason,
+                          const char *text)
+{
+    struct fh_msg_close msg = {
+        .reason = cpu_to_le16(reason),
+    };
+
+    trace_virtio_freqhint_link_close(fh, reason, text);
+    pstrcpy(msg.text, sizeof(msg.text), text);
+    fh_link_send(fh, FH_MSG_CLOSE, &msg, sizeof(msg));
+    qemu_chr_fe_disconnect(&fh->link.chr);
+    fh_link_down(fh);
+}
+
+static void fh_link_arm_timeout(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    int64_t ms;
+
+    if (link->state == FREQHINT_LINK_HELLO_SENT) {
+        ms = FH_HELLO_TIMEOUT_MS;
+    } else if (link->keepalive_ms) {
+        ms = (int64_t)link->keepalive_ms * FH_KEEPALIVE_MISSES;
+    } else {
+        timer_del(link->timeout_timer);
+        return;
+    }
+    timer_mod(link->timeout_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
+}
+
+static void fh_link_timeout(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    fh_link_close(fh, FH_CLOSE_TIMEOUT,
+                  fh->link.state == FREQHINT_LINK_UP ?
+                  "no frame within the keepalive interval" :
+                  "no WELCOME in time");
+}
+
+static void fh_link_send_hello(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    struct fh_msg_hello *hello = (void *)(link->tx_buf + FH_HDR_SIZE);
+    uint8_t *tids = (uint8_t *)(hello + 1);
+    size_t len = sizeof(*hello) + fh->num_vcpus * sizeof(uint32_t);
+
+    memset(hello, 0, len);
+    hello->version = cpu_to_le16(FH_PROTO_VERSION);
+    hello->num_vcpus = cpu_to_le16(fh->num_vcpus);
+    hello->features = cpu_to_le32(virtio_freqhint_offered_features(fh));
+    hello->qemu_pid = cpu_to_le32(getpid());
+    memcpy(hello->uuid, qemu_uuid.data, sizeof(hello->uuid));
+    pstrcpy(hello->name, sizeof(hello->name), qemu_name ? qemu_name : "");
+    /* vCPUs not plugged (yet) have no thread: 0. */
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        CPUState *cpu = qemu_get_cpu(i);
+
+        stl_le_p(tids + 4 * i, cpu ? cpu->thread_id : 0);
+    }
+
+    link->state = FREQHINT_LINK_HELLO_SENT;
+    fh_link_arm_timeout(fh);
+    fh_link_send(fh, FH_MSG_HELLO, hello, len);
+}
+
+static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
+                                   uint32_t len)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    struct fh_msg_welcome w;
+    uint32_t features;
+
+    if (len != sizeof(w)) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "WELCOME of wrong size");
+        return false;
+    }
+    memcpy(&w, p, sizeof(w));
+    features = le32_to_cpu(w.features);
+    if (le16_to_cpu(w.version) != FH_PROTO_VERSION) {
+        fh_link_close(fh, FH_CLOSE_VERSION, "unsupported protocol version");
+        return false;
+    }
+    if (w.reserved || w.reserved2 ||
+        (features & ~virtio_freqhint_offered_features(fh))) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "bad WELCOME");
+        return false;
+    }
+
+    link->features = features;
+    link->keepalive_ms = le32_to_cpu(w.keepalive_ms);
+    link->state = FREQHINT_LINK_UP;
+    trace_virtio_freqhint_link_up(fh, features, link->keepalive_ms);
+    fh_link_arm_timeout(fh);
+    virtio_freqhint_agent_connected(fh);
+    return true;
+}
+
+static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
+                                  uint32_t len)
+{
+    struct fh_msg_grants g;
+    const struct virtio_freqhint_grant *grants;
+    uint16_t floor, ceiling;
+
+    if (!(fh->link.features & FH_F_GRANTS)) {
+        fh_link_close(fh, FH_CLOSE_PROTOCOL, "GRANTS not negotiated");
+        return false;
+    }
+    if (len < sizeof(g)) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "short GRANTS");
+        return false;
+    }
+    memcpy(&g, p, sizeof(g));
+    floor = le16_to_cpu(g.operator_floor);
+    ceiling = le16_to_cpu(g.operator_ceiling);
+    if (le16_to_cpu(g.num_grants) != fh->num_vcpus || g.reserved ||
+        len != sizeof(g) + fh->num_vcpus * sizeof(*grants) ||
+        ceiling > VIRTIO_FREQHINT_SCALE || floor > ceiling) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "bad GRANTS");
+        return false;
+    }
+    grants = (const void *)(p + sizeof(g));
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        uint16_t f = lduw_le_p(&grants[i].floor);
+        uint16_t c = lduw_le_p(&grants[i].ceiling);
+
+        if (c > VIRTIO_FREQHINT_SCALE || f > c) {
+            fh_link_close(fh, FH_CLOSE_MALFORMED, "bad grant");
+            return false;
+        }
+    }
+    virtio_freqhint_set_grants(fh, floor, ceiling, grants);
+    return true;
+}
+
+/* Returns false if the connection was closed. */
+static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
+                             const uint8_t *p, uint32_t len)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+
+    trace_virtio_freqhint_link_recv(fh, type, len);
+    if (type == FH_MSG_CLOSE) {
+        if (len == sizeof(struct fh_msg_close)) {
+            trace_virtio_freqhint_link_closed_by_agent(fh, lduw_le_p(p));
+        }
+        qemu_chr_fe_disconnect(&link->chr);
+        fh_link_down(fh);
+        return false;
+    }
+
+    if (link->state == FREQHINT_LINK_HELLO_SENT) {
+        if (type != FH_MSG_WELCOME) {
+            fh_link_close(fh, FH_CLOSE_PROTOCOL, "expected WELCOME");
+            return false;
+        }
+        return fh_link_handle_welcome(fh, p, len);
+    }
+
+    fh_link_arm_timeout(fh);
+    switch (type) {
+    case FH_MSG_GRANTS:
+        return fh_link_handle_grants(fh, p, len);
+    case FH_MSG_PING:
+        if (len != sizeof(struct fh_msg_ping)) {
+            fh_link_close(fh, FH_CLOSE_MALFORMED, "PING of wrong size");
+            return false;
+        }
+        fh_link_send(fh, FH_MSG_PONG, p, len);
+        return true;
+    default:
+        fh_link_close(fh, FH_CLOSE_PROTOCOL, "unexpected frame");
+        return false;
+    }
+}
+
+static int fh_link_can_read(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    if (fh->link.state == FREQHINT_LINK_DOWN) {
+        return 0;
+    }
+    return sizeof(fh->link.rx_buf) - fh->link.rx_len;
+}
+
+static void fh_link_read(void *opaque, const uint8_t *buf, int size)
+{
+    VirtIOFreqHint *fh = opaque;
+    VirtIOFreqHintLink *link = &fh->link;
+    size_t off = 0;
+
+    if (link->state == FREQHINT_LINK_DOWN) {
+        return;
+    }
+    size = MIN(size, sizeof(link->rx_buf) - link->rx_len);
+    memcpy(link->rx_buf + link->rx_len, buf, size);
+    link->rx_len += size;
+
+    while (link->rx_len - off >= FH_HDR_SIZE) {
+        const uint8_t *p = link->rx_buf + off;
+        uint32_t len = ldl_le_p(p);
+        uint16_t type = lduw_le_p(p + 4);
+
+        if (len > FH_MAX_PAYLOAD) {
+            fh_link_close(fh, FH_CLOSE_TOO_BIG, "frame too big");
+            return;
+        }
+        if (type == 0 || type > FH_MSG_MAX) {
+            fh_link_close(fh, FH_CLOSE_UNKNOWN_TYPE, "unknown frame type");
+            return;
+        }
+        if (lduw_le_p(p + 6)) {
+            fh_link_close(fh, FH_CLOSE_MALFORMED, "reserved header bits");
+            return;
+        }
+        if (link->rx_len - off < FH_HDR_SIZE + len) {
+            break;
+        }
+        if (!fh_link_dispatch(fh, type, p + FH_HDR_SIZE, len)) {
+            return;
+        }
+        off += FH_HDR_SIZE + len;
+    }
+    memmove(link->rx_buf, link->rx_buf + off, link->rx_len - off);
+    link->rx_len -= off;
+}
+
+static void fh_link_event(void *opaque, QEMUChrEvent event)
+{
+    VirtIOFreqHint *fh = opaque;
+    VirtIOFreqHintLink *link = &fh->link;
+
+    switch (event) {
+    case CHR_EVENT_OPENED:
+        link->rx_len = 0;
+        link->features = 0;
+        link->keepalive_ms = 0;
+        trace_virtio_freqhint_link_opened(fh);
+        fh_link_send_hello(fh);
+        break;
+    case CHR_EVENT_CLOSED:
+        fh_link_down(fh);
+        break;
+    default:
+        break;
+    }
+}
+
+bool virtio_freqhint_link_up(VirtIOFreqHint *fh)
+{
+    return fh->link.state == FREQHINT_LINK_UP;
+}
+
+bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
+                                     struct virtio_freqhint_record *recs,
+                                     unsigned int num, uint16_t flags)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    struct fh_msg_hints *msg = (void *)(link->tx_buf + FH_HDR_SIZE);
+    struct virtio_freqhint_record *out = (void *)(msg + 1);
+
+    assert(virtio_freqhint_link_up(fh) && num && num <= fh->num_vcpus);
+    msg->timestamp_ns = cpu_to_le64(fh->newest_record_ns);
+    msg->num_records = cpu_to_le16(num);
+    msg->flags = cpu_to_le16(flags);
+    msg->reserved = 0;
+    memcpy(out, recs, num * sizeof(*recs));
+    if (!(link->features & FH_F_PERF)) {
+        /* The agent did not take perf requests: do not send any. */
+        for (unsigned int i = 0; i < num; i++) {
+            out[i].flags &= cpu_to_le16(~VIRTIO_FREQHINT_R_PERF_VALID);
+            out[i].perf = 0;
+        }
+    }
+    return fh_link_send(fh, FH_MSG_HINTS, msg,
+                        sizeof(*msg) + num * sizeof(*recs));
+}
+
+void virtio_freqhint_link_realize(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+
+    link->state = FREQHINT_LINK_DOWN;
+    link->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_link_timeout,
+                                       fh);
+    if (qemu_chr_fe_backend_connected(&link->chr)) {
+        qemu_chr_fe_set_handlers(&link->chr, fh_link_can_read, fh_link_read,
+                                 fh_link_event, NULL, fh, NULL, true);
+    }
+}
+
+void virtio_freqhint_link_unrealize(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+
+    if (link->state != FREQHINT_LINK_DOWN) {
+        struct fh_msg_close msg = { .reason = cpu_to_le16(FH_CLOSE_NORMAL) };
+
+        pstrcpy(msg.text, sizeof(msg.text), "device removed");
+        fh_link_send(fh, FH_MSG_CLOSE, &msg, sizeof(msg));
+        /* The device is going away: no callbacks into it. */
+        link->state = FREQHINT_LINK_DOWN;
+        timer_del(link->timeout_timer);
+        qemu_chr_fe_disconnect(&link->chr);
+    }
+    qemu_chr_fe_deinit(&link->chr, false);
+    timer_free(link->timeout_timer);
+}

@@ -1,0 +1,654 @@
+/*
+ * Virtio frequency hint device
+ *
+ * The guest reports, per vCPU, the utilization clamps and performance
+ * request of what it runs.  The device validates each record, keeps the
+ * latest one per vCPU and forwards changes, coalesced and rate bounded, to a
+ * host agent over a chardev (virtio-freqhint-agent.c).  What the host grants
+ * comes back through the configuration space.
+ *
+ * Hints are state, not events: nothing is queued while no agent listens,
+ * and a (re)connected agent gets the whole state at once.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "qemu/iov.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "hw/boards.h"
+#include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "hw/virtio/virtio.h"
+#include "hw/virtio/virtio-freqhint.h"
+#include "migration/vmstate.h"
+#include "trace.h"
+
+#define FREQHINT_QUEUE_SIZE         64
+#define FREQHINT_MAX_WINDOW_MS      1000
+#define FREQHINT_MAX_INTERVAL_MS    1000
+
+static size_t virtio_freqhint_config_size(VirtIOFreqHint *fh)
+{
+    return VIRTIO_FREQHINT_CONFIG_HDR_SIZE +
+           fh->num_vcpus * sizeof(struct virtio_freqhint_grant);
+}
+
+static void virtio_freqhint_reset_grants(VirtIOFreqHint *fh)
+{
+    fh->operator_floor = 0;
+    fh->operator_ceiling = VIRTIO_FREQHINT_SCALE;
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        fh->grants[i].floor = 0;
+        fh->grants[i].ceiling = VIRTIO_FREQHINT_SCALE;
+    }
+}
+
+static void virtio_freqhint_make_record(VirtIOFreqHint *fh, unsigned int vcpu,
+                                        struct virtio_freqhint_record *rec)
+{
+    VirtIOFreqHintVcpu *v = &fh->vcpus[vcpu];
+
+    rec->vcpu = cpu_to_le16(vcpu);
+    rec->flags = cpu_to_le16(v->flags);
+    rec->clamp_min = cpu_to_le16(v->clamp_min);
+    rec->clamp_max = cpu_to_le16(v->clamp_max);
+    rec->perf = cpu_to_le16(v->perf);
+    rec->reserved = 0;
+    rec->seq = cpu_to_le32(v->seq);
+}
+
+/*
+ * Send what changed since the last frame, or everything when a frame was
+ * lost.  Called at most once per forward-interval-ms.
+ */
+static void virtio_freqhint_forward(VirtIOFreqHint *fh)
+{
+    unsigned int n = 0;
+    uint16_t flags = 0;
+
+    if (!virtio_freqhint_link_up(fh)) {
+        return;
+    }
+    for (unsigned int i = 0; i < fh->num_vcpus; i++) {
+        if (fh->resend_full || fh->vcpus[i].dirty) {
+            virtio_freqhint_make_record(fh, i, &fh->scratch[n++]);
+        }
+    }
+    if (!n) {
+        return;
+    }
+    if (fh->resend_full) {
+        flags |= FH_HINTS_F_FULL;
+    }
+
+    fh->last_forward_ms = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+    if (!virtio_freqhint_link_send_hints(fh, fh->scratch, n, flags)) {
+        /* Lost: the next frame carries the whole state again. */
+        fh->stats.dropped += n;
+        fh->resend_full = true;
+        timer_mod(fh->forward_timer,
+                  fh->last_forward_ms + MAX(fh->forward_interval_ms, 1));
+        trace_virtio_freqhint_forward_dropped(fh, n);
+        return;
+    }
+    fh->stats.forwarded += n;
+    fh->resend_full = false;
+    for (unsigned int i = 0; i < fh->num_vcpus; i++) {
+        fh->vcpus[i].dirty = false;
+    }
+    trace_virtio_freqhint_forward(fh, n, flags);
+}
+
+static void virtio_freqhint_schedule_forward(VirtIOFreqHint *fh)
+{
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+    int64_t due = fh->last_forward_ms + fh->forward_interval_ms;
+
+    if (timer_pending(fh->forward_timer)) {
+        return;
+    }
+    if (now >= due) {
+        virtio_freqhint_forward(fh);
+    } else {
+        timer_mod(fh->forward_timer, due);
+    }
+}
+
+static void virtio_freqhint_forward_timer(void *opaque)
+{
+    virtio_freqhint_forward(opaque);
+}
+
+/* Per-record rules: a bad record is refused, the rest of the batch stays. */
+static const char *virtio_freqhint_check_record(VirtIOFreqHint *fh,
+                                                uint16_t vcpu, uint16_t flags,
+                                                uint16_t min, uint16_t max,
+                                                uint16_t perf, uint16_t rsvd)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+
+    if (vcpu >= fh->num_vcpus) {
+        return "vcpu out of range";
+    }
+    if (flags & ~VIRTIO_FREQHINT_R_ALL) {
+        return "unknown flags";
+    }
+    if (rsvd) {
+        return "reserved field not zero";
+    }
+    if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) ?
+        min > VIRTIO_FREQHINT_SCALE : min != 0) {
+        return "bad clamp_min";
+    }
+    if ((flags & VIRTIO_FREQHINT_R_MAX_VALID) ?
+        max > VIRTIO_FREQHINT_SCALE : max != 0) {
+        return "bad clamp_max";
+    }
+    if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) ?
+        perf > VIRTIO_FREQHINT_SCALE : perf != 0) {
+        return "bad perf";
+    }
+    if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
+        (flags & VIRTIO_FREQHINT_R_MAX_VALID) && min > max) {
+        return "clamp_min above clamp_max";
+    }
+    if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) &&
+        !virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_PERF)) {
+        return "perf without VIRTIO_FREQHINT_F_PERF";
+    }
+    return NULL;
+}
+
+static void virtio_freqhint_apply(VirtIOFreqHint *fh,
+                                  const struct virtio_freqhint_record *rec)
+{
+    uint16_t vcpu = le16_to_cpu(rec->vcpu);
+    uint16_t flags = le16_to_cpu(rec->flags);
+    uint16_t min = le16_to_cpu(rec->clamp_min);
+    uint16_t max = le16_to_cpu(rec->clamp_max);
+    uint16_t perf = le16_to_cpu(rec->perf);
+    const char *why;
+    VirtIOFreqHintVcpu *v;
+
+    why = virtio_freqhint_check_record(fh, vcpu, flags, min, max, perf,
+                                       le16_to_cpu(rec->reserved));
+    if (why) {
+        fh->stats.rejected++;
+        trace_virtio_freqhint_record_rejected(fh, vcpu, flags, why);
+        return;
+    }
+
+    v = &fh->vcpus[vcpu];
+    if (v->dirty) {
+        fh->stats.coalesced++;
+    }
+    v->flags = flags;
+    v->clamp_min = min;
+    v->clamp_max = max;
+    v->perf = perf;
+    v->seq = le32_to_cpu(rec->seq);
+    v->dirty = true;
+    fh->stats.records++;
+    trace_virtio_freqhint_record(fh, vcpu, flags, min, max, perf, v->seq);
+}
+
+/*
+ * Handle one buffer.  Structural errors mark the device broken and nothing
+ * of the buffer is used.  Returns false if the device is now broken.
+ */
+static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
+                                        VirtQueueElement *elem)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    struct virtio_freqhint_hints hdr;
+    size_t len, max_len;
+    uint16_t num;
+
+    if (elem->in_num) {
+        virtio_error(vdev, "virtio-freqhint: device-writable descriptor "
+                     "in a hint buffer");
+        return false;
+    }
+    len = iov_size(elem->out_sg, elem->out_num);
+    max_len = sizeof(hdr) + fh->num_vcpus * sizeof(*fh->scratch);
+    if (len < sizeof(hdr) + sizeof(*fh->scratch) || len > max_len) {
+        virtio_error(vdev, "virtio-freqhint: hint buffer of %zu bytes "
+                     "(expected %zu..%zu)", len,
+                     sizeof(hdr) + sizeof(*fh->scratch), max_len);
+        return false;
+    }
+    if (iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr)) !=
+        sizeof(hdr)) {
+        virtio_error(vdev, "virtio-freqhint: short hint header");
+        return false;
+    }
+    if (le16_to_cpu(hdr.msg_type) != VIRTIO_FREQHINT_MSG_HINTS) {
+        virtio_error(vdev, "virtio-freqhint: unknown message type %u",
+                     le16_to_cpu(hdr.msg_type));
+        return false;
+    }
+    if (hdr.reserved[0] || hdr.reserved[1] || hdr.reserved[2] ||
+        hdr.reserved[3]) {
+        virtio_error(vdev, "virtio-freqhint: reserved header bytes set");
+        return false;
+    }
+    num = le16_to_cpu(hdr.num_records);
+    if (num == 0 || num > fh->num_vcpus ||
+        len != sizeof(hdr) + num * sizeof(*fh->scratch)) {
+        virtio_error(vdev, "virtio-freqhint: %u records in %zu bytes",
+                     num, len);
+        return false;
+    }
+    if (iov_to_buf(elem->out_sg, elem->out_num, sizeof(hdr), fh->scratch,
+                   num * sizeof(*fh->scratch)) !=
+        num * sizeof(*fh->scratch)) {
+        virtio_error(vdev, "virtio-freqhint: short hint buffer");
+        return false;
+    }
+
+    fh->newest_record_ns = qemu_clock_get_ns(QEMU_CLOCK_HOST);
+    for (unsigned int i = 0; i < num; i++) {
+        virtio_freqhint_apply(fh, &fh->scratch[i]);
+    }
+    fh->stats.buffers++;
+    return true;
+}
+
+/* Drain the hint queue.  Returns true if anything was consumed. */
+static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    VirtQueueElement *elem;
+    bool used = false;
+
+    if (!virtio_queue_ready(fh->hintq) ||
+        !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK)) {
+        return false;
+    }
+
+    while ((elem = virtqueue_pop(fh->hintq, sizeof(VirtQueueElement)))) {
+        if (!virtio_freqhint_handle_elem(fh, elem)) {
+            virtqueue_detach_element(fh->hintq, elem, 0);
+            g_free(elem);
+            break;
+        }
+        virtqueue_push(fh->hintq, elem, 0);
+        g_free(elem);
+        used = true;
+    }
+    if (used) {
+        virtio_notify(vdev, fh->hintq);
+        virtio_freqhint_schedule_forward(fh);
+    }
+    return used;
+}
+
+/*
+ * A kick: take what is queued, then stay deaf for rate-window-ms.  Whatever
+ * the guest does, the hint queue costs at most one exit per window.
+ */
+static void virtio_freqhint_handle_hintq(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+
+    fh->stats.notifications++;
+    if (timer_pending(fh->rate_timer)) {
+        /* A driver ignoring VRING_USED_F_NO_NOTIFY: the timer drains. */
+        return;
+    }
+    fh->stats.wakeups++;
+    virtio_freqhint_drain(fh);
+    if (vdev->broken) {
+        return;
+    }
+    virtio_queue_set_notification(vq, 0);
+    timer_mod(fh->rate_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + fh->rate_window_ms);
+    trace_virtio_freqhint_kick(fh);
+}
+
+static void virtio_freqhint_rate_timer(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+
+    fh->stats.wakeups++;
+    virtio_freqhint_drain(fh);
+    if (vdev->broken) {
+        return;
+    }
+    virtio_queue_set_notification(fh->hintq, 1);
+    /* A buffer added while notifications were off would wait forever. */
+    if (!virtio_queue_empty(fh->hintq)) {
+        virtio_freqhint_handle_hintq(vdev, fh->hintq);
+    }
+}
+
+static void virtio_freqhint_get_config(VirtIODevice *vdev, uint8_t *data)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+    struct virtio_freqhint_config *cfg = (void *)data;
+
+    memset(data, 0, virtio_freqhint_config_size(fh));
+    cfg->num_vcpus = cpu_to_le16(fh->num_vcpus);
+    cfg->max_records = cpu_to_le16(fh->num_vcpus);
+    cfg->rate_window_ms = cpu_to_le16(fh->rate_window_ms);
+    cfg->status = cpu_to_le16(fh->status);
+    cfg->operator_floor = cpu_to_le16(fh->operator_floor);
+    cfg->operator_ceiling = cpu_to_le16(fh->operator_ceiling);
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        cfg->grants[i].floor = cpu_to_le16(fh->grants[i].floor);
+        cfg->grants[i].ceiling = cpu_to_le16(fh->grants[i].ceiling);
+    }
+}
+
+static uint64_t virtio_freqhint_get_features(VirtIODevice *vdev, uint64_t f,
+                                             Error **errp)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+
+    /*
+     * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
+     * driver could still notify once per window on top of the timer.
+     */
+    virtio_clear_feature(&f, VIRTIO_RING_F_EVENT_IDX);
+    return f | fh->host_features;
+}
+
+static void virtio_freqhint_set_status(VirtIODevice *vdev, uint8_t status)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+
+    if (!vdev->vm_running) {
+        return;
+    }
+    vdev->status = status;
+    /* Buffers queued before DRIVER_OK are handled now. */
+    virtio_freqhint_drain(fh);
+}
+
+void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
+{
+    fh->stats.agent_connects++;
+    fh->status |= VIRTIO_FREQHINT_S_AGENT;
+    virtio_notify_config(VIRTIO_DEVICE(fh));
+    fh->resend_full = true;
+    timer_del(fh->forward_timer);
+    virtio_freqhint_forward(fh);
+}
+
+void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh)
+{
+    fh->status &= ~VIRTIO_FREQHINT_S_AGENT;
+    virtio_freqhint_reset_grants(fh);
+    virtio_notify_config(VIRTIO_DEVICE(fh));
+    timer_del(fh->forward_timer);
+}
+
+void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
+                                uint16_t ceiling,
+                                const struct virtio_freqhint_grant *grants)
+{
+    bool changed = floor != fh->operator_floor ||
+                   ceiling != fh->operator_ceiling;
+
+    fh->operator_floor = floor;
+    fh->operator_ceiling = ceiling;
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        uint16_t f = le16_to_cpu(grants[i].floor);
+        uint16_t c = le16_to_cpu(grants[i].ceiling);
+
+        changed |= f != fh->grants[i].floor || c != fh->grants[i].ceiling;
+        fh->grants[i].floor = f;
+        fh->grants[i].ceiling = c;
+    }
+    trace_virtio_freqhint_grants(fh, floor, ceiling, changed);
+    if (changed) {
+        virtio_notify_config(VIRTIO_DEVICE(fh));
+    }
+}
+
+static void virtio_freqhint_reset(VirtIODevice *vdev)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+
+    timer_del(fh->rate_timer);
+    /* The VM's influence goes away at once, not at the next hint. */
+    memset(fh->vcpus, 0, fh->num_vcpus * sizeof(*fh->vcpus));
+    fh->resend_full = true;
+    timer_del(fh->forward_timer);
+    virtio_freqhint_forward(fh);
+}
+
+static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
+                                      const char *name, void *opaque,
+                                      Error **errp)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(obj);
+    VirtIOFreqHintStats *s = &fh->stats;
+    bool connected = virtio_freqhint_link_up(fh);
+    bool ok = false;
+
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    if (!visit_type_uint16(v, "num-vcpus", &fh->num_vcpus, errp) ||
+        !visit_type_bool(v, "agent-connected", &connected, errp) ||
+        !visit_type_uint16(v, "operator-floor", &fh->operator_floor, errp) ||
+        !visit_type_uint16(v, "operator-ceiling", &fh->operator_ceiling,
+                           errp) ||
+        !visit_type_uint64(v, "buffers", &s->buffers, errp) ||
+        !visit_type_uint64(v, "notifications", &s->notifications, errp) ||
+        !visit_type_uint64(v, "wakeups", &s->wakeups, errp) ||
+        !visit_type_uint64(v, "records", &s->records, errp) ||
+        !visit_type_uint64(v, "forwarded", &s->forwarded, errp) ||
+        !visit_type_uint64(v, "coalesced", &s->coalesced, errp) ||
+        !visit_type_uint64(v, "rejected", &s->rejected, errp) ||
+        !visit_type_uint64(v, "dropped", &s->dropped, errp) ||
+        !visit_type_uint64(v, "agent-connects", &s->agent_connects, errp)) {
+        goto out;
+    }
+    if (!visit_start_list(v, "vcpus", NULL, 0, errp)) {
+        goto out;
+    }
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        VirtIOFreqHintVcpu *vc = &fh->vcpus[i];
+        struct virtio_freqhint_grant *g = &fh->grants[i];
+
+        if (!visit_start_struct(v, NULL, NULL, 0, errp)) {
+            goto out_list;
+        }
+        if (!visit_type_uint16(v, "flags", &vc->flags, errp) ||
+            !visit_type_uint16(v, "clamp-min", &vc->clamp_min, errp) ||
+            !visit_type_uint16(v, "clamp-max", &vc->clamp_max, errp) ||
+            !visit_type_uint16(v, "perf", &vc->perf, errp) ||
+            !visit_type_uint32(v, "seq", &vc->seq, errp) ||
+            !visit_type_uint16(v, "granted-floor", &g->floor, errp) ||
+            !visit_type_uint16(v, "granted-ceiling", &g->ceiling, errp) ||
+            !visit_check_struct(v, errp)) {
+            visit_end_struct(v, NULL);
+            goto out_list;
+        }
+        visit_end_struct(v, NULL);
+    }
+    ok = visit_check_list(v, errp);
+out_list:
+    visit_end_list(v, NULL);
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+out:
+    visit_end_struct(v, NULL);
+}
+
+static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(dev);
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(dev);
+    MachineState *ms = MACHINE(qdev_get_machine());
+
+    if (fh->rate_window_ms == 0 ||
+        fh->rate_window_ms > FREQHINT_MAX_WINDOW_MS) {
+        error_setg(errp, "'rate-window-ms' must be between 1 and %d",
+                   FREQHINT_MAX_WINDOW_MS);
+        return;
+    }
+    if (fh->forward_interval_ms > FREQHINT_MAX_INTERVAL_MS) {
+        error_setg(errp, "'forward-interval-ms' must not exceed %d",
+                   FREQHINT_MAX_INTERVAL_MS);
+        return;
+    }
+    if (ms->smp.max_cpus > VIRTIO_FREQHINT_MAX_VCPUS) {
+        error_setg(errp, "virtio-freqhint supports at most %d vCPUs, "
+                   "the machine has %u", VIRTIO_FREQHINT_MAX_VCPUS,
+                   ms->smp.max_cpus);
+        return;
+    }
+    fh->num_vcpus = ms->smp.max_cpus;
+
+    virtio_init(vdev, VIRTIO_ID_FREQHINT, virtio_freqhint_config_size(fh));
+    fh->hintq = virtio_add_queue(vdev, FREQHINT_QUEUE_SIZE,
+                                 virtio_freqhint_handle_hintq);
+
+    fh->vcpus = g_new0(VirtIOFreqHintVcpu, fh->num_vcpus);
+    fh->grants = g_new0(struct virtio_freqhint_grant, fh->num_vcpus);
+    fh->scratch = g_new0(struct virtio_freqhint_record, fh->num_vcpus);
+    virtio_freqhint_reset_grants(fh);
+    fh->last_forward_ms = INT64_MIN / 2;
+    fh->rate_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
+                                  virtio_freqhint_rate_timer, fh);
+    fh->forward_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
+                                     virtio_freqhint_forward_timer, fh);
+    virtio_freqhint_link_realize(fh);
+}
+
+static void virtio_freqhint_device_unrealize(DeviceState *dev)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(dev);
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(dev);
+
+    virtio_freqhint_link_unrealize(fh);
+    timer_free(fh->forward_timer);
+    timer_free(fh->rate_timer);
+    g_free(fh->scratch);
+    g_free(fh->grants);
+    g_free(fh->vcpus);
+    virtio_del_queue(vdev, 0);
+    virtio_cleanup(vdev);
+}
+
+static int virtio_freqhint_post_load(void *opaque, int version_id)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    /* The destination's agent has seen nothing of this VM yet. */
+    fh->resend_full = true;
+    return 0;
+}
+
+static const VMStateDescription vmstate_virtio_freqhint_vcpu = {
+    .name = "virtio-freqhint-vcpu",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16(flags, VirtIOFreqHintVcpu),
+        VMSTATE_UINT16(clamp_min, VirtIOFreqHintVcpu),
+        VMSTATE_UINT16(clamp_max, VirtIOFreqHintVcpu),
+        VMSTATE_UINT16(perf, VirtIOFreqHintVcpu),
+        VMSTATE_UINT32(seq, VirtIOFreqHintVcpu),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_virtio_freqhint_grant = {
+    .name = "virtio-freqhint-grant",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16(floor, struct virtio_freqhint_grant),
+        VMSTATE_UINT16(ceiling, struct virtio_freqhint_grant),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_virtio_freqhint_device = {
+    .name = "virtio-freqhint-device",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = virtio_freqhint_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16_EQUAL(num_vcpus, VirtIOFreqHint, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT16(vcpus, VirtIOFreqHint, num_vcpus,
+                                             vmstate_virtio_freqhint_vcpu,
+                                             VirtIOFreqHintVcpu),
+        VMSTATE_UINT16(operator_floor, VirtIOFreqHint),
+        VMSTATE_UINT16(operator_ceiling, VirtIOFreqHint),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT16(grants, VirtIOFreqHint, num_vcpus,
+                                             vmstate_virtio_freqhint_grant,
+                                             struct virtio_freqhint_grant),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_virtio_freqhint = {
+    .name = "virtio-freqhint",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_VIRTIO_DEVICE,
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const Property virtio_freqhint_properties[] = {
+    DEFINE_PROP_CHR("chardev", VirtIOFreqHint, link.chr),
+    DEFINE_PROP_UINT32("rate-window-ms", VirtIOFreqHint, rate_window_ms, 10),
+    DEFINE_PROP_UINT32("forward-interval-ms", VirtIOFreqHint,
+                       forward_interval_ms, 5),
+    DEFINE_PROP_BIT64("perf", VirtIOFreqHint, host_features,
+                      VIRTIO_FREQHINT_F_PERF, true),
+    DEFINE_PROP_BIT64("grants", VirtIOFreqHint, host_features,
+                      VIRTIO_FREQHINT_F_GRANTS, true),
+};
+
+static void virtio_freqhint_instance_init(Object *obj)
+{
+    object_property_add(obj, "stats", "VirtIOFreqHintStats",
+                        virtio_freqhint_get_stats, NULL, NULL, NULL);
+}
+
+static void virtio_freqhint_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    VirtioDeviceClass *vdc = VIRTIO_DEVICE_CLASS(klass);
+
+    device_class_set_props(dc, virtio_freqhint_properties);
+    dc->vmsd = &vmstate_virtio_freqhint;
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+    vdc->realize = virtio_freqhint_device_realize;
+    vdc->unrealize = virtio_freqhint_device_unrealize;
+    vdc->get_config = virtio_freqhint_get_config;
+    vdc->get_features = virtio_freqhint_get_features;
+    vdc->set_status = virtio_freqhint_set_status;
+    vdc->reset = virtio_freqhint_reset;
+    vdc->vmsd = &vmstate_virtio_freqhint_device;
+}
+
+static const TypeInfo virtio_freqhint_info = {
+    .name = TYPE_VIRTIO_FREQHINT,
+    .parent = TYPE_VIRTIO_DEVICE,
+    .instance_size = sizeof(VirtIOFreqHint),
+    .instance_init = virtio_freqhint_instance_init,
+    .class_init = virtio_freqhint_class_init,
+};
+
+static void virtio_freqhint_register_types(void)
+{
+    type_register_static(&virtio_freqhint_info);
+}
+
+type_init(virtio_freqhint_register_types)

@@ -1,0 +1,699 @@
+/*
+ * QTest testcases for virtio-freqhint
+ *
+ * The test is both sides of the device: the guest driver, through a real
+ * virtqueue, and the host agent, listening on the socket the device's
+ * chardev connects to.  Every case checks the bytes that reach that socket.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <poll.h>
+#include "libqtest-single.h"
+#include "qemu/bswap.h"
+#include "qemu/module.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "libqos/qgraph.h"
+#include "libqos/virtio-freqhint.h"
+#include "standard-headers/linux/virtio_config.h"
+#include "standard-headers/linux/virtio_freqhint.h"
+#include "standard-headers/freqhint/agent_protocol.h"
+
+#define NUM_VCPUS           2
+#define TIMEOUT_MS          10000
+#define QUIET_MS            300
+#define RATE_WINDOW_MS      10
+#define FORWARD_MS          5
+#define MS                  (1000 * 1000)
+
+#define R_MIN       VIRTIO_FREQHINT_R_MIN_VALID
+#define R_MAX       VIRTIO_FREQHINT_R_MAX_VALID
+#define R_PERF      VIRTIO_FREQHINT_R_PERF_VALID
+#define R_IDLE      VIRTIO_FREQHINT_R_IDLE
+
+/* The fake agent: one listening socket per QEMU instance. */
+typedef struct FakeAgent {
+    char *dir;
+    char *path;
+    int listen_fd;
+    int fd;
+    uint32_t tids[NUM_VCPUS];
+} FakeAgent;
+
+static FakeAgent agent = { .listen_fd = -1, .fd = -1 };
+
+typedef enum {
+    EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
+    EXPECT_REJECTED,    /* buffer used, records refused */
+} Expect;
+
+/* One hostile input. */
+typedef struct HostileCase {
+    const char *name;
+    const char *extra_args;
+    /* Buffer: a header and records, or raw bytes when raw_len is set. */
+    uint16_t msg_type;
+    uint16_t num_records;
+    uint8_t hdr_reserved;
+    unsigned int records;
+    struct virtio_freqhint_record rec[3];
+    size_t raw_len;
+    bool writable;          /* the whole buffer device-writable */
+    bool writable_tail;     /* a second, device-writable descriptor */
+    Expect expect;
+    unsigned int rejected;
+} HostileCase;
+
+static struct virtio_freqhint_record rec(uint16_t vcpu, uint16_t flags,
+                                         uint16_t min, uint16_t max,
+                                         uint16_t perf, uint32_t seq)
+{
+    struct virtio_freqhint_record r = {
+        .vcpu = cpu_to_le16(vcpu),
+        .flags = cpu_to_le16(flags),
+        .clamp_min = cpu_to_le16(min),
+        .clamp_max = cpu_to_le16(max),
+        .perf = cpu_to_le16(perf),
+        .seq = cpu_to_le32(seq),
+    };
+
+    return r;
+}
+
+static void agent_cleanup(void *unused)
+{
+    if (agent.fd >= 0) {
+        close(agent.fd);
+    }
+    if (agent.listen_fd >= 0) {
+        close(agent.listen_fd);
+    }
+    if (agent.path) {
+        unlink(agent.path);
+    }
+    if (agent.dir) {
+        rmdir(agent.dir);
+    }
+    g_free(agent.path);
+    g_free(agent.dir);
+    agent = (FakeAgent) { .listen_fd = -1, .fd = -1 };
+}
+
+static void *agent_before(GString *cmd_line, void *arg)
+{
+    const HostileCase *c = arg;
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+    agent_cleanup(NULL);
+    agent.dir = g_dir_make_tmp("qtest-freqhint-XXXXXX", NULL);
+    g_assert_nonnull(agent.dir);
+    agent.path = g_strdup_printf("%s/agent.sock", agent.dir);
+    g_assert_cmpuint(strlen(agent.path), <, sizeof(sun.sun_path));
+    strcpy(sun.sun_path, agent.path);
+    agent.listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    g_assert_cmpint(agent.listen_fd, >=, 0);
+    g_assert_cmpint(bind(agent.listen_fd, (struct sockaddr *)&sun,
+                         sizeof(sun)), ==, 0);
+    g_assert_cmpint(listen(agent.listen_fd, 4), ==, 0);
+
+    g_string_append_printf(cmd_line,
+                           " -smp %d -chardev socket,id=fhchr,path=%s,"
+                           "reconnect-ms=100"
+                           " -global virtio-freqhint-device.chardev=fhchr %s",
+                           NUM_VCPUS, agent.path,
+                           c && c->extra_args ? c->extra_args : "");
+    return arg;
+}
+
+static bool wait_readable(int fd, int timeout_ms)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int ret;
+
+    do {
+        ret = poll(&pfd, 1, timeout_ms);
+    } while (ret < 0 && errno == EINTR);
+    g_assert_cmpint(ret, >=, 0);
+    return ret > 0;
+}
+
+static void read_exact(int fd, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        ssize_t n;
+
+        g_assert_true(wait_readable(fd, TIMEOUT_MS));
+        n = read(fd, p, len);
+        g_assert_cmpint(n, >, 0);
+        p += n;
+        len -= n;
+    }
+}
+
+/* Read one frame; returns its payload (g_free it) and sets *type/*len. */
+static uint8_t *agent_recv(uint16_t *type, uint32_t *len)
+{
+    struct fh_frame_hdr hdr;
+    uint8_t *payload;
+
+    read_exact(agent.fd, &hdr, sizeof(hdr));
+    *len = le32_to_cpu(hdr.len);
+    *type = le16_to_cpu(hdr.msg_type);
+    g_assert_cmpuint(le16_to_cpu(hdr.reserved), ==, 0);
+    g_assert_cmpuint(*len, <=, FH_MAX_PAYLOAD);
+    payload = g_malloc0(*len + 1);
+    read_exact(agent.fd, payload, *len);
+    return payload;
+}
+
+static void agent_send(uint16_t type, const void *payload, uint32_t len)
+{
+    struct fh_frame_hdr hdr = {
+        .len = cpu_to_le32(len),
+        .msg_type = cpu_to_le16(type),
+    };
+    g_autofree uint8_t *buf = g_malloc(sizeof(hdr) + len);
+
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), payload, len);
+    g_assert_cmpint(write(agent.fd, buf, sizeof(hdr) + len), ==,
+                    sizeof(hdr) + len);
+}
+
+static void agent_assert_quiet(QTestState *qts)
+{
+    /* Let forwarding timers run; nothing may come out. */
+    qtest_clock_step(qts, 50 * MS);
+    g_assert_false(wait_readable(agent.fd, QUIET_MS));
+}
+
+/* Expect a HINTS frame; returns the records (g_free) and their count. */
+static struct virtio_freqhint_record *agent_recv_hints(unsigned int *num,
+                                                       uint16_t *flags)
+{
+    uint16_t type;
+    uint32_t len;
+    g_autofree uint8_t *p = agent_recv(&type, &len);
+    struct fh_msg_hints h;
+
+    g_assert_cmpuint(type, ==, FH_MSG_HINTS);
+    g_assert_cmpuint(len, >=, sizeof(h));
+    memcpy(&h, p, sizeof(h));
+    *num = le16_to_cpu(h.num_records);
+    *flags = le16_to_cpu(h.flags);
+    g_assert_cmpuint(*num, >=, 1);
+    g_assert_cmpuint(*num, <=, NUM_VCPUS);
+    g_assert_cmpuint(len, ==, sizeof(h) + *num * 16);
+    g_assert_cmpuint(le32_to_cpu(h.reserved), ==, 0);
+    return g_memdup2(p + sizeof(h), *num * 16);
+}
+
+static void assert_record(const struct virtio_freqhint_record *got,
+                          const struct virtio_freqhint_record *want)
+{
+    g_assert_cmpuint(le16_to_cpu(got->vcpu), ==, le16_to_cpu(want->vcpu));
+    g_assert_cmpuint(le16_to_cpu(got->flags), ==, le16_to_cpu(want->flags));
+    g_assert_cmpmem(got, sizeof(*got), want, sizeof(*want));
+}
+
+/* Accept the device's connection, check HELLO, answer WELCOME. */
+static void agent_handshake(QTestState *qts, bool expect_perf)
+{
+    uint16_t type, flags;
+    uint32_t len, features;
+    unsigned int num;
+    g_autofree uint8_t *p = NULL;
+    g_autofree struct virtio_freqhint_record *full = NULL;
+    struct fh_msg_hello hello;
+    struct fh_msg_welcome welcome = {
+        .version = cpu_to_le16(FH_PROTO_VERSION),
+    };
+
+    g_assert_true(wait_readable(agent.listen_fd, TIMEOUT_MS));
+    agent.fd = accept(agent.listen_fd, NULL, NULL);
+    g_assert_cmpint(agent.fd, >=, 0);
+
+    p = agent_recv(&type, &len);
+    g_assert_cmpuint(type, ==, FH_MSG_HELLO);
+    g_assert_cmpuint(len, ==, sizeof(hello) + 4 * NUM_VCPUS);
+    memcpy(&hello, p, sizeof(hello));
+    g_assert_cmpuint(le16_to_cpu(hello.version), ==, FH_PROTO_VERSION);
+    g_assert_cmpuint(le16_to_cpu(hello.num_vcpus), ==, NUM_VCPUS);
+    g_assert_cmpuint(le32_to_cpu(hello.reserved), ==, 0);
+    g_assert_cmpuint(le32_to_cpu(hello.qemu_pid), ==, qtest_pid(qts));
+    g_assert_nonnull(memchr(hello.name, 0, sizeof(hello.name)));
+    features = le32_to_cpu(hello.features);
+    g_assert_cmphex(features & ~FH_F_ALL, ==, 0);
+    g_assert_cmpint(!!(features & FH_F_PERF), ==, expect_perf);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        agent.tids[i] = ldl_le_p(p + sizeof(hello) + 4 * i);
+        g_assert_cmpuint(agent.tids[i], !=, 0);
+    }
+
+    welcome.features = cpu_to_le32(features);
+    agent_send(FH_MSG_WELCOME, &welcome, sizeof(welcome));
+
+    /* The whole state follows at once: nothing hinted yet. */
+    full = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
+    g_assert_cmpuint(num, ==, NUM_VCPUS);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        struct virtio_freqhint_record none = rec(i, 0, 0, 0, 0, 0);
+
+        assert_record(&full[i], &none);
+    }
+}
+
+static QDict *get_stats(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral/" QVIRTIO_FREQHINT_ID
+                           "', 'property': 'stats'}}");
+    QDict *ret;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    ret = qdict_get_qdict(rsp, "return");
+    qobject_ref(ret);
+    qobject_unref(rsp);
+    return ret;
+}
+
+static int64_t get_stat(QTestState *qts, const char *name)
+{
+    QDict *stats = get_stats(qts);
+    int64_t v = qdict_get_int(stats, name);
+
+    qobject_unref(stats);
+    return v;
+}
+
+static void assert_running(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'query-status'}");
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    g_assert_true(qdict_get_bool(qdict_get_qdict(rsp, "return"), "running"));
+    qobject_unref(rsp);
+}
+
+/* Put one driver -> device buffer on the hint queue and notify. */
+static uint32_t submit(QTestState *qts, QVirtioFreqHint *fh,
+                       const void *buf, size_t len)
+{
+    uint64_t addr = guest_alloc(fh->alloc, len);
+    uint32_t head;
+
+    qtest_memwrite(qts, addr, buf, len);
+    head = qvirtqueue_add(qts, fh->hintq, addr, len, false, false);
+    qvirtqueue_kick(qts, fh->vdev, fh->hintq, head);
+    return head;
+}
+
+static size_t build_batch(uint8_t *buf, uint16_t num,
+                          const struct virtio_freqhint_record *recs,
+                          unsigned int nrecs)
+{
+    struct virtio_freqhint_hints hdr = {
+        .msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_HINTS),
+        .num_records = cpu_to_le16(num),
+    };
+
+    memcpy(buf, &hdr, sizeof(hdr));
+    memcpy(buf + sizeof(hdr), recs, nrecs * sizeof(*recs));
+    return sizeof(hdr) + nrecs * sizeof(*recs);
+}
+
+/* Wait until the device used @head; time passes, so windows expire. */
+static void wait_used(QTestState *qts, QVirtioFreqHint *fh, uint32_t head)
+{
+    gint64 start = g_get_monotonic_time();
+    uint32_t got;
+
+    for (;;) {
+        if (qvirtqueue_get_buf(qts, fh->hintq, &got, NULL)) {
+            g_assert_cmpuint(got, ==, head);
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        qtest_clock_step(qts, MS);
+    }
+}
+
+static void test_config(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+
+    g_assert_cmpuint(vdev->device_type, ==, VIRTIO_ID_FREQHINT);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 0), ==, NUM_VCPUS);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 2), ==, NUM_VCPUS);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 4), ==, RATE_WINDOW_MS);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        g_assert_cmpuint(qvirtio_config_readw(vdev, 16 + 4 * i), ==, 0);
+        g_assert_cmpuint(qvirtio_config_readw(vdev, 18 + 4 * i), ==, 1024);
+    }
+    g_assert_true(qvirtio_get_features(vdev) &
+                  (1ull << VIRTIO_FREQHINT_F_GRANTS));
+}
+
+static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[2] = {
+        rec(0, R_MIN | R_MAX, 300, 600, 0, 1),
+        rec(1, R_PERF | R_IDLE, 0, 0, 512, 7),
+    };
+    struct virtio_freqhint_record dup[2] = {
+        rec(0, R_MIN, 100, 0, 0, 2),
+        rec(0, R_MIN, 200, 0, 0, 3),
+    };
+    uint8_t buf[64];
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+    size_t len;
+    QDict *stats;
+    QList *vcpus;
+    QDict *v0;
+    struct {
+        struct fh_msg_grants g;
+        struct virtio_freqhint_grant grants[NUM_VCPUS];
+    } grants = {
+        .g = {
+            .operator_floor = cpu_to_le16(100),
+            .operator_ceiling = cpu_to_le16(900),
+            .num_grants = cpu_to_le16(NUM_VCPUS),
+        },
+        .grants = {
+            { cpu_to_le16(200), cpu_to_le16(800) },
+            { cpu_to_le16(0), cpu_to_le16(1024) },
+        },
+    };
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==,
+                    VIRTIO_FREQHINT_S_AGENT);
+
+    /* A batch goes out as it came in. */
+    len = build_batch(buf, 2, r, 2);
+    wait_used(qts, fh, submit(qts, fh, buf, len));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 2);
+    g_assert_cmpuint(flags, ==, 0);
+    assert_record(&got[0], &r[0]);
+    assert_record(&got[1], &r[1]);
+    g_clear_pointer(&got, g_free);
+
+    /* Hints are state: the later record for a vCPU wins. */
+    len = build_batch(buf, 2, dup, 2);
+    wait_used(qts, fh, submit(qts, fh, buf, len));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 1);
+    assert_record(&got[0], &dup[1]);
+    g_clear_pointer(&got, g_free);
+    g_assert_cmpint(get_stat(qts, "coalesced"), ==, 1);
+    g_assert_cmpint(get_stat(qts, "forwarded"), ==, NUM_VCPUS + 2 + 1);
+    g_assert_cmpint(get_stat(qts, "rejected"), ==, 0);
+
+    /* Grants reach the guest with a configuration change. */
+    agent_send(FH_MSG_GRANTS, &grants, sizeof(grants));
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 900);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 200);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 18), ==, 800);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 20), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 22), ==, 1024);
+
+    /* Telemetry: last guest values and grants per vCPU. */
+    stats = get_stats(qts);
+    g_assert_true(qdict_get_bool(stats, "agent-connected"));
+    g_assert_cmpint(qdict_get_int(stats, "agent-connects"), ==, 1);
+    vcpus = qdict_get_qlist(stats, "vcpus");
+    g_assert_cmpuint(qlist_size(vcpus), ==, NUM_VCPUS);
+    v0 = qobject_to(QDict, qlist_peek(vcpus));
+    g_assert_cmpint(qdict_get_int(v0, "clamp-min"), ==, 200);
+    g_assert_cmpint(qdict_get_int(v0, "seq"), ==, 3);
+    g_assert_cmpint(qdict_get_int(v0, "granted-floor"), ==, 200);
+    g_assert_cmpint(qdict_get_int(v0, "granted-ceiling"), ==, 800);
+    qobject_unref(stats);
+
+    /*
+     * The agent goes away: the grants fall back to the defaults; the
+     * chardev reconnects and the new agent gets the whole state.
+     */
+    close(agent.fd);
+    agent.fd = -1;
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
+    g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 0);
+    {
+        uint16_t type;
+        uint32_t hlen;
+        g_autofree uint8_t *hello = NULL;
+        struct fh_msg_welcome welcome = {
+            .version = cpu_to_le16(FH_PROTO_VERSION),
+            .features = cpu_to_le32(FH_F_ALL),
+        };
+        struct virtio_freqhint_record want0 = rec(0, R_MIN, 200, 0, 0, 3);
+
+        g_assert_true(wait_readable(agent.listen_fd, TIMEOUT_MS));
+        agent.fd = accept(agent.listen_fd, NULL, NULL);
+        g_assert_cmpint(agent.fd, >=, 0);
+        hello = agent_recv(&type, &hlen);
+        g_assert_cmpuint(type, ==, FH_MSG_HELLO);
+        agent_send(FH_MSG_WELCOME, &welcome, sizeof(welcome));
+        got = agent_recv_hints(&num, &flags);
+        g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
+        g_assert_cmpuint(num, ==, NUM_VCPUS);
+        assert_record(&got[0], &want0);
+        assert_record(&got[1], &r[1]);
+    }
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
+}
+
+/*
+ * The hint queue costs at most one notification per rate window for a
+ * driver that honours VRING_USED_F_NO_NOTIFY; a driver that notifies
+ * anyway (@data != NULL) gets no more work done by the device.
+ */
+static void test_rate_bound(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    bool forced = data != NULL;
+    const int kicks = 60;   /* below the queue size: no descriptor reuse */
+    uint8_t buf[64];
+    int used = 0;
+    int64_t notifications, wakeups;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+
+    for (int i = 0; i < kicks; i++) {
+        struct virtio_freqhint_record r = rec(i % NUM_VCPUS, R_MAX, 0,
+                                              i % 1024, 0, i);
+
+        submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
+        if (forced) {
+            fh->vdev->bus->virtqueue_kick(fh->vdev, fh->hintq);
+        }
+        /* Drive the device as fast as the guest could: every 1 ms. */
+        qtest_clock_step(qts, MS);
+        while (qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL)) {
+            used++;
+        }
+    }
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    while (qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL)) {
+        used++;
+    }
+    g_assert_cmpint(used, ==, kicks);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, kicks);
+
+    notifications = get_stat(qts, "notifications");
+    wakeups = get_stat(qts, "wakeups");
+    g_test_message("%d buffers in %d ms: %" PRId64 " notifications, %"
+                   PRId64 " wakeups", kicks, kicks, notifications, wakeups);
+    g_assert_cmpint(notifications, >=, 1);
+    if (forced) {
+        g_assert_cmpint(notifications, >=, kicks);
+    } else {
+        g_assert_cmpint(notifications, <=, kicks / RATE_WINDOW_MS + 2);
+    }
+    /* One run per kick window plus the timer run that closes it. */
+    g_assert_cmpint(wakeups, <=, 2 * (kicks / RATE_WINDOW_MS + 2));
+    /* Forwarding is bounded too, and nothing was lost. */
+    g_assert_cmpint(get_stat(qts, "forwarded") - NUM_VCPUS, <=,
+                    NUM_VCPUS * (kicks / FORWARD_MS + 2));
+    g_assert_cmpint(get_stat(qts, "dropped"), ==, 0);
+}
+
+static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    const HostileCase *c = data;
+    uint8_t buf[128] = { 0 };
+    size_t len;
+    uint64_t addr, tail = 0;
+    uint32_t head;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, !c->extra_args);
+
+    if (c->raw_len) {
+        build_batch(buf, 1, c->rec, 1);
+        len = c->raw_len;
+    } else {
+        len = build_batch(buf, c->num_records, c->rec, c->records);
+    }
+    stw_le_p(buf, c->msg_type ? c->msg_type : VIRTIO_FREQHINT_MSG_HINTS);
+    buf[4] = c->hdr_reserved;
+
+    addr = guest_alloc(fh->alloc, len);
+    qtest_memwrite(qts, addr, buf, len);
+    head = qvirtqueue_add(qts, fh->hintq, addr, len, c->writable,
+                          c->writable_tail);
+    if (c->writable_tail) {
+        tail = guest_alloc(fh->alloc, 16);
+        qvirtqueue_add(qts, fh->hintq, tail, 16, true, false);
+    }
+    qvirtqueue_kick(qts, vdev, fh->hintq, head);
+
+    if (c->expect == EXPECT_BROKEN) {
+        gint64 start = g_get_monotonic_time();
+
+        while (!(vdev->bus->get_status(vdev) &
+                 VIRTIO_CONFIG_S_NEEDS_RESET)) {
+            g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                            TIMEOUT_MS * 1000);
+            qtest_clock_step(qts, MS);
+        }
+        g_assert_false(qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL));
+        g_assert_cmpint(get_stat(qts, "buffers"), ==, 0);
+    } else {
+        wait_used(qts, fh, head);
+        g_assert_false(vdev->bus->get_status(vdev) &
+                       VIRTIO_CONFIG_S_NEEDS_RESET);
+        g_assert_cmpint(get_stat(qts, "rejected"), ==, c->rejected);
+    }
+    g_assert_cmpint(get_stat(qts, "records"), ==, 0);
+    agent_assert_quiet(qts);
+    assert_running(qts);
+}
+
+/* One bad record among good ones: only the bad one is refused. */
+static void test_mixed(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[2] = {
+        rec(0, R_MIN | R_MAX, 700, 300, 0, 1),     /* min > max */
+        rec(1, R_MAX, 0, 512, 0, 2),
+    };
+    uint8_t buf[64];
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 2, r, 2)));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 1);
+    assert_record(&got[0], &r[1]);
+    g_assert_cmpint(get_stat(qts, "rejected"), ==, 1);
+    g_assert_cmpint(get_stat(qts, "records"), ==, 1);
+}
+
+#define BATCH(n, ...) \
+    .num_records = (n), .records = (n), .rec = { __VA_ARGS__ }
+
+static const HostileCase hostile_cases[] = {
+    { "undersized", .raw_len = 4, .expect = EXPECT_BROKEN },
+    { "header-only", .raw_len = 8, .expect = EXPECT_BROKEN },
+    { "oversized", BATCH(3, rec(0, 0, 0, 0, 0, 0), rec(1, 0, 0, 0, 0, 0),
+                         rec(0, 0, 0, 0, 0, 0)),
+      .expect = EXPECT_BROKEN },
+    { "count-mismatch", .num_records = 2, .records = 1,
+      .rec = { rec(0, R_MIN, 1, 0, 0, 0) }, .expect = EXPECT_BROKEN },
+    { "zero-records", .num_records = 0, .records = 1,
+      .rec = { rec(0, R_MIN, 1, 0, 0, 0) }, .expect = EXPECT_BROKEN },
+    { "bad-msg-type", .msg_type = 2, BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)),
+      .expect = EXPECT_BROKEN },
+    { "header-reserved", .hdr_reserved = 1,
+      BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
+    { "device-writable", .writable = true,
+      BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
+    { "writable-tail", .writable_tail = true,
+      BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
+    { "vcpu-out-of-range", BATCH(1, rec(NUM_VCPUS, R_MIN, 1, 0, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "vcpu-0xffff", BATCH(1, rec(0xffff, R_MIN, 1, 0, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "min-over-1024", BATCH(1, rec(0, R_MIN, 1025, 0, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "max-over-1024", BATCH(1, rec(1, R_MAX, 0, 0xffff, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "perf-over-1024", BATCH(1, rec(1, R_PERF, 0, 0, 2048, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "min-above-max", BATCH(1, rec(0, R_MIN | R_MAX, 800, 200, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "unknown-flags", BATCH(1, rec(0, 0x10 | R_MIN, 1, 0, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "value-without-valid", BATCH(1, rec(0, R_MAX, 5, 100, 0, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "record-reserved", BATCH(1, { .vcpu = 0, .flags = cpu_to_le16(R_MIN),
+                                    .clamp_min = cpu_to_le16(1),
+                                    .reserved = cpu_to_le16(1) }),
+      .expect = EXPECT_REJECTED, .rejected = 1 },
+    { "perf-not-negotiated",
+      .extra_args = "-global virtio-freqhint-device.perf=off",
+      BATCH(2, rec(0, R_PERF, 0, 0, 100, 0), rec(1, R_PERF, 0, 0, 200, 0)),
+      .expect = EXPECT_REJECTED, .rejected = 2 },
+};
+
+static const HostileCase forced_case = { "forced" };
+
+static void register_virtio_freqhint_test(void)
+{
+    QOSGraphTestOptions opts = {
+        .before = agent_before,
+    };
+
+    qos_add_test("config", "virtio-freqhint", test_config, &opts);
+    qos_add_test("batch", "virtio-freqhint", test_batch, &opts);
+    qos_add_test("rate-bound", "virtio-freqhint", test_rate_bound, &opts);
+    opts.arg = (void *)&forced_case;
+    qos_add_test("rate-bound-forced", "virtio-freqhint", test_rate_bound,
+                 &opts);
+    opts.arg = NULL;
+    qos_add_test("mixed", "virtio-freqhint", test_mixed, &opts);
+    for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
+        g_autofree char *name = g_strdup_printf("hostile/%s",
+                                                hostile_cases[i].name);
+
+        opts.arg = (void *)&hostile_cases[i];
+        qos_add_test(name, "virtio-freqhint", test_hostile, &opts);
+    }
+}
+
+libqos_init(register_virtio_freqhint_test);

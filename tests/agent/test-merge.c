@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests: the merge engine, one table row per kernel rule
+ * (kernel/sched/core.c: cpu_util_update_eff, uclamp_tg_restrict,
+ * uclamp_eff_get, uclamp_rq_util_with) and per agent rule of the spec.
+ */
+#include <glib.h>
+
+#include <linux/virtio_freqhint.h>
+
+#include "fh-merge.h"
+#include "fh-freq.h"
+
+#define MIN_V  VIRTIO_FREQHINT_R_MIN_VALID
+#define MAX_V  VIRTIO_FREQHINT_R_MAX_VALID
+#define PERF_V VIRTIO_FREQHINT_R_PERF_VALID
+#define IDLE   VIRTIO_FREQHINT_R_IDLE
+#define DEF    { 1024, 1024 } /* sysctl defaults: sched_util_clamp_{min,max} = 1024 */
+#define OP_NONE { 0, 1024 }
+#define NO_PERF FALSE, 1.0
+
+typedef struct {
+  const char *rule;
+  FhClamp sys;
+  gsize n_levels;
+  FhClamp levels[3]; /* cgroup requests, outermost first */
+  FhClamp op;
+  FhGuestHint hint;
+  gboolean perf_as_floor;
+  double headroom;
+  /* expected */
+  gboolean active;
+  FhClamp chain;
+  FhClamp eff;
+} MergeCase;
+
+static const MergeCase cases[] = {
+  { "no hint: flags 0 has no influence",
+    DEF, 0, { }, OP_NONE, { 0, 0, 0, 0 }, NO_PERF,
+    FALSE, { 0, 1024 }, { 0, 1024 } },
+  { "guest min/max pass through an open chain",
+    DEF, 0, { }, OP_NONE, { MIN_V | MAX_V, 300, 600, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 300, 600 } },
+  { "invalid fields ask nothing: floor 0, ceiling 1024",
+    DEF, 0, { }, OP_NONE, { MIN_V, 300, 0, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 300, 1024 } },
+  { "uclamp_tg_restrict: group floor raises the request (max of min)",
+    DEF, 1, { { 205, 1024 } }, OP_NONE, { MIN_V | MAX_V, 100, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 100, 1024 } },
+  { "uclamp_tg_restrict: group ceiling caps the request",
+    DEF, 1, { { 0, 512 } }, OP_NONE, { MIN_V | MAX_V, 300, 800, 0 }, NO_PERF,
+    TRUE, { 0, 512 }, { 300, 512 } },
+  { "uclamp_tg_restrict: request below the range is lifted to tg_min",
+    DEF, 1, { { 400, 600 } }, { 1024, 1024 }, { MIN_V | MAX_V, 100, 200, 0 }, NO_PERF,
+    TRUE, { 400, 600 }, { 400, 400 } },
+  { "cpu.uclamp.min reading \"max\" (1024) is a full floor",
+    DEF, 1, { { 1024, 1024 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 1024, 1024 }, { 1024, 1024 } },
+  { "cpu_util_update_eff: min \"max\" capped by the level's own max",
+    DEF, 1, { { 1024, 512 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 512, 512 }, { 512, 512 } },
+  { "cpu_util_update_eff: min > max in one level, min capped by max",
+    DEF, 1, { { 800, 400 } }, { 1024, 1024 }, { MIN_V | MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 400, 400 }, { 400, 400 } },
+  { "nested: child floor capped by the parent's floor (code says min, doc says max)",
+    DEF, 2, { { 205, 1024 }, { 512, 1024 } }, { 1024, 1024 }, { MIN_V, 0, 0, 0 }, NO_PERF,
+    TRUE, { 205, 1024 }, { 205, 1024 } },
+  { "nested: child ceiling capped by the parent's ceiling",
+    DEF, 2, { { 0, 512 }, { 0, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 512 }, { 0, 512 } },
+  { "nested: child tightens the ceiling",
+    DEF, 2, { { 0, 1024 }, { 0, 300 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 300 }, { 0, 300 } },
+  { "nested: parent floor 0 cuts a child's floor to 0",
+    DEF, 2, { { 0, 300 }, { 600, 1024 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 300 }, { 0, 300 } },
+  { "nested: three levels, the tightest of each wins",
+    DEF, 3, { { 800, 900 }, { 600, 1024 }, { 700, 700 } }, { 1024, 1024 },
+    { MIN_V | MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 600, 700 }, { 600, 700 } },
+  { "system defaults are the root request: sys min caps group floors",
+    { 512, 1024 }, 1, { { 1024, 1024 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 512, 1024 }, { 512, 1024 } },
+  { "system defaults are the root request: sys max caps group ceilings",
+    { 1024, 600 }, 1, { { 0, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 600 }, { 0, 600 } },
+  { "uclamp_eff_get: sys min caps the task's own floor",
+    { 300, 1024 }, 0, { }, OP_NONE, { MIN_V, 800, 0, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 300, 1024 } },
+  { "root sys min > sys max: root eff min capped by max",
+    { 1024, 400 }, 0, { }, { 1024, 1024 }, { MIN_V, 0, 0, 0 }, NO_PERF,
+    TRUE, { 400, 400 }, { 400, 400 } },
+  { "operator floor: innermost level, lifts the request",
+    DEF, 0, { }, { 400, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 400, 1024 }, { 400, 1024 } },
+  { "operator ceiling caps the guest",
+    DEF, 0, { }, { 0, 512 }, { MIN_V | MAX_V, 700, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 512 }, { 512, 512 } },
+  { "operator floor under a cgroup with floor 0 is cut to 0 (it is a child level)",
+    DEF, 1, { { 0, 1024 } }, { 400, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 0, 1024 } },
+  { "operator floor kept under a cgroup that grants protection",
+    DEF, 1, { { 1024, 1024 } }, { 400, 800 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 400, 800 }, { 400, 800 } },
+  { "operator ceiling above the cgroup ceiling is capped by it",
+    DEF, 1, { { 0, 300 } }, { 0, 800 }, { MIN_V | MAX_V, 500, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 300 }, { 300, 300 } },
+  { "idle vCPU: not active, holds no floor",
+    DEF, 0, { }, OP_NONE, { MIN_V | MAX_V | IDLE, 900, 1024, 0 }, NO_PERF,
+    FALSE, { 0, 1024 }, { 900, 1024 } },
+  { "perf as floor, headroom 1.0",
+    DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 600 }, TRUE, 1.0,
+    TRUE, { 0, 1024 }, { 600, 1024 } },
+  { "perf as floor, headroom 0.8 (host schedutil adds 1.25 again)",
+    DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 600 }, TRUE, 0.8,
+    TRUE, { 0, 1024 }, { 480, 1024 } },
+  { "perf ignored when perf_as_floor is off",
+    DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 600 }, FALSE, 1.0,
+    TRUE, { 0, 1024 }, { 0, 1024 } },
+  { "perf floor never above the guest's own ceiling",
+    DEF, 0, { }, OP_NONE, { MAX_V | PERF_V, 0, 400, 800 }, TRUE, 1.0,
+    TRUE, { 0, 1024 }, { 400, 400 } },
+  { "perf below the explicit floor does not lower it",
+    DEF, 0, { }, OP_NONE, { MIN_V | PERF_V, 700, 0, 300 }, TRUE, 1.0,
+    TRUE, { 0, 1024 }, { 700, 1024 } },
+  { "perf floor restricted by the cgroup ceiling",
+    DEF, 1, { { 0, 512 } }, OP_NONE, { PERF_V, 0, 0, 900 }, TRUE, 1.0,
+    TRUE, { 0, 512 }, { 512, 512 } },
+  { "perf 1024 with headroom > 1 saturates at scale",
+    DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 1024 }, TRUE, 1.25,
+    TRUE, { 0, 1024 }, { 1024, 1024 } },
+};
+
+static void
+test_vcpu_table (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    const MergeCase *c = &cases[i];
+    FhChain chain = { c->sys, c->levels, c->n_levels, c->op };
+    FhMergeParams params = { c->perf_as_floor, c->headroom };
+    FhVcpuDecision d = fh_merge_vcpu (&c->hint, &chain, &params);
+
+    g_test_message ("case %zu: %s", i, c->rule);
+    g_assert_cmpint (d.active, ==, c->active);
+    g_assert_cmpuint (d.chain.min, ==, c->chain.min);
+    g_assert_cmpuint (d.chain.max, ==, c->chain.max);
+    g_assert_cmpuint (d.eff.min, ==, c->eff.min);
+    g_assert_cmpuint (d.eff.max, ==, c->eff.max);
+    /* Invariants of every decision. */
+    g_assert_cmpuint (d.eff.min, <=, d.eff.max);
+    g_assert_cmpuint (d.eff.max, <=, c->sys.max);
+    g_assert_cmpuint (d.chain.min, <=, d.chain.max);
+  }
+}
+
+static void
+test_grant (void)
+{
+  FhClamp g = fh_merge_grant ((FhClamp){ 600, 1024 }, (FhClamp){ 1024, 800 });
+
+  g_assert_cmpuint (g.min, ==, 600);
+  g_assert_cmpuint (g.max, ==, 800);
+  g = fh_merge_grant ((FhClamp){ 600, 1024 }, (FhClamp){ 300, 1024 });
+  g_assert_cmpuint (g.min, ==, 300);
+}
+
+typedef struct {
+  const char *rule;
+  gsize n;
+  FhPlacedVcpu vcpus[4];
+  /* CPU 0 result */
+  gboolean active;
+  guint floor, ceiling, n_active;
+} AggCase;
+
+static const AggCase agg_cases[] = {
+  { "no vCPU: original limits", 0, { }, FALSE, 0, 0, 0 },
+  { "one active vCPU", 1, { { TRUE, { 300, 600 }, 0 } }, TRUE, 300, 600, 1 },
+  { "two on one CPU: max of floors, max of ceilings", 2,
+    { { TRUE, { 300, 600 }, 0 }, { TRUE, { 500, 550 }, 0 } }, TRUE, 500, 600, 2 },
+  { "idle vCPU does not hold the floor up", 2,
+    { { FALSE, { 800, 1024 }, 0 }, { TRUE, { 100, 400 }, 0 } }, TRUE, 100, 400, 1 },
+  { "only idle vCPUs: original limits", 1, { { FALSE, { 800, 1024 }, 0 } }, FALSE, 0, 0, 0 },
+  { "inversion: the floor wins (uclamp_rq_util_with)", 1, { { TRUE, { 700, 500 }, 0 } },
+    TRUE, 700, 700, 1 },
+  { "a low ceiling does not cap another vCPU's floor", 2,
+    { { TRUE, { 0, 200 }, 0 }, { TRUE, { 600, 1024 }, 0 } }, TRUE, 600, 1024, 2 },
+  { "vCPUs elsewhere do not count", 3,
+    { { TRUE, { 900, 1024 }, 1 }, { TRUE, { 200, 300 }, 0 }, { TRUE, { 900, 900 }, 99 } },
+    TRUE, 200, 300, 1 },
+};
+
+static void
+test_aggregate (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (agg_cases); i++) {
+    const AggCase *c = &agg_cases[i];
+    FhCpuDecision cpus[4];
+
+    g_test_message ("aggregate case: %s", c->rule);
+    fh_merge_aggregate_cpus (c->vcpus, c->n, cpus, G_N_ELEMENTS (cpus));
+    g_assert_cmpint (cpus[0].active, ==, c->active);
+    if (c->active) {
+      g_assert_cmpuint (cpus[0].floor, ==, c->floor);
+      g_assert_cmpuint (cpus[0].ceiling, ==, c->ceiling);
+      g_assert_cmpuint (cpus[0].n_active, ==, c->n_active);
+    }
+  }
+}
+
+static void
+test_aggregate_policy (void)
+{
+  FhPlacedVcpu v[] = {
+    { TRUE, { 300, 600 }, 0 },
+    { TRUE, { 500, 550 }, 1 },
+    { FALSE, { 1024, 1024 }, 2 },
+    { TRUE, { 100, 200 }, 3 },
+  };
+  FhCpuDecision cpus[4], p;
+  const guint pol01[] = { 0, 1 }, pol2[] = { 2 }, pol23[] = { 2, 3 }, bad[] = { 7 };
+
+  fh_merge_aggregate_cpus (v, G_N_ELEMENTS (v), cpus, 4);
+  p = fh_merge_aggregate_set (cpus, 4, pol01, 2);
+  g_assert_true (p.active);
+  g_assert_cmpuint (p.floor, ==, 500);
+  g_assert_cmpuint (p.ceiling, ==, 600);
+  g_assert_cmpuint (p.n_active, ==, 2);
+  p = fh_merge_aggregate_set (cpus, 4, pol2, 1);
+  g_assert_false (p.active);
+  p = fh_merge_aggregate_set (cpus, 4, pol23, 2);
+  g_assert_true (p.active);
+  g_assert_cmpuint (p.floor, ==, 100);
+  p = fh_merge_aggregate_set (cpus, 4, bad, 1);
+  g_assert_false (p.active);
+}
+
+static void
+test_freq (void)
+{
+  static const guint avail[] = { 3200000, 2800000, 2400000, 2000000, 1600000, 1200000, 800000 };
+  FhFreqTable t = { 800000, 3200000, avail, G_N_ELEMENTS (avail) };
+  FhFreqTable plain = { 800000, 3200000, NULL, 0 };
+  guint lo, hi;
+
+  /* map_util_freq: cap * max / 1024, clamped into cpuinfo range */
+  g_assert_cmpuint (fh_freq_from_capacity (&t, 1024), ==, 3200000);
+  g_assert_cmpuint (fh_freq_from_capacity (&t, 512), ==, 1600000);
+  g_assert_cmpuint (fh_freq_from_capacity (&t, 0), ==, 800000);
+  g_assert_cmpuint (fh_freq_from_capacity (&t, 100), ==, 800000); /* 312500 < min */
+  g_assert_cmpuint (fh_freq_from_capacity (&t, 5000), ==, 3200000);
+
+  fh_freq_limits (&t, 0, 1024, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 800000);
+  g_assert_cmpuint (hi, ==, 3200000);
+  fh_freq_limits (&t, 512, 700, &lo, &hi); /* 1600000 exact; 2187500 snaps down */
+  g_assert_cmpuint (lo, ==, 1600000);
+  g_assert_cmpuint (hi, ==, 2000000);
+  fh_freq_limits (&t, 513, 1024, &lo, &hi); /* 1603125 snaps up */
+  g_assert_cmpuint (lo, ==, 2000000);
+  fh_freq_limits (&t, 300, 300, &lo, &hi); /* 937500: floor up 1200000, ceiling down 800000 */
+  g_assert_cmpuint (lo, ==, 1200000);
+  g_assert_cmpuint (hi, ==, 1200000); /* never below the floor */
+  fh_freq_limits (&plain, 300, 700, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 937500);
+  g_assert_cmpuint (hi, ==, 2187500);
+  {
+    /* A table that does not reach cpuinfo_max: nearest end. */
+    static const guint part[] = { 1000000, 2000000 };
+    FhFreqTable pt = { 800000, 3200000, part, 2 };
+
+    fh_freq_limits (&pt, 1024, 1024, &lo, &hi);
+    g_assert_cmpuint (lo, ==, 2000000);
+    g_assert_cmpuint (hi, ==, 2000000);
+    fh_freq_limits (&pt, 0, 0, &lo, &hi);
+    g_assert_cmpuint (lo, ==, 1000000);
+    g_assert_cmpuint (hi, ==, 1000000);
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/merge/vcpu-table", test_vcpu_table);
+  g_test_add_func ("/merge/grant", test_grant);
+  g_test_add_func ("/merge/aggregate", test_aggregate);
+  g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);
+  g_test_add_func ("/merge/freq", test_freq);
+  return g_test_run ();
+}

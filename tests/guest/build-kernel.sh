@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Build freqhint's test guest kernel: Debian's 6.12 source from
+# bookworm-backports, `make tinyconfig` + tests/guest/uclamp.config (uclamp,
+# cpufreq/schedutil, virtio-pci, kprobes, serial console).  Debian's own
+# kernels are built without CONFIG_UCLAMP_TASK, so clamps can only be
+# tested for real on this one.
+#
+#   build-kernel.sh               build if needed (quiet, idempotent)
+#   build-kernel.sh --print-dir   build if needed, then print the entry dir
+#   build-kernel.sh --rebuild     throw the entry away and build again
+#
+# Cache entry $FREQHINT_CACHE/kernel/<source version>-<fragment hash>/:
+#   bzImage        the kernel to boot
+#   build/         the O= build tree (.config, Module.symvers, vmlinux):
+#                  make -C <dir>/build M=<module dir> modules
+#   version        the Debian source version it was built from
+#   source-method  how the source was obtained (see fetch_source)
+#   build.log      the full make output
+# The unpacked source lives in $FREQHINT_CACHE/kernel/src/ and is shared
+# by all entries of the same source version; build/ refers to it.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+
+fragment="$here/tests/guest/uclamp.config"
+kcache="$FREQHINT_CACHE/kernel"
+pkg=linux/bookworm-backports
+
+mode=build
+case "${1:-}" in
+	"") ;;
+	--print-dir) mode=print ;;
+	--rebuild) mode=rebuild ;;
+	*) die "usage: $0 [--print-dir|--rebuild]" ;;
+esac
+
+mkdir -p "$kcache/src"
+# setup.sh and a meson test may both ask at once; one builds, the other waits.
+exec 9>"$kcache/.lock"
+flock 9
+
+# The source version comes from apt's lists (deb-src for bookworm-backports,
+# which scripts/setup.sh configures); printing URIs needs no network.
+uris=$(cd "$kcache/src" && apt-get source -qq --print-uris "$pkg" 2>/dev/null) ||
+	die "apt-get source --print-uris $pkg failed: run scripts/setup.sh packages"
+dsc=$(awk '$2 ~ /\.dsc$/ { print $2 }' <<<"$uris")
+[ -n "$dsc" ] || die "no .dsc for $pkg in apt's lists"
+version=${dsc#linux_}
+version=${version%.dsc}
+upstream=${version%%-*}
+key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" | sha256sum | cut -c1-12)"
+entry="$kcache/$key"
+srcdir="$kcache/src/linux-$upstream-$(tr '~+' '__' <<<"$version")"
+
+# fetch_uri NAME: download one file apt named and check its sha256.
+fetch_uri() {
+	local name=$1 url sum
+	url=$(awk -v n="$name" '$2 == n { gsub("\047", "", $1); print $1 }' <<<"$uris")
+	sum=$(awk -v n="$name" '$2 == n { sub("SHA256:", "", $4); print $4 }' <<<"$uris")
+	[ -n "$url" ] || return 1
+	if [ ! -f "$name" ] || ! echo "$sum  $name" | sha256sum -c --quiet - 2>/dev/null; then
+		curl -fsSL -o "$name.part" "$url" || return 1
+		echo "$sum  $name.part" | sha256sum -c --quiet - || return 1
+		mv "$name.part" "$name"
+	fi
+}
+
+# Obtain Debian's patched source tree, best way first:
+#   apt-source   apt-get source (dpkg-source -x applies debian/patches)
+#   dsc          the three files by the URIs apt prints, then dpkg-source -x
+#   orig+series  orig tarball + debian tarball, debian/patches/series applied
+#                with patch -p1 (when the .dsc cannot be had)
+#   orig         the plain upstream tarball (last resort; said in the log)
+fetch_source() {
+	[ -f "$srcdir/.freqhint-unpacked" ] && return 0
+	local dl="$kcache/src/dl-$upstream"
+	rm -rf "$srcdir" "$dl"
+	mkdir -p "$dl"
+	local method=
+	if (cd "$dl" && apt-get source -qq --download-only "$pkg" >/dev/null 2>&1); then
+		method=apt-source
+	elif (cd "$dl" && fetch_uri "$dsc" &&
+		fetch_uri "linux_$upstream.orig.tar.xz" &&
+		fetch_uri "linux_$version.debian.tar.xz"); then
+		method=dsc
+	fi
+	if [ -n "$method" ] &&
+		(cd "$dl" && dpkg-source -q --no-copy -x "$dsc" "$srcdir" >/dev/null 2>&1); then
+		:
+	else
+		rm -rf "$srcdir"
+		(cd "$dl" && fetch_uri "linux_$upstream.orig.tar.xz") ||
+			die "cannot download the $pkg source"
+		mkdir -p "$srcdir"
+		tar -C "$srcdir" --strip-components=1 -xJf "$dl/linux_$upstream.orig.tar.xz"
+		method=orig
+		if (cd "$dl" && fetch_uri "linux_$version.debian.tar.xz"); then
+			tar -C "$srcdir" -xJf "$dl/linux_$version.debian.tar.xz"
+			local p
+			while read -r p _; do
+				case "$p" in ""|\#*) continue ;; esac
+				patch -s -p1 -d "$srcdir" <"$srcdir/debian/patches/$p" ||
+					die "Debian patch $p does not apply"
+			done <"$srcdir/debian/patches/series"
+			method=orig+series
+		else
+			log "warning: Debian's patches unavailable; building plain upstream $upstream"
+		fi
+	fi
+	echo "$method" >"$srcdir/.freqhint-unpacked"
+	rm -rf "$dl"
+}
+
+# Every line of the fragment must be in the final .config verbatim; Kconfig
+# silently drops what it cannot satisfy, and a test kernel without, say,
+# UCLAMP_TASK_GROUP would make the cgroup tests meaningless.
+verify_config() {
+	local cfg=$1 line missing=0
+	while IFS= read -r line; do
+		case "$line" in
+			CONFIG_*|"# CONFIG_"*" is not set") ;;
+			*) continue ;;
+		esac
+		if ! grep -qxF -- "$line" "$cfg"; then
+			local name got
+			name=$(sed -E 's/^(# )?(CONFIG_[A-Za-z0-9_]+).*/\2/' <<<"$line")
+			got=$(grep -E "^(# )?$name[= ]" "$cfg" || echo absent)
+			log "config: wanted '$line', got '$got'"
+			missing=1
+		fi
+	done <"$fragment"
+	[ "$missing" = 0 ] || die "config fragment not satisfied (see above)"
+}
+
+build() {
+	fetch_source
+	local b="$entry/build" t0=$SECONDS
+	rm -rf "$entry"
+	mkdir -p "$b"
+	echo "$version" >"$entry/version"
+	cp "$srcdir/.freqhint-unpacked" "$entry/source-method"
+	log "building guest kernel $version ($(cat "$entry/source-method")) in $entry"
+	local mk=(make -C "$srcdir" O="$b" -j"$(nproc)")
+	# ccache makes a fragment change cheap; it does not change CC's version
+	# text, so modules built later with plain gcc still match.
+	if command -v ccache >/dev/null; then
+		export CCACHE_DIR="$kcache/ccache" CCACHE_BASEDIR="$kcache"
+		mk+=(CC="ccache gcc")
+	fi
+	{
+		"${mk[@]}" tinyconfig &&
+		"$srcdir/scripts/kconfig/merge_config.sh" -m -O "$b" "$b/.config" "$fragment" &&
+		"${mk[@]}" olddefconfig
+	} >"$entry/build.log" 2>&1 || { tail -n 30 "$entry/build.log"; die "kernel config failed"; }
+	verify_config "$b/.config"
+	"${mk[@]}" bzImage modules >>"$entry/build.log" 2>&1 ||
+		{ tail -n 40 "$entry/build.log"; die "kernel build failed (log: $entry/build.log)"; }
+	[ -f "$b/Module.symvers" ] || die "no Module.symvers after make modules"
+	cp "$b/arch/x86/boot/bzImage" "$entry/bzImage"
+	touch "$entry/.done"
+	log "guest kernel built in $((SECONDS - t0)) s: $entry/bzImage"
+}
+
+[ "$mode" = rebuild ] && rm -rf "$entry"
+[ -f "$entry/.done" ] || build
+if [ "$mode" = print ]; then
+	echo "$entry"
+fi
+exit 0

@@ -1,0 +1,151 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Boot a test guest under QEMU (TCG, q35) with an initramfs from
+# mkinitramfs.sh and judge the run from its serial console.
+#
+#   run-guest.sh --kernel K (--initrd IMG | --test SCRIPT [--module KO]...
+#                [--add HOST:GUEST]...) [options] [-- QEMU ARGS...]
+#     --kernel K      uclamp (build-kernel.sh's kernel), stock (Debian's, see
+#                     fetch-stock-kernel.sh), a cache entry dir, or a bzImage
+#     --initrd IMG    boot IMG as is; otherwise one is made by mkinitramfs.sh
+#                     from --test/--module/--add (and K's transport modules)
+#     --smp N         vCPUs (default 4)       --mem SIZE   (default 512M)
+#     --cpu MODEL     default qemu64,vendor=GenuineIntel,family=6,model=85:
+#                     a model with constant_tsc, without which the guest's
+#                     cpufreq core refuses fast frequency switching
+#     --timeout S     kill QEMU after S seconds (default 300)
+#     --qemu BIN      QEMU binary; else $FREQHINT_QEMU; else
+#                     qemu-device/build-qemu.sh --print-binary (the project's
+#                     QEMU, built if needed); else qemu-system-x86_64 in PATH
+#     --append ARGS   more kernel command line
+#     --kmemleak      have /init scan for leaks after the test (uclamp kernel)
+#     --log FILE      console log (default: a new file under $TMPDIR)
+#     --quiet         print the console log only when the run fails
+#     --judge-log FILE  boot nothing: judge an existing console log (tests)
+#   Everything after `--` goes to QEMU as is (e.g. -chardev/-device).
+#
+# Exit status 0 only if the console shows "FREQHINT-TEST-RESULT: PASS", /init
+# reached poweroff, QEMU exited by itself within the timeout, and the kernel
+# logged nothing alarming: a printk line starting with WARNING:, BUG:, Oops,
+# Call Trace:, Kernel panic, UBSAN: or kmemleak findings (the line prefix
+# matters: "RETBleed: WARNING: ..." is a mitigation notice, not a WARN()).  The last line on stderr says how long the run took.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+
+kernel= initrd= log= qemu=${FREQHINT_QEMU:-} append= judge=
+smp=4 mem=512M timeout=300 quiet=0 kmemleak=0
+cpu=qemu64,vendor=GenuineIntel,family=6,model=85
+mk_args=() qemu_extra=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--kernel) kernel=${2:?}; shift ;;
+		--initrd) initrd=${2:?}; shift ;;
+		--test|--module|--add) mk_args+=("$1" "${2:?}"); shift ;;
+		--smp) smp=${2:?}; shift ;;
+		--mem) mem=${2:?}; shift ;;
+		--cpu) cpu=${2:?}; shift ;;
+		--timeout) timeout=${2:?}; shift ;;
+		--qemu) qemu=${2:?}; shift ;;
+		--append) append=${2:?}; shift ;;
+		--kmemleak) kmemleak=1 ;;
+		--log) log=${2:?}; shift ;;
+		--quiet) quiet=1 ;;
+		--judge-log) judge=${2:?}; shift ;;
+		--) shift; qemu_extra=("$@"); break ;;
+		*) die "unknown argument $1 (see the comment at the top of $0)" ;;
+	esac
+	shift
+done
+boot() {
+	[ -n "$kernel" ] || die "--kernel uclamp|stock|DIR|bzImage is required"
+
+	# The kernel: a cache entry (bzImage + transport modules) or a bare image.
+	kdir=
+	case "$kernel" in
+		uclamp) kdir=$("$here/tests/guest/build-kernel.sh" --print-dir) ;;
+		stock) kdir=$("$here/tests/guest/fetch-stock-kernel.sh" --print-dir) ;;
+		*) if [ -d "$kernel" ]; then kdir=$kernel; fi ;;
+	esac
+	if [ -n "$kdir" ]; then
+		bzimage=$kdir/bzImage
+	else
+		bzimage=$kernel
+	fi
+	[ -r "$bzimage" ] || die "kernel image $bzimage not found"
+
+	if [ -z "$initrd" ]; then
+		[ ${#mk_args[@]} -gt 0 ] || die "--initrd IMG or --test SCRIPT is required"
+		initrd=$("$here/tests/guest/mkinitramfs.sh" ${kdir:+--kernel "$kdir"} "${mk_args[@]}")
+	fi
+	[ -r "$initrd" ] || die "initramfs $initrd not found"
+
+	if [ -z "$qemu" ]; then
+		if [ -x "$here/qemu-device/build-qemu.sh" ]; then
+			qemu=$("$here/qemu-device/build-qemu.sh" --print-binary) ||
+				die "building the project's QEMU failed (or pass --qemu BIN)"
+		else
+			qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+		fi
+	fi
+	[ -x "$qemu" ] || die "QEMU binary $qemu not found"
+
+	[ -n "$log" ] || log=$(mktemp "${TMPDIR:-/tmp}/freqhint-guest.XXXXXX.log")
+	: >"$log"
+
+	cmdline="console=ttyS0 panic=-1 rdinit=/init"
+	[ "$kmemleak" = 1 ] && cmdline+=" freqhint.kmemleak=1"
+	[ -n "$append" ] && cmdline+=" $append"
+
+	qemu_cmd=(
+		"$qemu" -nodefaults -no-user-config -display none -no-reboot
+		-machine q35 -accel tcg -cpu "$cpu" -smp "$smp" -m "$mem"
+		-chardev "file,id=con,path=$log" -serial chardev:con
+		-kernel "$bzimage" -initrd "$initrd" -append "$cmdline"
+		"${qemu_extra[@]}"
+	)
+
+	t0=$(date +%s.%N)
+	set +e
+	timeout -k 5 "$timeout" "${qemu_cmd[@]}" </dev/null
+	qrc=$?
+	set -e
+	elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
+}
+
+if [ -n "$judge" ]; then
+	[ -r "$judge" ] || die "$judge not found"
+	log=$judge qrc=0 elapsed=0
+else
+	boot
+fi
+
+# Judge the console.
+fail=()
+case $qrc in
+	0) ;;
+	124|137) fail+=("timeout after ${timeout}s") ;;
+	*) fail+=("QEMU exited with status $qrc") ;;
+esac
+grep -qxF "FREQHINT-TEST-RESULT: PASS" <(tr -d '\r' <"$log") ||
+	fail+=("no FREQHINT-TEST-RESULT: PASS line")
+grep -q "FREQHINT-INIT: poweroff" "$log" || fail+=("/init did not reach poweroff")
+alarm=$(tr -d '\r' <"$log" |
+	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
+	head -n 5 || true)
+[ -z "$alarm" ] || fail+=("kernel reported: $(echo "$alarm" | head -n1)")
+
+if [ ${#fail[@]} -gt 0 ] || [ "$quiet" = 0 ]; then
+	tr -d '\r' <"$log"
+fi
+init_up=$(sed -n 's/.*FREQHINT-INIT: start.*uptime \([0-9.]*\).*/\1/p' "$log" | head -n1)
+summary="guest run took ${elapsed}s wall (${init_up:-?}s guest uptime at /init), console log $log"
+if [ ${#fail[@]} -gt 0 ]; then
+	for f in "${fail[@]}"; do log "FAIL: $f"; done
+	log "$summary"
+	exit 1
+fi
+log "PASS: $summary"
+exit 0
