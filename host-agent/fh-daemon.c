@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Inputs -> state -> merge -> actuation.
+ *
+ * Device frames and host polls only change state and queue an update; the
+ * update (an idle callback, so a burst of frames costs one decision) runs
+ * the pure merge engine over every vCPU, hands the result to the backend,
+ * and tells each VM what it was granted.
+ */
+#define G_LOG_DOMAIN "freqhintd"
+
+#include "fh-daemon.h"
+
+#include <string.h>
+
+#include <linux/virtio_freqhint.h>
+
+static void queue_update (FhDaemon *d);
+
+static void
+vm_free (FhVm *vm)
+{
+  for (guint i = 0; i < vm->num_vcpus; i++)
+    fh_thread_info_clear (&vm->vcpus[i].info);
+  g_free (vm->vcpus);
+  fh_vm_settings_clear (&vm->settings);
+  g_free (vm->key);
+  g_free (vm);
+}
+
+const char *
+fh_vcpu_state (const FhVcpu *v)
+{
+  if (!v->tid_ok)
+    return v->tid == 0 ? "no-thread" : v->info.exists ? "foreign-thread" : "thread-gone";
+  if (v->hint.flags == 0)
+    return "no-hint";
+  if (v->hint.flags & VIRTIO_FREQHINT_R_IDLE)
+    return "idle";
+  return "active";
+}
+
+static void
+vm_load_settings (FhDaemon *d, FhVm *vm)
+{
+  fh_vm_settings_clear (&vm->settings);
+  vm->settings.op = FH_CLAMP_NONE;
+  vm->settings_source = NULL;
+  for (guint i = 0; i < d->vm_sources->len; i++) {
+    FhVmSource *s = g_ptr_array_index (d->vm_sources, i);
+    FhVmSettings out = { FH_CLAMP_NONE, NULL };
+
+    if (s->lookup (s, vm->name, vm->uuid, &out)) {
+      vm->settings = out;
+      vm->settings_source = s->name;
+      break;
+    }
+  }
+}
+
+/* Re-read where each vCPU thread sits; log what changed. */
+static void
+vm_probe (FhDaemon *d, FhVm *vm)
+{
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+    gboolean was_ok = v->tid_ok;
+    const GArray *override = vm->settings.cpus;
+
+    fh_host_probe_thread (&d->paths, v->tid, d->host->n_cpus, &v->info);
+    v->tid_ok = v->info.exists &&
+                (!d->config->check_thread_owner || v->info.tgid == vm->pid);
+    if (was_ok && !v->tid_ok)
+      g_message ("VM \"%s\" vCPU %u: thread %u %s", vm->name, i, v->tid,
+                 v->info.exists ? "no longer belongs to the VM" : "exited");
+    else if (!was_ok && v->tid_ok)
+      g_debug ("VM \"%s\" vCPU %u: thread %u found", vm->name, i, v->tid);
+    if (override && i < override->len && g_array_index (override, guint, i) < d->host->n_cpus) {
+      v->cpu = (gint) g_array_index (override, guint, i);
+      v->placed_by_config = TRUE;
+    } else {
+      v->cpu = v->info.cpu;
+      v->placed_by_config = FALSE;
+    }
+  }
+}
+
+static void
+format_uuid (const uint8_t *u, char out[37])
+{
+  g_snprintf (out, 37,
+              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+              u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+              u[13], u[14], u[15]);
+}
+
+static gboolean
+on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
+{
+  FhDaemon *d = data;
+  FhVm *vm, *old;
+  static const uint8_t nil[16];
+
+  vm = g_new0 (FhVm, 1);
+  vm->daemon = d;
+  vm->conn = conn;
+  format_uuid (hello->uuid, vm->uuid);
+  g_strlcpy (vm->name, hello->name, sizeof vm->name);
+  /*
+   * QEMU without -uuid reports the nil UUID; such VMs are told apart by
+   * name, or by process when they have none.
+   */
+  if (memcmp (hello->uuid, nil, 16) != 0)
+    vm->key = g_strdup (vm->uuid);
+  else if (vm->name[0])
+    vm->key = g_strdup_printf ("name:%s", vm->name);
+  else
+    vm->key = g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
+  vm->pid = fh_conn_peer_pid (conn);
+  vm->uid = fh_conn_peer_uid (conn);
+  vm->num_vcpus = hello->num_vcpus;
+  vm->features = fh_conn_features (conn);
+  vm->connected_realtime_us = g_get_real_time ();
+  vm->vcpus = g_new0 (FhVcpu, vm->num_vcpus);
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    vm->vcpus[i].index = i;
+    vm->vcpus[i].tid = hello->tids[i];
+    vm->vcpus[i].cpu = -1;
+    vm->vcpus[i].info.cpu = -1;
+  }
+  if (hello->qemu_pid != (uint32_t) vm->pid)
+    g_debug ("VM \"%s\": HELLO says pid %u, socket peer is %d", vm->name, hello->qemu_pid,
+             (int) vm->pid);
+
+  /* A restarted or migrated QEMU wins over a stale connection. */
+  old = g_hash_table_lookup (d->vms, vm->key);
+  if (old)
+    fh_conn_close (old->conn, FH_CLOSE_DUPLICATE, "VM %s connected again (pid %d)", vm->key,
+                   (int) vm->pid);
+
+  vm_load_settings (d, vm);
+  vm_probe (d, vm);
+  fh_conn_set_data (conn, vm);
+  g_hash_table_insert (d->vms, vm->key, vm);
+  d->vm_connections_total++;
+  g_message ("VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", vm->name, vm->uuid,
+             (int) vm->pid, vm->num_vcpus, vm->features,
+             vm->settings_source ? ", operator settings from " : "",
+             vm->settings_source ? vm->settings_source : "");
+  /* After WELCOME has gone out: GRANTS follow it. */
+  queue_update (d);
+  return TRUE;
+}
+
+static void
+on_hints (FhConn *conn, const FhHints *hints, gpointer data)
+{
+  FhDaemon *d = data;
+  FhVm *vm = fh_conn_get_data (conn);
+
+  if (!vm)
+    return;
+  vm->hints_frames++;
+  d->hints_frames_total++;
+  /* Records are state: within a frame the later record for a vCPU wins. */
+  for (guint i = 0; i < hints->num_records; i++) {
+    const FhRecord *r = &hints->records[i];
+    FhVcpu *v = &vm->vcpus[r->vcpu]; /* vcpu < num_vcpus: checked by the decoder */
+
+    v->hint = (FhGuestHint){ r->flags, r->clamp_min, r->clamp_max, r->perf };
+    v->seq = r->seq;
+    v->hinted = TRUE;
+    vm->hints_records++;
+  }
+  queue_update (d);
+}
+
+static void
+on_closed (FhConn *conn, gpointer data)
+{
+  FhDaemon *d = data;
+  FhVm *vm = fh_conn_get_data (conn);
+
+  if (!vm)
+    return;
+  g_message ("VM \"%s\" (%s) disconnected; its influence is removed", vm->name, vm->uuid);
+  fh_conn_set_data (conn, NULL);
+  g_hash_table_remove (d->vms, vm->key); /* frees vm */
+  queue_update (d);
+}
+
+static void
+on_rejected (uint16_t reason, gpointer data)
+{
+  FhDaemon *d = data;
+
+  if (reason <= FH_CLOSE_REASON_MAX)
+    d->rejected[reason]++;
+}
+
+static gboolean
+peer_allowed (uid_t uid, gid_t gid, gpointer data)
+{
+  FhDaemon *d = data;
+
+  return fh_config_uid_allowed (d->config, uid, gid);
+}
+
+static void
+send_grants (FhVm *vm)
+{
+  FhGrants g = { 0 };
+
+  g.operator_floor = (uint16_t) vm->settings.op.min;
+  g.operator_ceiling = (uint16_t) vm->settings.op.max;
+  g.num_grants = (uint16_t) vm->num_vcpus;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    FhClamp r = fh_merge_grant (vm->vcpus[i].d.chain, vm->daemon->host->sys);
+
+    g.grants[i].floor = (uint16_t) r.min;
+    g.grants[i].ceiling = (uint16_t) r.max;
+  }
+  if (vm->grants_sent && memcmp (&g, &vm->grants, sizeof g) == 0)
+    return;
+  if (fh_conn_send_grants (vm->conn, &g)) {
+    vm->grants = g;
+    vm->grants_sent = TRUE;
+    vm->grants_frames++;
+  }
+}
+
+static void
+daemon_update (FhDaemon *d)
+{
+  g_autoptr (GArray) placed = g_array_new (FALSE, FALSE, sizeof (FhPlacedVcpu));
+  g_autoptr (GArray) targets = g_array_new (FALSE, FALSE, sizeof (FhTidTarget));
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+  d->updates_total++;
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      FhVcpu *v = &vm->vcpus[j];
+      FhChain chain = { d->host->sys, (const FhClamp *) v->info.levels->data, v->info.levels->len,
+                        vm->settings.op };
+      gboolean active;
+
+      v->d = fh_merge_vcpu (&v->hint, &chain, &d->params);
+      active = v->d.active && v->tid_ok;
+      if (v->cpu >= 0) {
+        FhPlacedVcpu p = { active, v->d.eff, (guint) v->cpu };
+
+        g_array_append_val (placed, p);
+      }
+      if (v->tid_ok) {
+        FhTidTarget t = { v->tid, active, v->d.eff };
+
+        g_array_append_val (targets, t);
+      }
+    }
+  }
+  fh_merge_aggregate_cpus ((const FhPlacedVcpu *) placed->data, placed->len, d->cpus,
+                           d->host->n_cpus);
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+
+    p->decision = fh_merge_aggregate_set (d->cpus, d->host->n_cpus, (const guint *) p->cpus->data,
+                                          p->cpus->len);
+  }
+  fh_backend_apply (d->backend, targets, g_get_monotonic_time ());
+
+  /* send_grants() may close a connection that stopped reading; vms holds
+   * borrowed pointers, so look each VM up again by key. */
+  for (guint i = 0; i < vms->len; i++) {
+    g_autofree char *key = g_strdup (((FhVm *) g_ptr_array_index (vms, i))->key);
+    FhVm *vm = g_hash_table_lookup (d->vms, key);
+
+    if (vm)
+      send_grants (vm);
+  }
+  if (d->notify)
+    d->notify (d, d->notify_data);
+}
+
+static gboolean
+update_idle_cb (gpointer data)
+{
+  FhDaemon *d = data;
+
+  d->update_idle = 0;
+  daemon_update (d);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+queue_update (FhDaemon *d)
+{
+  if (!d->update_idle)
+    d->update_idle = g_idle_add (update_idle_cb, d);
+}
+
+static gboolean
+poll_tick (gpointer data)
+{
+  FhDaemon *d = data;
+  GHashTableIter iter;
+  gpointer value;
+
+  if (fh_host_refresh_sys (d->host, &d->paths))
+    g_message ("system clamp defaults now %u..%u", d->host->sys.min, d->host->sys.max);
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    vm_probe (d, value);
+  /* Also the backends' retry point. */
+  daemon_update (d);
+  return G_SOURCE_CONTINUE;
+}
+
+void
+fh_daemon_vm_source_changed (FhDaemon *d)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    vm_load_settings (d, value);
+    vm_probe (d, value);
+  }
+  queue_update (d);
+}
+
+static void
+choose_headroom (FhDaemon *d)
+{
+  const char *gov = fh_host_governor (d->host);
+
+  d->params.perf_as_floor = d->config->perf_as_floor;
+  if (d->config->perf_headroom > 0) {
+    d->params.perf_headroom = d->config->perf_headroom;
+    d->headroom_reason = "configured";
+  } else if (strcmp (d->backend->ops->name, "uclamp") == 0 && strcmp (gov, "schedutil") == 0) {
+    /* The host's schedutil multiplies util by 1.25 (map_util_perf()); the
+     * guest's perf already carries that headroom once. */
+    d->params.perf_headroom = 0.8;
+    d->headroom_reason = "uclamp backend on a schedutil host";
+  } else {
+    d->params.perf_headroom = 1.0;
+    d->headroom_reason = "no host governor headroom on this path";
+  }
+}
+
+FhDaemon *
+fh_daemon_new (FhConfig *config, GError **error)
+{
+  g_autoptr (FhConfig) owned = config;
+  FhDaemon *d = g_new0 (FhDaemon, 1);
+
+  d->config = g_steal_pointer (&owned);
+  fh_paths_init (&d->paths, config->sysfs_root, config->proc_root, config->cgroup_root);
+  d->host = fh_host_new ();
+  d->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vm_free);
+  d->vm_sources = g_ptr_array_new ();
+  d->started_us = g_get_monotonic_time ();
+  if (!fh_host_load (d->host, &d->paths, error))
+    goto fail;
+  d->cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
+  d->backend = fh_backend_new (config->backend, d->host, &d->paths, config->state_dir, error);
+  if (!d->backend)
+    goto fail;
+  g_ptr_array_add (d->vm_sources, fh_vm_source_config_new (config));
+  choose_headroom (d);
+  return d;
+fail:
+  fh_daemon_free (d);
+  return NULL;
+}
+
+gboolean
+fh_daemon_start (FhDaemon *d, GError **error)
+{
+  FhDeviceParams params = {
+    .hello_timeout_ms = d->config->hello_timeout_ms,
+    .keepalive_ms = d->config->keepalive_ms,
+    .max_connections = d->config->max_connections,
+    .socket_mode = d->config->socket_mode,
+    .peer_allowed = peer_allowed,
+  };
+  static const FhDeviceCallbacks cb = {
+    .hello = on_hello,
+    .hints = on_hints,
+    .closed = on_closed,
+    .rejected = on_rejected,
+  };
+
+  if (!fh_backend_start (d->backend, error)) {
+    g_prefix_error (error, "backend %s: ", d->backend->ops->name);
+    return FALSE;
+  }
+  d->device = fh_device_server_new (d->config->socket_path, &params, &cb, d, error);
+  if (!d->device)
+    return FALSE;
+  g_message ("listening on %s; backend %s; %u CPUs, %u cpufreq policies; system clamps %u..%u; "
+             "perf headroom %.2f (%s)",
+             d->config->socket_path, d->backend->ops->name, d->host->n_cpus,
+             d->host->policies->len, d->host->sys.min, d->host->sys.max, d->params.perf_headroom,
+             d->headroom_reason);
+  d->poll_timer = g_timeout_add (d->config->poll_interval_ms, poll_tick, d);
+  daemon_update (d);
+  return TRUE;
+}
+
+void
+fh_daemon_stop (FhDaemon *d)
+{
+  g_clear_handle_id (&d->poll_timer, g_source_remove);
+  g_clear_pointer (&d->device, fh_device_server_free);
+  g_clear_handle_id (&d->update_idle, g_source_remove);
+  /* Every VM is gone now: one last decision releases everything ... */
+  daemon_update (d);
+  /* ... and the backend puts back what it changed. */
+  fh_backend_stop (d->backend);
+}
+
+void
+fh_daemon_free (FhDaemon *d)
+{
+  if (!d)
+    return;
+  g_clear_handle_id (&d->poll_timer, g_source_remove);
+  g_clear_handle_id (&d->update_idle, g_source_remove);
+  g_clear_pointer (&d->device, fh_device_server_free);
+  g_clear_pointer (&d->vms, g_hash_table_unref);
+  for (guint i = 0; i < d->vm_sources->len; i++) {
+    FhVmSource *s = g_ptr_array_index (d->vm_sources, i);
+
+    s->free (s);
+  }
+  g_ptr_array_unref (d->vm_sources);
+  g_clear_pointer (&d->backend, fh_backend_free);
+  g_clear_pointer (&d->host, fh_host_free);
+  g_free (d->cpus);
+  fh_paths_clear (&d->paths);
+  fh_config_free (d->config);
+  g_free (d);
+}
+
+static gint
+cmp_vm (gconstpointer a, gconstpointer b)
+{
+  const FhVm *x = *(FhVm *const *) a, *y = *(FhVm *const *) b;
+  int r = strcmp (x->name, y->name);
+
+  return r ? r : strcmp (x->key, y->key);
+}
+
+GPtrArray *
+fh_daemon_sorted_vms (FhDaemon *d)
+{
+  GPtrArray *out = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    g_ptr_array_add (out, value);
+  g_ptr_array_sort (out, cmp_vm);
+  return out;
+}
+
+FhVm *
+fh_daemon_find_vm (FhDaemon *d, const char *name_or_uuid)
+{
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    if (strcmp (vm->name, name_or_uuid) == 0 || g_ascii_strcasecmp (vm->uuid, name_or_uuid) == 0 ||
+        strcmp (vm->key, name_or_uuid) == 0)
+      return vm;
+  }
+  return NULL;
+}
+
+guint64
+fh_daemon_rejected_total (FhDaemon *d)
+{
+  guint64 n = 0;
+
+  for (int i = 0; i <= FH_CLOSE_REASON_MAX; i++)
+    n += d->rejected[i];
+  return n;
+}

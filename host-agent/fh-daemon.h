@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * freqhintd's state: VMs, their vCPUs, the host, and the loop that turns
+ * inputs into decisions and decisions into actuation.  Telemetry (control
+ * socket, metrics) reads these structures; it never writes them.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "fh-backend.h"
+#include "fh-config.h"
+#include "fh-device.h"
+#include "fh-host.h"
+#include "fh-merge.h"
+#include "fh-paths.h"
+#include "fh-vm-source.h"
+
+typedef struct _FhDaemon FhDaemon;
+
+typedef struct {
+  guint index;
+  guint tid;            /* from HELLO; 0 when QEMU did not know it */
+  FhGuestHint hint;     /* latest record; flags 0 = no hint */
+  guint32 seq;
+  gboolean hinted;      /* at least one record seen */
+  FhThreadInfo info;    /* host view of the thread */
+  gboolean tid_ok;      /* thread exists and belongs to the VM's process */
+  gint cpu;             /* placement used, -1 unknown */
+  gboolean placed_by_config;
+  FhVcpuDecision d;
+} FhVcpu;
+
+typedef struct {
+  FhDaemon *daemon;
+  FhConn *conn;
+  char *key;            /* identity: UUID, or name/pid for a nil UUID */
+  char uuid[37];
+  char name[FH_NAME_MAX];
+  pid_t pid;
+  uid_t uid;
+  guint num_vcpus;
+  guint32 features;
+  FhVcpu *vcpus;
+  FhVmSettings settings;
+  const char *settings_source; /* NULL: defaults */
+  gint64 connected_realtime_us;
+  guint64 hints_frames;
+  guint64 hints_records;
+  FhGrants grants;
+  gboolean grants_sent;
+  guint64 grants_frames;
+} FhVm;
+
+typedef void (*FhDaemonNotify) (FhDaemon *daemon, gpointer data);
+
+struct _FhDaemon {
+  FhConfig *config;       /* owned */
+  FhPaths paths;
+  FhHost *host;
+  FhBackend *backend;
+  FhDeviceServer *device;
+  GPtrArray *vm_sources;  /* FhVmSource* */
+  GHashTable *vms;        /* key -> FhVm* */
+  FhCpuDecision *cpus;    /* host->n_cpus */
+  FhMergeParams params;
+  const char *headroom_reason;
+  guint poll_timer;
+  guint update_idle;
+  gint64 started_us;
+  /* counters */
+  guint64 rejected[FH_CLOSE_REASON_MAX + 1];
+  guint64 vm_connections_total;
+  guint64 hints_frames_total;
+  guint64 updates_total;
+  /* called after every update (metrics snapshot) */
+  FhDaemonNotify notify;
+  gpointer notify_data;
+};
+
+/* Takes ownership of config. */
+FhDaemon *fh_daemon_new (FhConfig *config, GError **error);
+/* Opens the device socket and starts polling. */
+gboolean fh_daemon_start (FhDaemon *daemon, GError **error);
+/* Disconnects every VM and restores what the backend changed. */
+void fh_daemon_stop (FhDaemon *daemon);
+void fh_daemon_free (FhDaemon *daemon);
+
+/* Something about VM settings changed in a source: re-read for every VM. */
+void fh_daemon_vm_source_changed (FhDaemon *daemon);
+
+/* Sorted views for telemetry (arrays of borrowed pointers). */
+GPtrArray *fh_daemon_sorted_vms (FhDaemon *daemon);
+FhVm *fh_daemon_find_vm (FhDaemon *daemon, const char *name_or_uuid);
+guint64 fh_daemon_rejected_total (FhDaemon *daemon);
+const char *fh_vcpu_state (const FhVcpu *v);
