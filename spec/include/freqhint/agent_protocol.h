@@ -53,6 +53,8 @@ enum fh_close_reason {
 #define FH_TEXT_MAX		128	/* CLOSE text bytes incl. terminating NUL */
 #define FH_HELLO_TIMEOUT_MS	5000	/* HELLO must arrive within this */
 #define FH_KEEPALIVE_MS		10000	/* default PING interval */
+#define FH_KEEPALIVE_MIN_MS	100	/* range WELCOME.keepalive_ms may take */
+#define FH_KEEPALIVE_MAX_MS	600000
 #define FH_KEEPALIVE_MISSES	3	/* silent intervals before TIMEOUT */
 
 struct fh_frame_hdr {
