@@ -12,6 +12,7 @@
 #include "fh-backend.h"
 
 #include <errno.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 
 #include "fh-freq.h"

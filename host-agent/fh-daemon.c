@@ -242,10 +242,13 @@ daemon_update (FhDaemon *d)
 
     for (guint j = 0; j < vm->num_vcpus; j++) {
       FhVcpu *v = &vm->vcpus[j];
-      FhChain chain = { d->host->sys, (const FhClamp *) v->info.levels->data, v->info.levels->len,
-                        vm->settings.op };
+      FhChain chain = { d->host->sys, NULL, 0, vm->settings.op };
       gboolean active;
 
+      if (v->info.levels) {
+        chain.levels = (const FhClamp *) v->info.levels->data;
+        chain.n_levels = v->info.levels->len;
+      }
       v->d = fh_merge_vcpu (&v->hint, &chain, &d->params);
       active = v->d.active && v->tid_ok;
       if (v->cpu >= 0) {

@@ -74,6 +74,7 @@ struct _FhDaemon {
   guint64 vm_connections_total;
   guint64 hints_frames_total;
   guint64 updates_total;
+  int metrics_port;        /* -1: disabled; set by main for telemetry */
   /* called after every update (metrics snapshot) */
   FhDaemonNotify notify;
   gpointer notify_data;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <glib-unix.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 
 /* Sending is GRANTS (<= 1032 B), WELCOME, PING: 64 KiB is many seconds of backlog. */

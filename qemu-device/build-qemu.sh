@@ -20,10 +20,11 @@
 # QEMU version + hash of qemu-device/ and spec/include/), and only files whose
 # content changed are rewritten, so ninja rebuilds just what depends on them.
 #
-# Firmware: the Debian "+ds" tarball carries no x86 BIOS blobs.  configure is
-# given --firmwarepath=<cache>/firmware-<ver>, a directory of links to the
-# system's SeaBIOS (package seabios) and to the option ROMs built here, so the
-# binary needs no -L.  Passing -L <that directory> works as well.
+# Firmware: the Debian "+ds" tarball carries no x86 BIOS blobs.  After each
+# build the system's SeaBIOS (package seabios) and the option ROMs built here
+# are linked into the build tree's qemu-bundle data directory, where the
+# binary looks first when run from its build directory, so it needs no -L.
+# firmware-<ver>/ holds the same links for -L.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -198,8 +199,7 @@ configure_args() {
 		--disable-download \
 		--disable-install-blobs \
 		--disable-docs \
-		--disable-werror \
-		--firmwarepath="$firmware"
+		--disable-werror
 }
 
 ccache_env() {
@@ -232,12 +232,19 @@ configure_qemu() {
 	echo "$want" >"$build/.configured"
 }
 
+# The binary run from the build tree looks for firmware in
+# qemu-bundle/<datadir>; the firmware directory serves -L as well.
 link_firmware() {
-	mkdir -p "$firmware"
-	local f
-	for f in /usr/share/seabios/*.bin "$build"/pc-bios/optionrom/*.bin; do
-		[ -e "$f" ] || continue
-		ln -sfn "$f" "$firmware/$(basename "$f")"
+	local f d datadir
+	datadir=$(sed -n 's/^#define CONFIG_QEMU_DATADIR "\(.*\)"$/\1/p' \
+		"$build/config-host.h")
+	[ -n "$datadir" ] || die "no CONFIG_QEMU_DATADIR in $build/config-host.h"
+	for d in "$firmware" "$build/qemu-bundle$datadir"; do
+		mkdir -p "$d"
+		for f in /usr/share/seabios/*.bin "$build"/pc-bios/optionrom/*.bin; do
+			[ -e "$f" ] || continue
+			ln -sfn "$f" "$d/$(basename "$f")"
+		done
 	done
 	[ -e "$firmware/bios-256k.bin" ] ||
 		die "no SeaBIOS (bios-256k.bin): install the seabios package"
@@ -249,6 +256,11 @@ build_qemu() {
 	log "building QEMU $QEMU_VERSION + virtio-freqhint (log: $buildlog)"
 	local start=$SECONDS
 	run_logged ninja -C "$build" "${TARGETS[@]}"
+	# Option ROMs (linuxboot_dma.bin for -kernel, ...) are built by make,
+	# not ninja; configure enables them when gcc can target i386.
+	[ -f "$build/pc-bios/optionrom/config.mak" ] ||
+		die "configure found no i386-capable compiler: install gcc-multilib"
+	run_logged make -s -C "$build/pc-bios/optionrom"
 	link_firmware
 	log "QEMU built in $((SECONDS - start)) s"
 }

@@ -85,3 +85,11 @@ use_schedutil() {
 dmesg_clean() {
 	! dmesg | grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|UBSAN:)'
 }
+
+# pm_suspend_cycle: one suspend-to-idle cycle with pm_test=devices (devices
+# are suspended and resumed, nothing sleeps); needs CONFIG_PM_DEBUG.
+pm_suspend_cycle() {
+	echo devices >/sys/power/pm_test &&
+		echo 1 >/sys/module/suspend/parameters/pm_test_delay &&
+		echo freeze >/sys/power/state
+}

@@ -81,6 +81,12 @@ else
 	stop_busy
 	check "vCPU1 reports idle once its task exits" \
 		wait_vcpu 1 'f["idle"]==1 && f["perf"]=="-"' 2
+	# Debian's kernel has CONFIG_PM_DEBUG; the test kernel does not.
+	check "suspend/resume cycle (pm_test=devices)" pm_suspend_cycle
+	busy 1
+	check "after resume a busy vCPU1 is seen with a perf request" \
+		wait_vcpu 1 'f["idle"]==0 && f["perf"]!="-"'
+	stop_busy
 fi
 
 sleep 1

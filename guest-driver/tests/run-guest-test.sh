@@ -28,17 +28,20 @@ case "$kernel" in
 		boot=$work/kernel
 		mkdir -p "$boot/modules"
 		ln -s "$kdir/bzImage" "$boot/bzImage"
-		: >"$boot/modules/load-order" ;;
+		: >"$boot/modules/load-order"
+		# It has kmemleak: load/unload cycles must not leak.
+		extra=(--kmemleak) ;;
 	stock)
 		kdir=$("$here/tests/guest/fetch-stock-kernel.sh" --print-dir)
-		boot=stock ;;
+		boot=stock
+		extra=() ;;
 	*) die "KERNEL is uclamp or stock" ;;
 esac
 "$here/guest-driver/tests/build-module.sh" "$(readlink -f "$kdir/build")" \
 	"$work/virtio_freqhint.ko" >&2
 
 # shellcheck disable=SC2086
-"$here/tests/guest/run-guest.sh" --kernel "$boot" ${FH_RUN_GUEST_ARGS:-} \
+"$here/tests/guest/run-guest.sh" --kernel "$boot" "${extra[@]}" ${FH_RUN_GUEST_ARGS:-} \
 	--test "$test" --module "$work/virtio_freqhint.ko" \
 	--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh" \
 	--append "freqhint.expect=$expect" --log "$log" --timeout 400 "$@"

@@ -18,12 +18,16 @@
 #   version        the Debian source version it was built from
 #   source-method  how the source was obtained (see fetch_source)
 #   build.log      the full make output
+#   modules/load-order  empty: virtio transport is built in (same shape as
+#                  fetch-stock-kernel.sh's entry, for mkinitramfs.sh --kernel)
 # The unpacked source lives in $FREQHINT_CACHE/kernel/src/ and is shared
 # by all entries of the same source version; build/ refers to it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# set -e exits without a word; say where.
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 fragment="$here/tests/guest/uclamp.config"
 kcache="$FREQHINT_CACHE/kernel"
@@ -166,6 +170,12 @@ build() {
 
 [ "$mode" = rebuild ] && rm -rf "$entry"
 [ -f "$entry/.done" ] || build
+# Same shape as a fetch-stock-kernel.sh entry: virtio is built in here, so
+# the initramfs carries no transport modules.
+if [ ! -f "$entry/modules/load-order" ]; then
+	mkdir -p "$entry/modules"
+	: >"$entry/modules/load-order"
+fi
 if [ "$mode" = print ]; then
 	echo "$entry"
 fi

@@ -25,6 +25,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# set -e exits without a word; say where.
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 release=
 print=0

@@ -30,6 +30,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# set -e exits without a word; say where.
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 test_script= kdir= out=
 adds=() modules=()
@@ -77,7 +79,7 @@ key=$(
 			echo "add ${a#*:}"
 			find "${a%%:*}" -type f -print0 | sort -z | xargs -0r sha256sum
 		done
-		[ -n "$kdir" ] && cat "$kdir/modules/load-order" 2>/dev/null
+		if [ ${#kmods[@]} -gt 0 ]; then cat "$kdir/modules/load-order"; fi
 	} | sed 's/  .*\//  /' | sha256sum | cut -c1-16
 )
 icache="$FREQHINT_CACHE/initramfs"

@@ -34,6 +34,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# set -e exits without a word; say where.
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 kernel= initrd= log= qemu=${FREQHINT_QEMU:-} append= judge=
 smp=4 mem=512M timeout=300 quiet=0 kmemleak=0

@@ -68,21 +68,11 @@ typedef struct HostileCase {
     unsigned int rejected;
 } HostileCase;
 
-static struct virtio_freqhint_record rec(uint16_t vcpu, uint16_t flags,
-                                         uint16_t min, uint16_t max,
-                                         uint16_t perf, uint32_t seq)
-{
-    struct virtio_freqhint_record r = {
-        .vcpu = cpu_to_le16(vcpu),
-        .flags = cpu_to_le16(flags),
-        .clamp_min = cpu_to_le16(min),
-        .clamp_max = cpu_to_le16(max),
-        .perf = cpu_to_le16(perf),
-        .seq = cpu_to_le32(seq),
-    };
-
-    return r;
-}
+/* A record in wire order; usable in static initializers. */
+#define REC(v, f, mn, mx, pf, sq) ((struct virtio_freqhint_record) { \
+    .vcpu = const_le16(v), .flags = const_le16(f),                      \
+    .clamp_min = const_le16(mn), .clamp_max = const_le16(mx),           \
+    .perf = const_le16(pf), .seq = const_le32(sq) })
 
 static void agent_cleanup(void *unused)
 {
@@ -156,7 +146,7 @@ static void read_exact(int fd, void *buf, size_t len)
     }
 }
 
-/* Read one frame; returns its payload (g_free it) and sets *type/*len. */
+/* Read one frame; returns its payload (g_free it), its type and length. */
 static uint8_t *agent_recv(uint16_t *type, uint32_t *len)
 {
     struct fh_frame_hdr hdr;
@@ -264,7 +254,7 @@ static void agent_handshake(QTestState *qts, bool expect_perf)
     g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
     g_assert_cmpuint(num, ==, NUM_VCPUS);
     for (int i = 0; i < NUM_VCPUS; i++) {
-        struct virtio_freqhint_record none = rec(i, 0, 0, 0, 0, 0);
+        struct virtio_freqhint_record none = REC(i, 0, 0, 0, 0, 0);
 
         assert_record(&full[i], &none);
     }
@@ -371,12 +361,12 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
     QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
     struct virtio_freqhint_record r[2] = {
-        rec(0, R_MIN | R_MAX, 300, 600, 0, 1),
-        rec(1, R_PERF | R_IDLE, 0, 0, 512, 7),
+        REC(0, R_MIN | R_MAX, 300, 600, 0, 1),
+        REC(1, R_PERF | R_IDLE, 0, 0, 512, 7),
     };
     struct virtio_freqhint_record dup[2] = {
-        rec(0, R_MIN, 100, 0, 0, 2),
-        rec(0, R_MIN, 200, 0, 0, 3),
+        REC(0, R_MIN, 100, 0, 0, 2),
+        REC(0, R_MIN, 200, 0, 0, 3),
     };
     uint8_t buf[64];
     g_autofree struct virtio_freqhint_record *got = NULL;
@@ -470,7 +460,7 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
             .version = cpu_to_le16(FH_PROTO_VERSION),
             .features = cpu_to_le32(FH_F_ALL),
         };
-        struct virtio_freqhint_record want0 = rec(0, R_MIN, 200, 0, 0, 3);
+        struct virtio_freqhint_record want0 = REC(0, R_MIN, 200, 0, 0, 3);
 
         g_assert_true(wait_readable(agent.listen_fd, TIMEOUT_MS));
         agent.fd = accept(agent.listen_fd, NULL, NULL);
@@ -506,7 +496,7 @@ static void test_rate_bound(void *obj, void *data, QGuestAllocator *t_alloc)
     agent_handshake(qts, true);
 
     for (int i = 0; i < kicks; i++) {
-        struct virtio_freqhint_record r = rec(i % NUM_VCPUS, R_MAX, 0,
+        struct virtio_freqhint_record r = REC(i % NUM_VCPUS, R_MAX, 0,
                                               i % 1024, 0, i);
 
         submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
@@ -605,8 +595,8 @@ static void test_mixed(void *obj, void *data, QGuestAllocator *t_alloc)
     QVirtioFreqHint *fh = obj;
     QTestState *qts = global_qtest;
     struct virtio_freqhint_record r[2] = {
-        rec(0, R_MIN | R_MAX, 700, 300, 0, 1),     /* min > max */
-        rec(1, R_MAX, 0, 512, 0, 2),
+        REC(0, R_MIN | R_MAX, 700, 300, 0, 1),     /* min > max */
+        REC(1, R_MAX, 0, 512, 0, 2),
     };
     uint8_t buf[64];
     g_autofree struct virtio_freqhint_record *got = NULL;
@@ -624,50 +614,54 @@ static void test_mixed(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "records"), ==, 1);
 }
 
+#define SREC(v, f, mn, mx, pf, sq) { \
+    .vcpu = const_le16(v), .flags = const_le16(f),                      \
+    .clamp_min = const_le16(mn), .clamp_max = const_le16(mx),           \
+    .perf = const_le16(pf), .seq = const_le32(sq) }
 #define BATCH(n, ...) \
     .num_records = (n), .records = (n), .rec = { __VA_ARGS__ }
 
 static const HostileCase hostile_cases[] = {
     { "undersized", .raw_len = 4, .expect = EXPECT_BROKEN },
     { "header-only", .raw_len = 8, .expect = EXPECT_BROKEN },
-    { "oversized", BATCH(3, rec(0, 0, 0, 0, 0, 0), rec(1, 0, 0, 0, 0, 0),
-                         rec(0, 0, 0, 0, 0, 0)),
+    { "oversized", BATCH(3, SREC(0, 0, 0, 0, 0, 0), SREC(1, 0, 0, 0, 0, 0),
+                         SREC(0, 0, 0, 0, 0, 0)),
       .expect = EXPECT_BROKEN },
     { "count-mismatch", .num_records = 2, .records = 1,
-      .rec = { rec(0, R_MIN, 1, 0, 0, 0) }, .expect = EXPECT_BROKEN },
+      .rec = { SREC(0, R_MIN, 1, 0, 0, 0) }, .expect = EXPECT_BROKEN },
     { "zero-records", .num_records = 0, .records = 1,
-      .rec = { rec(0, R_MIN, 1, 0, 0, 0) }, .expect = EXPECT_BROKEN },
-    { "bad-msg-type", .msg_type = 2, BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)),
+      .rec = { SREC(0, R_MIN, 1, 0, 0, 0) }, .expect = EXPECT_BROKEN },
+    { "bad-msg-type", .msg_type = 2, BATCH(1, SREC(0, R_MIN, 1, 0, 0, 0)),
       .expect = EXPECT_BROKEN },
     { "header-reserved", .hdr_reserved = 1,
-      BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
+      BATCH(1, SREC(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
     { "device-writable", .writable = true,
-      BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
+      BATCH(1, SREC(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
     { "writable-tail", .writable_tail = true,
-      BATCH(1, rec(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
-    { "vcpu-out-of-range", BATCH(1, rec(NUM_VCPUS, R_MIN, 1, 0, 0, 0)),
+      BATCH(1, SREC(0, R_MIN, 1, 0, 0, 0)), .expect = EXPECT_BROKEN },
+    { "vcpu-out-of-range", BATCH(1, SREC(NUM_VCPUS, R_MIN, 1, 0, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "vcpu-0xffff", BATCH(1, rec(0xffff, R_MIN, 1, 0, 0, 0)),
+    { "vcpu-0xffff", BATCH(1, SREC(0xffff, R_MIN, 1, 0, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "min-over-1024", BATCH(1, rec(0, R_MIN, 1025, 0, 0, 0)),
+    { "min-over-1024", BATCH(1, SREC(0, R_MIN, 1025, 0, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "max-over-1024", BATCH(1, rec(1, R_MAX, 0, 0xffff, 0, 0)),
+    { "max-over-1024", BATCH(1, SREC(1, R_MAX, 0, 0xffff, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "perf-over-1024", BATCH(1, rec(1, R_PERF, 0, 0, 2048, 0)),
+    { "perf-over-1024", BATCH(1, SREC(1, R_PERF, 0, 0, 2048, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "min-above-max", BATCH(1, rec(0, R_MIN | R_MAX, 800, 200, 0, 0)),
+    { "min-above-max", BATCH(1, SREC(0, R_MIN | R_MAX, 800, 200, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "unknown-flags", BATCH(1, rec(0, 0x10 | R_MIN, 1, 0, 0, 0)),
+    { "unknown-flags", BATCH(1, SREC(0, 0x10 | R_MIN, 1, 0, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "value-without-valid", BATCH(1, rec(0, R_MAX, 5, 100, 0, 0)),
+    { "value-without-valid", BATCH(1, SREC(0, R_MAX, 5, 100, 0, 0)),
       .expect = EXPECT_REJECTED, .rejected = 1 },
-    { "record-reserved", BATCH(1, { .vcpu = 0, .flags = cpu_to_le16(R_MIN),
-                                    .clamp_min = cpu_to_le16(1),
-                                    .reserved = cpu_to_le16(1) }),
+    { "record-reserved", BATCH(1, { .vcpu = 0, .flags = const_le16(R_MIN),
+                                    .clamp_min = const_le16(1),
+                                    .reserved = const_le16(1) }),
       .expect = EXPECT_REJECTED, .rejected = 1 },
     { "perf-not-negotiated",
       .extra_args = "-global virtio-freqhint-device.perf=off",
-      BATCH(2, rec(0, R_PERF, 0, 0, 100, 0), rec(1, R_PERF, 0, 0, 200, 0)),
+      BATCH(2, SREC(0, R_PERF, 0, 0, 100, 0), SREC(1, R_PERF, 0, 0, 200, 0)),
       .expect = EXPECT_REJECTED, .rejected = 2 },
 };
 

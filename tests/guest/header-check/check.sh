@@ -14,6 +14,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$here/scripts/lib.sh"
+# set -e exits without a word; say where.
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 # newest_headers GLOB: the newest /usr/src/linux-headers-GLOB directory.
 newest_headers() {

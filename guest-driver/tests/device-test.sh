@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# End to end through the project's QEMU device: a guest runs device.sh with
+# virtio-freqhint-pci, whose chardev connects to fake-agent.py, which checks
+# the records that arrive.  Both sides must pass.
+#
+#   device-test.sh KERNEL EXPECT LOG      (as run-guest-test.sh)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+
+[ $# = 3 ] || die "usage: $0 uclamp|stock uclamp|nouclamp LOG"
+kernel=$1 expect=$2 log=$3
+tdir=$(dirname "$0")
+
+work=$(mktemp -d)
+agent_pid=
+cleanup() {
+	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ "$expect" = uclamp ]; then
+	seen=(1:min=800 1:perf\<=700 1:idle reset 1:busy)
+else
+	seen=(1:noclamp 1:perf\<=700 1:idle reset 1:busy)
+fi
+"$PYTHON3" "$tdir/fake-agent.py" --socket "$work/fh.sock" --ready "$work/ready" \
+	--ceiling 700 --grant-ceiling 2:500 --timeout 900 "${seen[@]}" \
+	>"$work/agent.log" 2>&1 &
+agent_pid=$!
+for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
+[ -e "$work/ready" ] || { cat "$work/agent.log"; die "fake agent did not start"; }
+
+grc=0
+"$tdir/run-guest-test.sh" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
+	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
+	-device virtio-freqhint-pci,chardev=fh0 || grc=$?
+arc=0
+wait "$agent_pid" || arc=$?
+agent_pid=
+sed 's/^/agent: /' "$work/agent.log"
+[ "$grc" = 0 ] || die "guest side failed"
+[ "$arc" = 0 ] || die "agent side failed"
+log "PASS: records reached the agent"

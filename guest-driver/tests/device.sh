@@ -1,0 +1,91 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# In-guest: virtio_freqhint with the project's virtio-freqhint-pci device,
+# whose chardev leads to fake-agent.py on the host (see device-test.sh).
+# The agent grants an operator ceiling of 700 and vCPU2 a ceiling of 500;
+# the host side checks the records that arrive.
+#   freqhint.expect=uclamp | nouclamp   as in gather.sh
+. /lib/freqhint/test-lib.sh
+. /lib/freqhint/fh-lib.sh
+
+expect=$(sed -n 's/.*freqhint\.expect=\([a-z]*\).*/\1/p' /proc/cmdline)
+taskset -p 8 $$ >/dev/null
+
+dev=
+for d in /sys/bus/virtio/devices/*; do
+	[ "$(cat "$d/device")" = 0x003f ] && dev=$d
+done
+check "a virtio device with ID 63 is present" test -n "$dev"
+
+# wait_file FILE PATTERN [SECONDS]
+wait_file() {
+	fh_i=0
+	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
+		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	cat "$1"
+	return 1
+}
+
+check "insmod virtio_freqhint" insmod "$FH_KO"
+check_output "the driver binds" 'virtio_freqhint$' readlink "$dev/driver"
+check "the agent is connected" wait_file "$dev/agent_connected" '^1$'
+check "operator ceiling 700 arrives" wait_file "$dev/operator_ceiling" '^700$'
+check_output "operator floor 0" '^0$' cat "$dev/operator_floor"
+check "granted ceilings arrive" wait_file "$dev/granted_ceiling" '^1024 1024 500 1024$'
+check_output "granted floors" '^0 0 0 0$' cat "$dev/granted_floor"
+check_output "num_vcpus" '^4$' cat "$dev/num_vcpus"
+check_output "rate window (device default 10 ms)" '^10$' cat "$dev/rate_window_ms"
+check "use schedutil" use_schedutil
+check "the ceiling reaches vCPU0's policy" \
+	wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^700000$' 3
+check "vCPU2's own grant wins there" \
+	wait_file /sys/devices/system/cpu/cpu2/cpufreq/scaling_max_freq '^500000$' 3
+
+if [ "$expect" = uclamp ]; then
+	busy 1 -m 800 -M 1024
+	check "vCPU1 under -m 800: min 800" wait_vcpu 1 'f["min"]==800 && f["idle"]==0'
+else
+	busy 1
+	check "vCPU1 busy: perf valid, clamps invalid" \
+		wait_vcpu 1 'f["idle"]==0 && f["perf"]!="-" && f["min"]=="-"'
+fi
+check "and schedutil's request stays under the ceiling (perf <= 700)" \
+	steady_vcpu 1 'f["perf"]=="-" || f["perf"]<=700' 1
+check "records were sent" wait_file "$dev/statistics/records_sent" '^[1-9]'
+check_output "no send errors" '^0$' cat "$dev/statistics/send_errors"
+sleep 0.5
+stop_busy
+check "vCPU1 idle" wait_vcpu 1 'f["idle"]==1' 2
+sleep 0.5
+
+if [ "$expect" = nouclamp ]; then
+	# freeze/restore of the driver: the device is reset and set up again.
+	check "suspend/resume cycle (pm_test=devices)" pm_suspend_cycle
+	check "the agent link is back after resume" wait_file "$dev/agent_connected" '^1$'
+	check "the ceiling is back after resume" \
+		wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^700000$' 3
+	n0=$(cat "$dev/statistics/records_sent")
+	busy 1
+	check "records flow after resume" wait_vcpu 1 'f["idle"]==0'
+	check "more records sent" sh -c "sleep 0.5; test \$(cat $dev/statistics/records_sent) -gt $n0"
+	stop_busy
+	check "vCPU1 idle" wait_vcpu 1 'f["idle"]==1' 2
+	sleep 0.5
+fi
+
+check "rmmod (device reset)" rmmod virtio_freqhint
+check_fails "the policy limit is gone with the driver" \
+	test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq
+check "insmod again" insmod "$FH_KO"
+check "the agent is connected again" wait_file "$dev/agent_connected" '^1$'
+busy 1
+check "vCPU1 busy again" wait_vcpu 1 'f["idle"]==0'
+sleep 0.5
+stop_busy
+sleep 0.3
+check "rmmod" rmmod virtio_freqhint
+check "no kernel warnings" dmesg_clean
+done_testing

@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""A stand-in for freqhintd that checks what a guest's virtio_freqhint sends.
+
+Listens on a UNIX socket for the device (QEMU connects as the client), does
+the HELLO/WELCOME handshake, sends one GRANTS frame, answers nothing else but
+PINGs, and records every HINTS frame.  Every record is validated with the
+device's record rules (spec/include/linux/virtio_freqhint.h); any invalid
+record fails the run.  When QEMU goes away (or --timeout passes) the
+expectations are matched, in order, against the stream of records:
+
+  V:min=N    a record for vCPU V with MIN_VALID and clamp_min N
+  V:max=N    ... MAX_VALID and clamp_max N
+  V:perf     ... PERF_VALID
+  V:perf<=N  ... PERF_VALID and perf <= N
+  V:noclamp  ... not IDLE, PERF_VALID, MIN_VALID and MAX_VALID clear
+  V:idle     ... IDLE
+  V:busy     ... flags non-zero and not IDLE
+  reset      a FULL frame whose records all have flags 0 (device reset)
+
+Exit status 0 only if the handshake happened, no record was invalid and all
+expectations matched in order.  A summary goes to stdout.
+"""
+import argparse
+import os
+import select
+import socket
+import struct
+import sys
+import time
+
+HDR = struct.Struct('<IHH')
+HELLO = struct.Struct('<HHIII16s64s')
+WELCOME = struct.Struct('<HHIII')
+HINTS = struct.Struct('<QHHI')
+RECORD = struct.Struct('<HHHHHHI')
+GRANTS = struct.Struct('<HHHH')
+GRANT = struct.Struct('<HH')
+
+MSG_HELLO, MSG_WELCOME, MSG_HINTS, MSG_GRANTS = 1, 2, 3, 4
+MSG_PING, MSG_PONG, MSG_CLOSE = 5, 6, 7
+F_ALL = 0x3
+HINTS_F_FULL = 1
+R_MIN, R_MAX, R_PERF, R_IDLE, R_ALL = 1, 2, 4, 8, 0xf
+SCALE = 1024
+
+
+def frame(msg_type, payload):
+    return HDR.pack(len(payload), msg_type, 0) + payload
+
+
+def record_errors(rec, num_vcpus, perf_ok):
+    vcpu, flags, lo, hi, perf, reserved, _seq = rec
+    errs = []
+    if vcpu >= num_vcpus:
+        errs.append('vcpu out of range')
+    if flags & ~R_ALL:
+        errs.append('unknown flags')
+    if reserved:
+        errs.append('reserved non-zero')
+    for bit, name, val in ((R_MIN, 'min', lo), (R_MAX, 'max', hi),
+                           (R_PERF, 'perf', perf)):
+        if flags & bit and val > SCALE:
+            errs.append(name + ' above scale')
+        if not flags & bit and val:
+            errs.append(name + ' set without VALID')
+    if flags & R_MIN and flags & R_MAX and lo > hi:
+        errs.append('min > max')
+    if flags & R_PERF and not perf_ok:
+        errs.append('perf without F_PERF')
+    return errs
+
+
+def matches(exp, frame_flags, recs):
+    if exp == 'reset':
+        return bool(frame_flags & HINTS_F_FULL) and all(r[1] == 0 for r in recs)
+    vcpu, what = exp.split(':', 1)
+    for r in recs:
+        if r[0] != int(vcpu):
+            continue
+        flags, lo, hi, perf = r[1], r[2], r[3], r[4]
+        if what.startswith('min=') and flags & R_MIN and lo == int(what[4:]):
+            return True
+        if what.startswith('max=') and flags & R_MAX and hi == int(what[4:]):
+            return True
+        if what == 'perf' and flags & R_PERF:
+            return True
+        if (what.startswith('perf<=') and flags & R_PERF and
+                perf <= int(what[6:])):
+            return True
+        if (what == 'noclamp' and flags & R_PERF and
+                not flags & (R_MIN | R_MAX | R_IDLE)):
+            return True
+        if what == 'idle' and flags & R_IDLE:
+            return True
+        if what == 'busy' and flags and not flags & R_IDLE:
+            return True
+    return False
+
+
+class Conn:
+    def __init__(self, sock, args, state):
+        self.sock, self.args, self.state = sock, args, state
+        self.buf = b''
+        self.num_vcpus = None
+        self.features = 0
+
+    def send(self, msg_type, payload):
+        self.sock.sendall(frame(msg_type, payload))
+
+    def handle(self, msg_type, payload):
+        st = self.state
+        if self.num_vcpus is None:
+            if msg_type != MSG_HELLO or len(payload) < HELLO.size:
+                st['errors'].append('first frame is not a HELLO')
+                return False
+            version, n, features, pid, _r, _uuid, name = HELLO.unpack_from(payload)
+            if len(payload) != HELLO.size + 4 * n:
+                st['errors'].append('HELLO length %d for %d vCPUs' % (len(payload), n))
+                return False
+            self.num_vcpus, self.features = n, features & F_ALL
+            st['hellos'] += 1
+            print('HELLO version %d vcpus %d features %#x pid %d name %s' %
+                  (version, n, features, pid, name.split(b'\0')[0].decode()))
+            self.send(MSG_WELCOME, WELCOME.pack(1, 0, self.features, 10000, 0))
+            grants = b''.join(
+                GRANT.pack(0, self.args.grant_ceiling.get(i, SCALE))
+                for i in range(n))
+            self.send(MSG_GRANTS, GRANTS.pack(0, self.args.ceiling, n, 0) + grants)
+            return True
+        if msg_type == MSG_HINTS:
+            _ts, nrec, fflags, _r = HINTS.unpack_from(payload)
+            if len(payload) != HINTS.size + RECORD.size * nrec:
+                st['errors'].append('HINTS length mismatch')
+                return False
+            recs = [RECORD.unpack_from(payload, HINTS.size + i * RECORD.size)
+                    for i in range(nrec)]
+            for r in recs:
+                errs = record_errors(r, self.num_vcpus, self.features & 1)
+                if errs:
+                    st['errors'].append('record %r: %s' % (r, ', '.join(errs)))
+            st['frames'] += 1
+            st['records'] += nrec
+            exp = st['expect']
+            while st['matched'] < len(exp) and matches(exp[st['matched']], fflags, recs):
+                print('matched %s' % exp[st['matched']])
+                st['matched'] += 1
+            return True
+        if msg_type == MSG_PING:
+            self.send(MSG_PONG, payload)
+            return True
+        if msg_type == MSG_PONG:
+            return True
+        if msg_type == MSG_CLOSE:
+            return False
+        st['errors'].append('unexpected message type %d' % msg_type)
+        return False
+
+    def readable(self):
+        data = self.sock.recv(65536)
+        if not data:
+            return False
+        self.buf += data
+        while len(self.buf) >= HDR.size:
+            length, msg_type, _r = HDR.unpack_from(self.buf)
+            if len(self.buf) < HDR.size + length:
+                break
+            payload = self.buf[HDR.size:HDR.size + length]
+            self.buf = self.buf[HDR.size + length:]
+            if not self.handle(msg_type, payload):
+                return False
+        return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--socket', required=True)
+    ap.add_argument('--ceiling', type=int, default=SCALE,
+                    help='operator ceiling sent in GRANTS')
+    ap.add_argument('--grant-ceiling', action='append', default=[],
+                    metavar='V:N', help='granted ceiling of vCPU V')
+    ap.add_argument('--timeout', type=float, default=600)
+    ap.add_argument('--ready', help='file created once listening')
+    ap.add_argument('expect', nargs='*')
+    args = ap.parse_args()
+    args.grant_ceiling = {int(v): int(n) for v, n in
+                          (g.split(':') for g in args.grant_ceiling)}
+
+    state = {'errors': [], 'hellos': 0, 'frames': 0, 'records': 0,
+             'expect': args.expect, 'matched': 0}
+    if os.path.exists(args.socket):
+        os.unlink(args.socket)
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(args.socket)
+    lsock.listen(4)
+    if args.ready:
+        open(args.ready, 'w').close()
+    deadline = time.monotonic() + args.timeout
+    conns = {}
+    seen_conn = False
+    while time.monotonic() < deadline:
+        # Done when a connection came and went and nothing is connected.
+        if seen_conn and not conns:
+            break
+        fds = [lsock] + list(conns)
+        r, _w, _x = select.select(fds, [], [], 1.0)
+        for s in r:
+            if s is lsock:
+                c, _a = lsock.accept()
+                conns[c] = Conn(c, args, state)
+                seen_conn = True
+                continue
+            try:
+                alive = conns[s].readable()
+            except OSError:
+                alive = False
+            if not alive:
+                s.close()
+                del conns[s]
+        # QEMU reconnects after a reset only if it was closed; keep waiting
+        # a little for a new connection before calling it done.
+        if seen_conn and not conns:
+            r, _w, _x = select.select([lsock], [], [], 3.0)
+            if r:
+                c, _a = lsock.accept()
+                conns[c] = Conn(c, args, state)
+    os.unlink(args.socket)
+
+    print('%d connection(s), %d HINTS frames, %d records' %
+          (state['hellos'], state['frames'], state['records']))
+    ok = True
+    if not state['hellos']:
+        print('FAIL: no device connected')
+        ok = False
+    for e in state['errors']:
+        print('FAIL: ' + e)
+        ok = False
+    if state['matched'] < len(args.expect):
+        print('FAIL: expectation not met: %s (matched %s)' %
+              (args.expect[state['matched']], args.expect[:state['matched']]))
+        ok = False
+    print('fake-agent: ' + ('PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

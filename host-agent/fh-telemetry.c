@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#define G_LOG_DOMAIN "freqhintd"
+
+#include "fh-telemetry.h"
+
+#include <gio/gio.h>
+
+#include <linux/virtio_freqhint.h>
+
+static void
+add_clamp (JsonBuilder *b, const char *name, FhClamp c)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "min");
+  json_builder_add_int_value (b, c.min);
+  json_builder_set_member_name (b, "max");
+  json_builder_add_int_value (b, c.max);
+  json_builder_end_object (b);
+}
+
+static void
+add_int (JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_add_int_value (b, v);
+}
+
+static void
+add_str (JsonBuilder *b, const char *name, const char *v)
+{
+  json_builder_set_member_name (b, name);
+  if (v)
+    json_builder_add_string_value (b, v);
+  else
+    json_builder_add_null_value (b);
+}
+
+static void
+add_bool (JsonBuilder *b, const char *name, gboolean v)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_add_boolean_value (b, v);
+}
+
+JsonNode *
+fh_telemetry_status (FhDaemon *d)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  guint n_vcpus = 0;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    n_vcpus += ((FhVm *) value)->num_vcpus;
+
+  json_builder_begin_object (b);
+  add_str (b, "version", PACKAGE_VERSION);
+  add_str (b, "backend", d->backend->ops->name);
+  add_int (b, "uptime_seconds", (g_get_monotonic_time () - d->started_us) / G_USEC_PER_SEC);
+  add_int (b, "connected_vms", g_hash_table_size (d->vms));
+  add_int (b, "vcpus", n_vcpus);
+  add_int (b, "cpus", d->host->n_cpus);
+  add_int (b, "cpufreq_policies", d->host->policies->len);
+  add_str (b, "governor", fh_host_governor (d->host));
+  add_clamp (b, "system_defaults", d->host->sys);
+  add_bool (b, "perf_as_floor", d->params.perf_as_floor);
+  json_builder_set_member_name (b, "perf_headroom");
+  json_builder_add_double_value (b, d->params.perf_headroom);
+  add_str (b, "socket", d->config->socket_path);
+  add_int (b, "metrics_port", d->metrics_port);
+  add_int (b, "vm_connections_total", d->vm_connections_total);
+  add_int (b, "hints_frames_total", d->hints_frames_total);
+  add_int (b, "backend_writes_total", d->backend->writes);
+  add_int (b, "write_failures_total", d->backend->write_failures);
+  add_int (b, "rejected_total", fh_daemon_rejected_total (d));
+  json_builder_set_member_name (b, "rejected");
+  json_builder_begin_object (b);
+  for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
+    if (r != FH_CLOSE_NORMAL)
+      add_int (b, fh_close_reason_name (r), d->rejected[r]);
+  json_builder_end_object (b);
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+JsonNode *
+fh_telemetry_vms (FhDaemon *d)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+  json_builder_begin_array (b);
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+    g_autoptr (GDateTime) t = g_date_time_new_from_unix_utc (vm->connected_realtime_us /
+                                                             G_USEC_PER_SEC);
+    g_autofree char *since = g_date_time_format_iso8601 (t);
+    guint active = 0;
+
+    for (guint j = 0; j < vm->num_vcpus; j++)
+      active += vm->vcpus[j].d.active && vm->vcpus[j].tid_ok;
+    json_builder_begin_object (b);
+    add_str (b, "name", vm->name);
+    add_str (b, "uuid", vm->uuid);
+    add_int (b, "pid", vm->pid);
+    add_int (b, "uid", vm->uid);
+    add_int (b, "vcpus", vm->num_vcpus);
+    add_int (b, "active_vcpus", active);
+    add_int (b, "features", vm->features);
+    add_str (b, "connected_since", since);
+    add_clamp (b, "operator", vm->settings.op);
+    add_str (b, "operator_source", vm->settings_source);
+    add_int (b, "hints_frames", vm->hints_frames);
+    add_int (b, "hints_records", vm->hints_records);
+    add_int (b, "grants_frames", vm->grants_frames);
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+  return json_builder_get_root (b);
+}
+
+static void
+add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
+{
+  json_builder_begin_object (b);
+  add_str (b, "vm", vm->name);
+  add_str (b, "uuid", vm->uuid);
+  add_int (b, "vcpu", v->index);
+  add_int (b, "tid", v->tid);
+  add_str (b, "state", fh_vcpu_state (v));
+  add_bool (b, "active", v->d.active && v->tid_ok);
+  json_builder_set_member_name (b, "cpu");
+  if (v->cpu >= 0)
+    json_builder_add_int_value (b, v->cpu);
+  else
+    json_builder_add_null_value (b);
+  add_str (b, "placement", v->placed_by_config ? "config" : v->info.pinned ? "pinned"
+                                                        : v->cpu >= 0      ? "last-cpu"
+                                                                           : "unknown");
+  add_str (b, "cgroup", v->info.cgroup);
+  json_builder_set_member_name (b, "cgroup_levels");
+  json_builder_begin_array (b);
+  for (guint i = 0; v->info.levels && i < v->info.levels->len; i++) {
+    FhClamp l = g_array_index (v->info.levels, FhClamp, i);
+
+    json_builder_begin_object (b);
+    add_int (b, "min", l.min);
+    add_int (b, "max", l.max);
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "hint");
+  json_builder_begin_object (b);
+  add_int (b, "flags", v->hint.flags);
+  json_builder_set_member_name (b, "min");
+  if (v->hint.flags & VIRTIO_FREQHINT_R_MIN_VALID)
+    json_builder_add_int_value (b, v->hint.clamp_min);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "max");
+  if (v->hint.flags & VIRTIO_FREQHINT_R_MAX_VALID)
+    json_builder_add_int_value (b, v->hint.clamp_max);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "perf");
+  if (v->hint.flags & VIRTIO_FREQHINT_R_PERF_VALID)
+    json_builder_add_int_value (b, v->hint.perf);
+  else
+    json_builder_add_null_value (b);
+  add_bool (b, "idle", (v->hint.flags & VIRTIO_FREQHINT_R_IDLE) != 0);
+  add_int (b, "seq", v->seq);
+  json_builder_end_object (b);
+  add_clamp (b, "request", v->d.req);
+  add_clamp (b, "granted", v->d.chain);
+  add_clamp (b, "effective", v->d.eff);
+  json_builder_end_object (b);
+}
+
+JsonNode *
+fh_telemetry_vcpus (FhDaemon *d, const char *name, GError **error)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+  FhVm *only = NULL;
+
+  if (name) {
+    only = fh_daemon_find_vm (d, name);
+    if (!only) {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no connected VM \"%s\"", name);
+      return NULL;
+    }
+  }
+  json_builder_begin_array (b);
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    if (only && vm != only)
+      continue;
+    for (guint j = 0; j < vm->num_vcpus; j++)
+      add_vcpu (b, vm, &vm->vcpus[j]);
+  }
+  json_builder_end_array (b);
+  return json_builder_get_root (b);
+}
+
+JsonNode *
+fh_telemetry_cpus (FhDaemon *d)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+  json_builder_begin_array (b);
+  for (guint c = 0; c < d->host->n_cpus; c++) {
+    FhCpuDecision *cd = &d->cpus[c];
+    gint pi = d->host->cpu_policy[c];
+
+    json_builder_begin_object (b);
+    add_int (b, "cpu", c);
+    add_bool (b, "active", cd->active);
+    json_builder_set_member_name (b, "floor");
+    if (cd->active)
+      json_builder_add_int_value (b, cd->floor);
+    else
+      json_builder_add_null_value (b);
+    json_builder_set_member_name (b, "ceiling");
+    if (cd->active)
+      json_builder_add_int_value (b, cd->ceiling);
+    else
+      json_builder_add_null_value (b);
+    /* Who holds this CPU: every active vCPU placed on it. */
+    json_builder_set_member_name (b, "holders");
+    json_builder_begin_array (b);
+    for (guint i = 0; i < vms->len; i++) {
+      FhVm *vm = g_ptr_array_index (vms, i);
+
+      for (guint j = 0; j < vm->num_vcpus; j++) {
+        FhVcpu *v = &vm->vcpus[j];
+
+        if (v->cpu == (gint) c && v->d.active && v->tid_ok) {
+          json_builder_begin_object (b);
+          add_str (b, "vm", vm->name);
+          add_str (b, "uuid", vm->uuid);
+          add_int (b, "vcpu", j);
+          add_clamp (b, "effective", v->d.eff);
+          json_builder_end_object (b);
+        }
+      }
+    }
+    json_builder_end_array (b);
+    json_builder_set_member_name (b, "policy");
+    if (pi >= 0) {
+      FhPolicy *p = g_ptr_array_index (d->host->policies, pi);
+
+      json_builder_add_int_value (b, p->id);
+      add_bool (b, "policy_active", p->decision.active);
+      json_builder_set_member_name (b, "min_freq_khz");
+      if (p->have_applied)
+        json_builder_add_int_value (b, p->applied_min_khz);
+      else
+        json_builder_add_null_value (b);
+      json_builder_set_member_name (b, "max_freq_khz");
+      if (p->have_applied)
+        json_builder_add_int_value (b, p->applied_max_khz);
+      else
+        json_builder_add_null_value (b);
+      add_int (b, "write_failures", p->write_failures);
+    } else {
+      json_builder_add_null_value (b);
+    }
+    json_builder_end_object (b);
+  }
+  json_builder_end_array (b);
+  return json_builder_get_root (b);
+}
+
+/* Label values: backslash, double quote and newline are escaped. */
+static void
+append_label (GString *s, const char *name, const char *value)
+{
+  g_string_append_printf (s, "%s=\"", name);
+  for (const char *p = value; *p; p++) {
+    if (*p == '\\' || *p == '"')
+      g_string_append_c (s, '\\');
+    if (*p == '\n')
+      g_string_append (s, "\\n");
+    else
+      g_string_append_c (s, *p);
+  }
+  g_string_append_c (s, '"');
+}
+
+static void
+family (GString *s, const char *name, const char *type, const char *help)
+{
+  g_string_append_printf (s, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+vcpu_labels (GString *s, FhVm *vm, guint vcpu)
+{
+  g_autofree char *idx = g_strdup_printf ("%u", vcpu);
+
+  g_string_append_c (s, '{');
+  append_label (s, "domain", vm->name);
+  g_string_append_c (s, ',');
+  append_label (s, "uuid", vm->uuid);
+  g_string_append_c (s, ',');
+  append_label (s, "vcpu", idx);
+}
+
+/*
+ * Names follow node_exporter: base units (capacity as a 0..1 ratio,
+ * frequencies in hertz from sysfs kHz), _total for counters.
+ */
+char *
+fh_telemetry_metrics (FhDaemon *d)
+{
+  GString *s = g_string_new (NULL);
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+  static const struct {
+    const char *suffix;
+    const char *help;
+  } clamp_families[] = {
+    { "guest_request", "Clamp the guest requested for a vCPU, as a fraction of full capacity." },
+    { "effective_clamp", "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
+  };
+
+  family (s, "freqhint_connected_vms", "gauge", "VMs whose device is connected.");
+  g_string_append_printf (s, "freqhint_connected_vms %u\n", g_hash_table_size (d->vms));
+  family (s, "freqhint_vm_connections_total", "counter", "Device connections accepted after HELLO.");
+  g_string_append_printf (s, "freqhint_vm_connections_total %" G_GUINT64_FORMAT "\n",
+                          d->vm_connections_total);
+  family (s, "freqhint_hints_frames_total", "counter", "HINTS frames received.");
+  g_string_append_printf (s, "freqhint_hints_frames_total %" G_GUINT64_FORMAT "\n",
+                          d->hints_frames_total);
+  family (s, "freqhint_rejected_frames_total", "counter",
+          "Connections closed by the agent, by reason.");
+  for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
+    if (r != FH_CLOSE_NORMAL)
+      g_string_append_printf (s, "freqhint_rejected_frames_total{reason=\"%s\"} %" G_GUINT64_FORMAT
+                              "\n", fh_close_reason_name (r), d->rejected[r]);
+  family (s, "freqhint_backend_writes_total", "counter", "Writes the backend attempted.");
+  g_string_append_printf (s, "freqhint_backend_writes_total{backend=\"%s\"} %" G_GUINT64_FORMAT
+                          "\n", d->backend->ops->name, d->backend->writes);
+  family (s, "freqhint_write_failures_total", "counter", "Backend writes that failed.");
+  g_string_append_printf (s, "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT
+                          "\n", d->backend->ops->name, d->backend->write_failures);
+
+  for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
+    for (int m = 0; m < 2; m++) {
+      g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio", clamp_families[f].suffix,
+                                               m ? "max" : "min");
+
+      family (s, name, "gauge", clamp_families[f].help);
+      for (guint i = 0; i < vms->len; i++) {
+        FhVm *vm = g_ptr_array_index (vms, i);
+
+        for (guint j = 0; j < vm->num_vcpus; j++) {
+          FhClamp c = f == 0 ? vm->vcpus[j].d.req : vm->vcpus[j].d.eff;
+
+          g_string_append (s, name);
+          vcpu_labels (s, vm, j);
+          g_string_append_printf (s, "} %.6g\n", (double) (m ? c.max : c.min) / FH_SCALE);
+        }
+      }
+    }
+  }
+  family (s, "freqhint_vcpu_active", "gauge", "1 when the vCPU holds its CPU's limits (hinted, not idle).");
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      g_string_append (s, "freqhint_vcpu_active");
+      vcpu_labels (s, vm, j);
+      g_string_append_printf (s, "} %d\n", vm->vcpus[j].d.active && vm->vcpus[j].tid_ok);
+    }
+  }
+
+  family (s, "freqhint_cpu_floor_ratio", "gauge", "Aggregated floor of the active vCPUs on a CPU.");
+  for (guint c = 0; c < d->host->n_cpus; c++)
+    if (d->cpus[c].active)
+      g_string_append_printf (s, "freqhint_cpu_floor_ratio{cpu=\"%u\"} %.6g\n", c,
+                              (double) d->cpus[c].floor / FH_SCALE);
+  family (s, "freqhint_cpu_ceiling_ratio", "gauge", "Aggregated ceiling of the active vCPUs on a CPU.");
+  for (guint c = 0; c < d->host->n_cpus; c++)
+    if (d->cpus[c].active)
+      g_string_append_printf (s, "freqhint_cpu_ceiling_ratio{cpu=\"%u\"} %.6g\n", c,
+                              (double) d->cpus[c].ceiling / FH_SCALE);
+
+  family (s, "freqhint_cpu_scaling_min_frequency_hertz", "gauge",
+          "scaling_min_freq of the CPU's policy as last written or read.");
+  for (guint c = 0; c < d->host->n_cpus; c++) {
+    gint pi = d->host->cpu_policy[c];
+    FhPolicy *p = pi >= 0 ? g_ptr_array_index (d->host->policies, pi) : NULL;
+
+    if (p && p->have_applied)
+      g_string_append_printf (s, "freqhint_cpu_scaling_min_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n",
+                              c, (guint64) p->applied_min_khz * 1000);
+  }
+  family (s, "freqhint_cpu_scaling_max_frequency_hertz", "gauge",
+          "scaling_max_freq of the CPU's policy as last written or read.");
+  for (guint c = 0; c < d->host->n_cpus; c++) {
+    gint pi = d->host->cpu_policy[c];
+    FhPolicy *p = pi >= 0 ? g_ptr_array_index (d->host->policies, pi) : NULL;
+
+    if (p && p->have_applied)
+      g_string_append_printf (s, "freqhint_cpu_scaling_max_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n",
+                              c, (guint64) p->applied_max_khz * 1000);
+  }
+  return g_string_free (s, FALSE);
+}

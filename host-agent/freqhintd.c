@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * freqhintd: merges guest frequency hints from virtio-freqhint devices
+ * with the host's cgroup clamps and operator limits, and sets CPU
+ * frequency limits (or vCPU thread clamps) accordingly.
+ */
+#define G_LOG_DOMAIN "freqhintd"
+
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <glib-unix.h>
+#include <glib.h>
+
+#include "fh-control.h"
+#include "fh-daemon.h"
+#include "fh-metrics.h"
+#include "fh-telemetry.h"
+
+typedef struct {
+  GMainLoop *loop;
+  FhDaemon *daemon;
+  FhMetrics *metrics;
+  int signal;
+} App;
+
+static gboolean
+on_signal (gpointer data)
+{
+  App *app = data;
+
+  g_message ("signal received, shutting down");
+  g_main_loop_quit (app->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+publish_metrics (FhDaemon *daemon, gpointer data)
+{
+  App *app = data;
+
+  if (app->metrics)
+    fh_metrics_publish (app->metrics, fh_telemetry_metrics (daemon));
+}
+
+static gboolean verbose;
+
+static void
+log_handler (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
+{
+  const char *prefix;
+
+  if ((level & G_LOG_LEVEL_DEBUG) && !verbose)
+    return;
+  /* One line each, journald-friendly priority prefixes (sd-daemon(3)). */
+  switch (level & G_LOG_LEVEL_MASK) {
+    case G_LOG_LEVEL_ERROR:
+    case G_LOG_LEVEL_CRITICAL:
+      prefix = "<3>";
+      break;
+    case G_LOG_LEVEL_WARNING:
+      prefix = "<4>";
+      break;
+    case G_LOG_LEVEL_MESSAGE:
+      prefix = "<5>";
+      break;
+    case G_LOG_LEVEL_INFO:
+      prefix = "<6>";
+      break;
+    default:
+      prefix = "<7>";
+      break;
+  }
+  fprintf (stderr, "%s%s: %s\n", g_getenv ("JOURNAL_STREAM") ? prefix : "",
+           domain ? domain : "freqhintd", message);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *config_path = NULL, *sysfs = NULL, *proc = NULL, *cgroup = NULL;
+  g_autofree char *backend = NULL, *socket_path = NULL, *control_path = NULL;
+  g_autofree char *state_dir = NULL, *metrics_address = NULL;
+  int metrics_port = -2;
+  gboolean no_metrics = FALSE, foreground = FALSE, version = FALSE;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (FhConfig) config = NULL;
+  FhControl *control = NULL;
+  App app = { 0 };
+  int ret = EXIT_FAILURE;
+  const GOptionEntry entries[] = {
+    { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
+      "Configuration file (default " FH_DEFAULT_CONFIG ")", "FILE" },
+    { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend,
+      "Actuation: none (report only), cpufreq (scaling_min/max_freq), uclamp (sched_setattr)",
+      "NAME" },
+    { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_path,
+      "Device socket QEMU connects to (default " FH_DEFAULT_SOCKET ")", "PATH" },
+    { "control-socket", 0, 0, G_OPTION_ARG_FILENAME, &control_path,
+      "Control socket for freqhintctl (default " FH_DEFAULT_CONTROL_SOCKET ")", "PATH" },
+    { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir,
+      "Where original cpufreq limits are saved (default " FH_DEFAULT_STATE_DIR ")", "DIR" },
+    { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &sysfs, "Root of sysfs (default /sys)", "DIR" },
+    { "proc-root", 0, 0, G_OPTION_ARG_FILENAME, &proc, "Root of procfs (default /proc)", "DIR" },
+    { "cgroup-root", 0, 0, G_OPTION_ARG_FILENAME, &cgroup,
+      "Root of the cgroup hierarchy (default /sys/fs/cgroup)", "DIR" },
+    { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
+      "IPv4 address of the Prometheus endpoint (default 127.0.0.1)", "ADDR" },
+    { "metrics-port", 0, 0, G_OPTION_ARG_INT, &metrics_port,
+      "TCP port of the Prometheus endpoint, 0 for any free port (default 9484)", "PORT" },
+    { "no-metrics", 0, 0, G_OPTION_ARG_NONE, &no_metrics, "Do not serve metrics", NULL },
+    { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
+      "Stay in the foreground (freqhintd never forks; accepted for compatibility)", NULL },
+    { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+    { NULL }
+  };
+
+  setlocale (LC_ALL, "");
+  ctx = g_option_context_new ("- guest CPU frequency hints agent");
+  g_option_context_set_summary (ctx,
+    "Receives per-vCPU utilization clamp hints from virtio-freqhint devices, restricts them\n"
+    "by the vCPU threads' host cgroup clamps, the VM's operator floor/ceiling and the system\n"
+    "defaults, aggregates them per physical CPU and cpufreq policy, and applies the result.");
+  g_option_context_set_description (ctx,
+    "Command-line options override the configuration file.  See freqhintd(8) and\n"
+    "freqhintd.conf(5).  Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on\n"
+    "errors, 2 on bad usage.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
+    g_printerr ("freqhintd: %s\n", error->message);
+    return 2;
+  }
+  if (version) {
+    g_print ("freqhintd %s\n", PACKAGE_VERSION);
+    return EXIT_SUCCESS;
+  }
+  if (argc > 1) {
+    g_printerr ("freqhintd: unexpected argument \"%s\"\n", argv[1]);
+    return 2;
+  }
+  g_log_set_default_handler (log_handler, NULL);
+
+  config = fh_config_new ();
+  if (!fh_config_load (config, config_path ? config_path : FH_DEFAULT_CONFIG,
+                       config_path != NULL, &error)) {
+    g_printerr ("freqhintd: %s\n", error->message);
+    return 2;
+  }
+#define OVERRIDE(field, value)                                                             \
+  if (value) {                                                                             \
+    g_free (config->field);                                                                \
+    config->field = g_strdup (value);                                                      \
+  }
+  OVERRIDE (sysfs_root, sysfs);
+  OVERRIDE (proc_root, proc);
+  OVERRIDE (cgroup_root, cgroup);
+  OVERRIDE (backend, backend);
+  OVERRIDE (socket_path, socket_path);
+  OVERRIDE (control_socket_path, control_path);
+  OVERRIDE (state_dir, state_dir);
+  OVERRIDE (metrics_address, metrics_address);
+#undef OVERRIDE
+  if (metrics_port != -2) {
+    if (metrics_port < 0 || metrics_port > 65535) {
+      g_printerr ("freqhintd: --metrics-port must be 0..65535\n");
+      return 2;
+    }
+    config->metrics_port = metrics_port;
+  }
+  if (no_metrics)
+    config->metrics_port = -1;
+
+  app.daemon = fh_daemon_new (g_steal_pointer (&config), &error);
+  if (!app.daemon) {
+    g_printerr ("freqhintd: %s\n", error->message);
+    return EXIT_FAILURE;
+  }
+  app.loop = g_main_loop_new (NULL, FALSE);
+  g_unix_signal_add (SIGTERM, on_signal, &app);
+  g_unix_signal_add (SIGINT, on_signal, &app);
+  /* A control client that goes away mid-reply must not kill us. */
+  signal (SIGPIPE, SIG_IGN);
+
+  app.daemon->metrics_port = -1;
+  if (app.daemon->config->metrics_port >= 0) {
+    app.metrics = fh_metrics_new (app.daemon->config->metrics_address,
+                                  (guint) app.daemon->config->metrics_port, &error);
+    if (!app.metrics)
+      goto out;
+    app.daemon->metrics_port = (int) fh_metrics_port (app.metrics);
+    g_message ("metrics on http://%s:%u/metrics", app.daemon->config->metrics_address,
+               fh_metrics_port (app.metrics));
+  }
+  app.daemon->notify = publish_metrics;
+  app.daemon->notify_data = &app;
+
+  if (!fh_daemon_start (app.daemon, &error))
+    goto out;
+  control = fh_control_new (app.daemon, app.daemon->config->control_socket_path, &error);
+  if (!control) {
+    fh_daemon_stop (app.daemon);
+    goto out;
+  }
+  g_main_loop_run (app.loop);
+  fh_control_free (control);
+  fh_daemon_stop (app.daemon);
+  ret = EXIT_SUCCESS;
+out:
+  if (error)
+    g_printerr ("freqhintd: %s\n", error->message);
+  app.daemon->notify = NULL;
+  fh_metrics_free (app.metrics);
+  fh_daemon_free (app.daemon);
+  if (app.loop)
+    g_main_loop_unref (app.loop);
+  return ret;
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fh-testclient: plays a virtio-freqhint device towards freqhintd.
+ *
+ *   fh-testclient --socket S --uuid U --name N --vcpus 4 --tids 11,12,13,14 \
+ *                 --hint 0:512:1024 --hint 1:-:-:800 --hint 2:0:1024:idle
+ *
+ * Connects, HELLO, waits WELCOME, sends one FULL HINTS frame (vCPUs without
+ * --hint get flags 0), then stays connected answering PINGs and printing
+ * GRANTS until --hold expires, stdin ends (--stdin) or a signal arrives.
+ *
+ * --stdin reads commands, one a line:  "hint SPEC..."  (partial HINTS),
+ * "full SPEC..." (FULL HINTS), "close" (send CLOSE and exit), "sleep MS".
+ *
+ * --malformed KIND sends one bad frame (see --help) and then waits for the
+ * agent's CLOSE; the exit status says whether its reason matched
+ * --expect-close.
+ *
+ * Exit status: 0 as expected; 1 error; 2 usage; 3 the agent closed the
+ * connection unexpectedly.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+
+#include <linux/virtio_freqhint.h>
+
+#include "fh-testclient-lib.h"
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal (int sig)
+{
+  stop = 1;
+}
+
+static const char *const malformed_kinds[] = {
+  /* before HELLO */
+  "too-big", "unknown-type", "reserved-header", "hints-before-hello", "bad-version",
+  "short-hello", "hello-wrong-length", "name-no-nul", "zero-vcpus", "silent",
+  /* after the handshake */
+  "partial-first", "bad-record", "min-gt-max", "over-scale", "bad-flags", "perf-not-negotiated",
+  "second-hello", "grants-from-device", "bad-ping", "truncated-hints", NULL,
+};
+
+static gboolean
+pre_hello_kind (const char *kind)
+{
+  for (int i = 0; i < 10; i++)
+    if (strcmp (kind, malformed_kinds[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static size_t
+build_malformed (const char *kind, const FhHello *hello, uint8_t *buf, size_t size)
+{
+  FhHints h = { 0 };
+  FhHello bad = *hello;
+  uint8_t payload[64] = { 0 };
+  size_t n;
+
+  h.num_records = 1;
+  h.records[0] = (FhRecord){ 0, VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID, 100,
+                             200, 0, 1 };
+  if (strcmp (kind, "too-big") == 0)
+    return fh_encode_raw (buf, size, FH_MAX_PAYLOAD + 1, FH_MSG_HINTS, 0, NULL, 0);
+  if (strcmp (kind, "unknown-type") == 0)
+    return fh_encode_raw (buf, size, 8, 42, 0, payload, 8);
+  if (strcmp (kind, "reserved-header") == 0)
+    return fh_encode_raw (buf, size, 8, FH_MSG_PING, 0x5a5a, payload, 8);
+  if (strcmp (kind, "hints-before-hello") == 0)
+    return fh_encode_hints (buf, size, &h);
+  if (strcmp (kind, "bad-version") == 0) {
+    bad.version = FH_PROTO_VERSION + 1;
+    return fh_encode_hello (buf, size, &bad);
+  }
+  if (strcmp (kind, "short-hello") == 0)
+    return fh_encode_raw (buf, size, 4, FH_MSG_HELLO, 0, "\1\0\1\0", 4);
+  if (strcmp (kind, "hello-wrong-length") == 0) {
+    n = fh_encode_hello (buf, size, hello);
+    buf[0] -= 4; /* one tid short: length no longer matches num_vcpus */
+    return n - 4;
+  }
+  if (strcmp (kind, "name-no-nul") == 0) {
+    n = fh_encode_hello (buf, size, hello);
+    memset (buf + 8 + 32, 'A', FH_NAME_MAX);
+    return n;
+  }
+  if (strcmp (kind, "zero-vcpus") == 0) {
+    n = fh_encode_hello (buf, size, hello);
+    buf[8 + 2] = buf[8 + 3] = 0;
+    return n;
+  }
+  if (strcmp (kind, "partial-first") == 0)
+    return fh_encode_hints (buf, size, &h);
+  if (strcmp (kind, "bad-record") == 0) {
+    h.records[0].vcpu = hello->num_vcpus;
+    return fh_encode_hints (buf, size, &h);
+  }
+  if (strcmp (kind, "min-gt-max") == 0) {
+    h.records[0].clamp_min = 900;
+    h.records[0].clamp_max = 100;
+    return fh_encode_hints (buf, size, &h);
+  }
+  if (strcmp (kind, "over-scale") == 0) {
+    h.records[0].clamp_max = 2000;
+    return fh_encode_hints (buf, size, &h);
+  }
+  if (strcmp (kind, "bad-flags") == 0) {
+    h.records[0].flags |= 0x80;
+    return fh_encode_hints (buf, size, &h);
+  }
+  if (strcmp (kind, "perf-not-negotiated") == 0) {
+    h.records[0].flags |= VIRTIO_FREQHINT_R_PERF_VALID;
+    h.records[0].perf = 500;
+    return fh_encode_hints (buf, size, &h);
+  }
+  if (strcmp (kind, "second-hello") == 0)
+    return fh_encode_hello (buf, size, hello);
+  if (strcmp (kind, "grants-from-device") == 0) {
+    FhGrants g = { 0, 1024, 1, { { 0, 1024 } } };
+
+    return fh_encode_grants (buf, size, &g);
+  }
+  if (strcmp (kind, "bad-ping") == 0)
+    return fh_encode_raw (buf, size, 4, FH_MSG_PING, 0, payload, 4);
+  if (strcmp (kind, "truncated-hints") == 0) {
+    n = fh_encode_hints (buf, size, &h);
+    buf[8 + 8] = 2; /* claims two records, carries one */
+    return n;
+  }
+  return 0;
+}
+
+static void
+print_grants (const FhFrame *f, uint16_t num_vcpus)
+{
+  static FhGrants g;
+  FhError err;
+
+  if (!fh_decode_grants (f, num_vcpus, &g, &err)) {
+    printf ("bad-grants %s\n", err.text);
+    return;
+  }
+  printf ("grants operator=%u..%u", g.operator_floor, g.operator_ceiling);
+  for (unsigned i = 0; i < g.num_grants; i++)
+    printf (" %u:%u..%u", i, g.grants[i].floor, g.grants[i].ceiling);
+  printf ("\n");
+  fflush (stdout);
+}
+
+/* Answer what the agent sends.  Returns -1 on error/close, 0 otherwise. */
+static int
+handle_agent_frame (FhTestClient *c, const FhFrame *f, uint16_t num_vcpus, gboolean no_pong)
+{
+  FhError err;
+  g_autoptr (GError) error = NULL;
+
+  switch (f->msg_type) {
+    case FH_MSG_PING: {
+      uint64_t cookie;
+      uint8_t buf[32];
+
+      if (!fh_decode_ping (f, &cookie, &err)) {
+        printf ("bad-ping %s\n", err.text);
+        return -1;
+      }
+      if (!no_pong && !fhtc_send (c, buf, fh_encode_ping (buf, sizeof buf, FH_MSG_PONG, cookie),
+                                  &error))
+        return -1;
+      return 0;
+    }
+    case FH_MSG_GRANTS:
+      print_grants (f, num_vcpus);
+      return 0;
+    case FH_MSG_CLOSE: {
+      FhClose cl;
+
+      if (fh_decode_close (f, &cl, &err))
+        printf ("close reason=%s text=%s\n", fh_close_reason_name (cl.reason), cl.text);
+      else
+        printf ("bad-close %s\n", err.text);
+      fflush (stdout);
+      return -1;
+    }
+    default:
+      printf ("unexpected %s\n", fh_msg_type_name (f->msg_type));
+      return -1;
+  }
+}
+
+static gboolean
+send_specs (FhTestClient *c, char **specs, gboolean full, uint16_t num_vcpus, uint32_t *seq,
+            GError **error)
+{
+  static FhHints h;
+
+  memset (&h, 0, sizeof h);
+  h.timestamp_ns = (uint64_t) g_get_real_time () * 1000;
+  if (full) {
+    h.flags = FH_HINTS_F_FULL;
+    h.num_records = num_vcpus;
+    for (uint16_t i = 0; i < num_vcpus; i++)
+      h.records[i].vcpu = i;
+  }
+  for (char **s = specs; s && *s; s++) {
+    FhRecord rec;
+
+    if (**s == '\0')
+      continue;
+    if (!fhtc_parse_hint (*s, &rec, error))
+      return FALSE;
+    rec.seq = ++*seq;
+    if (full && rec.vcpu < num_vcpus) {
+      h.records[rec.vcpu] = rec;
+    } else {
+      if (h.num_records >= VIRTIO_FREQHINT_MAX_VCPUS) {
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "too many records");
+        return FALSE;
+      }
+      h.records[h.num_records++] = rec;
+    }
+  }
+  if (h.num_records == 0)
+    return TRUE;
+  return fhtc_send_hints (c, &h, error);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
+  g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL;
+  g_auto (GStrv) hints = NULL;
+  int vcpus = 1, hold = -1, pid = 0;
+  gboolean use_stdin = FALSE, no_pong = FALSE;
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  FhTestClient *c;
+  static FhHello hello;
+  FhWelcome welcome;
+  uint32_t seq = 0;
+  gint64 deadline;
+  int ret = 0;
+  const GOptionEntry entries[] = {
+    { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_path, "freqhintd's device socket", "PATH" },
+    { "uuid", 'u', 0, G_OPTION_ARG_STRING, &uuid, "VM UUID (default all zero)", "UUID" },
+    { "name", 'n', 0, G_OPTION_ARG_STRING, &name, "VM name", "NAME" },
+    { "vcpus", 0, 0, G_OPTION_ARG_INT, &vcpus, "Number of vCPUs (default 1)", "N" },
+    { "tids", 't', 0, G_OPTION_ARG_STRING, &tids, "Comma-separated vCPU thread ids", "TID,..." },
+    { "pid", 0, 0, G_OPTION_ARG_INT, &pid, "qemu_pid in HELLO (default our pid)", "PID" },
+    { "features", 0, 0, G_OPTION_ARG_STRING, &features,
+      "Offered features: perf,grants (default both; \"none\" for none)", "LIST" },
+    { "hint", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &hints,
+      "vcpu:min:max[:perf][:idle] or vcpu:none; '-' for an invalid field", "SPEC" },
+    { "hold", 0, 0, G_OPTION_ARG_INT, &hold,
+      "Seconds to stay connected (default: until a signal or stdin EOF)", "S" },
+    { "stdin", 0, 0, G_OPTION_ARG_NONE, &use_stdin, "Read further commands from stdin", NULL },
+    { "no-pong", 0, 0, G_OPTION_ARG_NONE, &no_pong, "Do not answer PINGs", NULL },
+    { "malformed", 0, 0, G_OPTION_ARG_STRING, &malformed,
+      "Send one bad frame: too-big unknown-type reserved-header hints-before-hello bad-version "
+      "short-hello hello-wrong-length name-no-nul zero-vcpus silent partial-first bad-record "
+      "min-gt-max over-scale bad-flags perf-not-negotiated second-hello grants-from-device "
+      "bad-ping truncated-hints", "KIND" },
+    { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
+      "Exit 0 only if the agent closes with this reason", "REASON" },
+    { NULL }
+  };
+
+  ctx = g_option_context_new ("- play a virtio-freqhint device towards freqhintd");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
+    g_printerr ("fh-testclient: %s\n", error->message);
+    return 2;
+  }
+  if (!socket_path || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
+    g_printerr ("fh-testclient: need --socket and 1 <= --vcpus <= %d\n", VIRTIO_FREQHINT_MAX_VCPUS);
+    return 2;
+  }
+  if (malformed) {
+    gboolean known = FALSE;
+
+    for (int i = 0; malformed_kinds[i]; i++)
+      known |= strcmp (malformed, malformed_kinds[i]) == 0;
+    if (!known) {
+      g_printerr ("fh-testclient: unknown --malformed kind \"%s\"\n", malformed);
+      return 2;
+    }
+  }
+  if (expect_close && fh_close_reason_from_name (expect_close) < 0) {
+    g_printerr ("fh-testclient: unknown close reason \"%s\"\n", expect_close);
+    return 2;
+  }
+
+  hello.version = FH_PROTO_VERSION;
+  hello.num_vcpus = (uint16_t) vcpus;
+  hello.features = FH_F_PERF | FH_F_GRANTS;
+  if (features) {
+    hello.features = 0;
+    if (strstr (features, "perf"))
+      hello.features |= FH_F_PERF;
+    if (strstr (features, "grants"))
+      hello.features |= FH_F_GRANTS;
+  }
+  hello.qemu_pid = pid ? (uint32_t) pid : (uint32_t) getpid ();
+  if (uuid && !fhtc_parse_uuid (uuid, hello.uuid)) {
+    g_printerr ("fh-testclient: bad UUID \"%s\"\n", uuid);
+    return 2;
+  }
+  g_strlcpy (hello.name, name ? name : "", sizeof hello.name);
+  if (tids) {
+    g_auto (GStrv) list = g_strsplit (tids, ",", -1);
+
+    for (guint i = 0; list[i] && i < (guint) vcpus; i++) {
+      guint64 t;
+
+      if (!g_ascii_string_to_unsigned (list[i], 10, 0, G_MAXUINT32, &t, NULL)) {
+        g_printerr ("fh-testclient: bad tid \"%s\"\n", list[i]);
+        return 2;
+      }
+      hello.tids[i] = (uint32_t) t;
+    }
+  }
+
+  signal (SIGTERM, on_signal);
+  signal (SIGINT, on_signal);
+  signal (SIGPIPE, SIG_IGN);
+
+  c = fhtc_connect (socket_path, &error);
+  if (!c) {
+    g_printerr ("fh-testclient: %s\n", error->message);
+    return 1;
+  }
+
+  if (malformed) {
+    uint8_t buf[FH_FRAME_MAX + 16];
+    size_t n;
+    FhFrame f;
+
+    if (!pre_hello_kind (malformed)) {
+      if (!fhtc_handshake (c, &hello, &welcome, &error))
+        goto fail;
+      if (strcmp (malformed, "partial-first") != 0 &&
+          !send_specs (c, (char *[]){ "0:100:200", NULL }, TRUE, hello.num_vcpus, &seq, &error))
+        goto fail;
+    }
+    if (strcmp (malformed, "silent") != 0) {
+      n = build_malformed (malformed, &hello, buf, sizeof buf);
+      if (!n || !fhtc_send (c, buf, n, &error))
+        goto fail;
+    }
+    /* Skip WELCOME/GRANTS/PING until the CLOSE comes. */
+    for (;;) {
+      FhClose cl;
+      FhError err;
+
+      if (!fhtc_next_frame (c, 30000, &f, &error))
+        goto fail;
+      if (f.msg_type != FH_MSG_CLOSE)
+        continue;
+      if (!fh_decode_close (&f, &cl, &err)) {
+        g_printerr ("fh-testclient: bad CLOSE: %s\n", err.text);
+        ret = 1;
+        break;
+      }
+      printf ("close reason=%s text=%s\n", fh_close_reason_name (cl.reason), cl.text);
+      if (expect_close && strcmp (expect_close, fh_close_reason_name (cl.reason)) != 0) {
+        g_printerr ("fh-testclient: expected close reason %s, got %s\n", expect_close,
+                    fh_close_reason_name (cl.reason));
+        ret = 1;
+      }
+      break;
+    }
+    fhtc_free (c);
+    return ret;
+  }
+
+  if (!fhtc_handshake (c, &hello, &welcome, &error))
+    goto fail;
+  printf ("welcome features=0x%x keepalive_ms=%u\n", welcome.features, welcome.keepalive_ms);
+  if (!send_specs (c, hints, TRUE, hello.num_vcpus, &seq, &error))
+    goto fail;
+  printf ("ready\n");
+  fflush (stdout);
+
+  deadline = hold >= 0 ? g_get_monotonic_time () + hold * G_USEC_PER_SEC : -1;
+  while (!stop && (deadline < 0 || g_get_monotonic_time () < deadline)) {
+    struct pollfd pfd[2] = { { fhtc_fd (c), POLLIN, 0 }, { 0, POLLIN, 0 } };
+    int n = poll (pfd, use_stdin ? 2 : 1, 100);
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      continue;
+    if (pfd[0].revents) {
+      FhFrame f;
+
+      if (!fhtc_next_frame (c, 1000, &f, &error)) {
+        printf ("disconnected %s\n", error->message);
+        ret = 3;
+        break;
+      }
+      if (handle_agent_frame (c, &f, hello.num_vcpus, no_pong) < 0) {
+        ret = 3;
+        break;
+      }
+    }
+    if (use_stdin && pfd[1].revents) {
+      char line[4096];
+      g_auto (GStrv) words = NULL;
+
+      if (!fgets (line, sizeof line, stdin))
+        break; /* EOF: disconnect */
+      g_strstrip (line);
+      words = g_strsplit_set (line, " \t", -1);
+      if (!words[0] || !*words[0])
+        continue;
+      if (strcmp (words[0], "hint") == 0 || strcmp (words[0], "full") == 0) {
+        if (!send_specs (c, words + 1, words[0][0] == 'f', hello.num_vcpus, &seq, &error))
+          goto fail;
+        printf ("sent\n");
+        fflush (stdout);
+      } else if (strcmp (words[0], "close") == 0) {
+        fhtc_send_close (c, FH_CLOSE_NORMAL, "test client done", NULL);
+        break;
+      } else if (strcmp (words[0], "sleep") == 0 && words[1]) {
+        g_usleep (1000 * g_ascii_strtoull (words[1], NULL, 10));
+      } else {
+        g_printerr ("fh-testclient: unknown command \"%s\"\n", words[0]);
+      }
+    }
+  }
+  fhtc_free (c);
+  return ret;
+fail:
+  g_printerr ("fh-testclient: %s\n", error ? error->message : "failed");
+  fhtc_free (c);
+  return 1;
+}
