@@ -220,7 +220,9 @@ run_logged() {
 configure_qemu() {
 	local want
 	want=$(configure_args | sha256sum | cut -c1-16)
-	if [ -f "$build/build.ninja" ] && [ "$(cat "$build/.configured" 2>/dev/null)" = "$want" ]; then
+	# A configure run without gcc-multilib left the option ROMs out.
+	if [ -f "$build/build.ninja" ] && [ "$(cat "$build/.configured" 2>/dev/null)" = "$want" ] &&
+		[ -f "$build/pc-bios/optionrom/config.mak" ]; then
 		return 0
 	fi
 	rm -rf "$build"
@@ -241,7 +243,8 @@ link_firmware() {
 	[ -n "$datadir" ] || die "no CONFIG_QEMU_DATADIR in $build/config-host.h"
 	for d in "$firmware" "$build/qemu-bundle$datadir"; do
 		mkdir -p "$d"
-		for f in /usr/share/seabios/*.bin "$build"/pc-bios/optionrom/*.bin; do
+		for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom \
+			"$build"/pc-bios/optionrom/*.bin; do
 			[ -e "$f" ] || continue
 			ln -sfn "$f" "$d/$(basename "$f")"
 		done

@@ -43,7 +43,7 @@ BASE_PKGS=(
 	busybox-static util-linux socat jq
 	prometheus
 	flex bison bc libelf-dev libssl-dev dwarves kmod
-	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios
+	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
 	linux-headers-6.1.0-*-amd64
 )
 # Packages that must come from bookworm-backports, pinned one by one: a

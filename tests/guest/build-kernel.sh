@@ -131,7 +131,7 @@ verify_config() {
 		if ! grep -qxF -- "$line" "$cfg"; then
 			local name got
 			name=$(sed -E 's/^(# )?(CONFIG_[A-Za-z0-9_]+).*/\2/' <<<"$line")
-			got=$(grep -E "^(# )?$name[= ]" "$cfg" || echo absent)
+			got=$(grep -E "^(# )?${name}[= ]" "$cfg" || echo absent)
 			log "config: wanted '$line', got '$got'"
 			missing=1
 		fi

@@ -33,7 +33,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # set -e exits without a word; say where.
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
-test_script= kdir= out=
+test_script='' kdir='' out=''
 adds=() modules=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -51,8 +51,9 @@ done
 
 BUSYBOX=/bin/busybox
 UCLAMPSET=/usr/bin/uclampset
-[ -x "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q 'statically linked' ||
+if ! [ -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
 	die "$BUSYBOX is not a static busybox (install busybox-static)"
+fi
 [ -x "$UCLAMPSET" ] || die "$UCLAMPSET not found (install util-linux)"
 
 # shared_libs BIN: the libraries (and loader) BIN needs, as host paths.
@@ -111,7 +112,9 @@ build_image() {
 	local a src dst
 	for a in "${adds[@]}"; do
 		src=${a%%:*} dst=${a#*:}
-		[ "$src" != "$a" ] && [ -n "$dst" ] || die "--add wants HOST:GUEST, got $a"
+		if [ "$src" = "$a" ] || [ -z "$dst" ]; then
+			die "--add wants HOST:GUEST, got $a"
+		fi
 		[ -e "$src" ] || die "--add: $src not found"
 		mkdir -p "$root$(dirname "$dst")"
 		cp -a "$src" "$root$dst"

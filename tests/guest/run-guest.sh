@@ -37,7 +37,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # set -e exits without a word; say where.
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
-kernel= initrd= log= qemu=${FREQHINT_QEMU:-} append= judge=
+kernel='' initrd='' log='' qemu=${FREQHINT_QEMU:-} append='' judge=''
 smp=4 mem=512M timeout=300 quiet=0 kmemleak=0
 cpu=qemu64,vendor=GenuineIntel,family=6,model=85
 mk_args=() qemu_extra=()

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=sh
 # Helpers for in-guest test scripts (busybox sh).  In the guest:
 #   . /lib/freqhint/test-lib.sh
 #   check "what is true" CMD [ARG]...    CMD must succeed

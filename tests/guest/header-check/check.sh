@@ -29,8 +29,9 @@ case "${1:-}" in
 	"") die "usage: $0 uclamp|stock|bookworm|DIR" ;;
 	*) kdir=$1 ;;
 esac
-[ -n "$kdir" ] && [ -f "$kdir/Makefile" ] ||
+if [ -z "$kdir" ] || [ ! -f "$kdir/Makefile" ]; then
 	die "kernel tree for '$1' not found (${kdir:-no match}): run scripts/setup.sh"
+fi
 
 # Kbuild writes next to the sources: build in a scratch copy.
 work=$(mktemp -d)

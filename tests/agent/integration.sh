@@ -1,0 +1,435 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# freqhintd integration tests: the real daemon on a fixture tree
+# (mkfixture.sh), driven by fh-testclient over the real wire protocol, checked
+# through the files it writes and `freqhintctl --json`.
+#
+#   integration.sh CASE      run one case (meson runs one test per case)
+#   integration.sh --list    list the cases
+#
+# Needs FREQHINTD, FREQHINTCTL, FH_TESTCLIENT, MKFIXTURE in the environment
+# (meson sets them).  Any missing tool is a failure, never a skip.
+set -uo pipefail
+
+check_tools() {
+	local v t
+	for v in FREQHINTD FREQHINTCTL FH_TESTCLIENT MKFIXTURE; do
+		[ -x "${!v:-}" ] || { echo "FAIL: \$$v is not an executable" >&2; exit 1; }
+	done
+	for t in jq curl promtool setpriv; do
+		command -v "$t" >/dev/null || { echo "FAIL: $t is not installed" >&2; exit 1; }
+	done
+}
+
+T=
+DPID=
+CLIENTS=()
+
+fail() { echo "FAIL: $*" >&2; dump; exit 1; }
+dump() {
+	echo "--- freqhintd log" >&2; cat "$T/daemon.log" >&2 2>/dev/null
+	for f in "$T"/client-*.out; do [ -f "$f" ] && { echo "--- $f" >&2; cat "$f" >&2; }; done
+}
+cleanup() {
+	local p
+	for p in "${CLIENTS[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	[ -n "$T" ] && rm -rf "$T"
+}
+trap cleanup EXIT
+
+# eventually CMD...: CMD succeeds within 10 s.
+eventually() {
+	local i
+	for i in $(seq 100); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+expect_file() { eventually file_is "$1" "$2" || fail "$1 is '$(cat "$1")', want '$2'"; }
+ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
+# jq_is FILTER VALUE [CTL ARGS...]: `freqhintctl --json ARGS | jq -r FILTER` is VALUE
+jq_is() {
+	local filter=$1 want=$2; shift 2
+	[ "$(ctl --json "$@" 2>/dev/null | jq -r "$filter")" = "$want" ]
+}
+expect_jq() {
+	local filter=$1 want=$2; shift 2
+	eventually jq_is "$filter" "$want" "$@" ||
+		fail "freqhintctl $* | jq '$filter' is '$(ctl --json "$@" | jq -r "$filter")', want '$want'"
+}
+
+fixture() {
+	"$MKFIXTURE" host "$FX"
+	cat >"$T/freqhintd.conf" <<-EOC
+	[daemon]
+	poll_interval_ms=100
+	keepalive_ms=${KEEPALIVE_MS:-10000}
+	hello_timeout_ms=${HELLO_TIMEOUT_MS:-5000}
+	socket_mode=${SOCKET_MODE:-0660}
+	${EXTRA_DAEMON:-}
+	[metrics]
+	port=0
+	${EXTRA_CONF:-}
+	EOC
+}
+
+start_daemon() {
+	local backend=${1:-cpufreq}
+	"$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		-v >>"$T/daemon.log" 2>&1 &
+	DPID=$!
+	eventually test -S "$T/ctl.sock" || fail "freqhintd did not start"
+	eventually ctl status >/dev/null || fail "freqhintd does not answer"
+}
+
+# thread TID CPUS_ALLOWED LAST_CPU [CGROUP]
+thread() { "$MKFIXTURE" thread "$FX" "$1" "$2" "$3" "${4:-/machine.slice}"; }
+
+# start_vm ID NAME UUID TIDS [client args...]: a test client whose process
+# owns TIDS in the fixture (the daemon checks Tgid against the socket peer).
+start_vm() {
+	local id=$1 name=$2 uuid=$3 tids=$4; shift 4
+	local n
+	n=$(echo "$tids" | tr ',' '\n' | wc -l)
+	(
+		for t in ${tids//,/ }; do
+			[ "$t" = 0 ] || "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"
+		done
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "$name" --uuid "$uuid" \
+			--vcpus "$n" --tids "$tids" "$@"
+	) >"$T/client-$id.out" 2>&1 &
+	CLIENTS+=($!)
+	eval "VM_$id=$!"
+	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
+}
+
+U1=11111111-1111-1111-1111-111111111111
+U2=22222222-2222-2222-2222-222222222222
+U3=33333333-3333-3333-3333-333333333333
+
+# --- cases -----------------------------------------------------------------
+
+case_none_backend() {
+	fixture; thread 101 0 0; thread 102 0-7 5
+	start_daemon none
+	start_vm a vm-a $U1 101,102,0 --hint 0:300:600 --hint 1:-:-:700 --hint 2:900:1000
+	expect_jq '.[0].effective.min' 300 vcpus vm-a
+	expect_jq '.[0].effective.max' 600 vcpus vm-a
+	expect_jq '.[0].placement' pinned vcpus vm-a
+	expect_jq '.[1].request.min' 700 vcpus vm-a          # perf as floor, headroom 1.0
+	expect_jq '.[1].cpu' 5 vcpus vm-a                    # unpinned: last CPU (stat field 39)
+	expect_jq '.[1].placement' last-cpu vcpus vm-a
+	expect_jq '.[2].state' no-thread vcpus vm-a
+	expect_jq '.[2].active' false vcpus vm-a
+	expect_jq '.[] | select(.cpu==0) | .floor' 300 cpus
+	expect_jq '.[] | select(.cpu==5) | .floor' 700 cpus
+	expect_jq '.backend' none status
+	# decide-only: nothing written
+	file_is "$POL/policy0/scaling_min_freq" 800000 || fail "none backend wrote sysfs"
+	[ ! -e "$T/state/cpufreq-saved.ini" ] || fail "none backend saved state"
+	# tables and exit codes
+	ctl vcpus | grep -q '^vm-a' || fail "vcpus table lacks vm-a"
+	ctl vcpus no-such-vm >/dev/null 2>&1; [ $? = 1 ] || fail "unknown VM must exit 1"
+	ctl bogus >/dev/null 2>&1; [ $? = 2 ] || fail "bad command must exit 2"
+	"$FREQHINTCTL" --socket "$T/nope.sock" status >/dev/null 2>&1; [ $? = 3 ] ||
+		fail "unreachable daemon must exit 3"
+}
+
+case_cpufreq_several_vms() {
+	fixture; thread 201 0 0; thread 202 2 2; thread 203 6 6
+	start_daemon cpufreq
+	start_vm a vm-a $U1 201 --hint 0:512:1024
+	start_vm b vm-b $U2 202,203 --hint 0:300:600 --hint 1:300:600
+	expect_file "$POL/policy0/scaling_min_freq" 1600000     # 512 -> 1.6 GHz exactly
+	expect_file "$POL/policy0/scaling_max_freq" 3200000
+	expect_file "$POL/policy2/scaling_min_freq" 1200000     # 937.5 MHz snaps up
+	expect_file "$POL/policy2/scaling_max_freq" 1600000     # 1875 MHz snaps down
+	expect_file "$POL/policy6/scaling_min_freq" 937500      # no table: not snapped
+	expect_file "$POL/policy6/scaling_max_freq" 1875000
+	expect_file "$POL/policy4/scaling_min_freq" 800000      # untouched
+	expect_jq 'length' 2 vms
+	expect_jq '.connected_vms' 2 status
+	expect_jq '.[] | select(.cpu==2) | .max_freq_khz' 1600000 cpus
+}
+
+case_shared_cpu() {
+	fixture; thread 301 4 4; thread 302 4 4; thread 303 5 5
+	start_daemon cpufreq
+	start_vm a vm-a $U1 301 --hint 0:300:1024
+	start_vm b vm-b $U2 302,303 --hint 0:700:800 --hint 1:100:200:idle
+	# CPU 4: max of floors 700, max of ceilings 1024; the idle vCPU on 5 adds nothing
+	expect_jq '.[] | select(.cpu==4) | .floor' 700 cpus
+	expect_jq '.[] | select(.cpu==4) | .ceiling' 1024 cpus
+	expect_jq '.[] | select(.cpu==4) | .holders | length' 2 cpus
+	expect_jq '.[] | select(.cpu==5) | .active' false cpus
+	expect_file "$POL/policy4/scaling_min_freq" 2400000     # 2187.5 MHz snaps up
+	expect_file "$POL/policy4/scaling_max_freq" 3200000
+	kill "$VM_b"
+	expect_jq '.[] | select(.cpu==4) | .floor' 300 cpus
+	expect_file "$POL/policy4/scaling_min_freq" 1200000
+}
+
+case_disconnect_releases() {
+	fixture; thread 401 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 401 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	kill "$VM_a"
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	expect_file "$POL/policy2/scaling_max_freq" 3200000
+	expect_jq '.connected_vms' 0 status
+	expect_jq '.[] | select(.cpu==2) | .active' false cpus
+}
+
+case_live_hints() {
+	fixture; thread 501 2 2; thread 502 3 3
+	start_daemon cpufreq
+	mkfifo "$T/in"
+	( exec 3>"$T/in"; sleep 60 ) & CLIENTS+=($!)
+	(
+		"$MKFIXTURE" tgid "$FX" 501 "$BASHPID"; "$MKFIXTURE" tgid "$FX" 502 "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-a --uuid $U1 --vcpus 2 \
+			--tids 501,502 --hint 0:512:1024 --stdin <"$T/in"
+	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
+	exec 4>"$T/in"
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	echo "hint 1:800:1024" >&4                            # second vCPU, same policy
+	expect_file "$POL/policy2/scaling_min_freq" 2800000     # 2500 MHz snaps up
+	echo "hint 1:800:1024:idle" >&4                       # idle: no floor
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	echo "hint 0:none" >&4                                # no hint: no influence
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	echo "full 0:0:256 1:-:-" >&4                         # ceiling 256 -> 800 MHz
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	exec 4>&-
+}
+
+case_cgroup_chain() {
+	fixture; thread 601 2 2 /machine.slice/vm-a.scope/vcpu0
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope max 50.00
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope/vcpu0 max max
+	start_daemon cpufreq
+	start_vm a vm-a $U1 601 --hint 0:900:1024
+	# the scope caps at 50 % = 512; the child cannot loosen it
+	expect_jq '.[0].granted.max' 512 vcpus vm-a
+	expect_jq '.[0].effective.min' 512 vcpus vm-a
+	expect_jq '.[0].effective.max' 512 vcpus vm-a
+	expect_jq '.[0].cgroup_levels | length' 3 vcpus vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 1600000
+	# a live change is noticed by the poll
+	echo 25.00 >"$FX/cgroup/machine.slice/vm-a.scope/cpu.uclamp.max"
+	expect_jq '.[0].effective.max' 256 vcpus vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	# system defaults cap everything
+	echo 128 >"$FX/proc/sys/kernel/sched_util_clamp_max"
+	expect_jq '.[0].effective.max' 128 vcpus vm-a
+	expect_jq '.system_defaults.max' 128 status
+}
+
+case_operator_config() {
+	EXTRA_CONF=$'[vm vm-a]\nceiling=50\n[vm '$U2$']\nfloor=max\ncpus=7'
+	fixture; thread 701 2 2; thread 702 0-7 1
+	start_daemon cpufreq
+	start_vm a vm-a $U1 701 --hint 0:900:1024
+	start_vm b vm-b $U2 702 --hint 0:-:-
+	expect_jq '.[0].effective.max' 512 vcpus vm-a
+	expect_jq '.[0].operator.max' 512 vms vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 1600000
+	eventually grep -q 'grants operator=0..512 0:0..512' "$T/client-a.out" ||
+		fail "vm-a was not granted 0..512"
+	# vm-b: floor "max" from its UUID section, placed on CPU 7 by config
+	expect_jq '.[0].cpu' 7 vcpus vm-b
+	expect_jq '.[0].placement' config vcpus vm-b
+	expect_jq '.[0].effective.min' 1024 vcpus vm-b
+	expect_file "$POL/policy6/scaling_min_freq" 3200000
+}
+
+case_malformed_isolated() {
+	HELLO_TIMEOUT_MS=500
+	fixture; thread 801 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 801 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	local kinds="too-big:too-big unknown-type:unknown-type reserved-header:malformed
+		hints-before-hello:protocol bad-version:version short-hello:malformed
+		hello-wrong-length:malformed name-no-nul:malformed zero-vcpus:malformed
+		silent:timeout partial-first:protocol bad-record:malformed min-gt-max:malformed
+		over-scale:malformed bad-flags:malformed perf-not-negotiated:malformed
+		second-hello:protocol grants-from-device:protocol bad-ping:malformed
+		truncated-hints:malformed"
+	local kv kind reason n=0
+	for kv in $kinds; do
+		kind=${kv%%:*}; reason=${kv#*:}
+		local feat=()
+		[ "$kind" = perf-not-negotiated ] && feat=(--features grants)
+		timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "bad-$kind" --uuid $U3 \
+			--vcpus 2 "${feat[@]}" --malformed "$kind" --expect-close "$reason" \
+			>"$T/client-bad.out" 2>&1 || { cat "$T/client-bad.out" >&2; fail "$kind: not closed with $reason"; }
+		n=$((n + 1))
+		# the good VM is untouched
+		jq_is '.connected_vms' 1 status || fail "$kind affected other VMs"
+	done
+	expect_jq '.rejected_total' "$n" status
+	expect_jq '.rejected.protocol' 4 status
+	expect_jq '.[0].name' vm-a vms
+	file_is "$POL/policy2/scaling_min_freq" 1600000 || fail "vm-a lost its floor"
+	grep -q 'closing (too-big)' "$T/daemon.log" || fail "reason not logged"
+	kill -0 "$VM_a" || fail "vm-a client died"
+}
+
+case_duplicate_uuid() {
+	fixture; thread 901 2 2; thread 902 4 4
+	start_daemon cpufreq
+	start_vm a vm-a $U1 901 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	start_vm b vm-a $U1 902 --hint 0:512:1024
+	eventually grep -q 'close reason=duplicate' "$T/client-a.out" || fail "old connection not closed"
+	expect_jq '.connected_vms' 1 status
+	expect_file "$POL/policy2/scaling_min_freq" 800000      # stale state never wins
+	expect_file "$POL/policy4/scaling_min_freq" 1600000
+	expect_jq '.rejected.duplicate' 1 status
+}
+
+case_keepalive_timeout() {
+	KEEPALIVE_MS=200
+	fixture; thread 1001 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1001 --hint 0:512:1024 --no-pong
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	eventually grep -q 'close reason=timeout' "$T/client-a.out" || fail "no keepalive timeout"
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	# a client that answers stays
+	start_vm b vm-b $U2 1001 --hint 0:512:1024
+	sleep 1.5
+	jq_is '.connected_vms' 1 status || fail "answering client was dropped"
+}
+
+case_peer_credentials() {
+	SOCKET_MODE=0666
+	fixture
+	start_daemon cpufreq
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
+		--malformed silent --expect-close permission >"$T/client-nobody.out" 2>&1 ||
+		fail "uid 65534 was not refused with PERMISSION"
+	expect_jq '.rejected.permission' 1 status
+	# allowed by config
+	kill "$DPID"; wait "$DPID"; DPID=
+	EXTRA_DAEMON="allowed_uids=65534"; fixture
+	start_daemon cpufreq
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
+		--malformed bad-record --expect-close malformed >"$T/client-nobody.out" 2>&1 ||
+		fail "allowed uid 65534 did not get past the handshake"
+}
+
+case_thread_exit() {
+	fixture; thread 1101 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1101 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	rm -rf "$FX/proc/1101"
+	expect_jq '.[0].state' thread-gone vcpus vm-a
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	# a tid owned by another process is not ours to follow
+	thread 1101 2 2   # Tgid 1
+	expect_jq '.[0].state' foreign-thread vcpus vm-a
+	file_is "$POL/policy2/scaling_min_freq" 800000 || fail "foreign thread holds a floor"
+}
+
+case_sigterm_restores() {
+	fixture; thread 1201 0 0; thread 1202 6 6
+	echo 1200000 >"$POL/policy0/scaling_min_freq"   # the host's own setting
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1201,1202 --hint 0:1024:1024 --hint 1:0:300
+	expect_file "$POL/policy0/scaling_min_freq" 3200000
+	expect_file "$POL/policy6/scaling_max_freq" 937500
+	[ -f "$T/state/cpufreq-saved.ini" ] || fail "originals not saved before writing"
+	kill -TERM "$DPID"; wait "$DPID"; local rc=$?; DPID=
+	[ $rc = 0 ] || fail "freqhintd exited $rc after SIGTERM"
+	file_is "$POL/policy0/scaling_min_freq" 1200000 || fail "policy0 min not restored"
+	file_is "$POL/policy6/scaling_max_freq" 3200000 || fail "policy6 max not restored"
+	[ ! -e "$T/state/cpufreq-saved.ini" ] || fail "saved file left after a clean exit"
+	[ ! -e "$T/dev.sock" ] || fail "device socket left behind"
+}
+
+case_sigkill_restart_restores() {
+	fixture; thread 1301 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1301 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	kill -KILL "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+	file_is "$POL/policy2/scaling_min_freq" 3200000 || fail "fixture changed without the daemon"
+	[ -f "$T/state/cpufreq-saved.ini" ] || fail "no saved originals after a crash"
+	kill "$VM_a" 2>/dev/null
+	start_daemon cpufreq
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	[ ! -e "$T/state/cpufreq-saved.ini" ] || fail "saved file not consumed"
+	grep -q 'restoring cpufreq limits saved by a previous run' "$T/daemon.log" ||
+		fail "restore not logged"
+}
+
+case_write_failure() {
+	fixture; thread 1401 2 2
+	start_daemon cpufreq
+	# the attribute disappears (ENOENT): logged, counted, retried; nothing else stops
+	rm "$POL/policy2/scaling_min_freq"
+	start_vm a vm-a $U1 1401 --hint 0:512:1024
+	eventually jq_is '.write_failures_total > 0' true status || fail "failure not counted"
+	expect_jq '.[] | select(.cpu==2) | .write_failures > 0' true cpus
+	echo 800000 >"$POL/policy2/scaling_min_freq"
+	# retried after the backoff (1 s)
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	kill -0 "$DPID" || fail "daemon died"
+}
+
+case_uclamp_errors() {
+	fixture
+	start_daemon uclamp
+	# the client's own pid as the vCPU tid: a real thread on a kernel that
+	# (here) has no CONFIG_UCLAMP_TASK, so sched_setattr must fail cleanly
+	(
+		"$MKFIXTURE" thread "$FX" "$BASHPID" 3 3 /machine.slice "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-u --uuid $U1 --vcpus 1 \
+			--tids "$BASHPID" --hint 0:512:1024
+	) >"$T/client-u.out" 2>&1 & CLIENTS+=($!)
+	eventually jq_is '.write_failures_total > 0' true status || fail "uclamp failure not counted"
+	grep -q 'sched_setattr(tid' "$T/daemon.log" || fail "uclamp failure not logged"
+	expect_jq '.[0].effective.min' 512 vcpus vm-u
+	expect_jq '.backend' uclamp status
+	kill -0 "$DPID" || fail "daemon died"
+}
+
+case_metrics_promtool() {
+	fixture; thread 1501 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1501 --hint 0:512:1024
+	"$FH_TESTCLIENT" --socket "$T/dev.sock" --malformed too-big >/dev/null 2>&1
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	local port
+	port=$(ctl --json status | jq -r .metrics_port)
+	[ "$port" -gt 0 ] || fail "no metrics port"
+	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_rejected_frames_total{reason=\"too-big\"} 1'" ||
+		fail "rejected counter missing"
+	curl -sf "http://127.0.0.1:$port/metrics" >"$T/metrics.txt" || fail "GET /metrics failed"
+	promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics failed"
+	grep -q '^freqhint_connected_vms 1$' "$T/metrics.txt" || fail "connected VMs"
+	grep -q '^freqhint_cpu_scaling_min_frequency_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
+		fail "applied frequency in hertz"
+	grep -q "^freqhint_vcpu_effective_clamp_min_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.5$" \
+		"$T/metrics.txt" || fail "effective clamp"
+	grep -q '^freqhint_write_failures_total{backend="cpufreq"} 0$' "$T/metrics.txt" ||
+		fail "write failures"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/other")" = 404 ] ||
+		fail "unknown path must be 404"
+}
+
+if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
+[ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
+check_tools
+T=$(mktemp -d /tmp/fh-it.XXXXXX)
+FX=$T/fx
+POL=$FX/sys/devices/system/cpu/cpufreq
+"case_$1"
+echo "PASS: $1"

@@ -1,0 +1,76 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Runs inside the test guest (as /test.sh, see tests/guest/mkinitramfs.sh).
+# Each step changes clamps the way a guest owner would (uclampset), then
+# tells the host on the control port (ttyS1) and waits for the host's
+# verdict: "GO" when the host saw what the step should cause, "NO <why>"
+# otherwise.  The host side is tests/e2e/run-e2e.sh.
+. /lib/freqhint/test-lib.sh
+
+CTL=/dev/ttyS1
+stty -F "$CTL" raw -echo || exit 1
+exec 3<>"$CTL"
+
+# step NAME [ARGS]: report, wait for the host's verdict.
+step() {
+	echo "STEP $*" >&3
+	read -r verdict <&3
+	echo "host: $verdict"
+	case "$verdict" in
+	GO*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+settle() { sleep "${1:-1}"; }
+
+check "module loads" insmod /modules/virtio_freqhint.ko
+check "device bound" sh -c 'ls /sys/bus/virtio/drivers/virtio_freqhint/ | grep -q virtio'
+settle 2
+check "host sees the VM connected" step connected
+
+# 1. A busy task on vCPU1 asks for at least 800.
+uclampset -m 800 -M 1024 /bin/busy --cpu 1 &
+busy=$!
+settle
+check "floor 800 on vCPU1 reaches vCPU1's host CPU only" step floor vcpu=1 min=800
+
+# 2. The operator caps the VM at 50%: the floor follows the cap.
+check "operator ceiling 50% caps the floor" step operator-ceiling vcpu=1 min=512
+
+# 3. The task exits: the vCPU idles, its floor is released.
+kill "$busy"; wait "$busy" 2>/dev/null
+check "idle vCPU1 releases its floor" step released vcpu=1
+
+# 4. A busy background task capped at 300 on vCPU2.
+uclampset -M 300 /bin/busy --cpu 2 &
+capped=$!
+settle
+check "ceiling 300 on vCPU2 reaches its host CPU" step ceiling vcpu=2 max=300
+
+# 5. The agent is killed and restarted under a running guest.
+check "restarted agent gets full state back" step agent-restart vcpu=2 max=300
+kill "$capped"; wait "$capped" 2>/dev/null
+
+# 6. A flood of clamp changes on vCPU3, ending at 700..1024.
+taskset 8 /bin/clampflood 5 700 1024 >/tmp/flood.out &
+flood=$!
+check "agent answers while the guest floods" step flood-start vcpu=3
+sleep 4
+cat /tmp/flood.out
+check "flood ends in the right state within the rate bound" step flood vcpu=3 min=700
+kill "$flood"; wait "$flood" 2>/dev/null
+
+# 7. Latency samples: alternate a floor on vCPU1, the host timestamps writes.
+i=0
+while [ $i -lt "${FREQHINT_E2E_SAMPLES:-10}" ]; do
+	echo "STEP mark $i" >&3
+	read -r _ <&3
+	uclampset -m 800 /bin/busy --cpu 1 --seconds 1
+	i=$((i + 1))
+done
+check "latency samples taken" step latency-done
+
+echo "STEP end" >&3
+done_testing
