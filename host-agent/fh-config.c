@@ -204,7 +204,6 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   take_string (kf, "metrics", "address", &c->metrics_address);
   port = c->metrics_port < 0 ? 0 : (guint) c->metrics_port;
   if (!take_uint (kf, "metrics", "port", 0, 65535, &port, error) ||
-      !take_uint (kf, "daemon", "socket_mode", 0, 0777, &c->socket_mode, error) ||
       !take_uint (kf, "daemon", "poll_interval_ms", 50, 60000, &c->poll_interval_ms, error) ||
       !take_uint (kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
       !take_uint (kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms, error) ||
@@ -213,6 +212,19 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_ids (kf, "allowed_gids", c->allowed_gids, error))
     return FALSE;
   c->metrics_port = (int) port;
+  {
+    /* octal, like chmod(1) */
+    g_autofree char *mode = g_key_file_get_string (kf, "daemon", "socket_mode", NULL);
+    guint64 m;
+
+    if (mode && !g_ascii_string_to_unsigned (g_strstrip (mode), 8, 0, 0777, &m, NULL)) {
+      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                   "[daemon] socket_mode must be an octal mode like 0660");
+      return FALSE;
+    }
+    if (mode)
+      c->socket_mode = (guint) m;
+  }
   if (g_key_file_has_key (kf, "metrics", "enabled", NULL) &&
       !g_key_file_get_boolean (kf, "metrics", "enabled", NULL))
     c->metrics_port = -1;

@@ -8,6 +8,8 @@
 #   build-qemu.sh --print-binary   build if needed, print qemu-system-x86_64
 #   build-qemu.sh --print-build    build if needed, print the build directory
 #   build-qemu.sh --lay-only       refresh the source tree, do not build
+#   build-qemu.sh --print-dirs     refresh the source tree, print
+#                                  PRISTINE=, SOURCE= and BUILD= lines
 #
 # Everything heavy lives in $FREQHINT_CACHE/qemu/, outside the clone:
 #   qemu_<ver>+ds.orig.tar.xz   the tarball apt names (sha256 checked)
@@ -52,7 +54,8 @@ case "${1:-}" in
 --print-binary) mode=print-binary ;;
 --print-build) mode=print-build ;;
 --lay-only) mode=lay ;;
-*) die "usage: $0 [--print-binary|--print-build|--lay-only]" ;;
+--print-dirs) mode=dirs ;;
+*) die "usage: $0 [--print-binary|--print-build|--lay-only|--print-dirs]" ;;
 esac
 
 mkdir -p "$cache"
@@ -276,6 +279,10 @@ if [ "$(cat "$cache/laid-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ]; then
 	echo "$key" >"$cache/laid-key-$QEMU_VERSION"
 fi
 [ "$mode" = lay ] && exit 0
+if [ "$mode" = dirs ]; then
+	printf 'PRISTINE=%s\nSOURCE=%s\nBUILD=%s\n' "$pristine" "$src" "$build"
+	exit 0
+fi
 
 if [ "$(cat "$cache/built-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ] ||
 	[ ! -x "$build/qemu-system-x86_64" ]; then

@@ -135,6 +135,12 @@ vm_connected() {
 		'[.. | objects | select(.uuid? == $u)] | length > 0'
 }
 
+# vcpu_hint_is VCPU MIN MAX: what freqhintd holds as the guest's request.
+vcpu_hint_is() {
+	ctl_json vcpus | jq -e --argjson i "$1" --argjson lo "$2" --argjson hi "$3" \
+		'[.[] | select(.vcpu == $i)][0].hint | .min == $lo and .max == $hi'
+}
+
 pdir() { echo "$E2E_FX/sys/devices/system/cpu/cpufreq/policy$1"; }
 policy_get() { cat "$(pdir "$1")/scaling_$2_freq"; }
 policy_is() { [ "$(policy_get "$1" "$2")" = "$3" ]; }
@@ -148,6 +154,22 @@ policies_at_original() {
 		policy_is "$p" max "$(policy_original "$p" max)" || return 1
 	done
 }
+# Every policy file holds what freqhintd now decides, or the original limits
+# where no active vCPU holds the policy: nothing stale from an earlier run.
+files_match_decisions() {
+	local cpus p active lo hi
+	cpus=$(ctl_json cpus) || return 1
+	for p in 0 2 4 6; do
+		read -r active lo hi < <(jq -r --argjson c "$p" \
+			'.[] | select(.cpu == $c) | "\(.policy_active) \(.min_freq_khz) \(.max_freq_khz)"' <<<"$cpus")
+		if [ "$active" = true ]; then
+			policy_is "$p" min "$lo" && policy_is "$p" max "$hi" || return 1
+		else
+			policies_at_original "$p" || return 1
+		fi
+	done
+}
+
 policies_summary() {
 	local p out=
 	for p in 0 2 4 6; do out+="policy$p $(policy_get $p min)..$(policy_get $p max) "; done

@@ -153,7 +153,7 @@ static const char *virtio_freqhint_check_record(VirtIOFreqHint *fh,
         return "bad perf";
     }
     if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
-        (flags & VIRTIO_FREQHINT_R_MAX_VALID) && min > max && 0) {
+        (flags & VIRTIO_FREQHINT_R_MAX_VALID) && min > max) {
         return "clamp_min above clamp_max";
     }
     if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) &&
@@ -208,7 +208,7 @@ static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
     size_t len, max_len;
     uint16_t num;
 
-    if (elem->in_num && 0) {
+    if (elem->in_num) {
         virtio_error(vdev, "virtio-freqhint: device-writable descriptor "
                      "in a hint buffer");
         return false;

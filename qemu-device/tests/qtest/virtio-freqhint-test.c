@@ -477,6 +477,104 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
 }
 
+/* A device reset withdraws the VM's influence at once. */
+static void test_reset(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r = REC(1, R_MIN, 900, 0, 0, 1);
+    uint8_t buf[64];
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    assert_record(&got[0], &r);
+    g_clear_pointer(&got, g_free);
+
+    qvirtio_reset(fh->vdev);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
+    g_assert_cmpuint(num, ==, NUM_VCPUS);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        struct virtio_freqhint_record none = REC(i, 0, 0, 0, 0, 0);
+
+        assert_record(&got[i], &none);
+    }
+    assert_running(qts);
+}
+
+static void agent_expect_close(uint16_t reason)
+{
+    uint16_t type;
+    uint32_t len;
+    g_autofree uint8_t *p = agent_recv(&type, &len);
+    char buf[16];
+
+    g_assert_cmpuint(type, ==, FH_MSG_CLOSE);
+    g_assert_cmpuint(len, ==, sizeof(struct fh_msg_close));
+    g_assert_cmpuint(lduw_le_p(p), ==, reason);
+    g_assert_nonnull(memchr(p + 8, 0, FH_TEXT_MAX));
+    /* Then the device hangs up. */
+    g_assert_true(wait_readable(agent.fd, TIMEOUT_MS));
+    g_assert_cmpint(read(agent.fd, buf, sizeof(buf)), ==, 0);
+    close(agent.fd);
+    agent.fd = -1;
+}
+
+/* The agent is not trusted either: protocol errors close the link only. */
+static void test_agent_protocol(void *obj, void *data,
+                                QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    struct fh_msg_ping ping = { .cookie = cpu_to_le64(0x1122334455667788) };
+    struct {
+        struct fh_msg_grants g;
+        struct virtio_freqhint_grant grants[NUM_VCPUS];
+    } bad = {
+        .g = {
+            .operator_floor = cpu_to_le16(600),
+            .operator_ceiling = cpu_to_le16(500),    /* floor > ceiling */
+            .num_grants = cpu_to_le16(NUM_VCPUS),
+        },
+    };
+    uint8_t junk[8] = { 0 };
+    uint16_t type;
+    uint32_t len;
+    g_autofree uint8_t *pong = NULL;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+
+    agent_send(FH_MSG_PING, &ping, sizeof(ping));
+    pong = agent_recv(&type, &len);
+    g_assert_cmpuint(type, ==, FH_MSG_PONG);
+    g_assert_cmpmem(pong, len, &ping, sizeof(ping));
+
+    agent_send(FH_MSG_GRANTS, &bad, sizeof(bad));
+    agent_expect_close(FH_CLOSE_MALFORMED);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
+
+    /* reconnect-ms brings the device back with a new HELLO. */
+    agent_handshake(qts, true);
+    agent_send(0x7f, junk, sizeof(junk));
+    agent_expect_close(FH_CLOSE_UNKNOWN_TYPE);
+
+    agent_handshake(qts, true);
+    agent_send(FH_MSG_HELLO, junk, sizeof(junk));
+    agent_expect_close(FH_CLOSE_PROTOCOL);
+
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 3);
+    assert_running(qts);
+}
+
 /*
  * The hint queue costs at most one notification per rate window for a
  * driver that honours VRING_USED_F_NO_NOTIFY; a driver that notifies
@@ -681,6 +779,9 @@ static void register_virtio_freqhint_test(void)
                  &opts);
     opts.arg = NULL;
     qos_add_test("mixed", "virtio-freqhint", test_mixed, &opts);
+    qos_add_test("reset", "virtio-freqhint", test_reset, &opts);
+    qos_add_test("agent-protocol", "virtio-freqhint", test_agent_protocol,
+                 &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",
                                                 hostile_cases[i].name);

@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# make-series.sh [OUTDIR]
+#
+# Write the device as a git format-patch series against QEMU's tree, for
+# upstream review (default OUTDIR: ./virtio-freqhint-series).  The scratch
+# repository holds only the QEMU files the series touches, taken from the
+# pristine tarball, so every "index" line names the same blobs as in a full
+# QEMU checkout and the series applies there with git am.
+#
+#   1/3 standard-headers: import the virtio-freqhint headers
+#   2/3 hw/virtio: add the virtio-freqhint device   (+ patches/0001-*)
+#   3/3 tests/qtest: add virtio-freqhint tests      (+ patches/0002-*)
+#
+# The build fix-ups in patches/build/ are for Debian's tarball and are not
+# part of the series.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(realpath -m "${1:-virtio-freqhint-series}")
+eval "$("$here/build-qemu.sh" --print-dirs)"
+
+repo=$(mktemp -d)
+trap 'rm -rf "$repo"' EXIT
+export GIT_AUTHOR_NAME=${GIT_AUTHOR_NAME:-freqhint}
+export GIT_AUTHOR_EMAIL=${GIT_AUTHOR_EMAIL:-freqhint@localhost}
+export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME
+export GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
+git() { command git -C "$repo" -c commit.gpgsign=false "$@"; }
+
+device_files=(
+	hw/virtio/virtio-freqhint.c
+	hw/virtio/virtio-freqhint-agent.c
+	hw/virtio/virtio-freqhint-pci.c
+	include/hw/virtio/virtio-freqhint.h
+)
+header_files=(
+	include/standard-headers/linux/virtio_freqhint.h
+	include/standard-headers/freqhint/agent_protocol.h
+)
+test_files=(
+	tests/qtest/libqos/virtio-freqhint.c
+	tests/qtest/libqos/virtio-freqhint.h
+	tests/qtest/virtio-freqhint-test.c
+)
+
+# Base: the pristine versions of every existing file the patches edit.
+git init -q
+for p in "$here"/patches/*.patch; do
+	for f in $(sed -n 's|^+++ b/||p' "$p"); do
+		mkdir -p "$repo/$(dirname "$f")"
+		cp "$PRISTINE/$f" "$repo/$f"
+		chmod u+w "$repo/$f"
+	done
+done
+git add -A
+git commit -q -m "QEMU $(cat "$PRISTINE/VERSION") (files touched by the series)"
+base=$(git rev-parse HEAD)
+
+add_files() {
+	local f
+	for f in "$@"; do
+		mkdir -p "$repo/$(dirname "$f")"
+		cp "$SOURCE/$f" "$repo/$f"
+	done
+}
+
+add_files "${header_files[@]}"
+git add -A
+git commit -q -s -F - <<'MSG'
+standard-headers: import the virtio-freqhint headers
+
+linux/virtio_freqhint.h is the device's guest interface, imported the way
+scripts/update-linux-headers.sh imports uapi headers.  It is not in Linux
+yet: virtio device ID 63 is experimental, pending allocation by the virtio
+TC.  freqhint/agent_protocol.h defines the frames the device exchanges
+with the host agent over its chardev.
+MSG
+
+add_files "${device_files[@]}"
+git apply "$here"/patches/0001-*.patch
+git add -A
+git commit -q -s -F - <<'MSG'
+hw/virtio: add the virtio-freqhint device
+
+The guest reports, per vCPU, the utilization clamps and performance
+request of what it runs.  The device validates every buffer (structural
+errors go through virtio_error(), bad records are refused one by one),
+keeps the latest record per vCPU and forwards changes, coalesced and rate
+bounded, to a host agent over a socket chardev.  Grants from the agent
+reach the guest through the configuration space.
+
+  -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
+  -device virtio-freqhint-pci,chardev=fh0
+
+Properties: chardev, rate-window-ms (default 10), forward-interval-ms
+(default 5), perf, grants.  Telemetry: qom-get <dev> stats.
+The PCI proxy is modern-only: ID 63 has no transitional device ID.
+MSG
+
+add_files "${test_files[@]}"
+git apply "$here"/patches/0002-*.patch
+git add -A
+git commit -q -s -F - <<'MSG'
+tests/qtest: add virtio-freqhint tests
+
+A libqos node for virtio-freqhint-pci and qtests that play both the guest
+driver and the host agent: a batch through the virtqueue checked byte for
+byte on the agent socket, coalescing, grants through the configuration
+space, agent reconnect with full resend, the rate bound, and hostile
+buffers and records, none of which may reach the agent.
+MSG
+
+rm -rf "$out"
+mkdir -p "$out"
+git format-patch -q --cover-letter -o "$out" "$base"
+ls "$out"
