@@ -326,9 +326,9 @@ static int fh_cpu_offline(unsigned int cpu)
 	irq_work_sync(&v->arm_work);
 	hrtimer_cancel(&v->timer);
 	v->timer_armed = false;
-	/* An offline vCPU runs nothing: it must not hold a host CPU up. */
+	/* Spec DRV-17: an offline vCPU has "no hint" (flags 0). */
 	preempt_disable();
-	fh_publish(v, cpu, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0));
+	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0));
 	preempt_enable();
 	return 0;
 }
@@ -386,8 +386,8 @@ int fh_gather_init(void)
 		struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
 
 		v->perf = FH_PERF_NONE;
-		atomic64_set(&v->report,
-			     fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0));
+		/* Offline CPUs keep this: "no hint". */
+		atomic64_set(&v->report, fh_rep_pack(0, 0, 0, 0));
 		hrtimer_init(&v->timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_PINNED_HARD);
 		v->timer.function = fh_sample;

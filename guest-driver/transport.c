@@ -359,13 +359,17 @@ static int fh_read_limits(struct virtio_device *vdev,
 		dev_err(&vdev->dev, "invalid num_vcpus %u\n", vi->num_vcpus);
 		return -EINVAL;
 	}
-	if (vi->max_records < VIRTIO_FREQHINT_MIN_BATCH) {
+	/* Spec DRV-7: a device this confused is not one to talk to. */
+	if (vi->max_records < VIRTIO_FREQHINT_MIN_BATCH ||
+	    vi->max_records > vi->num_vcpus) {
 		dev_err(&vdev->dev, "invalid max_records %u\n",
 			vi->max_records);
 		return -EINVAL;
 	}
-	/* One record per vCPU is all a buffer ever needs. */
-	vi->max_records = min(vi->max_records, vi->num_vcpus);
+	if (!vi->rate_window_ms) {
+		dev_err(&vdev->dev, "invalid rate_window_ms 0\n");
+		return -EINVAL;
+	}
 	/* Bound a silly device value; the module parameter may be larger. */
 	vi->rate_window_ms = min_t(u16, vi->rate_window_ms, 1000);
 	if (nr_cpus > vi->num_vcpus)

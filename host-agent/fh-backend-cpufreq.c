@@ -209,8 +209,8 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     guint min_khz, max_khz;
 
     if (p->decision.active) {
-      FhFreqTable t = { p->cpuinfo_min_khz, p->cpuinfo_max_khz,
-                        (const guint *) p->available->data, p->available->len };
+      FhFreqTable t = { p->cpuinfo_min_khz, p->cpuinfo_max_khz, (const guint *) p->available->data,
+                        p->available->len };
 
       fh_freq_limits (&t, p->decision.floor, p->decision.ceiling, &min_khz, &max_khz);
     } else {
@@ -236,8 +236,8 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     if (!write_limits (self, p, min_khz, max_khz, &error)) {
       self->write_failures++;
       p->write_failures++;
-      st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US)
-                                   : FH_BACKOFF_MIN_US;
+      st->backoff_us =
+          st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
       st->retry_at_us = now_us + st->backoff_us;
       g_warning ("policy%u: %s; retrying in %" G_GINT64_FORMAT " s", p->id, error->message,
                  st->backoff_us / G_USEC_PER_SEC);

@@ -14,6 +14,8 @@
 
 #include "fh-backend.h"
 
+#include "fh-parse.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -35,8 +37,8 @@
 #ifndef SCHED_FLAG_UTIL_CLAMP_MAX
 #define SCHED_FLAG_UTIL_CLAMP_MAX 0x40
 #endif
-#define FH_SCHED_FLAGS                                                                     \
-  (SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS | SCHED_FLAG_UTIL_CLAMP_MIN |           \
+#define FH_SCHED_FLAGS                                                                             \
+  (SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS | SCHED_FLAG_UTIL_CLAMP_MIN |                   \
    SCHED_FLAG_UTIL_CLAMP_MAX | SCHED_FLAG_RESET_ON_FORK)
 
 /* include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1 */
@@ -61,6 +63,7 @@ typedef struct {
   gint64 backoff_us;
   gboolean failing;
   gboolean seen; /* in the current apply round */
+  pid_t owner;
 } TidState;
 
 static int
@@ -105,8 +108,7 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gint64 now_us
     st->retry_at_us = now_us + st->backoff_us;
     if (!st->failing || st->backoff_us == FH_BACKOFF_MAX_US)
       g_warning ("sched_setattr(tid %u, util %u..%u): %s%s", tid, want.min, want.max,
-                 g_strerror (-r),
-                 r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
+                 g_strerror (-r), r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
     st->failing = TRUE;
     return;
   }
@@ -114,6 +116,22 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gint64 now_us
   st->backoff_us = 0;
   st->applied = want;
   st->have_applied = TRUE;
+}
+
+/*
+ * A thread id can be reused once its thread exits: only release a clamp on
+ * a thread that still belongs to the process we clamped it for.
+ */
+static gboolean
+still_owned (FhBackend *self, guint tid, pid_t owner)
+{
+  g_autofree char *path = fh_path (self->paths, FH_ROOT_PROC, "%u/status", tid);
+  g_autofree char *status = fh_read_small_file (path, NULL);
+  g_autofree char *tgid = status ? fh_parse_status_field (status, "Tgid", NULL) : NULL;
+  guint64 v;
+
+  return tgid && g_ascii_string_to_unsigned (tgid, 10, 1, G_MAXINT32, &v, NULL) &&
+         (pid_t) v == owner;
 }
 
 static void
@@ -139,6 +157,7 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       g_hash_table_insert (tids, GUINT_TO_POINTER (t->tid), st);
     }
     st->seen = TRUE;
+    st->owner = t->owner;
     apply_one (self, t->tid, st, want, now_us);
   }
 
@@ -149,7 +168,8 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
 
     if (st->seen)
       continue;
-    if (st->have_applied && (st->applied.min != 0 || st->applied.max != FH_SCALE)) {
+    if (st->have_applied && (st->applied.min != 0 || st->applied.max != FH_SCALE) &&
+        still_owned (self, GPOINTER_TO_UINT (key), st->owner)) {
       int r = set_clamp (GPOINTER_TO_UINT (key), FH_CLAMP_NONE);
 
       self->writes++;

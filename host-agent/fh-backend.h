@@ -13,6 +13,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 #include "fh-host.h"
 #include "fh-merge.h"
@@ -20,6 +21,7 @@
 
 typedef struct {
   guint tid;
+  pid_t owner;     /* the VM's process: a released tid must still be its thread */
   gboolean active; /* idle or unhinted vCPUs are released (0..1024) */
   FhClamp eff;
 } FhTidTarget;
@@ -37,8 +39,8 @@ typedef struct {
 
 struct _FhBackend {
   const FhBackendOps *ops;
-  FhHost *host;          /* not owned */
-  const FhPaths *paths;  /* not owned */
+  FhHost *host;         /* not owned */
+  const FhPaths *paths; /* not owned */
   char *state_dir;
   guint64 writes;
   guint64 write_failures;

@@ -126,8 +126,8 @@ take_percent (GKeyFile *kf, const char *group, const char *key, guint *dst, GErr
   if (!v)
     return TRUE;
   if (!fh_parse_uclamp (v, dst, &local)) {
-    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "[%s] %s: %s", group,
-                 key, local->message);
+    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "[%s] %s: %s", group, key,
+                 local->message);
     return FALSE;
   }
   return TRUE;

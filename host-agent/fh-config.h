@@ -12,16 +12,16 @@
 
 #include "fh-merge.h"
 
-#define FH_DEFAULT_CONFIG         SYSCONFDIR "/freqhint/freqhintd.conf"
-#define FH_DEFAULT_SOCKET         "/run/freqhint/device.sock"
+#define FH_DEFAULT_CONFIG SYSCONFDIR "/freqhint/freqhintd.conf"
+#define FH_DEFAULT_SOCKET "/run/freqhint/device.sock"
 #define FH_DEFAULT_CONTROL_SOCKET "/run/freqhint/control.sock"
-#define FH_DEFAULT_STATE_DIR      "/var/lib/freqhint"
-#define FH_DEFAULT_METRICS_PORT   9484
+#define FH_DEFAULT_STATE_DIR "/var/lib/freqhint"
+#define FH_DEFAULT_METRICS_PORT 9484
 
 typedef struct {
-  char *key;      /* as written in "[vm KEY]": a name or a UUID */
-  FhClamp op;     /* operator floor/ceiling, capacity units */
-  GArray *cpus;   /* guint per vCPU index: placement override; may be NULL */
+  char *key;    /* as written in "[vm KEY]": a name or a UUID */
+  FhClamp op;   /* operator floor/ceiling, capacity units */
+  GArray *cpus; /* guint per vCPU index: placement override; may be NULL */
 } FhVmConfig;
 
 typedef struct {
@@ -53,7 +53,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhConfig, fh_config_free)
 gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, GError **error);
 
 /* A VM's operator settings by name, then by UUID; NULL when none. */
-const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name,
-                                       const char *uuid);
+const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name, const char *uuid);
 
 gboolean fh_config_uid_allowed (const FhConfig *config, uid_t uid, gid_t gid);

@@ -30,6 +30,7 @@ typedef struct {
   char buf[REQUEST_MAX];
   gsize len;
   char *reply;
+  gboolean refused;
 } Client;
 
 static void
@@ -138,7 +139,8 @@ read_done (GObject *source, GAsyncResult *res, gpointer user_data)
   nl = memchr (c->buf, '\n', c->len);
   if (nl) {
     *nl = '\0';
-    reply_and_close (c, handle_request (c->control->daemon, c->buf));
+    reply_and_close (c, c->refused ? reply_error ("permission denied")
+                                   : handle_request (c->control->daemon, c->buf));
   } else if (c->len >= sizeof c->buf - 1) {
     reply_and_close (c, reply_error ("request too long"));
   } else {
@@ -174,10 +176,10 @@ on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, 
   c = g_new0 (Client, 1);
   c->control = control;
   c->conn = g_object_ref (conn);
+  /* A refused peer still gets its request read, so that it sees the answer. */
   if (uid == (uid_t) -1 || !fh_config_uid_allowed (control->daemon->config, uid, gid)) {
     g_warning ("control socket: refusing uid %d", (int) uid);
-    reply_and_close (c, reply_error ("permission denied"));
-    return TRUE;
+    c->refused = TRUE;
   }
   read_more (c);
   return TRUE;

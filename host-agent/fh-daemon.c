@@ -68,8 +68,7 @@ vm_probe (FhDaemon *d, FhVm *vm)
     const GArray *override = vm->settings.cpus;
 
     fh_host_probe_thread (&d->paths, v->tid, d->host->n_cpus, &v->info);
-    v->tid_ok = v->info.exists &&
-                (!d->config->check_thread_owner || v->info.tgid == vm->pid);
+    v->tid_ok = v->info.exists && (!d->config->check_thread_owner || v->info.tgid == vm->pid);
     if (was_ok && !v->tid_ok)
       g_message ("VM \"%s\" vCPU %u: thread %u %s", vm->name, i, v->tid,
                  v->info.exists ? "no longer belongs to the VM" : "exited");
@@ -88,10 +87,9 @@ vm_probe (FhDaemon *d, FhVm *vm)
 static void
 format_uuid (const uint8_t *u, char out[37])
 {
-  g_snprintf (out, 37,
-              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-              u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-              u[13], u[14], u[15]);
+  g_snprintf (out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+              u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+              u[14], u[15]);
 }
 
 static gboolean
@@ -162,6 +160,10 @@ on_hints (FhConn *conn, const FhHints *hints, gpointer data)
     return;
   vm->hints_frames++;
   d->hints_frames_total++;
+  /* FULL is the whole state: a vCPU it does not mention has no hint. */
+  if (hints->flags & FH_HINTS_F_FULL)
+    for (guint i = 0; i < vm->num_vcpus; i++)
+      vm->vcpus[i].hint = (FhGuestHint){ 0 };
   /* Records are state: within a frame the later record for a vCPU wins. */
   for (guint i = 0; i < hints->num_records; i++) {
     const FhRecord *r = &hints->records[i];
@@ -237,6 +239,7 @@ daemon_update (FhDaemon *d)
   g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
 
   d->updates_total++;
+  d->last_update_us = g_get_monotonic_time ();
   for (guint i = 0; i < vms->len; i++) {
     FhVm *vm = g_ptr_array_index (vms, i);
 
@@ -257,7 +260,7 @@ daemon_update (FhDaemon *d)
         g_array_append_val (placed, p);
       }
       if (v->tid_ok) {
-        FhTidTarget t = { v->tid, active, v->d.eff };
+        FhTidTarget t = { v->tid, vm->pid, active, v->d.eff };
 
         g_array_append_val (targets, t);
       }
@@ -296,11 +299,26 @@ update_idle_cb (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/*
+ * Coalesce: frames from many VMs that arrive together cost one decision,
+ * and decisions are at most FH_UPDATE_MIN_US apart however fast devices
+ * send (each may write sysfs).
+ */
+#define FH_UPDATE_MIN_US (5 * G_TIME_SPAN_MILLISECOND)
+
 static void
 queue_update (FhDaemon *d)
 {
-  if (!d->update_idle)
+  gint64 since = g_get_monotonic_time () - d->last_update_us;
+
+  if (d->update_idle)
+    return;
+  if (since >= FH_UPDATE_MIN_US)
     d->update_idle = g_idle_add (update_idle_cb, d);
+  else
+    d->update_idle =
+        g_timeout_add ((guint) MAX (1, (FH_UPDATE_MIN_US - since + 999) / G_TIME_SPAN_MILLISECOND),
+                       update_idle_cb, d);
 }
 
 static gboolean
@@ -332,6 +350,32 @@ fh_daemon_vm_source_changed (FhDaemon *d)
     vm_probe (d, value);
   }
   queue_update (d);
+}
+
+void
+fh_daemon_add_vm_source (FhDaemon *d, FhVmSource *source, gboolean first)
+{
+  if (first)
+    g_ptr_array_insert (d->vm_sources, 0, source);
+  else
+    g_ptr_array_add (d->vm_sources, source);
+  fh_daemon_vm_source_changed (d);
+}
+
+gboolean
+fh_daemon_reload_vm_config (FhDaemon *d, const char *path, GError **error)
+{
+  g_autoptr (FhConfig) fresh = fh_config_new ();
+  GHashTable *old;
+
+  if (!fh_config_load (fresh, path, FALSE, error))
+    return FALSE;
+  old = d->config->vms;
+  d->config->vms = fresh->vms;
+  fresh->vms = old; /* freed with fresh */
+  g_message ("reloaded %u VM sections from %s", g_hash_table_size (d->config->vms), path);
+  fh_daemon_vm_source_changed (d);
+  return TRUE;
 }
 
 static void
@@ -406,9 +450,8 @@ fh_daemon_start (FhDaemon *d, GError **error)
     return FALSE;
   g_message ("listening on %s; backend %s; %u CPUs, %u cpufreq policies; system clamps %u..%u; "
              "perf headroom %.2f (%s)",
-             d->config->socket_path, d->backend->ops->name, d->host->n_cpus,
-             d->host->policies->len, d->host->sys.min, d->host->sys.max, d->params.perf_headroom,
-             d->headroom_reason);
+             d->config->socket_path, d->backend->ops->name, d->host->n_cpus, d->host->policies->len,
+             d->host->sys.min, d->host->sys.max, d->params.perf_headroom, d->headroom_reason);
   d->poll_timer = g_timeout_add (d->config->poll_interval_ms, poll_tick, d);
   daemon_update (d);
   return TRUE;

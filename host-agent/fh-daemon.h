@@ -21,13 +21,13 @@ typedef struct _FhDaemon FhDaemon;
 
 typedef struct {
   guint index;
-  guint tid;            /* from HELLO; 0 when QEMU did not know it */
-  FhGuestHint hint;     /* latest record; flags 0 = no hint */
+  guint tid;        /* from HELLO; 0 when QEMU did not know it */
+  FhGuestHint hint; /* latest record; flags 0 = no hint */
   guint32 seq;
-  gboolean hinted;      /* at least one record seen */
-  FhThreadInfo info;    /* host view of the thread */
-  gboolean tid_ok;      /* thread exists and belongs to the VM's process */
-  gint cpu;             /* placement used, -1 unknown */
+  gboolean hinted;   /* at least one record seen */
+  FhThreadInfo info; /* host view of the thread */
+  gboolean tid_ok;   /* thread exists and belongs to the VM's process */
+  gint cpu;          /* placement used, -1 unknown */
   gboolean placed_by_config;
   FhVcpuDecision d;
 } FhVcpu;
@@ -35,7 +35,7 @@ typedef struct {
 typedef struct {
   FhDaemon *daemon;
   FhConn *conn;
-  char *key;            /* identity: UUID, or name/pid for a nil UUID */
+  char *key; /* identity: UUID, or name/pid for a nil UUID */
   char uuid[37];
   char name[FH_NAME_MAX];
   pid_t pid;
@@ -56,25 +56,26 @@ typedef struct {
 typedef void (*FhDaemonNotify) (FhDaemon *daemon, gpointer data);
 
 struct _FhDaemon {
-  FhConfig *config;       /* owned */
+  FhConfig *config; /* owned */
   FhPaths paths;
   FhHost *host;
   FhBackend *backend;
   FhDeviceServer *device;
-  GPtrArray *vm_sources;  /* FhVmSource* */
-  GHashTable *vms;        /* key -> FhVm* */
-  FhCpuDecision *cpus;    /* host->n_cpus */
+  GPtrArray *vm_sources; /* FhVmSource* */
+  GHashTable *vms;       /* key -> FhVm* */
+  FhCpuDecision *cpus;   /* host->n_cpus */
   FhMergeParams params;
   const char *headroom_reason;
   guint poll_timer;
   guint update_idle;
+  gint64 last_update_us;
   gint64 started_us;
   /* counters */
   guint64 rejected[FH_CLOSE_REASON_MAX + 1];
   guint64 vm_connections_total;
   guint64 hints_frames_total;
   guint64 updates_total;
-  int metrics_port;        /* -1: disabled; set by main for telemetry */
+  int metrics_port; /* -1: disabled; set by main for telemetry */
   /* called after every update (metrics snapshot) */
   FhDaemonNotify notify;
   gpointer notify_data;
@@ -88,8 +89,21 @@ gboolean fh_daemon_start (FhDaemon *daemon, GError **error);
 void fh_daemon_stop (FhDaemon *daemon);
 void fh_daemon_free (FhDaemon *daemon);
 
+/*
+ * Add a source of operator settings (the libvirt watcher).  Sources are
+ * asked in order; first=TRUE puts this one before the config file.  The
+ * daemon owns it from now on.
+ */
+void fh_daemon_add_vm_source (FhDaemon *daemon, FhVmSource *source, gboolean first);
+
 /* Something about VM settings changed in a source: re-read for every VM. */
 void fh_daemon_vm_source_changed (FhDaemon *daemon);
+
+/*
+ * Re-read the [vm ...] sections of a config file (SIGHUP).  Other settings
+ * need a restart.  On error nothing changes.
+ */
+gboolean fh_daemon_reload_vm_config (FhDaemon *daemon, const char *path, GError **error);
 
 /* Sorted views for telemetry (arrays of borrowed pointers). */
 GPtrArray *fh_daemon_sorted_vms (FhDaemon *daemon);

@@ -255,8 +255,8 @@ handle_frame (FhConn *conn, const FhFrame *f)
     FhClose c;
 
     if (fh_decode_close (f, &c, &err))
-      fh_conn_close (conn, FH_CLOSE_NORMAL, "peer closed (%s): %s",
-                     fh_close_reason_name (c.reason), c.text);
+      fh_conn_close (conn, FH_CLOSE_NORMAL, "peer closed (%s): %s", fh_close_reason_name (c.reason),
+                     c.text);
     else
       fh_conn_close (conn, err.reason, "%s", err.text);
     return FALSE;
@@ -341,8 +341,7 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
     return G_SOURCE_CONTINUE;
   if (n <= 0) {
     conn->in_watch = 0;
-    fh_conn_close (conn, FH_CLOSE_NORMAL, "%s",
-                   n == 0 ? "peer disconnected" : g_strerror (errno));
+    fh_conn_close (conn, FH_CLOSE_NORMAL, "%s", n == 0 ? "peer disconnected" : g_strerror (errno));
     return G_SOURCE_REMOVE;
   }
   conn->in_len += (size_t) n;
@@ -434,8 +433,8 @@ server_accept (gint fd, GIOCondition cond, gpointer user_data)
 }
 
 FhDeviceServer *
-fh_device_server_new (const char *path, const FhDeviceParams *params,
-                      const FhDeviceCallbacks *cb, gpointer data, GError **error)
+fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDeviceCallbacks *cb,
+                      gpointer data, GError **error)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   g_autofree char *dir = g_path_get_dirname (path);
@@ -444,8 +443,7 @@ fh_device_server_new (const char *path, const FhDeviceParams *params,
   int fd;
 
   if (strlen (path) >= sizeof addr.sun_path) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s",
-                 path);
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s", path);
     return NULL;
   }
   strcpy (addr.sun_path, path);

@@ -34,8 +34,7 @@ typedef struct {
 } FhDeviceParams;
 
 FhDeviceServer *fh_device_server_new (const char *path, const FhDeviceParams *params,
-                                      const FhDeviceCallbacks *cb, gpointer data,
-                                      GError **error);
+                                      const FhDeviceCallbacks *cb, gpointer data, GError **error);
 /* Closes every connection with FH_CLOSE_NORMAL and removes the socket. */
 void fh_device_server_free (FhDeviceServer *server);
 guint fh_device_server_n_connections (FhDeviceServer *server);

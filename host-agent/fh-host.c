@@ -304,8 +304,8 @@ fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInf
   cgroup = fh_read_small_file (cgroup_path, NULL);
   cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;
   if (cg) {
-    info->cgroup = cg->version == 2 ? g_strdup (cg->path)
-                                    : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
+    info->cgroup =
+        cg->version == 2 ? g_strdup (cg->path) : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
     info->levels = read_chain (paths, cg);
   } else {
     if (error)

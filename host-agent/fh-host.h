@@ -15,10 +15,10 @@
 #define FH_MAX_CPUS 4096
 
 typedef struct {
-  guint id;           /* N of policyN */
-  GArray *cpus;       /* guint: affected_cpus */
+  guint id;     /* N of policyN */
+  GArray *cpus; /* guint: affected_cpus */
   guint cpuinfo_min_khz, cpuinfo_max_khz;
-  GArray *available;  /* guint kHz, may be empty */
+  GArray *available; /* guint kHz, may be empty */
   char *governor;
   /* Filled by the daemon / the cpufreq backend, read by telemetry. */
   FhCpuDecision decision;
@@ -28,10 +28,10 @@ typedef struct {
 } FhPolicy;
 
 typedef struct {
-  guint n_cpus;           /* highest online CPU + 1 */
-  GPtrArray *policies;    /* FhPolicy* */
-  gint *cpu_policy;       /* n_cpus entries: index into policies, -1 none */
-  FhClamp sys;            /* sched_util_clamp_{min,max}; 1024/1024 when absent */
+  guint n_cpus;        /* highest online CPU + 1 */
+  GPtrArray *policies; /* FhPolicy* */
+  gint *cpu_policy;    /* n_cpus entries: index into policies, -1 none */
+  FhClamp sys;         /* sched_util_clamp_{min,max}; 1024/1024 when absent */
   gboolean have_sys;
 } FhHost;
 
@@ -46,11 +46,11 @@ gboolean fh_host_refresh_sys (FhHost *host, const FhPaths *paths);
 const char *fh_host_governor (const FhHost *host);
 
 typedef struct {
-  gboolean exists;     /* PROC/<tid>/status readable */
+  gboolean exists; /* PROC/<tid>/status readable */
   pid_t tgid;
-  char *cgroup;        /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
-  GArray *levels;      /* FhClamp per cgroup level below the root, outermost first */
-  gint cpu;            /* placement, -1 when unknown */
+  char *cgroup;   /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
+  GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
+  gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
 } FhThreadInfo;
 

@@ -90,5 +90,5 @@ void fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDec
                               gsize n_cpus);
 
 /* The same over a set of CPUs (a cpufreq policy). */
-FhCpuDecision fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus,
-                                      const guint *members, gsize n_members);
+FhCpuDecision fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus, const guint *members,
+                                      gsize n_members);

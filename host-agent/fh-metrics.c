@@ -68,10 +68,10 @@ fh_metrics_new (const char *address, guint port, GError **error)
   }
   m = g_new0 (FhMetrics, 1);
   g_mutex_init (&m->lock);
-  m->mhd = MHD_start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t) port,
-                             NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, &sin,
-                             MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                             MHD_OPTION_END);
+  m->mhd =
+      MHD_start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t) port, NULL,
+                        NULL, answer, m, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_CONNECTION_LIMIT,
+                        16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   if (!m->mhd) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot serve metrics on %s:%u", address,
                  port);

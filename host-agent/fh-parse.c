@@ -5,7 +5,7 @@
 
 #include <linux/virtio_freqhint.h>
 
-G_DEFINE_QUARK (fh-parse-error-quark, fh_parse_error)
+G_DEFINE_QUARK (fh - parse - error - quark, fh_parse_error)
 
 /* Sysfs files end in one newline; a value has no other whitespace around it. */
 static char *
@@ -60,8 +60,7 @@ fh_parse_uclamp (const char *text, guint *value, GError **error)
     flen = strlen (dot + 1);
     /* cgroup_parse_float() needs a digit after the dot; 18 digits fit a u64. */
     if (!all_digits (dot + 1, flen) || flen > 18) {
-      g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "not a uclamp value: \"%s\"",
-                   s);
+      g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "not a uclamp value: \"%s\"", s);
       return FALSE;
     }
     frac = g_ascii_strtoull (dot + 1, NULL, 10);
@@ -79,8 +78,7 @@ fh_parse_uclamp (const char *text, guint *value, GError **error)
   }
   pct = whole * 100 + frac;
   if (pct > 10000) { /* UCLAMP_PERCENT_SCALE */
-    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_RANGE, "uclamp value over 100%%: \"%s\"",
-                 s);
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_RANGE, "uclamp value over 100%%: \"%s\"", s);
     return FALSE;
   }
   *value = (guint) (((pct << 10) + 5000) / 10000);

@@ -27,8 +27,7 @@ char *fh_format_uclamp_percent (guint hundredths);
 /* A sysfs/procfs file holding one unsigned decimal integer. */
 gboolean fh_parse_u64 (const char *text, guint64 *value, GError **error);
 /* Same, bounded to [min, max]. */
-gboolean fh_parse_uint_range (const char *text, guint min, guint max, guint *value,
-                              GError **error);
+gboolean fh_parse_uint_range (const char *text, guint min, guint max, guint *value, GError **error);
 
 /* Whitespace-separated unsigned integers (scaling_available_frequencies, affected_cpus). */
 GArray *fh_parse_u32_list (const char *text, GError **error);
@@ -45,9 +44,9 @@ char *fh_parse_status_field (const char *status, const char *key, GError **error
 
 /* Which cgroup holds the cpu controller for a thread, from /proc/<tid>/cgroup. */
 typedef struct {
-  int version;      /* 1 or 2 */
-  char *hierarchy;  /* v1: the controller list ("cpu,cpuacct"), i.e. the mount's dir; v2: NULL */
-  char *path;       /* absolute path inside the hierarchy, "/" for the root */
+  int version;     /* 1 or 2 */
+  char *hierarchy; /* v1: the controller list ("cpu,cpuacct"), i.e. the mount's dir; v2: NULL */
+  char *path;      /* absolute path inside the hierarchy, "/" for the root */
 } FhCgroupPath;
 
 void fh_cgroup_path_free (FhCgroupPath *cg);

@@ -26,8 +26,7 @@ void fh_paths_init (FhPaths *paths, const char *sysfs, const char *proc, const c
 void fh_paths_clear (FhPaths *paths);
 
 /* root + "/" + printf(fmt, ...).  The formatted part is relative to the root. */
-char *fh_path (const FhPaths *paths, FhRoot root, const char *fmt, ...)
-  G_GNUC_PRINTF (3, 4);
+char *fh_path (const FhPaths *paths, FhRoot root, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
 
 /* Small pseudo-files: read whole (bounded), or write one value. */
 char *fh_read_small_file (const char *path, GError **error);

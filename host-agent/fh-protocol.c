@@ -67,8 +67,8 @@ fh_error_set (FhError *err, uint16_t reason, const char *fmt, ...)
 }
 
 static const char *const msg_names[] = {
-  [FH_MSG_HELLO] = "HELLO", [FH_MSG_WELCOME] = "WELCOME", [FH_MSG_HINTS] = "HINTS",
-  [FH_MSG_GRANTS] = "GRANTS", [FH_MSG_PING] = "PING", [FH_MSG_PONG] = "PONG",
+  [FH_MSG_HELLO] = "HELLO",   [FH_MSG_WELCOME] = "WELCOME", [FH_MSG_HINTS] = "HINTS",
+  [FH_MSG_GRANTS] = "GRANTS", [FH_MSG_PING] = "PING",       [FH_MSG_PONG] = "PONG",
   [FH_MSG_CLOSE] = "CLOSE",
 };
 
@@ -111,8 +111,7 @@ fh_close_reason_from_name (const char *name)
 }
 
 FhParseResult
-fh_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame, size_t *frame_size,
-                FhError *err)
+fh_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame, size_t *frame_size, FhError *err)
 {
   uint32_t len;
   uint16_t type, reserved;
@@ -227,8 +226,7 @@ fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhE
     return false;
   }
   if (rec->flags & ~VIRTIO_FREQHINT_R_ALL) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: unknown flags 0x%04x", rec->vcpu,
-                  rec->flags);
+    fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: unknown flags 0x%04x", rec->vcpu, rec->flags);
     return false;
   }
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
@@ -236,8 +234,8 @@ fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhE
 
     memcpy (&v, (const uint8_t *) rec + fields[i].off, sizeof v);
     if ((rec->flags & fields[i].flag) && v > VIRTIO_FREQHINT_SCALE) {
-      fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: %s %u over %u", rec->vcpu, fields[i].name,
-                    v, VIRTIO_FREQHINT_SCALE);
+      fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: %s %u over %u", rec->vcpu, fields[i].name, v,
+                    VIRTIO_FREQHINT_SCALE);
       return false;
     }
     if (!(rec->flags & fields[i].flag) && v != 0) {
@@ -281,8 +279,8 @@ fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, Fh
   want = sizeof (struct fh_msg_hints) +
          (size_t) out->num_records * sizeof (struct virtio_freqhint_record);
   if (frame->len != want) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "HINTS of %u bytes for %u records, want %zu",
-                  frame->len, out->num_records, want);
+    fh_error_set (err, FH_CLOSE_MALFORMED, "HINTS of %u bytes for %u records, want %zu", frame->len,
+                  out->num_records, want);
     return false;
   }
   if (out->flags & ~FH_HINTS_F_ALL) {
@@ -299,7 +297,8 @@ fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, Fh
     return false;
   }
   for (unsigned i = 0; i < out->num_records; i++) {
-    const uint8_t *r = p + sizeof (struct fh_msg_hints) + i * sizeof (struct virtio_freqhint_record);
+    const uint8_t *r =
+        p + sizeof (struct fh_msg_hints) + i * sizeof (struct virtio_freqhint_record);
     FhRecord *rec = &out->records[i];
 
     rec->vcpu = get_le16 (r);

@@ -16,7 +16,7 @@
 #include <freqhint/agent_protocol.h>
 
 #define FH_FRAME_HDR_SIZE ((size_t) sizeof (struct fh_frame_hdr))
-#define FH_FRAME_MAX      (FH_FRAME_HDR_SIZE + FH_MAX_PAYLOAD)
+#define FH_FRAME_MAX (FH_FRAME_HDR_SIZE + FH_MAX_PAYLOAD)
 
 /* Why a frame was refused: the reason a CLOSE carries, and a text for logs. */
 typedef struct {
@@ -97,8 +97,8 @@ int fh_close_reason_from_name (const char *name);
  * is judged as soon as its 8 bytes are there, so an oversized or unknown
  * frame is refused before its payload is waited for.
  */
-FhParseResult fh_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame,
-                              size_t *frame_size, FhError *err);
+FhParseResult fh_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame, size_t *frame_size,
+                              FhError *err);
 
 /* Payload decoders: true on success, else false with err filled in. */
 bool fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err);
@@ -134,4 +134,4 @@ size_t fh_encode_raw (uint8_t *out, size_t out_size, uint32_t len, uint16_t msg_
                       uint16_t reserved, const void *payload, size_t payload_size);
 
 void fh_error_set (FhError *err, uint16_t reason, const char *fmt, ...)
-  __attribute__ ((format (printf, 3, 4)));
+    __attribute__ ((format (printf, 3, 4)));

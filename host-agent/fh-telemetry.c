@@ -72,6 +72,7 @@ fh_telemetry_status (FhDaemon *d)
   add_int (b, "metrics_port", d->metrics_port);
   add_int (b, "vm_connections_total", d->vm_connections_total);
   add_int (b, "hints_frames_total", d->hints_frames_total);
+  add_int (b, "updates_total", d->updates_total);
   add_int (b, "backend_writes_total", d->backend->writes);
   add_int (b, "write_failures_total", d->backend->write_failures);
   add_int (b, "rejected_total", fh_daemon_rejected_total (d));
@@ -94,8 +95,8 @@ fh_telemetry_vms (FhDaemon *d)
   json_builder_begin_array (b);
   for (guint i = 0; i < vms->len; i++) {
     FhVm *vm = g_ptr_array_index (vms, i);
-    g_autoptr (GDateTime) t = g_date_time_new_from_unix_utc (vm->connected_realtime_us /
-                                                             G_USEC_PER_SEC);
+    g_autoptr (GDateTime) t =
+        g_date_time_new_from_unix_utc (vm->connected_realtime_us / G_USEC_PER_SEC);
     g_autofree char *since = g_date_time_format_iso8601 (t);
     guint active = 0;
 
@@ -136,9 +137,11 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
     json_builder_add_int_value (b, v->cpu);
   else
     json_builder_add_null_value (b);
-  add_str (b, "placement", v->placed_by_config ? "config" : v->info.pinned ? "pinned"
-                                                        : v->cpu >= 0      ? "last-cpu"
-                                                                           : "unknown");
+  add_str (b, "placement",
+           v->placed_by_config ? "config"
+           : v->info.pinned    ? "pinned"
+           : v->cpu >= 0       ? "last-cpu"
+                               : "unknown");
   add_str (b, "cgroup", v->info.cgroup);
   json_builder_set_member_name (b, "cgroup_levels");
   json_builder_begin_array (b);
@@ -324,12 +327,14 @@ fh_telemetry_metrics (FhDaemon *d)
     const char *help;
   } clamp_families[] = {
     { "guest_request", "Clamp the guest requested for a vCPU, as a fraction of full capacity." },
-    { "effective_clamp", "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
+    { "effective_clamp",
+      "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
   };
 
   family (s, "freqhint_connected_vms", "gauge", "VMs whose device is connected.");
   g_string_append_printf (s, "freqhint_connected_vms %u\n", g_hash_table_size (d->vms));
-  family (s, "freqhint_vm_connections_total", "counter", "Device connections accepted after HELLO.");
+  family (s, "freqhint_vm_connections_total", "counter",
+          "Device connections accepted after HELLO.");
   g_string_append_printf (s, "freqhint_vm_connections_total %" G_GUINT64_FORMAT "\n",
                           d->vm_connections_total);
   family (s, "freqhint_hints_frames_total", "counter", "HINTS frames received.");
@@ -339,19 +344,22 @@ fh_telemetry_metrics (FhDaemon *d)
           "Connections closed by the agent, by reason.");
   for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
     if (r != FH_CLOSE_NORMAL)
-      g_string_append_printf (s, "freqhint_rejected_frames_total{reason=\"%s\"} %" G_GUINT64_FORMAT
-                              "\n", fh_close_reason_name (r), d->rejected[r]);
+      g_string_append_printf (
+          s, "freqhint_rejected_frames_total{reason=\"%s\"} %" G_GUINT64_FORMAT "\n",
+          fh_close_reason_name (r), d->rejected[r]);
   family (s, "freqhint_backend_writes_total", "counter", "Writes the backend attempted.");
-  g_string_append_printf (s, "freqhint_backend_writes_total{backend=\"%s\"} %" G_GUINT64_FORMAT
-                          "\n", d->backend->ops->name, d->backend->writes);
+  g_string_append_printf (s,
+                          "freqhint_backend_writes_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
+                          d->backend->ops->name, d->backend->writes);
   family (s, "freqhint_write_failures_total", "counter", "Backend writes that failed.");
-  g_string_append_printf (s, "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT
-                          "\n", d->backend->ops->name, d->backend->write_failures);
+  g_string_append_printf (s,
+                          "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
+                          d->backend->ops->name, d->backend->write_failures);
 
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
-      g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio", clamp_families[f].suffix,
-                                               m ? "max" : "min");
+      g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
+                                               clamp_families[f].suffix, m ? "max" : "min");
 
       family (s, name, "gauge", clamp_families[f].help);
       for (guint i = 0; i < vms->len; i++) {
@@ -367,7 +375,8 @@ fh_telemetry_metrics (FhDaemon *d)
       }
     }
   }
-  family (s, "freqhint_vcpu_active", "gauge", "1 when the vCPU holds its CPU's limits (hinted, not idle).");
+  family (s, "freqhint_vcpu_active", "gauge",
+          "1 when the vCPU holds its CPU's limits (hinted, not idle).");
   for (guint i = 0; i < vms->len; i++) {
     FhVm *vm = g_ptr_array_index (vms, i);
 
@@ -383,7 +392,8 @@ fh_telemetry_metrics (FhDaemon *d)
     if (d->cpus[c].active)
       g_string_append_printf (s, "freqhint_cpu_floor_ratio{cpu=\"%u\"} %.6g\n", c,
                               (double) d->cpus[c].floor / FH_SCALE);
-  family (s, "freqhint_cpu_ceiling_ratio", "gauge", "Aggregated ceiling of the active vCPUs on a CPU.");
+  family (s, "freqhint_cpu_ceiling_ratio", "gauge",
+          "Aggregated ceiling of the active vCPUs on a CPU.");
   for (guint c = 0; c < d->host->n_cpus; c++)
     if (d->cpus[c].active)
       g_string_append_printf (s, "freqhint_cpu_ceiling_ratio{cpu=\"%u\"} %.6g\n", c,
@@ -396,8 +406,9 @@ fh_telemetry_metrics (FhDaemon *d)
     FhPolicy *p = pi >= 0 ? g_ptr_array_index (d->host->policies, pi) : NULL;
 
     if (p && p->have_applied)
-      g_string_append_printf (s, "freqhint_cpu_scaling_min_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n",
-                              c, (guint64) p->applied_min_khz * 1000);
+      g_string_append_printf (
+          s, "freqhint_cpu_scaling_min_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
+          (guint64) p->applied_min_khz * 1000);
   }
   family (s, "freqhint_cpu_scaling_max_frequency_hertz", "gauge",
           "scaling_max_freq of the CPU's policy as last written or read.");
@@ -406,8 +417,9 @@ fh_telemetry_metrics (FhDaemon *d)
     FhPolicy *p = pi >= 0 ? g_ptr_array_index (d->host->policies, pi) : NULL;
 
     if (p && p->have_applied)
-      g_string_append_printf (s, "freqhint_cpu_scaling_max_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n",
-                              c, (guint64) p->applied_max_khz * 1000);
+      g_string_append_printf (
+          s, "freqhint_cpu_scaling_max_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
+          (guint64) p->applied_max_khz * 1000);
   }
   return g_string_free (s, FALSE);
 }

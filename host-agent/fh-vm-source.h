@@ -16,8 +16,8 @@
 typedef struct _FhVmSource FhVmSource;
 
 typedef struct {
-  FhClamp op;         /* operator floor/ceiling, capacity units */
-  GArray *cpus;       /* guint per vCPU index, placement override; NULL: none */
+  FhClamp op;   /* operator floor/ceiling, capacity units */
+  GArray *cpus; /* guint per vCPU index, placement override; NULL: none */
 } FhVmSettings;
 
 struct _FhVmSource {

@@ -113,7 +113,8 @@ print_status (JsonObject *o)
   printf ("uptime:           %" G_GINT64_FORMAT " s\n", iget (o, "uptime_seconds"));
   printf ("connected VMs:    %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " vCPUs)\n",
           iget (o, "connected_vms"), iget (o, "vcpus"));
-  printf ("CPUs:             %" G_GINT64_FORMAT " in %" G_GINT64_FORMAT " cpufreq policies, governor %s\n",
+  printf ("CPUs:             %" G_GINT64_FORMAT " in %" G_GINT64_FORMAT
+          " cpufreq policies, governor %s\n",
           iget (o, "cpus"), iget (o, "cpufreq_policies"), sget (o, "governor"));
   printf ("system clamps:    %s\n", sys);
   printf ("perf as floor:    %s, headroom %.2f\n",
@@ -162,7 +163,8 @@ print_vcpus (JsonArray *a)
     g_autofree char *eff = range (o, "effective");
     g_autofree char *cpu = opt_int (o, "cpu");
 
-    printf ("%-16s %4" G_GINT64_FORMAT " %7" G_GINT64_FORMAT " %-14s %4s %-9s %-11s %-11s %-11s %s\n",
+    printf ("%-16s %4" G_GINT64_FORMAT " %7" G_GINT64_FORMAT
+            " %-14s %4s %-9s %-11s %-11s %-11s %s\n",
             sget (o, "vm"), iget (o, "vcpu"), iget (o, "tid"), sget (o, "state"), cpu,
             sget (o, "placement"), req, granted, eff, sget (o, "cgroup"));
   }
@@ -189,8 +191,8 @@ print_cpus (JsonArray *a)
       g_string_append_printf (held, "%s%s/%" G_GINT64_FORMAT, j ? ", " : "", sget (h, "vm"),
                               iget (h, "vcpu"));
     }
-    printf ("%4" G_GINT64_FORMAT " %6s %6s %8s %10s %10s  %s\n", iget (o, "cpu"), pol, floor,
-            ceil, minf, maxf, held->len ? held->str : "-");
+    printf ("%4" G_GINT64_FORMAT " %6s %6s %8s %10s %10s  %s\n", iget (o, "cpu"), pol, floor, ceil,
+            minf, maxf, held->len ? held->str : "-");
   }
 }
 
@@ -217,16 +219,17 @@ main (int argc, char **argv)
 
   setlocale (LC_ALL, "");
   ctx = g_option_context_new ("COMMAND [VM]");
-  g_option_context_set_summary (ctx,
-    "Commands:\n"
-    "  status        daemon state, backend, counters\n"
-    "  vms           connected VMs and their operator limits\n"
-    "  vcpus [VM]    per vCPU: thread, placement, cgroup, request, grant, effective clamp\n"
-    "  cpus          per CPU: floor, ceiling, the vCPUs holding it, frequency limits written");
-  g_option_context_set_description (ctx,
-    "Clamp values are capacity units, 0..1024.  VM is a name or a UUID.\n"
-    "Exit status: 0 success, 1 error reported by freqhintd (e.g. unknown VM),\n"
-    "2 bad usage, 3 freqhintd unreachable or its answer unreadable.");
+  g_option_context_set_summary (
+      ctx,
+      "Commands:\n"
+      "  status        daemon state, backend, counters\n"
+      "  vms           connected VMs and their operator limits\n"
+      "  vcpus [VM]    per vCPU: thread, placement, cgroup, request, grant, effective clamp\n"
+      "  cpus          per CPU: floor, ceiling, the vCPUs holding it, frequency limits written");
+  g_option_context_set_description (
+      ctx, "Clamp values are capacity units, 0..1024.  VM is a name or a UUID.\n"
+           "Exit status: 0 success, 1 error reported by freqhintd (e.g. unknown VM),\n"
+           "2 bad usage, 3 freqhintd unreachable or its answer unreadable.");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
     g_printerr ("freqhintctl: %s\n", error->message);

@@ -21,8 +21,10 @@
 
 typedef struct {
   GMainLoop *loop;
+  const char *config_path;
   FhDaemon *daemon;
   FhMetrics *metrics;
+  gint64 metrics_published_us;
   int signal;
 } App;
 
@@ -36,13 +38,30 @@ on_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+static gboolean
+on_sighup (gpointer data)
+{
+  App *app = data;
+  g_autoptr (GError) error = NULL;
+
+  if (!fh_daemon_reload_vm_config (app->daemon, app->config_path, &error))
+    g_warning ("reload: %s; keeping the previous VM settings", error->message);
+  return G_SOURCE_CONTINUE;
+}
+
 static void
 publish_metrics (FhDaemon *daemon, gpointer data)
 {
   App *app = data;
 
-  if (app->metrics)
-    fh_metrics_publish (app->metrics, fh_telemetry_metrics (daemon));
+  gint64 now = g_get_monotonic_time ();
+
+  /* Rendering costs more than deciding; scrapes come seconds apart.  The
+   * poll tick decides (and so publishes) at least every poll interval. */
+  if (!app->metrics || now - app->metrics_published_us < 200 * G_TIME_SPAN_MILLISECOND)
+    return;
+  app->metrics_published_us = now;
+  fh_metrics_publish (app->metrics, fh_telemetry_metrics (daemon));
 }
 
 static gboolean verbose;
@@ -121,14 +140,15 @@ main (int argc, char **argv)
 
   setlocale (LC_ALL, "");
   ctx = g_option_context_new ("- guest CPU frequency hints agent");
-  g_option_context_set_summary (ctx,
-    "Receives per-vCPU utilization clamp hints from virtio-freqhint devices, restricts them\n"
-    "by the vCPU threads' host cgroup clamps, the VM's operator floor/ceiling and the system\n"
-    "defaults, aggregates them per physical CPU and cpufreq policy, and applies the result.");
-  g_option_context_set_description (ctx,
-    "Command-line options override the configuration file.  See freqhintd(8) and\n"
-    "freqhintd.conf(5).  Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on\n"
-    "errors, 2 on bad usage.");
+  g_option_context_set_summary (
+      ctx,
+      "Receives per-vCPU utilization clamp hints from virtio-freqhint devices, restricts them\n"
+      "by the vCPU threads' host cgroup clamps, the VM's operator floor/ceiling and the system\n"
+      "defaults, aggregates them per physical CPU and cpufreq policy, and applies the result.");
+  g_option_context_set_description (
+      ctx, "Command-line options override the configuration file.  See freqhintd(8) and\n"
+           "freqhintd.conf(5).  Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on\n"
+           "errors, 2 on bad usage.");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
     g_printerr ("freqhintd: %s\n", error->message);
@@ -145,15 +165,15 @@ main (int argc, char **argv)
   g_log_set_default_handler (log_handler, NULL);
 
   config = fh_config_new ();
-  if (!fh_config_load (config, config_path ? config_path : FH_DEFAULT_CONFIG,
-                       config_path != NULL, &error)) {
+  if (!fh_config_load (config, config_path ? config_path : FH_DEFAULT_CONFIG, config_path != NULL,
+                       &error)) {
     g_printerr ("freqhintd: %s\n", error->message);
     return 2;
   }
-#define OVERRIDE(field, value)                                                             \
-  if (value) {                                                                             \
-    g_free (config->field);                                                                \
-    config->field = g_strdup (value);                                                      \
+#define OVERRIDE(field, value)                                                                     \
+  if (value) {                                                                                     \
+    g_free (config->field);                                                                        \
+    config->field = g_strdup (value);                                                              \
   }
   OVERRIDE (sysfs_root, sysfs);
   OVERRIDE (proc_root, proc);
@@ -182,6 +202,8 @@ main (int argc, char **argv)
   app.loop = g_main_loop_new (NULL, FALSE);
   g_unix_signal_add (SIGTERM, on_signal, &app);
   g_unix_signal_add (SIGINT, on_signal, &app);
+  app.config_path = config_path ? config_path : FH_DEFAULT_CONFIG;
+  g_unix_signal_add (SIGHUP, on_sighup, &app);
   /* A control client that goes away mid-reply must not kill us. */
   signal (SIGPIPE, SIG_IGN);
 

@@ -12,6 +12,7 @@ typedef struct {
   char *uuid;
   char *name;
   FhMetadata *md;  /* NULL: none or invalid */
+  gboolean invalid; /* an element that was ignored: the defaults apply (LM-7) */
   GArray *pinned;  /* guint per vCPU index: the single host CPU, G_MAXUINT if not pinned */
 } FhLibvirtEntry;
 
@@ -81,6 +82,7 @@ on_limits (const char *uuid, const char *name, const FhMetadata *md, const char 
 
   fh_metadata_free (e->md);
   e->md = md ? fh_metadata_copy (md) : NULL;
+  e->invalid = !md && problem;
   if (ls->changed)
     ls->changed (ls->data);
 }
@@ -135,9 +137,11 @@ source_lookup (FhVmSource *self, const char *name, const char *uuid, FhVmSetting
 {
   FhLibvirtEntry *e = entry_find (self->priv, name, uuid);
 
-  if (!e || !e->md)
+  /* No element at all: not ours to say, the next source (the config file) may know the VM. */
+  if (!e || (!e->md && !e->invalid))
     return FALSE;
-  out->op = fh_metadata_vm_clamp (e->md);
+  /* LM-7: an invalid element is not a fall-through: the VM gets the defaults. */
+  out->op = e->md ? fh_metadata_vm_clamp (e->md) : FH_CLAMP_NONE;
   out->cpus = e->pinned ? g_array_copy (e->pinned) : NULL;
   return TRUE;
 }

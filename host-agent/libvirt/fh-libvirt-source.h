@@ -5,8 +5,9 @@
  * placement of vCPUs that libvirt pinned to one host CPU.
  *
  * The source owns its watcher.  lookup() answers only for domains with a
- * valid freqhint element, so a VM without one falls through to the next
- * source (the config file) and then to the defaults.  Whenever a domain's
+ * freqhint element, so a VM without one falls through to the next source
+ * (the config file) and then to the defaults; a VM whose element is invalid
+ * gets the defaults (floor 0, ceiling max), spec/libvirt-metadata.md LM-7.  Whenever a domain's
  * settings or pinning change, or it stops, changed(data) is called; the
  * daemon passes fh_daemon_vm_source_changed.
  */

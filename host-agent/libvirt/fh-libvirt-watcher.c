@@ -109,7 +109,7 @@ read_metadata (FhLibvirtWatcher *w, virDomainPtr dom)
   if (xml) {
     g_autoptr (GError) error = NULL;
 
-    md = fh_metadata_parse (xml, strlen (xml), &error);
+    md = fh_metadata_parse_full (xml, strlen (xml), FH_METADATA_PARSE_NS_IMPLIED, &error);
     if (!md) {
       problem = g_strdup (error->message);
       /* LM-7: logged with the domain's name, ignored; the VM keeps the defaults. */

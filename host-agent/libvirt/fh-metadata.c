@@ -173,9 +173,11 @@ parse_vcpu_id (const char *text, guint *id, GError **error)
 }
 
 static gboolean
-in_our_ns (xmlNode *n)
+in_our_ns (xmlNode *n, FhMetadataParseFlags flags)
 {
-  return n->ns && n->ns->href && strcmp ((const char *) n->ns->href, FH_METADATA_NS) == 0;
+  if (!n->ns)
+    return (flags & FH_METADATA_PARSE_NS_IMPLIED) != 0;
+  return n->ns->href && strcmp ((const char *) n->ns->href, FH_METADATA_NS) == 0;
 }
 
 /* An element's text, refusing child elements (entities are refused with the DTD). */
@@ -274,11 +276,11 @@ vcpu_cmp (gconstpointer a, gconstpointer b)
 }
 
 static gboolean
-parse_root (xmlNode *root, FhMetadata *md, GError **error)
+parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **error)
 {
   gboolean seen_floor = FALSE, seen_ceiling = FALSE, seen_hints = FALSE;
 
-  if (!in_our_ns (root) || strcmp ((const char *) root->name, FH_METADATA_ROOT) != 0) {
+  if (!in_our_ns (root, flags) || strcmp ((const char *) root->name, FH_METADATA_ROOT) != 0) {
     g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
                  "expected <%s> in namespace %s, found <%s>%s%s", FH_METADATA_ROOT, FH_METADATA_NS,
                  (const char *) root->name, root->ns ? " in namespace " : " without namespace",
@@ -301,7 +303,7 @@ parse_root (xmlNode *root, FhMetadata *md, GError **error)
                    "text is not allowed directly inside <%s>", FH_METADATA_ROOT);
       return FALSE;
     }
-    if (!in_our_ns (c)) {
+    if (!in_our_ns (c, flags)) {
       g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
                    "<%s> is not in namespace %s", name, FH_METADATA_NS);
       return FALSE;
@@ -401,6 +403,12 @@ parse_root (xmlNode *root, FhMetadata *md, GError **error)
 FhMetadata *
 fh_metadata_parse (const char *xml, gsize len, GError **error)
 {
+  return fh_metadata_parse_full (xml, len, FH_METADATA_PARSE_DEFAULT, error);
+}
+
+FhMetadata *
+fh_metadata_parse_full (const char *xml, gsize len, FhMetadataParseFlags flags, GError **error)
+{
   g_autoptr (FhMetadata) md = fh_metadata_new ();
   xmlDoc *doc;
   xmlNode *root;
@@ -435,7 +443,7 @@ fh_metadata_parse (const char *xml, gsize len, GError **error)
     g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_XML, "no element");
     return NULL;
   }
-  ok = parse_root (root, md, error);
+  ok = parse_root (root, flags, md, error);
   xmlFreeDoc (doc);
   return ok ? g_steal_pointer (&md) : NULL;
 }

@@ -54,8 +54,20 @@ void fh_metadata_free (FhMetadata *md);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhMetadata, fh_metadata_free)
 gboolean fh_metadata_equal (const FhMetadata *a, const FhMetadata *b);
 
-/* Parse the freqhint element (as virDomainGetMetadata returns it). */
+typedef enum {
+  FH_METADATA_PARSE_DEFAULT = 0,
+  /*
+   * virDomainGetMetadata() returns the element with its namespace stripped
+   * (the caller named the namespace to fetch it): accept elements without a
+   * namespace as ours.  Elements in another namespace are still refused.
+   */
+  FH_METADATA_PARSE_NS_IMPLIED = 1 << 0,
+} FhMetadataParseFlags;
+
+/* Parse the freqhint element; strict about the namespace (as in a domain XML file). */
 FhMetadata *fh_metadata_parse (const char *xml, gsize len, GError **error);
+FhMetadata *fh_metadata_parse_full (const char *xml, gsize len, FhMetadataParseFlags flags,
+                                    GError **error);
 
 /* One value: "max" or 0..100 with up to two decimals, surrounding blanks allowed. */
 gboolean fh_metadata_parse_percent (const char *text, guint *hundredths, GError **error);

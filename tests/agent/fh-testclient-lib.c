@@ -167,6 +167,17 @@ fhtc_next_frame (FhTestClient *c, int timeout_ms, FhFrame *frame, GError **error
 }
 
 gboolean
+fhtc_has_frame (FhTestClient *c)
+{
+  FhFrame f;
+  FhError err;
+  size_t size;
+
+  return fh_frame_parse (c->in + c->consumed, c->in_len - c->consumed, &f, &size, &err) !=
+         FH_PARSE_NEED_MORE;
+}
+
+gboolean
 fhtc_handshake (FhTestClient *c, const FhHello *hello, FhWelcome *welcome, GError **error)
 {
   FhFrame f;

@@ -31,6 +31,9 @@ gboolean fhtc_send_close (FhTestClient *c, uint16_t reason, const char *text, GE
  */
 gboolean fhtc_next_frame (FhTestClient *c, int timeout_ms, FhFrame *frame, GError **error);
 
+/* TRUE when a whole frame is already buffered (poll() on the fd would not say so). */
+gboolean fhtc_has_frame (FhTestClient *c);
+
 /* HELLO, then wait for WELCOME (answering nothing else meanwhile). */
 gboolean fhtc_handshake (FhTestClient *c, const FhHello *hello, FhWelcome *welcome,
                          GError **error);

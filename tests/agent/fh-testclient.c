@@ -240,7 +240,9 @@ main (int argc, char **argv)
   g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
   g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL;
   g_auto (GStrv) hints = NULL;
-  int vcpus = 1, hold = -1, pid = 0;
+  int vcpus = 1, hold = -1, pid = 0, flood = 0;
+  guint64 flooded = 0;
+  gint64 next_flood = 0;
   gboolean use_stdin = FALSE, no_pong = FALSE;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GError) error = NULL;
@@ -265,6 +267,8 @@ main (int argc, char **argv)
       "Seconds to stay connected (default: until a signal or stdin EOF)", "S" },
     { "stdin", 0, 0, G_OPTION_ARG_NONE, &use_stdin, "Read further commands from stdin", NULL },
     { "no-pong", 0, 0, G_OPTION_ARG_NONE, &no_pong, "Do not answer PINGs", NULL },
+    { "flood", 0, 0, G_OPTION_ARG_INT, &flood,
+      "Send this many one-record HINTS frames per second (load tests)", "HZ" },
     { "malformed", 0, 0, G_OPTION_ARG_STRING, &malformed,
       "Send one bad frame: too-big unknown-type reserved-header hints-before-hello bad-version "
       "short-hello hello-wrong-length name-no-nul zero-vcpus silent partial-first bad-record "
@@ -392,15 +396,37 @@ main (int argc, char **argv)
   fflush (stdout);
 
   deadline = hold >= 0 ? g_get_monotonic_time () + hold * G_USEC_PER_SEC : -1;
+  next_flood = g_get_monotonic_time ();
   while (!stop && (deadline < 0 || g_get_monotonic_time () < deadline)) {
     struct pollfd pfd[2] = { { fhtc_fd (c), POLLIN, 0 }, { 0, POLLIN, 0 } };
-    int n = poll (pfd, use_stdin ? 2 : 1, 100);
+    /* Frames that arrived with an earlier read are not signalled by poll(). */
+    gboolean buffered = fhtc_has_frame (c);
+    int wait_ms = buffered ? 0 : 100;
+    int n;
+
+    if (flood > 0) {
+      gint64 now = g_get_monotonic_time ();
+
+      while (now >= next_flood) {
+        /* Valid records that keep changing: vCPU round robin, min <= max. */
+        guint v = (guint) (flooded % (guint64) vcpus);
+        guint lo = (guint) ((flooded * 37) % 1025);
+        g_autofree char *spec = g_strdup_printf ("%u:%u:%u", v, lo, MAX (lo, 512u));
+
+        if (!send_specs (c, (char *[]){ spec, NULL }, FALSE, hello.num_vcpus, &seq, &error))
+          goto fail;
+        flooded++;
+        next_flood += G_USEC_PER_SEC / flood;
+      }
+      wait_ms = MIN (wait_ms, (int) ((next_flood - now) / 1000));
+    }
+    n = poll (pfd, use_stdin ? 2 : 1, wait_ms);
 
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
+    if (n <= 0 && !buffered)
       continue;
-    if (pfd[0].revents) {
+    if (buffered || pfd[0].revents) {
       FhFrame f;
 
       if (!fhtc_next_frame (c, 1000, &f, &error)) {
@@ -438,6 +464,8 @@ main (int argc, char **argv)
       }
     }
   }
+  if (flood > 0)
+    printf ("flooded %" G_GUINT64_FORMAT " frames\n", flooded);
   fhtc_free (c);
   return ret;
 fail:

@@ -42,7 +42,7 @@ trap cleanup EXIT
 # eventually CMD...: CMD succeeds within 10 s.
 eventually() {
 	local i
-	for i in $(seq 100); do "$@" && return 0; sleep 0.1; done
+	for i in $(seq 100); do "$@" && { [ $i -gt 5 ] && echo "slow($i): $*" >&2; return 0; }; sleep 0.1; done
 	return 1
 }
 file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
@@ -258,6 +258,67 @@ case_operator_config() {
 	expect_file "$POL/policy6/scaling_min_freq" 3200000
 }
 
+case_operator_reload() {
+	fixture; thread 1601 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1601 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_max_freq" 3200000
+	printf '[vm %s]\nceiling=25\n' "$U1" >>"$T/freqhintd.conf"
+	kill -HUP "$DPID"
+	expect_jq '.[0].effective.max' 256 vcpus vm-a
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	eventually grep -q 'grants operator=0..256 0:0..256' "$T/client-a.out" ||
+		fail "new grants not sent"
+	# a broken file changes nothing
+	echo '[vm broken]' >>"$T/freqhintd.conf"; echo 'floor=200' >>"$T/freqhintd.conf"
+	kill -HUP "$DPID"
+	eventually grep -q 'keeping the previous VM settings' "$T/daemon.log" || fail "bad reload not reported"
+	jq_is '.[0].effective.max' 256 vcpus vm-a || fail "bad reload changed settings"
+	sed -i '/^\[vm broken\]/,$d' "$T/freqhintd.conf"
+}
+
+case_many_vms() {
+	fixture
+	local i n=24 uuid
+	start_daemon cpufreq
+	for i in $(seq $n); do
+		thread $((2000 + i)) $((i % 8)) $((i % 8))
+		uuid=$(printf '44444444-4444-4444-4444-%012d' "$i")
+		start_vm "m$i" "vm-$i" "$uuid" $((2000 + i)) --hint "0:$((i * 40)):1024"
+	done
+	expect_jq '.connected_vms' $n status
+	expect_jq 'length' $n vcpus
+	# CPU 7 holds vm-7, vm-15, vm-23: floor is 23*40 = 920 -> 2875 MHz -> 3.2 GHz (policy6 has no table)
+	expect_jq '.[] | select(.cpu==7) | .floor' 920 cpus
+	expect_jq '.[] | select(.cpu==7) | .holders | length' 3 cpus
+	expect_file "$POL/policy6/scaling_min_freq" 2875000
+	for i in 7 15 23; do eval kill "\$VM_m$i"; done
+	expect_jq '.connected_vms' $((n - 3)) status
+	# policy6 now only CPU 6: vm-6 (240), vm-14 (560), vm-22 (880) -> 880 -> 2750 MHz
+	expect_file "$POL/policy6/scaling_min_freq" 2750000
+}
+
+case_flood() {
+	fixture; thread 1701 2 2; thread 1702 3 3; thread 1703 4 4
+	start_daemon cpufreq
+	start_vm q quiet $U2 1703 --hint 0:512:1024
+	start_vm f flood $U1 1701,1702 --flood 2000 --hold 3
+	expect_file "$POL/policy4/scaling_min_freq" 1600000
+	eventually grep -q '^flooded' "$T/client-f.out" || fail "flood did not finish"
+	local sent
+	sent=$(sed -n 's/^flooded \([0-9]*\) frames$/\1/p' "$T/client-f.out")
+	[ "$sent" -gt 3000 ] || fail "only $sent frames flooded"
+	expect_jq '.hints_frames_total >= '"$((sent + 2))" true status
+	jq_is '.rejected_total' 0 status || fail "valid flood rejected"
+	# decisions are coalesced (at most one per 5 ms), not one per frame
+	jq_is '.updates_total < .hints_frames_total / 4' true status ||
+		fail "no coalescing: $(ctl --json status | jq -c '[.updates_total, .hints_frames_total]')"
+	# the flooding VM is gone, the quiet one untouched
+	expect_jq '.connected_vms' 1 status
+	file_is "$POL/policy4/scaling_min_freq" 1600000 || fail "quiet VM disturbed"
+}
+
 case_malformed_isolated() {
 	HELLO_TIMEOUT_MS=500
 	fixture; thread 801 2 2
@@ -305,7 +366,7 @@ case_duplicate_uuid() {
 }
 
 case_keepalive_timeout() {
-	KEEPALIVE_MS=200
+	KEEPALIVE_MS=400
 	fixture; thread 1001 2 2
 	start_daemon cpufreq
 	start_vm a vm-a $U1 1001 --hint 0:512:1024 --no-pong
@@ -314,7 +375,7 @@ case_keepalive_timeout() {
 	expect_file "$POL/policy2/scaling_min_freq" 800000
 	# a client that answers stays
 	start_vm b vm-b $U2 1001 --hint 0:512:1024
-	sleep 1.5
+	sleep 2.5
 	jq_is '.connected_vms' 1 status || fail "answering client was dropped"
 }
 
@@ -327,6 +388,12 @@ case_peer_credentials() {
 		--malformed silent --expect-close permission >"$T/client-nobody.out" 2>&1 ||
 		fail "uid 65534 was not refused with PERMISSION"
 	expect_jq '.rejected.permission' 1 status
+	# the control socket checks credentials too
+	chmod 0666 "$T/ctl.sock"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$FREQHINTCTL" --socket "$T/ctl.sock" \
+		status >/dev/null 2>"$T/ctl-nobody.err"
+	[ $? = 1 ] && grep -q 'permission denied' "$T/ctl-nobody.err" ||
+		{ cat "$T/ctl-nobody.err" >&2; fail "control socket did not refuse uid 65534"; }
 	# allowed by config
 	kill "$DPID"; wait "$DPID"; DPID=
 	EXTRA_DAEMON="allowed_uids=65534"; fixture
@@ -440,7 +507,7 @@ case_metrics_promtool() {
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools
-T=$(mktemp -d /tmp/fh-it.XXXXXX)
+T=$(mktemp -d "${TMPDIR:-/tmp}/fh-it.XXXXXX")
 FX=$T/fx
 POL=$FX/sys/devices/system/cpu/cpufreq
 "case_$1"

@@ -25,6 +25,7 @@
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-freqhint.h"
 #include "migration/vmstate.h"
+#include "system/runstate.h"
 #include "trace.h"
 
 #define FREQHINT_QUEUE_SIZE         64
@@ -70,7 +71,8 @@ static void virtio_freqhint_forward(VirtIOFreqHint *fh)
     unsigned int n = 0;
     uint16_t flags = 0;
 
-    if (!virtio_freqhint_link_up(fh)) {
+    /* An incoming VM's state is not known until it is loaded. */
+    if (!virtio_freqhint_link_up(fh) || runstate_check(RUN_STATE_INMIGRATE)) {
         return;
     }
     for (unsigned int i = 0; i < fh->num_vcpus; i++) {
@@ -431,6 +433,7 @@ static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(obj);
     VirtIOFreqHintStats *s = &fh->stats;
     bool connected = virtio_freqhint_link_up(fh);
+    bool broken = VIRTIO_DEVICE(fh)->broken;
     bool ok = false;
 
     if (!visit_start_struct(v, name, NULL, 0, errp)) {
@@ -438,6 +441,7 @@ static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
     }
     if (!visit_type_uint16(v, "num-vcpus", &fh->num_vcpus, errp) ||
         !visit_type_bool(v, "agent-connected", &connected, errp) ||
+        !visit_type_bool(v, "broken", &broken, errp) ||
         !visit_type_uint16(v, "operator-floor", &fh->operator_floor, errp) ||
         !visit_type_uint16(v, "operator-ceiling", &fh->operator_ceiling,
                            errp) ||
@@ -545,8 +549,13 @@ static int virtio_freqhint_post_load(void *opaque, int version_id)
 {
     VirtIOFreqHint *fh = opaque;
 
-    /* The destination's agent has seen nothing of this VM yet. */
+    /*
+     * The destination's agent has seen nothing of this VM yet: it gets the
+     * whole state as soon as the VM runs (the timer's clock is stopped
+     * until then).
+     */
     fh->resend_full = true;
+    timer_mod(fh->forward_timer, qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL));
     return 0;
 }
 

@@ -44,7 +44,12 @@ typedef struct FakeAgent {
     uint32_t tids[NUM_VCPUS];
 } FakeAgent;
 
-static FakeAgent agent = { .listen_fd = -1, .fd = -1 };
+/* Two for migration; "agent" is the one the helpers talk to. */
+static FakeAgent agents[2] = {
+    { .listen_fd = -1, .fd = -1 },
+    { .listen_fd = -1, .fd = -1 },
+};
+static FakeAgent *agent = &agents[0];
 
 typedef enum {
     EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
@@ -74,48 +79,67 @@ typedef struct HostileCase {
     .clamp_min = const_le16(mn), .clamp_max = const_le16(mx),           \
     .perf = const_le16(pf), .seq = const_le32(sq) })
 
+static void agent_reset(FakeAgent *a)
+{
+    if (a->fd >= 0) {
+        close(a->fd);
+    }
+    if (a->listen_fd >= 0) {
+        close(a->listen_fd);
+    }
+    if (a->path) {
+        unlink(a->path);
+    }
+    if (a->dir) {
+        rmdir(a->dir);
+    }
+    g_free(a->path);
+    g_free(a->dir);
+    *a = (FakeAgent) { .listen_fd = -1, .fd = -1 };
+}
+
 static void agent_cleanup(void *unused)
 {
-    if (agent.fd >= 0) {
-        close(agent.fd);
-    }
-    if (agent.listen_fd >= 0) {
-        close(agent.listen_fd);
-    }
-    if (agent.path) {
-        unlink(agent.path);
-    }
-    if (agent.dir) {
-        rmdir(agent.dir);
-    }
-    g_free(agent.path);
-    g_free(agent.dir);
-    agent = (FakeAgent) { .listen_fd = -1, .fd = -1 };
+    agent_reset(&agents[0]);
+    agent_reset(&agents[1]);
+    agent = &agents[0];
+}
+
+static void agent_listen(FakeAgent *a)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+    agent_reset(a);
+    a->dir = g_dir_make_tmp("qtest-freqhint-XXXXXX", NULL);
+    g_assert_nonnull(a->dir);
+    a->path = g_strdup_printf("%s/agent.sock", a->dir);
+    g_assert_cmpuint(strlen(a->path), <, sizeof(sun.sun_path));
+    strcpy(sun.sun_path, a->path);
+    a->listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    g_assert_cmpint(a->listen_fd, >=, 0);
+    g_assert_cmpint(bind(a->listen_fd, (struct sockaddr *)&sun,
+                         sizeof(sun)), ==, 0);
+    g_assert_cmpint(listen(a->listen_fd, 4), ==, 0);
+}
+
+/* QEMU options connecting the device to agent @a. */
+static void agent_append_args(GString *cmd_line, FakeAgent *a,
+                              const char *extra)
+{
+    g_string_append_printf(cmd_line,
+                           " -smp %d -chardev socket,id=fhchr,path=%s,"
+                           "reconnect-ms=100"
+                           " -global virtio-freqhint-device.chardev=fhchr %s",
+                           NUM_VCPUS, a->path, extra ? extra : "");
 }
 
 static void *agent_before(GString *cmd_line, void *arg)
 {
     const HostileCase *c = arg;
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
     agent_cleanup(NULL);
-    agent.dir = g_dir_make_tmp("qtest-freqhint-XXXXXX", NULL);
-    g_assert_nonnull(agent.dir);
-    agent.path = g_strdup_printf("%s/agent.sock", agent.dir);
-    g_assert_cmpuint(strlen(agent.path), <, sizeof(sun.sun_path));
-    strcpy(sun.sun_path, agent.path);
-    agent.listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    g_assert_cmpint(agent.listen_fd, >=, 0);
-    g_assert_cmpint(bind(agent.listen_fd, (struct sockaddr *)&sun,
-                         sizeof(sun)), ==, 0);
-    g_assert_cmpint(listen(agent.listen_fd, 4), ==, 0);
-
-    g_string_append_printf(cmd_line,
-                           " -smp %d -chardev socket,id=fhchr,path=%s,"
-                           "reconnect-ms=100"
-                           " -global virtio-freqhint-device.chardev=fhchr %s",
-                           NUM_VCPUS, agent.path,
-                           c && c->extra_args ? c->extra_args : "");
+    agent_listen(agent);
+    agent_append_args(cmd_line, agent, c ? c->extra_args : NULL);
     return arg;
 }
 
@@ -152,13 +176,13 @@ static uint8_t *agent_recv(uint16_t *type, uint32_t *len)
     struct fh_frame_hdr hdr;
     uint8_t *payload;
 
-    read_exact(agent.fd, &hdr, sizeof(hdr));
+    read_exact(agent->fd, &hdr, sizeof(hdr));
     *len = le32_to_cpu(hdr.len);
     *type = le16_to_cpu(hdr.msg_type);
     g_assert_cmpuint(le16_to_cpu(hdr.reserved), ==, 0);
     g_assert_cmpuint(*len, <=, FH_MAX_PAYLOAD);
     payload = g_malloc0(*len + 1);
-    read_exact(agent.fd, payload, *len);
+    read_exact(agent->fd, payload, *len);
     return payload;
 }
 
@@ -172,7 +196,7 @@ static void agent_send(uint16_t type, const void *payload, uint32_t len)
 
     memcpy(buf, &hdr, sizeof(hdr));
     memcpy(buf + sizeof(hdr), payload, len);
-    g_assert_cmpint(write(agent.fd, buf, sizeof(hdr) + len), ==,
+    g_assert_cmpint(write(agent->fd, buf, sizeof(hdr) + len), ==,
                     sizeof(hdr) + len);
 }
 
@@ -180,7 +204,7 @@ static void agent_assert_quiet(QTestState *qts)
 {
     /* Let forwarding timers run; nothing may come out. */
     qtest_clock_step(qts, 50 * MS);
-    g_assert_false(wait_readable(agent.fd, QUIET_MS));
+    g_assert_false(wait_readable(agent->fd, QUIET_MS));
 }
 
 /* Expect a HINTS frame; returns the records (g_free) and their count. */
@@ -213,21 +237,19 @@ static void assert_record(const struct virtio_freqhint_record *got,
 }
 
 /* Accept the device's connection, check HELLO, answer WELCOME. */
-static void agent_handshake(QTestState *qts, bool expect_perf)
+static void agent_welcome(QTestState *qts, bool expect_perf)
 {
-    uint16_t type, flags;
+    uint16_t type;
     uint32_t len, features;
-    unsigned int num;
     g_autofree uint8_t *p = NULL;
-    g_autofree struct virtio_freqhint_record *full = NULL;
     struct fh_msg_hello hello;
     struct fh_msg_welcome welcome = {
         .version = cpu_to_le16(FH_PROTO_VERSION),
     };
 
-    g_assert_true(wait_readable(agent.listen_fd, TIMEOUT_MS));
-    agent.fd = accept(agent.listen_fd, NULL, NULL);
-    g_assert_cmpint(agent.fd, >=, 0);
+    g_assert_true(wait_readable(agent->listen_fd, TIMEOUT_MS));
+    agent->fd = accept(agent->listen_fd, NULL, NULL);
+    g_assert_cmpint(agent->fd, >=, 0);
 
     p = agent_recv(&type, &len);
     g_assert_cmpuint(type, ==, FH_MSG_HELLO);
@@ -242,14 +264,22 @@ static void agent_handshake(QTestState *qts, bool expect_perf)
     g_assert_cmphex(features & ~FH_F_ALL, ==, 0);
     g_assert_cmpint(!!(features & FH_F_PERF), ==, expect_perf);
     for (int i = 0; i < NUM_VCPUS; i++) {
-        agent.tids[i] = ldl_le_p(p + sizeof(hello) + 4 * i);
-        g_assert_cmpuint(agent.tids[i], !=, 0);
+        agent->tids[i] = ldl_le_p(p + sizeof(hello) + 4 * i);
+        g_assert_cmpuint(agent->tids[i], !=, 0);
     }
 
     welcome.features = cpu_to_le32(features);
     agent_send(FH_MSG_WELCOME, &welcome, sizeof(welcome));
+}
 
-    /* The whole state follows at once: nothing hinted yet. */
+/* Handshake with a fresh device: the whole (empty) state follows at once. */
+static void agent_handshake(QTestState *qts, bool expect_perf)
+{
+    g_autofree struct virtio_freqhint_record *full = NULL;
+    unsigned int num;
+    uint16_t flags;
+
+    agent_welcome(qts, expect_perf);
     full = agent_recv_hints(&num, &flags);
     g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
     g_assert_cmpuint(num, ==, NUM_VCPUS);
@@ -278,6 +308,15 @@ static int64_t get_stat(QTestState *qts, const char *name)
 {
     QDict *stats = get_stats(qts);
     int64_t v = qdict_get_int(stats, name);
+
+    qobject_unref(stats);
+    return v;
+}
+
+static bool get_stat_bool(QTestState *qts, const char *name)
+{
+    QDict *stats = get_stats(qts);
+    bool v = qdict_get_bool(stats, name);
 
     qobject_unref(stats);
     return v;
@@ -446,8 +485,8 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
      * The agent goes away: the grants fall back to the defaults; the
      * chardev reconnects and the new agent gets the whole state.
      */
-    close(agent.fd);
-    agent.fd = -1;
+    close(agent->fd);
+    agent->fd = -1;
     qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
     g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==, 0);
     g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
@@ -462,9 +501,9 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
         };
         struct virtio_freqhint_record want0 = REC(0, R_MIN, 200, 0, 0, 3);
 
-        g_assert_true(wait_readable(agent.listen_fd, TIMEOUT_MS));
-        agent.fd = accept(agent.listen_fd, NULL, NULL);
-        g_assert_cmpint(agent.fd, >=, 0);
+        g_assert_true(wait_readable(agent->listen_fd, TIMEOUT_MS));
+        agent->fd = accept(agent->listen_fd, NULL, NULL);
+        g_assert_cmpint(agent->fd, >=, 0);
         hello = agent_recv(&type, &hlen);
         g_assert_cmpuint(type, ==, FH_MSG_HELLO);
         agent_send(FH_MSG_WELCOME, &welcome, sizeof(welcome));
@@ -520,10 +559,10 @@ static void agent_expect_close(uint16_t reason)
     g_assert_cmpuint(lduw_le_p(p), ==, reason);
     g_assert_nonnull(memchr(p + 8, 0, FH_TEXT_MAX));
     /* Then the device hangs up. */
-    g_assert_true(wait_readable(agent.fd, TIMEOUT_MS));
-    g_assert_cmpint(read(agent.fd, buf, sizeof(buf)), ==, 0);
-    close(agent.fd);
-    agent.fd = -1;
+    g_assert_true(wait_readable(agent->fd, TIMEOUT_MS));
+    g_assert_cmpint(read(agent->fd, buf, sizeof(buf)), ==, 0);
+    close(agent->fd);
+    agent->fd = -1;
 }
 
 /* The agent is not trusted either: protocol errors close the link only. */
@@ -573,6 +612,95 @@ static void test_agent_protocol(void *obj, void *data,
 
     g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 3);
     assert_running(qts);
+}
+
+/*
+ * Migration carries the guest's hints and the configuration; the
+ * destination's agent gets the whole state once the VM runs there.
+ */
+static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *src = global_qtest, *dst;
+    struct virtio_freqhint_record r[2] = {
+        REC(0, R_MIN | R_MAX, 300, 600, 0, 1),
+        REC(1, R_PERF | R_IDLE, 0, 0, 512, 7),
+    };
+    struct {
+        struct fh_msg_grants g;
+        struct virtio_freqhint_grant grants[NUM_VCPUS];
+    } grants = {
+        .g = {
+            .operator_floor = cpu_to_le16(100),
+            .operator_ceiling = cpu_to_le16(900),
+            .num_grants = cpu_to_le16(NUM_VCPUS),
+        },
+        .grants = {
+            { cpu_to_le16(200), cpu_to_le16(800) },
+            { cpu_to_le16(0), cpu_to_le16(1024) },
+        },
+    };
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    g_autofree char *uri = NULL;
+    g_autoptr(GString) dst_cmd = NULL;
+    gint64 start;
+    uint8_t buf[64];
+    unsigned int num;
+    uint16_t flags;
+    QDict *stats;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    qos_invalidate_command_line();
+    agent_handshake(src, true);
+    wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 2, r, 2)));
+    qtest_clock_step(src, FORWARD_MS * MS);
+    g_free(agent_recv_hints(&num, &flags));
+    agent_send(FH_MSG_GRANTS, &grants, sizeof(grants));
+    qvirtio_wait_config_isr(fh->vdev, TIMEOUT_MS * 1000);
+
+    /* The destination, with an agent of its own. */
+    agent_listen(&agents[1]);
+    uri = g_strdup_printf("unix:%s/migration.sock", agents[1].dir);
+    dst_cmd = g_string_new(qos_get_current_command_line());
+    agent_append_args(dst_cmd, &agents[1], NULL);
+    dst = qtest_initf("%s -incoming %s", dst_cmd->str, uri);
+    agent = &agents[1];
+    /* Connected, but nothing to tell before the state arrives. */
+    agent_welcome(dst, true);
+    agent_assert_quiet(dst);
+
+    qtest_qmp_assert_success(src, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    start = g_get_monotonic_time();
+    for (;;) {
+        QDict *rsp = qtest_qmp(src, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool done = !g_strcmp0(status, "completed");
+
+        g_assert_cmpstr(status, !=, "failed");
+        qobject_unref(rsp);
+        if (done) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+    qtest_qmp_eventwait(dst, "RESUME");
+
+    qtest_clock_step(dst, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
+    g_assert_cmpuint(num, ==, NUM_VCPUS);
+    assert_record(&got[0], &r[0]);
+    assert_record(&got[1], &r[1]);
+
+    stats = get_stats(dst);
+    g_assert_cmpint(qdict_get_int(stats, "operator-floor"), ==, 100);
+    g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 900);
+    qobject_unref(stats);
+    qtest_quit(dst);
 }
 
 /*
@@ -676,11 +804,13 @@ static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
         }
         g_assert_false(qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL));
         g_assert_cmpint(get_stat(qts, "buffers"), ==, 0);
+        g_assert_true(get_stat_bool(qts, "broken"));
     } else {
         wait_used(qts, fh, head);
         g_assert_false(vdev->bus->get_status(vdev) &
                        VIRTIO_CONFIG_S_NEEDS_RESET);
         g_assert_cmpint(get_stat(qts, "rejected"), ==, c->rejected);
+        g_assert_false(get_stat_bool(qts, "broken"));
     }
     g_assert_cmpint(get_stat(qts, "records"), ==, 0);
     agent_assert_quiet(qts);
@@ -780,6 +910,7 @@ static void register_virtio_freqhint_test(void)
     opts.arg = NULL;
     qos_add_test("mixed", "virtio-freqhint", test_mixed, &opts);
     qos_add_test("reset", "virtio-freqhint", test_reset, &opts);
+    qos_add_test("migrate", "virtio-freqhint", test_migrate, &opts);
     qos_add_test("agent-protocol", "virtio-freqhint", test_agent_protocol,
                  &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {

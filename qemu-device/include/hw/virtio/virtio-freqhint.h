@@ -51,7 +51,7 @@ typedef struct VirtIOFreqHintStats {
     uint64_t wakeups;           /* times the device ran the hint queue */
     uint64_t records;           /* records accepted */
     uint64_t forwarded;         /* records sent to the agent */
-    uint64_t coalesced;         /* records replaced before being sent */
+    uint64_t coalesced;         /* replaced before being sent (or no agent) */
     uint64_t rejected;          /* records refused by validation */
     uint64_t dropped;           /* records in frames the agent could not take */
     uint64_t agent_connects;    /* completed handshakes */

@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# checkpatch-test.sh: the series make-series.sh produces passes QEMU's own
+# scripts/checkpatch.pl.  Warnings are allowed only in the standard-headers
+# patch, which checkpatch wants self-contained (so without its MAINTAINERS
+# entry) and made by update-linux-headers.sh (the freqhint header is not in
+# Linux yet).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+eval "$("$here/build-qemu.sh" --print-dirs)"
+"$here/make-series.sh" "$tmp/series" >/dev/null
+
+rc=0
+for p in "$tmp"/series/0*.patch; do
+	case $p in *cover-letter*) continue ;; esac
+	out=$(cd "$SOURCE" && perl scripts/checkpatch.pl --no-tree "$p" 2>&1) || rc=1
+	bad=$(grep -E '^(ERROR|WARNING):' <<<"$out" || true)
+	case $p in
+	*standard-headers*)
+		bad=$(grep -v -e 'imported from Linux, are you using scripts/update-linux-headers.sh' \
+			-e 'does MAINTAINERS need updating' <<<"$bad" || true) ;;
+	esac
+	if [ -n "$bad" ]; then
+		printf '%s\n' "$out"
+		rc=1
+	fi
+	echo "$(basename "$p"): $(grep '^total:' <<<"$out")"
+done
+# The test helper outside QEMU's tree wears the same style.
+out=$(cd "$SOURCE" && perl scripts/checkpatch.pl --no-tree -f "$here/tests/fh-listener.c" 2>&1) || rc=1
+grep -qE '^(ERROR|WARNING):' <<<"$out" && { printf '%s\n' "$out"; rc=1; }
+echo "tests/fh-listener.c: $(grep '^total:' <<<"$out")"
+exit $rc

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libFuzzer target: arbitrary bytes from a device, through the agent's
+ * framing and every decoder, the way fh-device.c consumes them.  The first
+ * input byte picks the connection's vCPU count and features.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fh-protocol.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  static FhHello hello;
+  static FhHints hints;
+  static FhGrants grants;
+  uint16_t num_vcpus;
+  uint32_t features;
+  size_t off = 1;
+
+  if (size < 1)
+    return 0;
+  num_vcpus = (uint16_t) (data[0] % VIRTIO_FREQHINT_MAX_VCPUS + 1);
+  features = data[0] >> 7 ? FH_F_ALL : 0;
+
+  while (off < size) {
+    FhFrame f;
+    FhError err;
+    FhWelcome w;
+    FhClose c;
+    uint64_t cookie;
+    size_t frame_size;
+    uint8_t out[FH_FRAME_MAX];
+
+    if (fh_frame_parse (data + off, size - off, &f, &frame_size, &err) != FH_PARSE_FRAME)
+      break;
+    if (frame_size < FH_FRAME_HDR_SIZE || frame_size > size - off)
+      __builtin_trap ();
+    if (fh_decode_hello (&f, &hello, &err)) {
+      if (!memchr (hello.name, '\0', sizeof hello.name) || hello.num_vcpus == 0 ||
+          hello.num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS)
+        __builtin_trap ();
+      /* What decodes must encode to the same bytes. */
+      if (fh_encode_hello (out, sizeof out, &hello) != frame_size ||
+          memcmp (out + FH_FRAME_HDR_SIZE, f.payload, 32) != 0)
+        __builtin_trap ();
+    }
+    if (fh_decode_hints (&f, num_vcpus, features, &hints, &err)) {
+      for (unsigned i = 0; i < hints.num_records; i++)
+        if (hints.records[i].vcpu >= num_vcpus ||
+            !fh_record_check (&hints.records[i], num_vcpus, features, NULL))
+          __builtin_trap ();
+      if (fh_encode_hints (out, sizeof out, &hints) != frame_size ||
+          memcmp (out, data + off, frame_size) != 0)
+        __builtin_trap ();
+    }
+    (void) fh_decode_welcome (&f, &w, &err);
+    (void) fh_decode_grants (&f, num_vcpus, &grants, &err);
+    (void) fh_decode_ping (&f, &cookie, &err);
+    (void) fh_decode_close (&f, &c, &err);
+    off += frame_size;
+  }
+  return 0;
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests: host discovery and config loading on temporary trees, through
+ * the same root-prefix helper the daemon uses.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "fh-config.h"
+#include "fh-host.h"
+#include "fh-paths.h"
+
+static char *root;
+
+static void
+put (const char *rel, const char *content)
+{
+  g_autofree char *path = g_build_filename (root, rel, NULL);
+  g_autofree char *dir = g_path_get_dirname (path);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (path, content, -1, NULL));
+}
+
+static void
+paths_for (FhPaths *p)
+{
+  g_autofree char *sys = g_build_filename (root, "sys", NULL);
+  g_autofree char *proc = g_build_filename (root, "proc", NULL);
+  g_autofree char *cg = g_build_filename (root, "cgroup", NULL);
+
+  fh_paths_init (p, sys, proc, cg);
+}
+
+static void
+thread (guint tid, const char *allowed, guint last, const char *cgroup_text)
+{
+  g_autofree char *status = g_strdup_printf ("Name:\tCPU 0/KVM\nTgid:\t77\nPid:\t%u\n"
+                                             "Cpus_allowed_list:\t%s\n", tid, allowed);
+  g_autoptr (GString) stat = g_string_new (NULL);
+  g_autofree char *sp = g_strdup_printf ("proc/%u/status", tid);
+  g_autofree char *tp = g_strdup_printf ("proc/%u/stat", tid);
+  g_autofree char *cp = g_strdup_printf ("proc/%u/cgroup", tid);
+
+  g_string_printf (stat, "%u (CPU 0/KVM) S", tid);
+  for (int i = 4; i < 39; i++)
+    g_string_append (stat, " 0");
+  g_string_append_printf (stat, " %u 0 0\n", last);
+  put (sp, status);
+  put (tp, stat->str);
+  put (cp, cgroup_text);
+}
+
+static void
+test_paths (void)
+{
+  FhPaths p;
+  g_autofree char *a = NULL, *b = NULL;
+
+  fh_paths_init (&p, "/fx/sys", NULL, NULL);
+  a = fh_path (&p, FH_ROOT_SYSFS, "devices/system/cpu/cpufreq/policy%u/scaling_min_freq", 2);
+  b = fh_path (&p, FH_ROOT_PROC, "/%u/stat", 10);
+  g_assert_cmpstr (a, ==, "/fx/sys/devices/system/cpu/cpufreq/policy2/scaling_min_freq");
+  g_assert_cmpstr (b, ==, "/proc/10/stat");
+  fh_paths_clear (&p);
+}
+
+static void
+test_host_load (void)
+{
+  FhPaths p;
+  g_autoptr (FhHost) h = fh_host_new ();
+  g_autoptr (GError) error = NULL;
+  FhPolicy *pol;
+
+  put ("sys/devices/system/cpu/online", "0-3\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/affected_cpus", "2 3\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/cpuinfo_min_freq", "400000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/cpuinfo_max_freq", "2000000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/scaling_governor", "schedutil\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/affected_cpus", "0 1\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_min_freq", "400000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq", "2000000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies",
+       "2000000 1000000 400000\n");
+  put ("proc/sys/kernel/sched_util_clamp_min", "garbage\n"); /* falls back to 1024 */
+  put ("proc/sys/kernel/sched_util_clamp_max", "900\n");
+  paths_for (&p);
+
+  g_test_expect_message ("freqhintd", G_LOG_LEVEL_WARNING, "*sched_util_clamp_min*");
+  g_assert_true (fh_host_load (h, &p, &error));
+  g_test_assert_expected_messages ();
+  g_assert_no_error (error);
+  g_assert_cmpuint (h->n_cpus, ==, 4);
+  g_assert_cmpuint (h->policies->len, ==, 2);
+  pol = g_ptr_array_index (h->policies, 0); /* sorted by id */
+  g_assert_cmpuint (pol->id, ==, 0);
+  g_assert_cmpuint (pol->available->len, ==, 3);
+  pol = g_ptr_array_index (h->policies, 1);
+  g_assert_cmpuint (pol->id, ==, 2);
+  g_assert_cmpuint (pol->available->len, ==, 0);
+  g_assert_cmpint (h->cpu_policy[3], ==, 1);
+  g_assert_cmpint (h->cpu_policy[0], ==, 0);
+  g_assert_cmpuint (h->sys.min, ==, 1024);
+  g_assert_cmpuint (h->sys.max, ==, 900);
+  g_assert_cmpstr (fh_host_governor (h), ==, "");
+
+  /* a broken policy is an error, not a silent omission */
+  put ("sys/devices/system/cpu/cpufreq/policy2/cpuinfo_max_freq", "100\n");
+  g_assert_false (fh_host_load (h, &p, &error));
+  g_assert_nonnull (error);
+  fh_paths_clear (&p);
+}
+
+static void
+test_probe_v2 (void)
+{
+  FhPaths p;
+  FhThreadInfo info = { 0 };
+  FhClamp l;
+
+  put ("cgroup/machine.slice/cpu.uclamp.min", "max\n");
+  put ("cgroup/machine.slice/cpu.uclamp.max", "max\n");
+  put ("cgroup/machine.slice/vm.scope/cpu.uclamp.min", "10.00\n");
+  put ("cgroup/machine.slice/vm.scope/cpu.uclamp.max", "50.00\n");
+  /* vcpu0 has no cpu.uclamp files: the controller stops above it */
+  put ("cgroup/machine.slice/vm.scope/vcpu0/cgroup.procs", "");
+  thread (501, "3", 1, "0::/machine.slice/vm.scope/vcpu0\n");
+  paths_for (&p);
+
+  fh_host_probe_thread (&p, 501, 8, &info);
+  g_assert_true (info.exists);
+  g_assert_cmpint (info.tgid, ==, 77);
+  g_assert_true (info.pinned);
+  g_assert_cmpint (info.cpu, ==, 3);
+  g_assert_cmpstr (info.cgroup, ==, "/machine.slice/vm.scope/vcpu0");
+  g_assert_cmpuint (info.levels->len, ==, 2);
+  l = g_array_index (info.levels, FhClamp, 1);
+  g_assert_cmpuint (l.min, ==, 102);
+  g_assert_cmpuint (l.max, ==, 512);
+
+  /* unpinned: last CPU from stat */
+  thread (502, "0-7", 6, "0::/machine.slice\n");
+  fh_host_probe_thread (&p, 502, 8, &info);
+  g_assert_false (info.pinned);
+  g_assert_cmpint (info.cpu, ==, 6);
+  g_assert_cmpuint (info.levels->len, ==, 1);
+  /* last CPU beyond the online ones: unknown */
+  fh_host_probe_thread (&p, 502, 4, &info);
+  g_assert_cmpint (info.cpu, ==, -1);
+
+  /* garbage in a level: that level and below are ignored, with a warning */
+  put ("cgroup/machine.slice/vm.scope/cpu.uclamp.max", "fifty\n");
+  g_test_expect_message ("freqhintd", G_LOG_LEVEL_WARNING, "*fifty*");
+  fh_host_probe_thread (&p, 501, 8, &info);
+  g_test_assert_expected_messages ();
+  g_assert_cmpuint (info.levels->len, ==, 1);
+
+  /* a path that tries to climb out of the cgroup root */
+  thread (503, "1", 1, "0::/machine.slice/../../../etc\n");
+  fh_host_probe_thread (&p, 503, 8, &info);
+  g_assert_cmpuint (info.levels->len, ==, 1);
+
+  /* a thread that is gone, and tid 0 */
+  fh_host_probe_thread (&p, 999, 8, &info);
+  g_assert_false (info.exists);
+  g_assert_cmpint (info.cpu, ==, -1);
+  fh_host_probe_thread (&p, 0, 8, &info);
+  g_assert_false (info.exists);
+  fh_thread_info_clear (&info);
+  fh_paths_clear (&p);
+}
+
+static void
+test_probe_v1 (void)
+{
+  FhPaths p;
+  FhThreadInfo info = { 0 };
+
+  put ("cgroup/cpu,cpuacct/machine/cpu.uclamp.min", "20.00\n");
+  put ("cgroup/cpu,cpuacct/machine/cpu.uclamp.max", "max\n");
+  put ("cgroup/cpu,cpuacct/machine/vm1/cpu.uclamp.min", "max\n");
+  put ("cgroup/cpu,cpuacct/machine/vm1/cpu.uclamp.max", "75.00\n");
+  thread (601, "2", 2, "11:memory:/machine/vm1\n4:cpu,cpuacct:/machine/vm1\n0::/\n");
+  paths_for (&p);
+  fh_host_probe_thread (&p, 601, 8, &info);
+  g_assert_cmpstr (info.cgroup, ==, "cpu,cpuacct:/machine/vm1");
+  g_assert_cmpuint (info.levels->len, ==, 2);
+  g_assert_cmpuint (g_array_index (info.levels, FhClamp, 0).min, ==, 205);
+  g_assert_cmpuint (g_array_index (info.levels, FhClamp, 1).min, ==, 1024);
+  g_assert_cmpuint (g_array_index (info.levels, FhClamp, 1).max, ==, 768);
+  fh_thread_info_clear (&info);
+  fh_paths_clear (&p);
+}
+
+static void
+test_config (void)
+{
+  g_autoptr (FhConfig) c = fh_config_new ();
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = g_build_filename (root, "good.conf", NULL);
+  const FhVmConfig *vm;
+  static const char *const bad[] = {
+    "[daemon]\npoll_interval_ms=1\n",
+    "[daemon]\nsocket_mode=999\n",
+    "[daemon]\nallowed_uids=root\n",
+    "[merge]\nperf_headroom=fast\n",
+    "[merge]\nperf_headroom=0\n",
+    "[metrics]\nport=70000\n",
+    "[vm a]\nfloor=101\n",
+    "[vm a]\nfloor=60\nceiling=50\n",
+    "[vm a]\ncpus=1,x\n",
+    "[vm ]\nfloor=1\n",
+    "not a key file",
+  };
+
+  g_assert_true (g_file_set_contents (path,
+    "[daemon]\nbackend=cpufreq\nsocket_mode=0600\nallowed_uids=64055;1000\n"
+    "[merge]\nperf_headroom=0.75\nperf_as_floor=false\n"
+    "[metrics]\nenabled=false\n"
+    "[vm web]\nfloor=20\nceiling=80.50\ncpus=3,4\n"
+    "[vm 5b1c3a2e-0d4f-4c55-9a1e-0123456789ab]\nceiling=max\n", -1, NULL));
+  g_assert_true (fh_config_load (c, path, TRUE, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (c->backend, ==, "cpufreq");
+  g_assert_cmpuint (c->socket_mode, ==, 0600);
+  g_assert_cmpuint (c->allowed_uids->len, ==, 2);
+  g_assert_true (fh_config_uid_allowed (c, 1000, 1000));
+  g_assert_true (fh_config_uid_allowed (c, 0, 0));
+  g_assert_false (fh_config_uid_allowed (c, 1001, 1001));
+  g_assert_cmpfloat (c->perf_headroom, ==, 0.75);
+  g_assert_false (c->perf_as_floor);
+  g_assert_cmpint (c->metrics_port, ==, -1);
+  vm = fh_config_lookup_vm (c, "web", "00000000-0000-0000-0000-000000000000");
+  g_assert_nonnull (vm);
+  g_assert_cmpuint (vm->op.min, ==, 205);
+  g_assert_cmpuint (vm->op.max, ==, 824); /* 80.50% -> 824.32 */
+  g_assert_cmpuint (vm->cpus->len, ==, 2);
+  vm = fh_config_lookup_vm (c, "other", "5b1c3a2e-0d4f-4c55-9a1e-0123456789ab");
+  g_assert_nonnull (vm);
+  g_assert_cmpuint (vm->op.min, ==, 0);
+  g_assert_null (fh_config_lookup_vm (c, "other", "x"));
+
+  /* a missing optional file is fine, a missing required one is not */
+  g_assert_true (fh_config_load (c, "/nonexistent/freqhintd.conf", FALSE, NULL));
+  g_assert_false (fh_config_load (c, "/nonexistent/freqhintd.conf", TRUE, NULL));
+
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_autoptr (FhConfig) b = fh_config_new ();
+    g_autoptr (GError) e = NULL;
+
+    g_test_message ("bad config: %s", bad[i]);
+    g_assert_true (g_file_set_contents (path, bad[i], -1, NULL));
+    g_assert_false (fh_config_load (b, path, TRUE, &e));
+    g_assert_nonnull (e);
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  int ret;
+
+  g_test_init (&argc, &argv, NULL);
+  root = g_dir_make_tmp ("fh-test-host-XXXXXX", NULL);
+  g_assert_nonnull (root);
+  g_test_add_func ("/host/paths", test_paths);
+  g_test_add_func ("/host/load", test_host_load);
+  g_test_add_func ("/host/probe-v2", test_probe_v2);
+  g_test_add_func ("/host/probe-v1", test_probe_v1);
+  g_test_add_func ("/host/config", test_config);
+  ret = g_test_run ();
+  {
+    g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", root);
+
+    (void) !system (cmd);
+  }
+  g_free (root);
+  return ret;
+}

@@ -1,0 +1,177 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# daemon-test.sh   (run by harness.sh, inside its namespace)
+#
+# freqhintd following libvirt live, on fixture sysfs (tests/agent/mkfixture.sh):
+#   A. a domain whose XML came from `freqhintctl libvirt-xml FILE`, on the
+#      project's QEMU with the device: it connects to freqhintd, shows in
+#      `freqhintctl vms` with its operator settings from libvirt, and
+#      `virsh destroy` drops it from the list;
+#   B. the frequency: a device connection carrying the domain's UUID
+#      (fh-testclient, so the vCPU is active without a guest driver) on a
+#      fixture CPU; `virsh metadata --live` lowering the ceiling moves
+#      scaling_max_freq within a second, raising it restores, an invalid
+#      value is logged with the domain's name and ignored (defaults apply),
+#      a libvirtd restart is survived, and `virsh destroy` drops the
+#      domain's settings.
+# Needs FREQHINTD, FREQHINTCTL, FH_TESTCLIENT, MKFIXTURE (meson sets them).
+set -uo pipefail
+. "$FH_HARNESS"
+
+for v in FREQHINTD FREQHINTCTL FH_TESTCLIENT MKFIXTURE; do
+	[ -x "${!v:-}" ] || { echo "FAIL: \$$v is not an executable"; exit 1; }
+done
+"$FREQHINTD" --help | grep -q -- --libvirt-uri ||
+	{ echo "FAIL: freqhintd is built without the libvirt watcher (no --libvirt-uri)"; exit 1; }
+"$FH_EMULATOR" -device help 2>/dev/null | grep -q '"virtio-freqhint-pci"' ||
+	{ echo "FAIL: $FH_EMULATOR has no virtio-freqhint-pci"; exit 1; }
+
+uri=$FH_LIBVIRT_URI
+ns=urn:freqhint:metadata:1
+T=$FH_HARNESS_DIR
+FX=$T/fx
+POL=$FX/sys/devices/system/cpu/cpufreq
+DPID=
+CPID=
+
+log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*"; }
+fail() {
+	log "FAIL: $*"
+	echo "--- freqhintd log"; tail -40 "$T/daemon.log"
+	[ -f "$T/client.out" ] && { echo "--- client"; cat "$T/client.out"; }
+	exit 1
+}
+cleanup() {
+	if [ -n "$CPID" ]; then kill "$CPID" 2>/dev/null; fi
+	if [ -n "$DPID" ]; then kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null; fi
+	return 0
+}
+trap cleanup EXIT
+
+now_ms() { date +%s%3N; }
+# within SECONDS WHAT CMD...: CMD succeeds within SECONDS; logs how long it took.
+within() {
+	local secs=$1 what=$2 t0
+	shift 2
+	t0=$(now_ms)
+	while ! "$@"; do
+		[ $(($(now_ms) - t0)) -lt $((secs * 1000)) ] || fail "$what: not within ${secs}s"
+		sleep 0.02
+	done
+	log "ok: $what ($(($(now_ms) - t0)) ms)"
+}
+file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
+jq_is() {
+	local filter=$1 want=$2
+	shift 2
+	[ "$(ctl --json "$@" 2>/dev/null | jq -r "$filter")" = "$want" ]
+}
+set_md() {
+	virsh -q -c "$uri" metadata "$1" "$ns" --live --key fh --set "$2" >/dev/null ||
+		fail "virsh metadata $1 $2"
+}
+
+domain_xml() { # NAME [EXTRA-METADATA]
+	cat <<-EOF
+		<domain type='qemu'>
+		  <name>$1</name>
+		  <memory unit='MiB'>64</memory>
+		  <vcpu placement='static'>2</vcpu>
+		  ${2:-}
+		  <os><type arch='x86_64' machine='pc'>hvm</type></os>
+		  <on_poweroff>destroy</on_poweroff>
+		  <devices>
+		    <emulator>$FH_EMULATOR</emulator>
+		    <memballoon model='none'/>
+		  </devices>
+		</domain>
+	EOF
+}
+
+# --- freqhintd on a fixture tree, following the private libvirtd ------------
+"$MKFIXTURE" host "$FX"
+"$MKFIXTURE" thread "$FX" 801 2 2 /machine.slice
+printf '[daemon]\npoll_interval_ms=100\n' >"$T/freqhintd.conf"
+"$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$uri" --no-metrics \
+	--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+	--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+	-v >"$T/daemon.log" 2>&1 &
+DPID=$!
+answers() { ctl status >/dev/null 2>&1; }
+within 10 "freqhintd answers" answers
+within 10 "freqhintd connected to libvirt" grep -q 'libvirt: connected to' "$T/daemon.log"
+
+# --- A. the real device, XML from freqhintctl libvirt-xml ----------------------
+domain_xml fh-dev-vm >"$T/dev-vm.xml"
+ctl libvirt-xml --device-socket "$T/dev.sock" "$T/dev-vm.xml" >"$T/dev-vm-fh.xml" ||
+	fail "freqhintctl libvirt-xml FILE"
+# Idempotent: a second pass changes nothing.
+ctl libvirt-xml --device-socket "$T/dev.sock" "$T/dev-vm-fh.xml" | cmp -s - "$T/dev-vm-fh.xml" ||
+	fail "libvirt-xml is not idempotent"
+virsh -q -c "$uri" define "$T/dev-vm-fh.xml" >/dev/null || fail "virsh define rejected the XML"
+# The inserted pieces survive libvirt's own parsing.
+ctl libvirt-xml fh-dev-vm --libvirt-uri "$uri" | cmp -s - <(virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | ctl libvirt-xml -) ||
+	fail "libvirt-xml DOMAIN and libvirt-xml - disagree"
+virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | grep -q 'virtio-freqhint-pci,chardev=freqhint0' ||
+	fail "libvirt dropped the device arguments"
+virsh -q -c "$uri" start fh-dev-vm >/dev/null || fail "the device domain did not start"
+dev_uuid=$(virsh -q -c "$uri" domuuid fh-dev-vm)
+within 20 "the device's VM is listed" jq_is ".[] | select(.uuid==\"$dev_uuid\") | .name" fh-dev-vm vms
+within 5 "its settings come from libvirt" jq_is ".[] | select(.name==\"fh-dev-vm\") | .operator_source" libvirt vms
+set_md fh-dev-vm '<freqhint><ceiling>40</ceiling></freqhint>'
+within 1 "its ceiling follows virsh metadata" jq_is ".[] | select(.name==\"fh-dev-vm\") | .operator.max" 410 vms
+virsh -q -c "$uri" destroy fh-dev-vm >/dev/null
+within 5 "virsh destroy drops it from freqhintctl vms" jq_is "[.[] | select(.name==\"fh-dev-vm\")] | length" 0 vms
+
+# --- B. the frequency on a fixture CPU -----------------------------------------
+domain_xml fh-e2e-vm "<metadata><fh:freqhint xmlns:fh='$ns'><fh:ceiling>50</fh:ceiling></fh:freqhint></metadata>" \
+	>"$T/e2e-vm.xml"
+virsh -q -c "$uri" define "$T/e2e-vm.xml" >/dev/null && virsh -q -c "$uri" start fh-e2e-vm >/dev/null ||
+	fail "the fixture domain did not start"
+uuid=$(virsh -q -c "$uri" domuuid fh-e2e-vm)
+(
+	"$MKFIXTURE" tgid "$FX" 801 "$BASHPID"
+	exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name fh-e2e-vm --uuid "$uuid" --vcpus 1 \
+		--tids 801 --hint 0:1024:1024
+) >"$T/client.out" 2>&1 &
+CPID=$!
+within 10 "the vCPU is active" jq_is '.[0].active' true vcpus fh-e2e-vm
+within 5 "ceiling 50% from libvirt applies" file_is "$POL/policy2/scaling_max_freq" 1600000
+jq_is ".[] | select(.name==\"fh-e2e-vm\") | .operator_source" libvirt vms || fail "operator source"
+
+set_md fh-e2e-vm '<freqhint><ceiling>25</ceiling></freqhint>'
+within 1 "lowering the ceiling to 25% moves scaling_max_freq" file_is "$POL/policy2/scaling_max_freq" 800000
+set_md fh-e2e-vm '<freqhint><ceiling>max</ceiling></freqhint>'
+within 1 "raising it back restores" file_is "$POL/policy2/scaling_max_freq" 3200000
+file_is "$POL/policy2/scaling_min_freq" 3200000 || fail "the guest's floor is not applied"
+
+set_md fh-e2e-vm '<freqhint><ceiling>25</ceiling></freqhint>'
+within 1 "ceiling 25% again" file_is "$POL/policy2/scaling_max_freq" 800000
+set_md fh-e2e-vm '<freqhint><ceiling>800</ceiling></freqhint>'
+within 1 "an invalid value is ignored: the defaults apply" file_is "$POL/policy2/scaling_max_freq" 3200000
+grep -q "domain \"fh-e2e-vm\" ($uuid): freqhint metadata ignored, defaults apply: .*percent" "$T/daemon.log" ||
+	fail "the invalid value is not logged with the domain's name"
+
+libvirtd_stop
+within 20 "freqhintd notices libvirtd is gone" grep -q 'libvirt: connection to .* closed' "$T/daemon.log"
+jq_is '.[0].active' true vcpus fh-e2e-vm || fail "the VM was disturbed by libvirtd going away"
+libvirtd_start
+within 10 "freqhintd reconnects" test "$(grep -c 'libvirt: connected to' "$T/daemon.log")" -ge 2
+set_md fh-e2e-vm '<freqhint><ceiling>50</ceiling></freqhint>'
+within 1 "events flow after the reconnect" file_is "$POL/policy2/scaling_max_freq" 1600000
+
+virsh -q -c "$uri" destroy fh-e2e-vm >/dev/null
+within 2 "virsh destroy drops the domain's settings" \
+	jq_is ".[] | select(.name==\"fh-e2e-vm\") | .operator_source" null vms
+within 1 "the ceiling is released" file_is "$POL/policy2/scaling_max_freq" 3200000
+
+kill -TERM "$DPID"
+wait "$DPID"
+rc=$?
+DPID=
+[ $rc = 0 ] || fail "freqhintd exited with status $rc"
+! grep -qE 'CRITICAL|GLib-WARNING|AddressSanitizer' "$T/daemon.log" || fail "GLib/sanitizer report in the log"
+log "PASS"
+exit 0
