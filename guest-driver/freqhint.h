@@ -59,6 +59,7 @@ struct fh_vcpu_stats {
 	unsigned long windows;
 	unsigned long publishes;
 };
+
 void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st);
 
 /* perf.c */

@@ -46,6 +46,8 @@ MODULE_PARM_DESC(idle_share,
 
 static int __init virtio_freqhint_init(void)
 {
+	const char *clamps = IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" :
+			     "not available (no CONFIG_UCLAMP_TASK)";
 	int err;
 
 	fh_rate_window_ms = clamp(fh_rate_window_ms, 1U, 1000U);
@@ -61,8 +63,7 @@ static int __init virtio_freqhint_init(void)
 	if (err)
 		goto err_gather;
 	fh_debugfs_init();
-	pr_info("clamps %s, perf %s\n",
-		IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" : "not available (no CONFIG_UCLAMP_TASK)",
+	pr_info("clamps %s, perf %s\n", clamps,
 		fh_perf_active() ? "reported" : "not available");
 	return 0;
 

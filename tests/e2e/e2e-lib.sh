@@ -224,10 +224,17 @@ report_latency() {
 	echo "latency guest step -> host write: n=$n p50=${sorted[$((n / 2))]} ms p99=${sorted[$(((n * 99 + 99) / 100 - 1))]} ms (includes uclampset start-up in the TCG guest)"
 }
 
-# One screen of what the host decided, for the demo.
+# What the host decided after a step, for the demo: per vCPU the guest's
+# request and the host's effective clamp, per policy the limits written.
 e2e_show_table() {
-	printf '\n%-8s %-14s %-14s\n' policy min_freq_khz max_freq_khz
+	local what=${1:-}
+	printf '\n=== after step "%s" ===\n' "$what"
+	"$freqhintctl" --socket "$E2E_DIR/control.sock" vcpus 2>/dev/null ||
+		echo "(freqhintd is restarting)"
+	printf '\n%-9s %-12s %-12s %s\n' POLICY MIN_KHZ MAX_KHZ "(host CPUs; fixture sysfs)"
 	local p
-	for p in 0 2 4 6; do printf 'policy%-2s %-14s %-14s\n' "$p" "$(policy_get $p min)" "$(policy_get $p max)"; done
-	"$freqhintctl" --socket "$E2E_DIR/control.sock" vcpus 2>/dev/null || true
+	for p in 0 2 4 6; do
+		printf 'policy%-3s %-12s %-12s %s\n' "$p" "$(policy_get $p min)" "$(policy_get $p max)" \
+			"$(cat "$(pdir $p)/affected_cpus")"
+	done
 }

@@ -52,6 +52,7 @@ host_failures=0
 
 # verdict OK|message: answer the guest and count our own failures.
 verdict() {
+	[ "$demo" = 0 ] || e2e_show_table "$name"
 	if [ "$1" = OK ]; then
 		ctl_send GO
 	else
@@ -62,7 +63,6 @@ verdict() {
 }
 
 while ctl_read line; do
-	[ "$demo" = 1 ] && e2e_show_table
 	set -- $line
 	[ "${1:-}" = STEP ] || continue
 	name=$2

@@ -158,7 +158,8 @@ libvirtd_stop
 within 20 "freqhintd notices libvirtd is gone" grep -q 'libvirt: connection to .* closed' "$T/daemon.log"
 jq_is '.[0].active' true vcpus fh-e2e-vm || fail "the VM was disturbed by libvirtd going away"
 libvirtd_start
-within 10 "freqhintd reconnects" test "$(grep -c 'libvirt: connected to' "$T/daemon.log")" -ge 2
+reconnected() { [ "$(grep -c 'libvirt: connected to' "$T/daemon.log")" -ge 2 ]; }
+within 10 "freqhintd reconnects" reconnected
 set_md fh-e2e-vm '<freqhint><ceiling>50</ceiling></freqhint>'
 within 1 "events flow after the reconnect" file_is "$POL/policy2/scaling_max_freq" 1600000
 
