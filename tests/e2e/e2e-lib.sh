@@ -84,7 +84,7 @@ stop_agent() {
 
 e2e_start_guest() {
 	"$here/tests/guest/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
-		--smp "$E2E_SMP" --timeout 900 --log "$E2E_CONSOLE" -- \
+		--smp "$E2E_SMP" --timeout 900 --log "$E2E_CONSOLE" --quiet -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
 		-device virtio-freqhint-pci,id=fh,chardev=fh0 \
