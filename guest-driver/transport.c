@@ -188,14 +188,6 @@ static u32 fh_generation(struct virtio_device *vdev)
 	return vdev->config->generation ? vdev->config->generation(vdev) : 0;
 }
 
-static u16 fh_cread16(struct virtio_device *vdev, unsigned int offset)
-{
-	__le16 v;
-
-	vdev->config->get(vdev, offset, &v, sizeof(v));
-	return le16_to_cpu(v);
-}
-
 /*
  * Read the host's feedback as one consistent snapshot (config generation)
  * and apply it.  The host is trusted less than the guest kernel: values
@@ -217,24 +209,25 @@ static void fh_config_fn(struct work_struct *work)
 	do {
 		gen = fh_generation(vdev);
 		bad = false;
-		status = fh_cread16(vdev, offsetof(struct virtio_freqhint_config,
-						   status));
-		op_floor = fh_cread16(vdev,
-				      offsetof(struct virtio_freqhint_config,
-					       operator_floor));
-		op_ceiling = fh_cread16(vdev,
-					offsetof(struct virtio_freqhint_config,
-						 operator_ceiling));
+		virtio_cread_le(vdev, struct virtio_freqhint_config, status,
+				&status);
+		virtio_cread_le(vdev, struct virtio_freqhint_config,
+				operator_floor, &op_floor);
+		virtio_cread_le(vdev, struct virtio_freqhint_config,
+				operator_ceiling, &op_ceiling);
 		bad |= op_floor > VIRTIO_FREQHINT_SCALE ||
 		       op_ceiling > VIRTIO_FREQHINT_SCALE;
 		for (i = 0; i < vi->num_vcpus; i++) {
-			unsigned int off = VIRTIO_FREQHINT_CONFIG_HDR_SIZE +
-				i * sizeof(struct virtio_freqhint_grant);
 			struct fh_grant g = { 0, VIRTIO_FREQHINT_SCALE };
 
+			/* Spec DRV-4: grants[] only with F_GRANTS. */
 			if (grants) {
-				g.floor = fh_cread16(vdev, off);
-				g.ceiling = fh_cread16(vdev, off + 2);
+				virtio_cread_le(vdev,
+						struct virtio_freqhint_config,
+						grants[i].floor, &g.floor);
+				virtio_cread_le(vdev,
+						struct virtio_freqhint_config,
+						grants[i].ceiling, &g.ceiling);
 			}
 			bad |= g.floor > VIRTIO_FREQHINT_SCALE ||
 			       g.ceiling > VIRTIO_FREQHINT_SCALE;
@@ -347,14 +340,12 @@ static int fh_read_limits(struct virtio_device *vdev,
 {
 	unsigned int nr_cpus = num_possible_cpus();
 
-	vi->num_vcpus = fh_cread16(vdev, offsetof(struct virtio_freqhint_config,
-						  num_vcpus));
-	vi->max_records = fh_cread16(vdev,
-				     offsetof(struct virtio_freqhint_config,
-					      max_records));
-	vi->rate_window_ms = fh_cread16(vdev,
-					offsetof(struct virtio_freqhint_config,
-						 rate_window_ms));
+	virtio_cread_le(vdev, struct virtio_freqhint_config, num_vcpus,
+			&vi->num_vcpus);
+	virtio_cread_le(vdev, struct virtio_freqhint_config, max_records,
+			&vi->max_records);
+	virtio_cread_le(vdev, struct virtio_freqhint_config, rate_window_ms,
+			&vi->rate_window_ms);
 	if (!vi->num_vcpus || vi->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
 		dev_err(&vdev->dev, "invalid num_vcpus %u\n", vi->num_vcpus);
 		return -EINVAL;

@@ -2,13 +2,18 @@
 /*
  * uclamp backend: each vCPU thread gets its effective clamp through
  * sched_setattr(2).  The host scheduler then aggregates per run queue by
- * itself, which covers unpinned vCPUs and overcommit.
+ * itself, which covers unpinned vCPUs and overcommit (MR-21).
  *
- * Flags: SCHED_FLAG_KEEP_ALL leaves the policy and its parameters alone
- * (__sched_setscheduler() skips them), UTIL_CLAMP_MIN|MAX set both clamps
- * (uclamp_validate() refuses min > max), RESET_ON_FORK keeps QEMU's
- * helper threads spawned from a vCPU thread from inheriting the clamp
- * (uclamp_fork()).  Kernels without CONFIG_UCLAMP_TASK answer EOPNOTSUPP.
+ * Flags: not SCHED_FLAG_KEEP_POLICY -- sched_setattr() turns it into
+ * SETPARAM_POLICY and __sched_setscheduler() then keeps the thread's old
+ * reset-on-fork and ignores SCHED_FLAG_RESET_ON_FORK.  So the thread's
+ * current policy is read with sched_getattr() and passed back, with
+ * KEEP_PARAMS (nice, priority, deadline parameters untouched),
+ * UTIL_CLAMP_MIN|MAX (uclamp_validate() refuses min > max) and
+ * RESET_ON_FORK, so helper threads a vCPU thread forks do not inherit the
+ * guest-derived clamp (uclamp_fork()).  Releasing passes -1 for both
+ * clamps: uclamp_reset() back to the kernel defaults (MR-22).  Kernels
+ * without CONFIG_UCLAMP_TASK answer EOPNOTSUPP.
  */
 #define G_LOG_DOMAIN "freqhintd"
 
@@ -22,42 +27,51 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef SCHED_FLAG_RESET_ON_FORK
-#define SCHED_FLAG_RESET_ON_FORK 0x01
-#endif
-#ifndef SCHED_FLAG_KEEP_POLICY
-#define SCHED_FLAG_KEEP_POLICY 0x08
-#endif
-#ifndef SCHED_FLAG_KEEP_PARAMS
-#define SCHED_FLAG_KEEP_PARAMS 0x10
-#endif
-#ifndef SCHED_FLAG_UTIL_CLAMP_MIN
-#define SCHED_FLAG_UTIL_CLAMP_MIN 0x20
-#endif
-#ifndef SCHED_FLAG_UTIL_CLAMP_MAX
-#define SCHED_FLAG_UTIL_CLAMP_MAX 0x40
-#endif
-#define FH_SCHED_FLAGS                                                                             \
-  (SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS | SCHED_FLAG_UTIL_CLAMP_MIN |                   \
-   SCHED_FLAG_UTIL_CLAMP_MAX | SCHED_FLAG_RESET_ON_FORK)
+G_STATIC_ASSERT (sizeof (FhSchedAttr) == FH_SCHED_ATTR_SIZE_VER1);
 
-/* include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1 */
-struct fh_sched_attr {
-  uint32_t size;
-  uint32_t sched_policy;
-  uint64_t sched_flags;
-  int32_t sched_nice;
-  uint32_t sched_priority;
-  uint64_t sched_runtime;
-  uint64_t sched_deadline;
-  uint64_t sched_period;
-  uint32_t sched_util_min;
-  uint32_t sched_util_max;
-};
-G_STATIC_ASSERT (sizeof (struct fh_sched_attr) == 56);
+void
+fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release)
+{
+  memset (attr, 0, sizeof *attr);
+  attr->size = sizeof *attr;
+  attr->sched_policy = policy;
+  attr->sched_flags = FH_SCHED_FLAG_KEEP_PARAMS | FH_SCHED_FLAG_UTIL_CLAMP_MIN |
+                      FH_SCHED_FLAG_UTIL_CLAMP_MAX | FH_SCHED_FLAG_RESET_ON_FORK;
+  attr->sched_util_min = release ? G_MAXUINT32 : c.min;
+  attr->sched_util_max = release ? G_MAXUINT32 : c.max;
+}
+
+static int
+get_attr (guint tid, FhSchedAttr *attr)
+{
+  memset (attr, 0, sizeof *attr);
+  if (syscall (SYS_sched_getattr, (pid_t) tid, attr, (unsigned) sizeof *attr, 0) < 0)
+    return -errno;
+  return 0;
+}
+
+/*
+ * The policy is read right before the call: a thread whose policy changed
+ * since the last round keeps its new one.  (A change between the two calls
+ * is lost; QEMU does not change its vCPU threads' policies.)
+ */
+static int
+set_clamp (guint tid, FhClamp c, gboolean release)
+{
+  FhSchedAttr cur, attr;
+  int r = get_attr (tid, &cur);
+
+  if (r < 0)
+    return r;
+  fh_uclamp_fill_attr (&attr, cur.sched_policy, c, release);
+  if (syscall (SYS_sched_setattr, (pid_t) tid, &attr, 0) < 0)
+    return -errno;
+  return 0;
+}
 
 typedef struct {
   FhClamp applied;
+  gboolean applied_release; /* the last call released (-1/-1) */
   gboolean have_applied;
   gint64 retry_at_us;
   gint64 backoff_us;
@@ -66,21 +80,6 @@ typedef struct {
   pid_t owner;
 } TidState;
 
-static int
-set_clamp (guint tid, FhClamp c)
-{
-  struct fh_sched_attr attr;
-
-  memset (&attr, 0, sizeof attr);
-  attr.size = sizeof attr;
-  attr.sched_flags = FH_SCHED_FLAGS;
-  attr.sched_util_min = c.min;
-  attr.sched_util_max = c.max;
-  if (syscall (SYS_sched_setattr, (pid_t) tid, &attr, 0) < 0)
-    return -errno;
-  return 0;
-}
-
 static gboolean
 uclamp_start (FhBackend *self, GError **error)
 {
@@ -88,20 +87,25 @@ uclamp_start (FhBackend *self, GError **error)
   return TRUE;
 }
 
+/* release: an inactive vCPU, back to the kernel defaults (want is ignored). */
 static void
-apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gint64 now_us)
+apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean release,
+           gint64 now_us)
 {
   int r;
 
-  if (st->have_applied && st->applied.min == want.min && st->applied.max == want.max)
+  if (release)
+    want = FH_CLAMP_NONE;
+  if (st->have_applied && st->applied_release == release &&
+      (release || (st->applied.min == want.min && st->applied.max == want.max)))
     return;
   /* Threads we never clamped need no release. */
-  if (!st->have_applied && !st->failing && want.min == 0 && want.max == FH_SCALE)
+  if (!st->have_applied && !st->failing && release)
     return;
   if (st->failing && now_us < st->retry_at_us)
     return;
   self->writes++;
-  r = set_clamp (tid, want);
+  r = set_clamp (tid, want, release);
   if (r < 0) {
     self->write_failures++;
     st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
@@ -115,6 +119,7 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gint64 now_us
   st->failing = FALSE;
   st->backoff_us = 0;
   st->applied = want;
+  st->applied_release = release;
   st->have_applied = TRUE;
 }
 
@@ -148,7 +153,6 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
   for (guint i = 0; i < targets->len; i++) {
     const FhTidTarget *t = &g_array_index (targets, FhTidTarget, i);
     TidState *st = g_hash_table_lookup (tids, GUINT_TO_POINTER (t->tid));
-    FhClamp want = t->active ? t->eff : FH_CLAMP_NONE;
 
     if (t->tid == 0)
       continue;
@@ -158,7 +162,7 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     }
     st->seen = TRUE;
     st->owner = t->owner;
-    apply_one (self, t->tid, st, want, now_us);
+    apply_one (self, t->tid, st, t->eff, !t->active, now_us);
   }
 
   /* Threads no longer ours (VM gone, thread exited): release and forget. */
@@ -168,9 +172,9 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
 
     if (st->seen)
       continue;
-    if (st->have_applied && (st->applied.min != 0 || st->applied.max != FH_SCALE) &&
+    if (st->have_applied && !st->applied_release &&
         still_owned (self, GPOINTER_TO_UINT (key), st->owner)) {
-      int r = set_clamp (GPOINTER_TO_UINT (key), FH_CLAMP_NONE);
+      int r = set_clamp (GPOINTER_TO_UINT (key), FH_CLAMP_NONE, TRUE);
 
       self->writes++;
       if (r < 0 && r != -ESRCH) {

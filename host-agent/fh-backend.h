@@ -80,5 +80,33 @@ extern const FhBackendOps fh_backend_none_ops;
 extern const FhBackendOps fh_backend_cpufreq_ops;
 extern const FhBackendOps fh_backend_uclamp_ops;
 
+/* include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1 */
+#define FH_SCHED_ATTR_SIZE_VER1 56
+typedef struct {
+  guint32 size;
+  guint32 sched_policy;
+  guint64 sched_flags;
+  gint32 sched_nice;
+  guint32 sched_priority;
+  guint64 sched_runtime;
+  guint64 sched_deadline;
+  guint64 sched_period;
+  guint32 sched_util_min;
+  guint32 sched_util_max;
+} FhSchedAttr;
+
+/* include/uapi/linux/sched.h */
+#define FH_SCHED_FLAG_RESET_ON_FORK 0x01
+#define FH_SCHED_FLAG_KEEP_POLICY 0x08
+#define FH_SCHED_FLAG_KEEP_PARAMS 0x10
+#define FH_SCHED_FLAG_UTIL_CLAMP_MIN 0x20
+#define FH_SCHED_FLAG_UTIL_CLAMP_MAX 0x40
+
+/*
+ * The sched_setattr() argument of the uclamp backend (MR-21, MR-22): the
+ * thread's current policy, clamps c, or -1/-1 (kernel defaults) to release.
+ */
+void fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release);
+
 /* The cpufreq backend's crash-recovery file inside the state directory. */
 #define FH_CPUFREQ_SAVED_FILE "cpufreq-saved.ini"

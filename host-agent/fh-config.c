@@ -242,9 +242,9 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       c->perf_headroom = -1;
     } else {
       h = g_ascii_strtod (headroom, &end);
-      if (!end || *end || end == headroom || !(h > 0 && h <= 4)) {
+      if (!end || *end || end == headroom || !(h >= 0.1 && h <= 2.0)) {
         g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                     "[merge] perf_headroom must be auto or a number in (0, 4]");
+                     "[merge] perf_headroom must be auto or a number from 0.1 to 2.0");
         return FALSE;
       }
       c->perf_headroom = h;

@@ -217,7 +217,7 @@ send_grants (FhVm *vm)
   g.operator_ceiling = (uint16_t) vm->settings.op.max;
   g.num_grants = (uint16_t) vm->num_vcpus;
   for (guint i = 0; i < vm->num_vcpus; i++) {
-    FhClamp r = fh_merge_grant (vm->vcpus[i].d.chain, vm->daemon->host->sys);
+    FhClamp r = vm->vcpus[i].d.grant;
 
     g.grants[i].floor = (uint16_t) r.min;
     g.grants[i].ceiling = (uint16_t) r.max;
@@ -245,14 +245,22 @@ daemon_update (FhDaemon *d)
 
     for (guint j = 0; j < vm->num_vcpus; j++) {
       FhVcpu *v = &vm->vcpus[j];
-      FhChain chain = { d->host->sys, NULL, 0, vm->settings.op };
+      FhChain chain = { d->host->sys, NULL, 0 };
+      FhMergeParams params = d->params;
       gboolean active;
 
       if (v->info.levels) {
         chain.levels = (const FhClamp *) v->info.levels->data;
         chain.n_levels = v->info.levels->len;
       }
-      v->d = fh_merge_vcpu (&v->hint, &chain, &d->params);
+      /* MR-4: the governor that matters is the one of the vCPU's CPU. */
+      if (d->headroom_auto)
+        params.perf_headroom =
+            fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
+                                    fh_host_cpu_governor (d->host, v->cpu),
+                                    d->host->kernel_release, NULL);
+      v->d = fh_merge_vcpu (&v->hint, &chain, vm->settings.op, &params);
+      v->perf_headroom = params.perf_headroom;
       active = v->d.active && v->tid_ok;
       if (v->cpu >= 0) {
         FhPlacedVcpu p = { active, v->d.eff, (guint) v->cpu };
@@ -378,23 +386,24 @@ fh_daemon_reload_vm_config (FhDaemon *d, const char *path, GError **error)
   return TRUE;
 }
 
+/*
+ * MR-4.  With perf_headroom=auto each vCPU takes the factor for the policy
+ * covering its CPU (daemon_update()); the value here is the one for the
+ * host's first policy, for the start-up log and `freqhintctl status`.
+ */
 static void
 choose_headroom (FhDaemon *d)
 {
-  const char *gov = fh_host_governor (d->host);
-
   d->params.perf_as_floor = d->config->perf_as_floor;
   if (d->config->perf_headroom > 0) {
+    d->headroom_auto = FALSE;
     d->params.perf_headroom = d->config->perf_headroom;
     d->headroom_reason = "configured";
-  } else if (strcmp (d->backend->ops->name, "uclamp") == 0 && strcmp (gov, "schedutil") == 0) {
-    /* The host's schedutil multiplies util by 1.25 (map_util_perf()); the
-     * guest's perf already carries that headroom once. */
-    d->params.perf_headroom = 0.8;
-    d->headroom_reason = "uclamp backend on a schedutil host";
   } else {
-    d->params.perf_headroom = 1.0;
-    d->headroom_reason = "no host governor headroom on this path";
+    d->headroom_auto = TRUE;
+    d->params.perf_headroom = fh_merge_auto_headroom (
+        d->backend->ops == &fh_backend_uclamp_ops, fh_host_governor (d->host),
+        d->host->kernel_release, &d->headroom_reason);
   }
 }
 

@@ -30,6 +30,7 @@ typedef struct {
   gint cpu;          /* placement used, -1 unknown */
   gboolean placed_by_config;
   FhVcpuDecision d;
+  double perf_headroom; /* the factor used for this vCPU (MR-4) */
 } FhVcpu;
 
 typedef struct {
@@ -65,6 +66,7 @@ struct _FhDaemon {
   GHashTable *vms;       /* key -> FhVm* */
   FhCpuDecision *cpus;   /* host->n_cpus */
   FhMergeParams params;
+  gboolean headroom_auto;
   const char *headroom_reason;
   guint poll_timer;
   guint update_idle;

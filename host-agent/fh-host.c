@@ -33,6 +33,7 @@ fh_host_free (FhHost *h)
     return;
   g_ptr_array_unref (h->policies);
   g_free (h->cpu_policy);
+  g_free (h->kernel_release);
   g_free (h);
 }
 
@@ -160,6 +161,16 @@ fh_host_load (FhHost *h, const FhPaths *paths, GError **error)
     }
   }
   fh_host_refresh_sys (h, paths);
+
+  /* MR-4 asks whether the host kernel predates 6.8 (fh_merge_auto_headroom()). */
+  {
+    g_autofree char *rel_path = fh_path (paths, FH_ROOT_PROC, "sys/kernel/osrelease");
+
+    g_free (h->kernel_release);
+    h->kernel_release = fh_read_small_file (rel_path, NULL);
+    if (h->kernel_release)
+      g_strstrip (h->kernel_release);
+  }
   return TRUE;
 }
 
@@ -203,6 +214,14 @@ fh_host_governor (const FhHost *h)
   if (h->policies->len == 0)
     return "";
   return ((FhPolicy *) g_ptr_array_index (h->policies, 0))->governor;
+}
+
+const char *
+fh_host_cpu_governor (const FhHost *h, gint cpu)
+{
+  if (cpu < 0 || (guint) cpu >= h->n_cpus || h->cpu_policy[cpu] < 0)
+    return NULL;
+  return ((FhPolicy *) g_ptr_array_index (h->policies, h->cpu_policy[cpu]))->governor;
 }
 
 void

@@ -33,6 +33,7 @@ typedef struct {
   gint *cpu_policy;    /* n_cpus entries: index into policies, -1 none */
   FhClamp sys;         /* sched_util_clamp_{min,max}; 1024/1024 when absent */
   gboolean have_sys;
+  char *kernel_release; /* PROC/sys/kernel/osrelease, NULL when unreadable */
 } FhHost;
 
 FhHost *fh_host_new (void);
@@ -44,6 +45,8 @@ gboolean fh_host_load (FhHost *host, const FhPaths *paths, GError **error);
 /* Re-read /proc/sys/kernel/sched_util_clamp_*; TRUE when they changed. */
 gboolean fh_host_refresh_sys (FhHost *host, const FhPaths *paths);
 const char *fh_host_governor (const FhHost *host);
+/* The governor of the policy covering cpu; NULL when no policy covers it. */
+const char *fh_host_cpu_governor (const FhHost *host, gint cpu);
 
 typedef struct {
   gboolean exists; /* PROC/<tid>/status readable */

@@ -2,19 +2,22 @@
 #include "fh-merge.h"
 
 #include <math.h>
+#include <string.h>
 
 #include <linux/virtio_freqhint.h>
 
 /*
- * Guest record -> request.  A field without its VALID flag asks nothing:
- * the floor defaults to 0 and the ceiling to full scale (uclamp_none()).
+ * Guest record -> request (MR-3..MR-5).  A field without its VALID flag
+ * asks nothing: the floor defaults to 0 and the ceiling to full scale
+ * (uclamp_none()).
  *
  * The guest governor's perf request is a utilisation the guest's schedutil
- * already multiplied by 1.25 (map_util_perf()); when the host's own
- * governor is schedutil it adds that headroom again, so the daemon passes
- * 0.8 as perf_headroom then (crosvm does the same).  The perf floor never
- * exceeds the guest's own ceiling: an explicit clamp beats a heuristic, and
- * sched_setattr() would refuse min > max (uclamp_validate()).
+ * already multiplied by 1.25 (map_util_perf()); the daemon chooses the
+ * headroom that undoes a second multiplication on the host (MR-4,
+ * fh_merge_auto_headroom()).  If the perf floor ends above the guest's own
+ * ceiling, the floor wins, as a run queue resolves an inversion
+ * (sugov_effective_cpu_perf(): max(min, ...)); sched_setattr() would refuse
+ * min > max (uclamp_validate()), so the ceiling is raised to it.
  */
 FhClamp
 fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params)
@@ -27,10 +30,13 @@ fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params)
     req.max = MIN (hint->clamp_max, FH_SCALE);
   if ((hint->flags & VIRTIO_FREQHINT_R_PERF_VALID) && params && params->perf_as_floor) {
     double scaled = (double) MIN (hint->perf, FH_SCALE) * params->perf_headroom;
-    guint perf = scaled <= 0 ? 0 : scaled >= FH_SCALE ? FH_SCALE : (guint) lround (scaled);
+    /* lround(): halves away from zero, i.e. up for these non-negative values */
+    guint perf = !(scaled > 0) ? 0 : scaled >= FH_SCALE ? FH_SCALE : (guint) lround (scaled);
 
-    req.min = MAX (req.min, MIN (perf, req.max));
+    req.min = MAX (req.min, perf);
   }
+  if (req.min > req.max)
+    req.max = req.min;
   return req;
 }
 
@@ -61,12 +67,40 @@ fh_merge_chain_effective (const FhChain *chain)
   FhClamp root = { MIN (chain->sys.min, FH_SCALE), MIN (chain->sys.max, FH_SCALE) };
   FhClamp eff;
 
+  /*
+   * uclamp_tg_restrict() leaves tasks of the root group alone: only the
+   * system cap of uclamp_eff_get() applies to them (MR-12), so their range
+   * is (0, sys_max).
+   */
+  if (chain->n_levels == 0)
+    return (FhClamp){ 0, root.max };
   /* The root has no parent to cap it; only the min<=max step applies. */
   eff.max = root.max;
   eff.min = MIN (root.min, root.max);
   for (gsize i = 0; i < chain->n_levels; i++)
     eff = update_eff (eff, chain->levels[i]);
-  return update_eff (eff, chain->op);
+  return eff;
+}
+
+/*
+ * The operator's floor and ceiling restrict what the guest asks for, before
+ * the host chain does (MR-11).  They are not a cgroup level: under
+ * cpu_util_update_eff() a floor below a parent with cpu.uclamp.min 0 (the
+ * default of machine.slice and its like) would be cut to 0.  Clamping is
+ * monotonic, so the host kernel restricting our result again by the
+ * thread's real group (uclamp_tg_restrict()) changes nothing.
+ */
+FhClamp
+fh_merge_operator (FhClamp req, FhClamp op)
+{
+  FhClamp r;
+  guint lo = MIN (op.min, FH_SCALE), hi = MIN (op.max, FH_SCALE);
+
+  /* Configuration keeps floor <= ceiling; should it not, the floor wins. */
+  hi = MAX (hi, lo);
+  r.min = CLAMP (req.min, lo, hi);
+  r.max = CLAMP (req.max, lo, hi);
+  return r;
 }
 
 /*
@@ -89,17 +123,21 @@ fh_merge_restrict (FhClamp req, FhClamp chain_eff, FhClamp sys)
   return eff;
 }
 
+/*
+ * MR-13: every request the vCPU can make ends inside
+ * [min(clamp(op floor, L), sys_min), min(clamp(op ceiling, L), sys_max)].
+ */
 FhClamp
-fh_merge_grant (FhClamp chain_eff, FhClamp sys)
+fh_merge_grant (FhClamp op, FhClamp chain_eff, FhClamp sys)
 {
-  FhClamp g = { MIN (chain_eff.min, sys.min), MIN (chain_eff.max, sys.max) };
+  FhClamp o = fh_merge_operator (op, op);
 
-  g.min = MIN (g.min, g.max);
-  return g;
+  return fh_merge_restrict (o, chain_eff, sys);
 }
 
 FhVcpuDecision
-fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, const FhMergeParams *params)
+fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
+               const FhMergeParams *params)
 {
   FhVcpuDecision d = { 0 };
 
@@ -107,8 +145,58 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, const FhMergeParam
   /* flags == 0: "no hint", the vCPU has no influence; IDLE: no runnable task. */
   d.active = hint->flags != 0 && !(hint->flags & VIRTIO_FREQHINT_R_IDLE);
   d.req = fh_merge_guest_request (hint, params);
-  d.eff = fh_merge_restrict (d.req, d.chain, chain->sys);
+  d.eff = fh_merge_restrict (fh_merge_operator (d.req, op), d.chain, chain->sys);
+  d.grant = fh_merge_grant (op, d.chain, chain->sys);
   return d;
+}
+
+/* "6.1.0-18-amd64" -> 6, 1.  FALSE when the release does not start like that. */
+static gboolean
+parse_release (const char *release, guint64 *major, guint64 *minor)
+{
+  const char *p = release;
+  char *end = NULL;
+
+  if (!p || !g_ascii_isdigit (*p))
+    return FALSE;
+  *major = g_ascii_strtoull (p, &end, 10);
+  if (end == p || *end != '.' || !g_ascii_isdigit (end[1]))
+    return FALSE;
+  p = end + 1;
+  *minor = g_ascii_strtoull (p, &end, 10);
+  return end != p;
+}
+
+/*
+ * MR-4.  Before Linux 6.8 the host's schedutil scaled the clamped
+ * utilisation, minimum clamp included, by 1.25 in get_next_freq(); since
+ * 6.8 (sugov_effective_cpu_perf()) the margin applies to measured
+ * utilisation only.  The cpufreq backend writes frequencies that no
+ * governor scales, so it always takes 1.0.
+ */
+double
+fh_merge_auto_headroom (gboolean uclamp_backend, const char *governor, const char *kernel_release,
+                        const char **reason)
+{
+  const char *why;
+  double h = 1.0;
+  guint64 major, minor;
+
+  if (!uclamp_backend)
+    why = "not the uclamp backend: no governor headroom on this path";
+  else if (!governor || strcmp (governor, "schedutil") != 0)
+    why = "host governor is not schedutil";
+  else if (!parse_release (kernel_release, &major, &minor))
+    why = "host kernel release unknown: not known to be older than 6.8";
+  else if (major > 6 || (major == 6 && minor >= 8))
+    why = "schedutil host on Linux 6.8 or later: the rq minimum gets no margin";
+  else {
+    h = 0.8;
+    why = "uclamp backend on a schedutil host older than Linux 6.8";
+  }
+  if (reason)
+    *reason = why;
+  return h;
 }
 
 static void

@@ -32,39 +32,52 @@ typedef struct {
 } FhGuestHint;
 
 /*
- * Where a vCPU thread sits on the host: the system defaults, its cgroup
+ * Where a vCPU thread sits on the host: the system defaults and its cgroup
  * chain below the root (outermost first; each level's own request, i.e.
- * the values of its cpu.uclamp.min/max files) and the operator's VM level.
+ * the values of its cpu.uclamp.min/max files).  The operator's bounds are
+ * not part of it: they restrict the guest's request (MR-11).
  */
 typedef struct {
   FhClamp sys; /* /proc/sys/kernel/sched_util_clamp_{min,max} */
   const FhClamp *levels;
   gsize n_levels;
-  FhClamp op; /* operator floor/ceiling of the VM: one more, innermost level */
 } FhChain;
 
 typedef struct {
-  gboolean active; /* has a hint, not idle: contributes to its CPU */
-  FhClamp req;     /* the guest's request */
-  FhClamp chain;   /* effective range of the chain (what the guest is granted) */
-  FhClamp eff;     /* the request restricted by chain and system defaults */
+  gboolean active; /* has a hint, not idle: contributes to its CPU (MR-6) */
+  FhClamp req;     /* the guest's request (MR-3..MR-5) */
+  FhClamp chain;   /* L: effective range of the deepest cgroup level (MR-10) */
+  FhClamp grant;   /* what the vCPU is granted (MR-13) */
+  FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12) */
 } FhVcpuDecision;
 
-/* Turn a guest record into a request (req_min/req_max of the spec). */
+/* Turn a guest record into a request (MR-3..MR-5). */
 FhClamp fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params);
 
-/* cpu_util_update_eff() down the chain, starting at the root task group. */
+/* cpu_util_update_eff() down the chain, starting at the root task group (MR-10). */
 FhClamp fh_merge_chain_effective (const FhChain *chain);
 
-/* uclamp_tg_restrict() then uclamp_eff_get(). */
+/* req' = clamp(req, operator floor, operator ceiling) per clamp id (MR-11). */
+FhClamp fh_merge_operator (FhClamp req, FhClamp op);
+
+/* uclamp_tg_restrict() then uclamp_eff_get() (MR-12). */
 FhClamp fh_merge_restrict (FhClamp req, FhClamp chain_eff, FhClamp sys);
 
-/* Everything for one vCPU. */
-FhVcpuDecision fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain,
+/* Everything for one vCPU; op is the VM's operator floor/ceiling. */
+FhVcpuDecision fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
                               const FhMergeParams *params);
 
-/* Grant range sent back to the guest: the chain, capped by the system defaults. */
-FhClamp fh_merge_grant (FhClamp chain_eff, FhClamp sys);
+/* Grant range sent back to the guest (MR-13). */
+FhClamp fh_merge_grant (FhClamp op, FhClamp chain_eff, FhClamp sys);
+
+/*
+ * perf_headroom = auto (MR-4): 0.8 for the uclamp backend on a schedutil
+ * host older than Linux 6.8, else 1.0.  kernel_release is the content of
+ * /proc/sys/kernel/osrelease (NULL or unparsable: not known to be older).
+ * *reason (may be NULL) gets a static explanation for logs and telemetry.
+ */
+double fh_merge_auto_headroom (gboolean uclamp_backend, const char *governor,
+                               const char *kernel_release, const char **reason);
 
 /* One vCPU placed on a CPU, input to aggregation. */
 typedef struct {

@@ -68,6 +68,8 @@ fh_telemetry_status (FhDaemon *d)
   add_bool (b, "perf_as_floor", d->params.perf_as_floor);
   json_builder_set_member_name (b, "perf_headroom");
   json_builder_add_double_value (b, d->params.perf_headroom);
+  add_str (b, "perf_headroom_reason", d->headroom_reason);
+  add_str (b, "kernel_release", d->host->kernel_release ? d->host->kernel_release : "");
   add_str (b, "socket", d->config->socket_path);
   add_int (b, "metrics_port", d->metrics_port);
   add_int (b, "vm_connections_total", d->vm_connections_total);
@@ -176,7 +178,10 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
   add_int (b, "seq", v->seq);
   json_builder_end_object (b);
   add_clamp (b, "request", v->d.req);
-  add_clamp (b, "granted", v->d.chain);
+  add_clamp (b, "host_range", v->d.chain);
+  add_clamp (b, "granted", v->d.grant);
+  json_builder_set_member_name (b, "perf_headroom");
+  json_builder_add_double_value (b, v->perf_headroom);
   add_clamp (b, "effective", v->d.eff);
   json_builder_end_object (b);
 }

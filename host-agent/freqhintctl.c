@@ -117,9 +117,9 @@ print_status (JsonObject *o)
           " cpufreq policies, governor %s\n",
           iget (o, "cpus"), iget (o, "cpufreq_policies"), sget (o, "governor"));
   printf ("system clamps:    %s\n", sys);
-  printf ("perf as floor:    %s, headroom %.2f\n",
+  printf ("perf as floor:    %s, headroom %.2f (%s)\n",
           json_object_get_boolean_member (o, "perf_as_floor") ? "yes" : "no",
-          json_object_get_double_member (o, "perf_headroom"));
+          json_object_get_double_member (o, "perf_headroom"), sget (o, "perf_headroom_reason"));
   printf ("device socket:    %s\n", sget (o, "socket"));
   printf ("metrics port:     %" G_GINT64_FORMAT "\n", iget (o, "metrics_port"));
   printf ("connections:      %" G_GINT64_FORMAT "\n", iget (o, "vm_connections_total"));

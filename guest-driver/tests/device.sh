@@ -76,16 +76,64 @@ if [ "$expect" = nouclamp ]; then
 	sleep 0.5
 fi
 
+# Remove/probe without unloading: the ceiling leaves the policies with the
+# device and comes back with it.
+drv=/sys/bus/virtio/drivers/virtio_freqhint
+check "unbind the device" sh -c "echo ${dev##*/} >$drv/unbind"
+check "the ceiling is released (1024000)" \
+	wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^1024000$' 3
+check "bind it again" sh -c "echo ${dev##*/} >$drv/bind"
+check "the ceiling is back" \
+	wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^700000$' 3
+
 check "rmmod (device reset)" rmmod virtio_freqhint
 check_fails "the policy limit is gone with the driver" \
 	test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq
-check "insmod again" insmod "$FH_KO"
+check "insmod again with rate_window_ms=200" insmod "$FH_KO" rate_window_ms=200
 check "the agent is connected again" wait_file "$dev/agent_connected" '^1$'
+check_output "the larger window is in effect" '^200$' cat "$dev/rate_window_ms"
 busy 1
 check "vCPU1 busy again" wait_vcpu 1 'f["idle"]==0'
 sleep 0.5
 stop_busy
-sleep 0.3
+sleep 0.5
+
+# Churn faster than the window on two vCPUs: at most one buffer per 200 ms,
+# each carrying both vCPUs' latest state.
+uptime_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+b0=$(cat "$dev/statistics/buffers_sent")
+r0=$(cat "$dev/statistics/records_sent")
+t0=$(uptime_ms)
+if [ "$expect" = uclamp ]; then
+	busy 1 -m 0
+	p1=$fh_pid
+	busy 2 -m 0
+	p2=$fh_pid
+	i=0
+	while [ $i -lt 40 ]; do
+		uclampset -p "$p1" -m $(((i % 2) * 600))
+		uclampset -p "$p2" -m $((((i + 1) % 2) * 600))
+		i=$((i + 1))
+	done
+else
+	i=0
+	while [ $i -lt 15 ]; do
+		busy $((1 + i % 2))
+		sleep 0.1
+		stop_busy
+		i=$((i + 1))
+	done
+fi
+stop_busy
+sleep 0.5
+b1=$(cat "$dev/statistics/buffers_sent")
+r1=$(cat "$dev/statistics/records_sent")
+t1=$(uptime_ms)
+echo "churn: $((b1 - b0)) buffers, $((r1 - r0)) records in $((t1 - t0)) ms"
+check "buffers sent during the churn" test $((b1 - b0)) -ge 2
+check "at most one buffer per 200 ms window (+1)" \
+	test $((b1 - b0)) -le $(((t1 - t0) / 200 + 1))
+check "buffers batch several vCPUs" test $((r1 - r0)) -gt $((b1 - b0))
 check "rmmod" rmmod virtio_freqhint
 check "no kernel warnings" dmesg_clean
 done_testing

@@ -11,7 +11,7 @@
 #include "fh-metadata.h"
 #include "fh-parse.h"
 
-G_DEFINE_QUARK (fh-mirror-error-quark, fh_mirror_error)
+G_DEFINE_QUARK (fh - mirror - error - quark, fh_mirror_error)
 
 /*
  * cgroupfs files cannot be replaced by rename, so write in place; O_TRUNC
@@ -66,23 +66,22 @@ fh_cgroup_mirror_vcpu_ceiling (const FhPaths *paths, guint tid, guint vcpu, guin
   if (written)
     *written = FALSE;
   if (!g_file_get_contents (cg_file, &text, NULL, &local)) {
-    g_set_error (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED, "vCPU %u thread %u: %s", vcpu,
-                 tid, local->message);
+    g_set_error (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED, "vCPU %u thread %u: %s", vcpu, tid,
+                 local->message);
     g_error_free (local);
     return FALSE;
   }
   cg = fh_parse_proc_cgroup (text, &local);
   if (!cg) {
-    g_set_error (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED, "%s: %s", cg_file,
-                 local->message);
+    g_set_error (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED, "%s: %s", cg_file, local->message);
     g_error_free (local);
     return FALSE;
   }
   base = g_path_get_basename (cg->path);
   if (strcmp (base, want_base) != 0) {
     g_set_error (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_NOT_VCPU_GROUP,
-                 "vCPU %u thread %u is in %s, not in a group of its own (%s); not mirroring",
-                 vcpu, tid, cg->path, want_base);
+                 "vCPU %u thread %u is in %s, not in a group of its own (%s); not mirroring", vcpu,
+                 tid, cg->path, want_base);
     return FALSE;
   }
   if (cg->hierarchy)

@@ -135,8 +135,7 @@ arm_handle (FhEventWatch *w)
   if (!cond)
     return;
   w->source = g_unix_fd_source_new (w->fd, cond);
-  g_source_set_callback (w->source, G_SOURCE_FUNC (dispatch_handle), GINT_TO_POINTER (w->id),
-                         NULL);
+  g_source_set_callback (w->source, G_SOURCE_FUNC (dispatch_handle), GINT_TO_POINTER (w->id), NULL);
   g_source_set_name (w->source, "libvirt handle");
   g_source_attach (w->source, NULL);
 }

@@ -11,9 +11,9 @@
 typedef struct {
   char *uuid;
   char *name;
-  FhMetadata *md;  /* NULL: none or invalid */
+  FhMetadata *md;   /* NULL: none or invalid */
   gboolean invalid; /* an element that was ignored: the defaults apply (LM-7) */
-  GArray *pinned;  /* guint per vCPU index: the single host CPU, G_MAXUINT if not pinned */
+  GArray *pinned;   /* guint per vCPU index: the single host CPU, G_MAXUINT if not pinned */
 } FhLibvirtEntry;
 
 typedef struct {
@@ -168,8 +168,7 @@ fh_libvirt_source_new (const char *uri, FhLibvirtSourceChanged changed, gpointer
   FhVmSource *s = g_new0 (FhVmSource, 1);
   FhLibvirtSource *ls = g_new0 (FhLibvirtSource, 1);
 
-  ls->by_uuid = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
-                                       (GDestroyNotify) entry_free);
+  ls->by_uuid = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) entry_free);
   ls->changed = changed;
   ls->data = data;
   ls->watcher = fh_libvirt_watcher_new (uri, &callbacks, ls);

@@ -19,8 +19,7 @@
 typedef void (*FhLibvirtSourceChanged) (gpointer data);
 
 /* uri NULL: qemu:///system.  Starts the watcher (never fails: libvirt may come later). */
-FhVmSource *fh_libvirt_source_new (const char *uri, FhLibvirtSourceChanged changed,
-                                   gpointer data);
+FhVmSource *fh_libvirt_source_new (const char *uri, FhLibvirtSourceChanged changed, gpointer data);
 
 /*
  * The domain's whole metadata (guest-hints, per-vCPU overrides) by UUID,

@@ -139,8 +139,8 @@ read_metadata (FhLibvirtWatcher *w, virDomainPtr dom)
     g_autofree char *f = fh_percent_format (s->md->floor_pct);
     g_autofree char *c = fh_percent_format (s->md->ceiling_pct);
 
-    g_message ("domain \"%s\": floor %s%%, ceiling %s%%, guest hints %s, %u vCPU override(s)",
-               name, f, c, s->md->guest_hints ? "on" : "off", s->md->vcpus->len);
+    g_message ("domain \"%s\": floor %s%%, ceiling %s%%, guest hints %s, %u vCPU override(s)", name,
+               f, c, s->md->guest_hints ? "on" : "off", s->md->vcpus->len);
   } else if (!s->problem) {
     g_debug ("domain \"%s\": no freqhint metadata, defaults apply", name);
   }
@@ -244,22 +244,21 @@ on_lifecycle (virConnectPtr conn, virDomainPtr dom, int event, int detail, void 
     return 0;
   g_debug ("domain \"%s\": lifecycle event %d/%d", name, event, detail);
   switch (event) {
-  case VIR_DOMAIN_EVENT_STARTED:
-    read_metadata (w, dom);
-    read_placement (w, dom);
-    break;
-  case VIR_DOMAIN_EVENT_STOPPED:
-    domain_gone (w, uuid);
-    break;
-  default:
-    break;
+    case VIR_DOMAIN_EVENT_STARTED:
+      read_metadata (w, dom);
+      read_placement (w, dom);
+      break;
+    case VIR_DOMAIN_EVENT_STOPPED:
+      domain_gone (w, uuid);
+      break;
+    default:
+      break;
   }
   return 0;
 }
 
 static void
-on_metadata_change (virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri,
-                    void *opaque)
+on_metadata_change (virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri, void *opaque)
 {
   if (type != VIR_DOMAIN_METADATA_ELEMENT || g_strcmp0 (nsuri, FH_METADATA_NS) != 0)
     return;
@@ -377,13 +376,12 @@ try_connect (FhLibvirtWatcher *w)
   if (virConnectRegisterCloseCallback (conn, on_close, w, NULL) == 0)
     w->close_registered = TRUE;
   w->ev_lifecycle = virConnectDomainEventRegisterAny (
-    conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK (on_lifecycle), w, NULL);
-  w->ev_metadata = virConnectDomainEventRegisterAny (conn, NULL,
-                                                     VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
-                                                     VIR_DOMAIN_EVENT_CALLBACK (on_metadata_change),
-                                                     w, NULL);
+      conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK (on_lifecycle), w, NULL);
+  w->ev_metadata =
+      virConnectDomainEventRegisterAny (conn, NULL, VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
+                                        VIR_DOMAIN_EVENT_CALLBACK (on_metadata_change), w, NULL);
   w->ev_tunable = virConnectDomainEventRegisterAny (
-    conn, NULL, VIR_DOMAIN_EVENT_ID_TUNABLE, VIR_DOMAIN_EVENT_CALLBACK (on_tunable), w, NULL);
+      conn, NULL, VIR_DOMAIN_EVENT_ID_TUNABLE, VIR_DOMAIN_EVENT_CALLBACK (on_tunable), w, NULL);
   if (w->ev_lifecycle < 0 || w->ev_metadata < 0) {
     g_warning ("libvirt: cannot register domain events on %s: %s", w->uri, last_error ());
     disconnect (w);
@@ -438,8 +436,8 @@ fh_libvirt_watcher_new (const char *uri, const FhLibvirtCallbacks *callbacks, gp
   w->backoff_min_ms = 500;
   w->backoff_max_ms = 30000;
   w->backoff_ms = w->backoff_min_ms;
-  w->domains = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
-                                      (GDestroyNotify) domain_state_free);
+  w->domains =
+      g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) domain_state_free);
   return w;
 }
 

@@ -237,7 +237,7 @@ fh_libvirt_xml_insert (const char *xml, gsize len, const FhLibvirtXmlOptions *op
   /* NOBLANKS: the output is re-indented as a whole, so new lines fit in. */
   doc = xmlReadMemory (xml, (int) len, NULL, NULL,
                        XML_PARSE_NONET | XML_PARSE_NOBLANKS | XML_PARSE_NOERROR |
-                         XML_PARSE_NOWARNING);
+                           XML_PARSE_NOWARNING);
   if (!doc) {
     const xmlError *e = xmlGetLastError ();
     g_autofree char *msg = g_strdup (e && e->message ? e->message : "parse error");

@@ -17,7 +17,7 @@
 #define FH_LIBVIRT_QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
 
 typedef struct {
-  const char *socket_path;  /* freqhintd's device socket */
+  const char *socket_path; /* freqhintd's device socket */
   const char *chardev_id;
   guint reconnect_ms;
 } FhLibvirtXmlOptions;

@@ -15,7 +15,7 @@
 
 #include <linux/virtio_freqhint.h>
 
-G_DEFINE_QUARK (fh-metadata-error-quark, fh_metadata_error)
+G_DEFINE_QUARK (fh - metadata - error - quark, fh_metadata_error)
 
 FhMetadata *
 fh_metadata_new (void)
@@ -190,8 +190,8 @@ element_text (xmlNode *el, GError **error)
     if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
       g_string_append (s, (const char *) c->content);
     } else if (c->type != XML_COMMENT_NODE && c->type != XML_PI_NODE) {
-      g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
-                   "<%s> must hold text only", (const char *) el->name);
+      g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> must hold text only",
+                   (const char *) el->name);
       g_string_free (s, TRUE);
       return NULL;
     }
@@ -223,8 +223,7 @@ parse_vcpu (xmlNode *el, FhMetadataVcpu *v, GError **error)
   if (el->children) {
     for (xmlNode *c = el->children; c; c = c->next)
       if (c->type != XML_COMMENT_NODE && !(c->type == XML_TEXT_NODE && xmlIsBlankNode (c))) {
-        g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
-                     "<vcpu> must be empty");
+        g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<vcpu> must be empty");
         return FALSE;
       }
   }
@@ -288,8 +287,8 @@ parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **
     return FALSE;
   }
   if (root->properties) {
-    g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
-                 "<%s> takes no attributes", FH_METADATA_ROOT);
+    g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> takes no attributes",
+                 FH_METADATA_ROOT);
     return FALSE;
   }
   for (xmlNode *c = root->children; c; c = c->next) {
@@ -309,8 +308,8 @@ parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **
       return FALSE;
     }
     if (c->properties && strcmp (name, "vcpu") != 0) {
-      g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
-                   "<%s> takes no attributes", name);
+      g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> takes no attributes",
+                   name);
       return FALSE;
     }
     if (strcmp (name, "floor") == 0 || strcmp (name, "ceiling") == 0) {
@@ -318,8 +317,7 @@ parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **
       gboolean *seen = is_floor ? &seen_floor : &seen_ceiling;
 
       if (*seen) {
-        g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> given twice",
-                     name);
+        g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> given twice", name);
         return FALSE;
       }
       *seen = TRUE;
@@ -329,8 +327,7 @@ parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **
       g_autofree char *text = NULL;
 
       if (seen_hints) {
-        g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> given twice",
-                     name);
+        g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT, "<%s> given twice", name);
         return FALSE;
       }
       seen_hints = TRUE;
@@ -379,8 +376,8 @@ parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **
     g_autofree char *f = fh_percent_format (md->floor_pct);
     g_autofree char *c = fh_percent_format (md->ceiling_pct);
 
-    g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_RANGE,
-                 "floor %s is above ceiling %s", f, c);
+    g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_RANGE, "floor %s is above ceiling %s",
+                 f, c);
     return FALSE;
   }
   for (guint i = 0; i < md->vcpus->len; i++) {

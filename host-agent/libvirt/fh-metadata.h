@@ -14,9 +14,9 @@
 #include "fh-merge.h"
 
 /* The namespace carries the version, as Nova's does; a new version is a new URI. */
-#define FH_METADATA_NS     "urn:freqhint:metadata:1"
+#define FH_METADATA_NS "urn:freqhint:metadata:1"
 #define FH_METADATA_PREFIX "fh"
-#define FH_METADATA_ROOT   "freqhint"
+#define FH_METADATA_ROOT "freqhint"
 
 /* Inputs above this size are refused before any XML parsing. */
 #define FH_METADATA_MAX_BYTES 65536
@@ -28,10 +28,10 @@
 GQuark fh_metadata_error_quark (void);
 
 typedef enum {
-  FH_METADATA_ERROR_XML,       /* not well-formed, or too big */
-  FH_METADATA_ERROR_ELEMENT,   /* wrong namespace, unknown or repeated element/attribute */
-  FH_METADATA_ERROR_VALUE,     /* a value is not "max" or a percentage 0..100 */
-  FH_METADATA_ERROR_RANGE,     /* a value looks like 0..1024 capacity units, or floor > ceiling */
+  FH_METADATA_ERROR_XML,     /* not well-formed, or too big */
+  FH_METADATA_ERROR_ELEMENT, /* wrong namespace, unknown or repeated element/attribute */
+  FH_METADATA_ERROR_VALUE,   /* a value is not "max" or a percentage 0..100 */
+  FH_METADATA_ERROR_RANGE,   /* a value looks like 0..1024 capacity units, or floor > ceiling */
 } FhMetadataError;
 
 typedef struct {
@@ -41,10 +41,10 @@ typedef struct {
 } FhMetadataVcpu;
 
 typedef struct {
-  guint floor_pct;   /* default 0 */
-  guint ceiling_pct; /* default FH_PERCENT_MAX */
+  guint floor_pct;      /* default 0 */
+  guint ceiling_pct;    /* default FH_PERCENT_MAX */
   gboolean guest_hints; /* default TRUE */
-  GArray *vcpus;     /* FhMetadataVcpu, sorted by id, ids unique; never NULL */
+  GArray *vcpus;        /* FhMetadataVcpu, sorted by id, ids unique; never NULL */
 } FhMetadata;
 
 /* The defaults: floor 0, ceiling max, guest hints on, no overrides. */

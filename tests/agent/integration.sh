@@ -255,7 +255,41 @@ case_operator_config() {
 	expect_jq '.[0].cpu' 7 vcpus vm-b
 	expect_jq '.[0].placement' config vcpus vm-b
 	expect_jq '.[0].effective.min' 1024 vcpus vm-b
+	# MR-11: the floor is kept although machine.slice has cpu.uclamp.min 0
+	expect_jq '.[0].host_range.min' 0 vcpus vm-b
+	expect_jq '.[0].granted.min' 1024 vcpus vm-b
+	eventually grep -q 'grants operator=1024..1024 0:1024..1024' "$T/client-b.out" ||
+		fail "vm-b was not granted its operator floor"
 	expect_file "$POL/policy6/scaling_min_freq" 3200000
+}
+
+# MR-4: perf_headroom=auto is 0.8 only for uclamp on a schedutil CPU of a
+# kernel older than 6.8; the vCPU's own CPU decides.  The vCPU "thread" is
+# the client itself (a real thread; sched_setattr fails cleanly here).
+case_perf_headroom_auto() {
+	fixture
+	echo performance >"$POL/policy4/scaling_governor"
+	local cpu rel want
+	for want in 3:6.1.0-fixture:480:0.8 4:6.1.0-fixture:600:1 3:6.8.0:600:1 3:6.12.9+bpo-amd64:600:1; do
+		IFS=: read -r cpu rel min h <<<"$want"
+		echo "$rel" >"$FX/proc/sys/kernel/osrelease"
+		start_daemon uclamp
+		(
+			"$MKFIXTURE" thread "$FX" "$BASHPID" "$cpu" "$cpu" /machine.slice "$BASHPID"
+			exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-h --uuid $U1 --vcpus 1 \
+				--tids "$BASHPID" --hint 0:-:-:600
+		) >"$T/client-h.out" 2>&1 & CLIENTS+=($!)
+		expect_jq '.[0].perf_headroom' "$h" vcpus vm-h
+		expect_jq '.[0].request.min' "$min" vcpus vm-h
+		expect_jq '.[0].effective.min' "$min" vcpus vm-h
+		kill $!; wait $! 2>/dev/null
+		expect_jq '.connected_vms' 0 status
+		stop_daemon
+	done
+	# the cpufreq backend writes frequencies no governor scales: always 1.0
+	echo 6.1.0-fixture >"$FX/proc/sys/kernel/osrelease"
+	start_daemon cpufreq
+	expect_jq '.perf_headroom' 1 status
 }
 
 case_operator_reload() {
@@ -477,6 +511,7 @@ case_uclamp_errors() {
 	grep -q 'sched_setattr(tid' "$T/daemon.log" || fail "uclamp failure not logged"
 	expect_jq '.[0].effective.min' 512 vcpus vm-u
 	expect_jq '.backend' uclamp status
+	expect_jq '.perf_headroom' 0.8 status                  # schedutil, 6.1 fixture kernel
 	kill -0 "$DPID" || fail "daemon died"
 }
 

@@ -7,8 +7,10 @@
 #       8 CPUs in 4 cpufreq policies (policy0: CPUs 0-1, policy2: 2-3,
 #       policy4: 4-5, policy6: 6-7), 800 MHz..3.2 GHz; policies 0-4 have a
 #       400 MHz-step frequency table, policy6 has none (like intel_pstate).
-#       System clamp defaults 1024/1024.  cgroup machine.slice with
-#       cpu.uclamp.min/max = max/max.
+#       System clamp defaults 1024/1024, kernel release 6.1.0 (so
+#       perf_headroom=auto is 0.8 for uclamp on schedutil).  cgroup
+#       machine.slice with the kernel's defaults for a new group:
+#       cpu.uclamp.min 0, cpu.uclamp.max max.
 #   mkfixture.sh thread DIR TID CPUS_ALLOWED LAST_CPU CGROUP [TGID]
 #       /proc/TID/{status,stat,cgroup}; CGROUP is a v2 path ("/machine.slice/x").
 #   mkfixture.sh cgroup DIR PATH MIN MAX
@@ -17,7 +19,7 @@
 #       rewrite the Tgid of a thread (the test client's pid is known late).
 set -euo pipefail
 
-usage() { sed -n '4,18p' "$0" >&2; exit 2; }
+usage() { sed -n '4,20p' "$0" >&2; exit 2; }
 
 host() {
 	local d=$1 p c
@@ -41,7 +43,8 @@ host() {
 	done
 	echo 1024 >"$d/proc/sys/kernel/sched_util_clamp_min"
 	echo 1024 >"$d/proc/sys/kernel/sched_util_clamp_max"
-	cgroup "$d" /machine.slice max max
+	echo 6.1.0-fixture >"$d/proc/sys/kernel/osrelease"
+	cgroup "$d" /machine.slice 0.00 max
 }
 
 thread() {

@@ -6,6 +6,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "fh-backend.h"
 #include "fh-config.h"
 #include "fh-host.h"
 #include "fh-paths.h"
@@ -85,6 +86,7 @@ test_host_load (void)
        "2000000 1000000 400000\n");
   put ("proc/sys/kernel/sched_util_clamp_min", "garbage\n"); /* falls back to 1024 */
   put ("proc/sys/kernel/sched_util_clamp_max", "900\n");
+  put ("proc/sys/kernel/osrelease", "6.1.0-18-amd64\n");
   paths_for (&p);
 
   g_test_expect_message ("freqhintd", G_LOG_LEVEL_WARNING, "*sched_util_clamp_min*");
@@ -104,6 +106,12 @@ test_host_load (void)
   g_assert_cmpuint (h->sys.min, ==, 1024);
   g_assert_cmpuint (h->sys.max, ==, 900);
   g_assert_cmpstr (fh_host_governor (h), ==, "");
+  /* MR-4 looks at the governor of the vCPU's own CPU and the kernel release */
+  g_assert_cmpstr (fh_host_cpu_governor (h, 3), ==, "schedutil");
+  g_assert_cmpstr (fh_host_cpu_governor (h, 0), ==, "");
+  g_assert_null (fh_host_cpu_governor (h, 4));
+  g_assert_null (fh_host_cpu_governor (h, -1));
+  g_assert_cmpstr (h->kernel_release, ==, "6.1.0-18-amd64");
 
   /* a broken policy is an error, not a silent omission */
   put ("sys/devices/system/cpu/cpufreq/policy2/cpuinfo_max_freq", "100\n");
@@ -206,6 +214,8 @@ test_config (void)
     "[daemon]\nallowed_uids=root\n",
     "[merge]\nperf_headroom=fast\n",
     "[merge]\nperf_headroom=0\n",
+    "[merge]\nperf_headroom=0.09\n", /* MR-4: 0.1 <= h <= 2.0 */
+    "[merge]\nperf_headroom=2.01\n",
     "[metrics]\nport=70000\n",
     "[vm a]\nfloor=101\n",
     "[vm a]\nfloor=60\nceiling=50\n",
@@ -256,6 +266,33 @@ test_config (void)
   }
 }
 
+/*
+ * MR-21/MR-22: the thread's own policy, KEEP_PARAMS | RESET_ON_FORK |
+ * UTIL_CLAMP_MIN | UTIL_CLAMP_MAX and never KEEP_POLICY (which would make
+ * the kernel ignore RESET_ON_FORK); release is -1/-1.
+ */
+static void
+test_uclamp_attr (void)
+{
+  FhSchedAttr a;
+
+  fh_uclamp_fill_attr (&a, 3 /* SCHED_BATCH */, (FhClamp){ 300, 700 }, FALSE);
+  g_assert_cmpuint (a.size, ==, 56);
+  g_assert_cmpuint (a.sched_policy, ==, 3);
+  g_assert_cmpuint (a.sched_flags, ==, 0x71);
+  g_assert_cmpuint (a.sched_flags & FH_SCHED_FLAG_KEEP_POLICY, ==, 0);
+  g_assert_cmpuint (a.sched_util_min, ==, 300);
+  g_assert_cmpuint (a.sched_util_max, ==, 700);
+  g_assert_cmpint (a.sched_nice, ==, 0);
+  g_assert_cmpuint (a.sched_priority, ==, 0);
+
+  fh_uclamp_fill_attr (&a, 0, (FhClamp){ 300, 700 }, TRUE);
+  g_assert_cmpuint (a.sched_policy, ==, 0);
+  g_assert_cmpuint (a.sched_flags, ==, 0x71);
+  g_assert_cmpuint (a.sched_util_min, ==, 0xffffffffu);
+  g_assert_cmpuint (a.sched_util_max, ==, 0xffffffffu);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -269,6 +306,7 @@ main (int argc, char **argv)
   g_test_add_func ("/host/probe-v2", test_probe_v2);
   g_test_add_func ("/host/probe-v1", test_probe_v1);
   g_test_add_func ("/host/config", test_config);
+  g_test_add_func ("/host/uclamp-attr", test_uclamp_attr);
   ret = g_test_run ();
   {
     g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", root);

@@ -24,111 +24,127 @@ typedef struct {
   FhClamp sys;
   gsize n_levels;
   FhClamp levels[3]; /* cgroup requests, outermost first */
-  FhClamp op;
+  FhClamp op;        /* operator floor/ceiling (MR-11) */
   FhGuestHint hint;
   gboolean perf_as_floor;
   double headroom;
   /* expected */
   gboolean active;
-  FhClamp chain;
+  FhClamp chain; /* L */
   FhClamp eff;
+  FhClamp grant;
 } MergeCase;
 
 static const MergeCase cases[] = {
-  { "no hint: flags 0 has no influence",
+  { "MR-6: no hint, flags 0 has no influence",
     DEF, 0, { }, OP_NONE, { 0, 0, 0, 0 }, NO_PERF,
-    FALSE, { 0, 1024 }, { 0, 1024 } },
-  { "guest min/max pass through an open chain",
+    FALSE, { 0, 1024 }, { 0, 1024 }, { 0, 1024 } },
+  { "MR-3: guest min/max pass through an open chain",
     DEF, 0, { }, OP_NONE, { MIN_V | MAX_V, 300, 600, 0 }, NO_PERF,
-    TRUE, { 0, 1024 }, { 300, 600 } },
-  { "invalid fields ask nothing: floor 0, ceiling 1024",
+    TRUE, { 0, 1024 }, { 300, 600 }, { 0, 1024 } },
+  { "MR-3: invalid fields ask nothing: floor 0, ceiling 1024",
     DEF, 0, { }, OP_NONE, { MIN_V, 300, 0, 0 }, NO_PERF,
-    TRUE, { 0, 1024 }, { 300, 1024 } },
-  { "uclamp_tg_restrict: group floor raises the request (max of min)",
+    TRUE, { 0, 1024 }, { 300, 1024 }, { 0, 1024 } },
+  { "MR-12 uclamp_tg_restrict: group floor raises the request (max of min)",
     DEF, 1, { { 205, 1024 } }, OP_NONE, { MIN_V | MAX_V, 100, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 1024 }, { 100, 1024 } },
-  { "uclamp_tg_restrict: group ceiling caps the request",
+    TRUE, { 205, 1024 }, { 205, 1024 }, { 205, 1024 } },
+  { "MR-12 uclamp_tg_restrict: group ceiling caps the request",
     DEF, 1, { { 0, 512 } }, OP_NONE, { MIN_V | MAX_V, 300, 800, 0 }, NO_PERF,
-    TRUE, { 0, 512 }, { 300, 512 } },
-  { "uclamp_tg_restrict: request below the range is lifted to tg_min",
-    DEF, 1, { { 400, 600 } }, { 1024, 1024 }, { MIN_V | MAX_V, 100, 200, 0 }, NO_PERF,
-    TRUE, { 400, 600 }, { 400, 400 } },
-  { "cpu.uclamp.min reading \"max\" (1024) is a full floor",
-    DEF, 1, { { 1024, 1024 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 1024, 1024 }, { 1024, 1024 } },
-  { "cpu_util_update_eff: min \"max\" capped by the level's own max",
-    DEF, 1, { { 1024, 512 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 512, 512 }, { 512, 512 } },
-  { "cpu_util_update_eff: min > max in one level, min capped by max",
-    DEF, 1, { { 800, 400 } }, { 1024, 1024 }, { MIN_V | MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 400, 400 }, { 400, 400 } },
-  { "nested: child floor capped by the parent's floor (code says min, doc says max)",
-    DEF, 2, { { 205, 1024 }, { 512, 1024 } }, { 1024, 1024 }, { MIN_V, 0, 0, 0 }, NO_PERF,
-    TRUE, { 205, 1024 }, { 205, 1024 } },
-  { "nested: child ceiling capped by the parent's ceiling",
+    TRUE, { 0, 512 }, { 300, 512 }, { 0, 512 } },
+  { "MR-12 uclamp_tg_restrict: request below the range is lifted to tg_min",
+    DEF, 1, { { 400, 600 } }, OP_NONE, { MIN_V | MAX_V, 100, 200, 0 }, NO_PERF,
+    TRUE, { 400, 600 }, { 400, 400 }, { 400, 600 } },
+  { "MR-9: cpu.uclamp.min reading \"max\" (1024) is a full floor",
+    DEF, 1, { { 1024, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 1024, 1024 }, { 1024, 1024 }, { 1024, 1024 } },
+  { "MR-10 cpu_util_update_eff: min \"max\" capped by the level's own max",
+    DEF, 1, { { 1024, 512 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 512, 512 }, { 512, 512 }, { 512, 512 } },
+  { "MR-10 cpu_util_update_eff: min > max in one level, min capped by max",
+    DEF, 1, { { 800, 400 } }, OP_NONE, { MIN_V | MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 400, 400 }, { 400, 400 }, { 400, 400 } },
+  { "MR-10 nested: child floor capped by the parent's floor (code says min, doc says max)",
+    DEF, 2, { { 205, 1024 }, { 512, 1024 } }, OP_NONE, { MIN_V, 0, 0, 0 }, NO_PERF,
+    TRUE, { 205, 1024 }, { 205, 1024 }, { 205, 1024 } },
+  { "MR-10 nested: child ceiling capped by the parent's ceiling",
     DEF, 2, { { 0, 512 }, { 0, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 512 }, { 0, 512 } },
-  { "nested: child tightens the ceiling",
+    TRUE, { 0, 512 }, { 0, 512 }, { 0, 512 } },
+  { "MR-10 nested: child tightens the ceiling",
     DEF, 2, { { 0, 1024 }, { 0, 300 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 300 }, { 0, 300 } },
-  { "nested: parent floor 0 cuts a child's floor to 0",
-    DEF, 2, { { 0, 300 }, { 600, 1024 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 300 }, { 0, 300 } },
-  { "nested: three levels, the tightest of each wins",
-    DEF, 3, { { 800, 900 }, { 600, 1024 }, { 700, 700 } }, { 1024, 1024 },
+    TRUE, { 0, 300 }, { 0, 300 }, { 0, 300 } },
+  { "MR-10 nested: parent floor 0 cuts a child's floor to 0",
+    DEF, 2, { { 0, 300 }, { 600, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 300 }, { 0, 300 }, { 0, 300 } },
+  { "MR-10 nested: three levels, the tightest of each wins",
+    DEF, 3, { { 800, 900 }, { 600, 1024 }, { 700, 700 } }, OP_NONE,
     { MIN_V | MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 600, 700 }, { 600, 700 } },
-  { "system defaults are the root request: sys min caps group floors",
-    { 512, 1024 }, 1, { { 1024, 1024 } }, { 1024, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 512, 1024 }, { 512, 1024 } },
-  { "system defaults are the root request: sys max caps group ceilings",
+    TRUE, { 600, 700 }, { 600, 700 }, { 600, 700 } },
+  { "MR-8/MR-10: system defaults are the root request: sys min caps group floors",
+    { 512, 1024 }, 1, { { 1024, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 512, 1024 }, { 512, 1024 }, { 512, 1024 } },
+  { "MR-8/MR-10: system defaults are the root request: sys max caps group ceilings",
     { 1024, 600 }, 1, { { 0, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 600 }, { 0, 600 } },
-  { "uclamp_eff_get: sys min caps the task's own floor",
+    TRUE, { 0, 600 }, { 0, 600 }, { 0, 600 } },
+  { "MR-12 uclamp_eff_get: sys min caps the task's own floor",
     { 300, 1024 }, 0, { }, OP_NONE, { MIN_V, 800, 0, 0 }, NO_PERF,
-    TRUE, { 0, 1024 }, { 300, 1024 } },
-  { "root sys min > sys max: root eff min capped by max",
-    { 1024, 400 }, 0, { }, { 1024, 1024 }, { MIN_V, 0, 0, 0 }, NO_PERF,
-    TRUE, { 400, 400 }, { 400, 400 } },
-  { "operator floor: innermost level, lifts the request",
+    TRUE, { 0, 1024 }, { 300, 1024 }, { 0, 1024 } },
+  { "MR-12: a root-group thread is only capped by sys (L = 0..sys_max)",
+    { 1024, 400 }, 0, { }, OP_NONE, { MIN_V, 0, 0, 0 }, NO_PERF,
+    TRUE, { 0, 400 }, { 0, 400 }, { 0, 400 } },
+  { "MR-10: root sys min > sys max: root eff min capped by max, children follow",
+    { 1024, 400 }, 1, { { 1024, 1024 } }, OP_NONE, { MIN_V, 0, 0, 0 }, NO_PERF,
+    TRUE, { 400, 400 }, { 400, 400 }, { 400, 400 } },
+  { "MR-11: operator floor lifts the request",
     DEF, 0, { }, { 400, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 400, 1024 }, { 400, 1024 } },
-  { "operator ceiling caps the guest",
+    TRUE, { 0, 1024 }, { 400, 1024 }, { 400, 1024 } },
+  { "MR-11: operator ceiling caps the guest",
     DEF, 0, { }, { 0, 512 }, { MIN_V | MAX_V, 700, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 512 }, { 512, 512 } },
-  { "operator floor under a cgroup with floor 0 is cut to 0 (it is a child level)",
+    TRUE, { 0, 1024 }, { 512, 512 }, { 0, 512 } },
+  { "MR-11: operator floor works under a parent with cpu.uclamp.min 0",
     DEF, 1, { { 0, 1024 } }, { 400, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 1024 }, { 0, 1024 } },
-  { "operator floor kept under a cgroup that grants protection",
+    TRUE, { 0, 1024 }, { 400, 1024 }, { 400, 1024 } },
+  { "MR-11: operator floor/ceiling under two default levels (machine.slice/vm.scope)",
+    DEF, 2, { { 0, 1024 }, { 0, 1024 } }, { 400, 800 }, { MIN_V, 100, 0, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 400, 800 }, { 400, 800 } },
+  { "MR-11: operator floor above the guest's ceiling lifts both",
+    DEF, 0, { }, { 600, 1024 }, { MAX_V, 0, 300, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 600, 600 }, { 600, 1024 } },
+  { "MR-11/MR-13: a cgroup floor above the operator ceiling wins (host has the last word)",
     DEF, 1, { { 1024, 1024 } }, { 400, 800 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
-    TRUE, { 400, 800 }, { 400, 800 } },
-  { "operator ceiling above the cgroup ceiling is capped by it",
+    TRUE, { 1024, 1024 }, { 1024, 1024 }, { 1024, 1024 } },
+  { "MR-11/MR-12: operator ceiling above the cgroup ceiling is capped by it",
     DEF, 1, { { 0, 300 } }, { 0, 800 }, { MIN_V | MAX_V, 500, 1024, 0 }, NO_PERF,
-    TRUE, { 0, 300 }, { 300, 300 } },
-  { "idle vCPU: not active, holds no floor",
+    TRUE, { 0, 300 }, { 300, 300 }, { 0, 300 } },
+  { "MR-13: operator floor capped by sys min in the grant and the result",
+    { 200, 1024 }, 1, { { 0, 1024 } }, { 500, 1024 }, { MAX_V, 0, 1024, 0 }, NO_PERF,
+    TRUE, { 0, 1024 }, { 200, 1024 }, { 200, 1024 } },
+  { "MR-6: idle vCPU: not active, holds no floor",
     DEF, 0, { }, OP_NONE, { MIN_V | MAX_V | IDLE, 900, 1024, 0 }, NO_PERF,
-    FALSE, { 0, 1024 }, { 900, 1024 } },
-  { "perf as floor, headroom 1.0",
+    FALSE, { 0, 1024 }, { 900, 1024 }, { 0, 1024 } },
+  { "MR-4: perf as floor, headroom 1.0",
     DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 600 }, TRUE, 1.0,
-    TRUE, { 0, 1024 }, { 600, 1024 } },
-  { "perf as floor, headroom 0.8 (host schedutil adds 1.25 again)",
+    TRUE, { 0, 1024 }, { 600, 1024 }, { 0, 1024 } },
+  { "MR-4: perf as floor, headroom 0.8 (pre-6.8 host schedutil adds 1.25 again)",
     DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 600 }, TRUE, 0.8,
-    TRUE, { 0, 1024 }, { 480, 1024 } },
-  { "perf ignored when perf_as_floor is off",
+    TRUE, { 0, 1024 }, { 480, 1024 }, { 0, 1024 } },
+  { "MR-4: round() takes halves up (3 * 0.5 = 1.5 -> 2)",
+    DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 3 }, TRUE, 0.5,
+    TRUE, { 0, 1024 }, { 2, 1024 }, { 0, 1024 } },
+  { "MR-4: perf ignored when perf_as_floor is off",
     DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 600 }, FALSE, 1.0,
-    TRUE, { 0, 1024 }, { 0, 1024 } },
-  { "perf floor never above the guest's own ceiling",
+    TRUE, { 0, 1024 }, { 0, 1024 }, { 0, 1024 } },
+  { "MR-5: perf floor above the guest's own ceiling: the floor wins",
     DEF, 0, { }, OP_NONE, { MAX_V | PERF_V, 0, 400, 800 }, TRUE, 1.0,
-    TRUE, { 0, 1024 }, { 400, 400 } },
-  { "perf below the explicit floor does not lower it",
+    TRUE, { 0, 1024 }, { 800, 800 }, { 0, 1024 } },
+  { "MR-4: perf below the explicit floor does not lower it",
     DEF, 0, { }, OP_NONE, { MIN_V | PERF_V, 700, 0, 300 }, TRUE, 1.0,
-    TRUE, { 0, 1024 }, { 700, 1024 } },
-  { "perf floor restricted by the cgroup ceiling",
+    TRUE, { 0, 1024 }, { 700, 1024 }, { 0, 1024 } },
+  { "MR-4/MR-12: perf floor restricted by the cgroup ceiling",
     DEF, 1, { { 0, 512 } }, OP_NONE, { PERF_V, 0, 0, 900 }, TRUE, 1.0,
-    TRUE, { 0, 512 }, { 512, 512 } },
-  { "perf 1024 with headroom > 1 saturates at scale",
+    TRUE, { 0, 512 }, { 512, 512 }, { 0, 512 } },
+  { "MR-1/MR-4: perf 1024 with headroom > 1 saturates at scale",
     DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 1024 }, TRUE, 1.25,
-    TRUE, { 0, 1024 }, { 1024, 1024 } },
+    TRUE, { 0, 1024 }, { 1024, 1024 }, { 0, 1024 } },
 };
 
 static void
@@ -136,9 +152,9 @@ test_vcpu_table (void)
 {
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
     const MergeCase *c = &cases[i];
-    FhChain chain = { c->sys, c->levels, c->n_levels, c->op };
+    FhChain chain = { c->sys, c->levels, c->n_levels };
     FhMergeParams params = { c->perf_as_floor, c->headroom };
-    FhVcpuDecision d = fh_merge_vcpu (&c->hint, &chain, &params);
+    FhVcpuDecision d = fh_merge_vcpu (&c->hint, &chain, c->op, &params);
 
     g_test_message ("case %zu: %s", i, c->rule);
     g_assert_cmpint (d.active, ==, c->active);
@@ -146,22 +162,76 @@ test_vcpu_table (void)
     g_assert_cmpuint (d.chain.max, ==, c->chain.max);
     g_assert_cmpuint (d.eff.min, ==, c->eff.min);
     g_assert_cmpuint (d.eff.max, ==, c->eff.max);
-    /* Invariants of every decision. */
+    g_assert_cmpuint (d.grant.min, ==, c->grant.min);
+    g_assert_cmpuint (d.grant.max, ==, c->grant.max);
+    /* Invariants of every decision (MR-12, MR-13). */
     g_assert_cmpuint (d.eff.min, <=, d.eff.max);
     g_assert_cmpuint (d.eff.max, <=, c->sys.max);
+    g_assert_cmpuint (d.eff.min, <=, c->sys.min);
     g_assert_cmpuint (d.chain.min, <=, d.chain.max);
+    g_assert_cmpuint (d.grant.min, <=, d.grant.max);
+    g_assert_cmpuint (d.eff.min, >=, d.grant.min);
+    g_assert_cmpuint (d.eff.max, <=, d.grant.max);
   }
 }
 
 static void
 test_grant (void)
 {
-  FhClamp g = fh_merge_grant ((FhClamp){ 600, 1024 }, (FhClamp){ 1024, 800 });
+  /* MR-13: operator range clamped into L, then capped by sys. */
+  FhClamp g = fh_merge_grant ((FhClamp){ 0, 1024 }, (FhClamp){ 600, 1024 }, (FhClamp){ 1024, 800 });
 
   g_assert_cmpuint (g.min, ==, 600);
   g_assert_cmpuint (g.max, ==, 800);
-  g = fh_merge_grant ((FhClamp){ 600, 1024 }, (FhClamp){ 300, 1024 });
+  g = fh_merge_grant ((FhClamp){ 0, 1024 }, (FhClamp){ 600, 1024 }, (FhClamp){ 300, 1024 });
   g_assert_cmpuint (g.min, ==, 300);
+  g = fh_merge_grant ((FhClamp){ 400, 700 }, (FhClamp){ 0, 1024 }, (FhClamp){ 1024, 1024 });
+  g_assert_cmpuint (g.min, ==, 400);
+  g_assert_cmpuint (g.max, ==, 700);
+  g = fh_merge_grant ((FhClamp){ 400, 700 }, (FhClamp){ 800, 900 }, (FhClamp){ 1024, 1024 });
+  g_assert_cmpuint (g.min, ==, 800);
+  g_assert_cmpuint (g.max, ==, 800);
+}
+
+typedef struct {
+  gboolean uclamp;
+  const char *governor, *release;
+  double want;
+} HeadroomCase;
+
+/* MR-4: 0.8 only for uclamp on a schedutil host older than 6.8. */
+static void
+test_auto_headroom (void)
+{
+  static const HeadroomCase hc[] = {
+    { TRUE, "schedutil", "6.1.0-18-amd64", 0.8 },
+    { TRUE, "schedutil", "5.10.0", 0.8 },
+    { TRUE, "schedutil", "6.7.12", 0.8 },
+    { TRUE, "schedutil", "6.8.0", 1.0 },
+    { TRUE, "schedutil", "6.12.38+deb13-amd64", 1.0 },
+    { TRUE, "schedutil", "7.0", 1.0 },
+    { TRUE, "schedutil", "10.1.0", 1.0 },
+    { TRUE, "performance", "6.1.0", 1.0 },
+    { TRUE, NULL, "6.1.0", 1.0 },
+    { TRUE, "", "6.1.0", 1.0 },
+    { FALSE, "schedutil", "6.1.0", 1.0 },
+    { TRUE, "schedutil", NULL, 1.0 },
+    { TRUE, "schedutil", "", 1.0 },
+    { TRUE, "schedutil", "six.one", 1.0 },
+    { TRUE, "schedutil", "6", 1.0 },
+    { TRUE, "schedutil", "6.", 1.0 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (hc); i++) {
+    const char *reason = NULL;
+    double h = fh_merge_auto_headroom (hc[i].uclamp, hc[i].governor, hc[i].release, &reason);
+
+    g_test_message ("headroom case %zu: %s %s %s", i, hc[i].uclamp ? "uclamp" : "cpufreq",
+                    hc[i].governor ? hc[i].governor : "(none)",
+                    hc[i].release ? hc[i].release : "(none)");
+    g_assert_cmpfloat (h, ==, hc[i].want);
+    g_assert_nonnull (reason);
+  }
 }
 
 typedef struct {
@@ -284,6 +354,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/merge/vcpu-table", test_vcpu_table);
   g_test_add_func ("/merge/grant", test_grant);
+  g_test_add_func ("/merge/auto-headroom", test_auto_headroom);
   g_test_add_func ("/merge/aggregate", test_aggregate);
   g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);
   g_test_add_func ("/merge/freq", test_freq);

@@ -11,7 +11,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
   g_autoptr (FhMetadata) md = fh_metadata_parse ((const char *) data, size, NULL);
   g_autoptr (FhMetadata) implied =
-    fh_metadata_parse_full ((const char *) data, size, FH_METADATA_PARSE_NS_IMPLIED, NULL);
+      fh_metadata_parse_full ((const char *) data, size, FH_METADATA_PARSE_NS_IMPLIED, NULL);
 
   /* The implied-namespace mode only ever accepts more. */
   if (md && !implied)

@@ -19,7 +19,6 @@
 #   FH_HARNESS_DIR   a scratch directory, removed afterwards
 #   FH_HARNESS       this file: source it for libvirtd_start/libvirtd_stop
 # Everything (QEMU included) is stopped when CMD exits.
-set -euo pipefail
 
 FH_LIBVIRT_PRIVATE_DIRS=(/run/libvirt /var/lib/libvirt /var/log/libvirt /var/cache/libvirt)
 
@@ -53,8 +52,9 @@ libvirtd_stop() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
-# Sourced by a test: only the functions above.
+# Sourced by a test: only the functions above, and the test's shell options stay its own.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+set -euo pipefail
 
 inside() {
 	local emulator=$1

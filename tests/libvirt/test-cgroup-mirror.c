@@ -34,7 +34,8 @@ get (const char *root, const char *rel)
 }
 
 #define V2_VCPU1 "cgroup/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu1/cpu.uclamp.max"
-#define V2_EMU   "cgroup/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator/cpu.uclamp.max"
+#define V2_EMU                                                                                     \
+  "cgroup/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator/cpu.uclamp.max"
 #define V1_VCPU2 "cgroup/cpu,cpuacct/machine/vm.libvirt-qemu/vcpu2/cpu.uclamp.max"
 
 static void
@@ -43,11 +44,14 @@ fixture_setup (Fixture *f, gconstpointer data)
 
   f->root = g_dir_make_tmp ("fh-mirror-XXXXXX", NULL);
   g_assert_nonnull (f->root);
-  put (f->root, "proc/100/cgroup", "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu1\n");
-  put (f->root, "proc/101/cgroup", "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator\n");
+  put (f->root, "proc/100/cgroup",
+       "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu1\n");
+  put (f->root, "proc/101/cgroup",
+       "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator\n");
   put (f->root, "proc/102/cgroup",
        "5:memory:/machine/vm.libvirt-qemu\n2:cpu,cpuacct:/machine/vm.libvirt-qemu/vcpu2\n0::/\n");
-  put (f->root, "proc/103/cgroup", "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu3\n");
+  put (f->root, "proc/103/cgroup",
+       "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu3\n");
   put (f->root, V2_VCPU1, "max\n");
   put (f->root, V2_EMU, "max\n");
   put (f->root, V1_VCPU2, "max\n");
@@ -85,7 +89,8 @@ test_v2 (Fixture *f, gconstpointer data)
   g_assert_true (fh_cgroup_mirror_vcpu_ceiling (&f->paths, 100, 1, 5025, &written, &error));
   g_assert_false (written);
   /* Back to max. */
-  g_assert_true (fh_cgroup_mirror_vcpu_ceiling (&f->paths, 100, 1, FH_PERCENT_MAX, &written, &error));
+  g_assert_true (
+      fh_cgroup_mirror_vcpu_ceiling (&f->paths, 100, 1, FH_PERCENT_MAX, &written, &error));
   g_assert_true (written);
   b = get (f->root, V2_VCPU1);
   g_assert_cmpstr (b, ==, "max");

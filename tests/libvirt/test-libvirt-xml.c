@@ -9,14 +9,14 @@
 
 /* Shaped like `virsh dumpxml` output. */
 static const char domain[] =
-  "<domain type='qemu'>\n"
-  "  <name>vm1</name>\n"
-  "  <uuid>6b1c3e7e-5d0f-4c55-9a53-0f3f0b1a2c3d</uuid>\n"
-  "  <memory unit='KiB'>65536</memory>\n"
-  "  <vcpu placement='static'>2</vcpu>\n"
-  "  <os><type arch='x86_64' machine='pc'>hvm</type></os>\n"
-  "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator></devices>\n"
-  "</domain>\n";
+    "<domain type='qemu'>\n"
+    "  <name>vm1</name>\n"
+    "  <uuid>6b1c3e7e-5d0f-4c55-9a53-0f3f0b1a2c3d</uuid>\n"
+    "  <memory unit='KiB'>65536</memory>\n"
+    "  <vcpu placement='static'>2</vcpu>\n"
+    "  <os><type arch='x86_64' machine='pc'>hvm</type></os>\n"
+    "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator></devices>\n"
+    "</domain>\n";
 
 static guint
 count (const char *hay, const char *needle)
@@ -100,17 +100,17 @@ static void
 test_keeps_existing (void)
 {
   const char *xml =
-    "<domain type='qemu' xmlns:qemu='" FH_LIBVIRT_QEMU_NS "'>\n"
-    "  <name>vm1</name>\n"
-    "  <metadata>\n"
-    "    <nova:instance xmlns:nova='urn:example:nova'/>\n"
-    "    <x:freqhint xmlns:x='" FH_METADATA_NS "'><x:ceiling>40</x:ceiling></x:freqhint>\n"
-    "  </metadata>\n"
-    "  <qemu:commandline>\n"
-    "    <qemu:arg value='-chardev'/>\n"
-    "    <qemu:arg value='socket,id=freqhint0,path=/srv/fh.sock'/>\n"
-    "  </qemu:commandline>\n"
-    "</domain>\n";
+      "<domain type='qemu' xmlns:qemu='" FH_LIBVIRT_QEMU_NS "'>\n"
+      "  <name>vm1</name>\n"
+      "  <metadata>\n"
+      "    <nova:instance xmlns:nova='urn:example:nova'/>\n"
+      "    <x:freqhint xmlns:x='" FH_METADATA_NS "'><x:ceiling>40</x:ceiling></x:freqhint>\n"
+      "  </metadata>\n"
+      "  <qemu:commandline>\n"
+      "    <qemu:arg value='-chardev'/>\n"
+      "    <qemu:arg value='socket,id=freqhint0,path=/srv/fh.sock'/>\n"
+      "  </qemu:commandline>\n"
+      "</domain>\n";
   gboolean changed;
   g_autofree char *out = insert (xml, &changed);
 

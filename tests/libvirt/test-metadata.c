@@ -50,17 +50,16 @@ static void
 test_full (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (FhMetadata) md = parse (
-    "<fh:freqhint " NS ">\n"
-    "  <fh:guest-hints> off </fh:guest-hints>\n"
-    "  <fh:vcpu id=\"3\" ceiling=\"max\"/>\n"
-    "  <fh:floor>12.5</fh:floor>\n"
-    "  <!-- comment -->\n"
-    "  <fh:ceiling>\n 80 \n</fh:ceiling>\n"
-    "  <fh:vcpu id=\"1\" floor=\"20\" ceiling=\"50.25\"/>\n"
-    "  <fh:vcpu id=\"0\"/>\n"
-    "</fh:freqhint>",
-    &error);
+  g_autoptr (FhMetadata) md = parse ("<fh:freqhint " NS ">\n"
+                                     "  <fh:guest-hints> off </fh:guest-hints>\n"
+                                     "  <fh:vcpu id=\"3\" ceiling=\"max\"/>\n"
+                                     "  <fh:floor>12.5</fh:floor>\n"
+                                     "  <!-- comment -->\n"
+                                     "  <fh:ceiling>\n 80 \n</fh:ceiling>\n"
+                                     "  <fh:vcpu id=\"1\" floor=\"20\" ceiling=\"50.25\"/>\n"
+                                     "  <fh:vcpu id=\"0\"/>\n"
+                                     "</fh:freqhint>",
+                                     &error);
   const FhMetadataVcpu *v;
   FhClamp c;
 
@@ -96,11 +95,10 @@ static void
 test_prefix (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (FhMetadata) md =
-    parse ("<x:freqhint xmlns:x=\"" FH_METADATA_NS "\"><x:ceiling>max</x:ceiling></x:freqhint>",
-           &error);
+  g_autoptr (FhMetadata) md = parse (
+      "<x:freqhint xmlns:x=\"" FH_METADATA_NS "\"><x:ceiling>max</x:ceiling></x:freqhint>", &error);
   g_autoptr (FhMetadata) md2 =
-    parse ("<freqhint xmlns=\"" FH_METADATA_NS "\"><ceiling>40</ceiling></freqhint>", &error);
+      parse ("<freqhint xmlns=\"" FH_METADATA_NS "\"><ceiling>40</ceiling></freqhint>", &error);
 
   g_assert_no_error (error);
   g_assert_cmpuint (md->ceiling_pct, ==, FH_PERCENT_MAX);
@@ -126,12 +124,12 @@ test_capacity_units_rejected (void)
 static void
 test_bad_values (void)
 {
-  static const char *const bad[] = { "", " ", "-5", "+5", "5.", ".5", "5.123", "1e2", "0x10",
-                                     "MAX", "max ", "5 0", "50%", "005", "0100", "nan" };
+  static const char *const bad[] = { "",     " ",   "-5",   "+5",  "5.",  ".5",  "5.123", "1e2",
+                                     "0x10", "MAX", "max ", "5 0", "50%", "005", "0100",  "nan" };
 
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++) {
     g_autofree char *xml =
-      g_strdup_printf ("<fh:freqhint " NS "><fh:ceiling>%s</fh:ceiling></fh:freqhint>", bad[i]);
+        g_strdup_printf ("<fh:freqhint " NS "><fh:ceiling>%s</fh:ceiling></fh:freqhint>", bad[i]);
     g_autoptr (GError) error = NULL;
     g_autoptr (FhMetadata) md = parse (xml, &error);
 
@@ -146,12 +144,12 @@ test_bad_values (void)
   }
   expect_error ("<fh:freqhint " NS "><fh:guest-hints>yes</fh:guest-hints></fh:freqhint>",
                 FH_METADATA_ERROR_VALUE, "guest-hints");
-  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"256\"/></fh:freqhint>",
-                FH_METADATA_ERROR_VALUE, "vcpu id");
-  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"01\"/></fh:freqhint>",
-                FH_METADATA_ERROR_VALUE, "vcpu id");
-  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"-1\"/></fh:freqhint>",
-                FH_METADATA_ERROR_VALUE, "vcpu id");
+  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"256\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
+                "vcpu id");
+  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"01\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
+                "vcpu id");
+  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"-1\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
+                "vcpu id");
 }
 
 static void
@@ -196,8 +194,8 @@ test_inversion (void)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (FhMetadata) ok =
-    parse ("<fh:freqhint " NS "><fh:floor>50</fh:floor><fh:ceiling>50</fh:ceiling></fh:freqhint>",
-           &error);
+      parse ("<fh:freqhint " NS "><fh:floor>50</fh:floor><fh:ceiling>50</fh:ceiling></fh:freqhint>",
+             &error);
 
   g_assert_no_error (error);
   g_assert_nonnull (ok);
@@ -219,10 +217,10 @@ test_ns_implied (void)
   const char *other_version = "<freqhint xmlns=\"urn:freqhint:metadata:2\"/>";
   g_autoptr (GError) error = NULL;
   g_autoptr (FhMetadata) md =
-    fh_metadata_parse_full (stripped, strlen (stripped), FH_METADATA_PARSE_NS_IMPLIED, &error);
-  g_autoptr (FhMetadata) qualified = fh_metadata_parse_full (
-    "<fh:freqhint " NS "/>", strlen ("<fh:freqhint " NS "/>"), FH_METADATA_PARSE_NS_IMPLIED,
-    &error);
+      fh_metadata_parse_full (stripped, strlen (stripped), FH_METADATA_PARSE_NS_IMPLIED, &error);
+  g_autoptr (FhMetadata) qualified =
+      fh_metadata_parse_full ("<fh:freqhint " NS "/>", strlen ("<fh:freqhint " NS "/>"),
+                              FH_METADATA_PARSE_NS_IMPLIED, &error);
   g_autoptr (GError) e1 = NULL, e2 = NULL;
 
   g_assert_no_error (error);
@@ -230,7 +228,7 @@ test_ns_implied (void)
   g_assert_cmpuint (md->vcpus->len, ==, 1);
   g_assert_nonnull (qualified);
   g_assert_null (
-    fh_metadata_parse_full (foreign, strlen (foreign), FH_METADATA_PARSE_NS_IMPLIED, &e1));
+      fh_metadata_parse_full (foreign, strlen (foreign), FH_METADATA_PARSE_NS_IMPLIED, &e1));
   g_assert_error (e1, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT);
   g_assert_null (fh_metadata_parse_full (other_version, strlen (other_version),
                                          FH_METADATA_PARSE_NS_IMPLIED, &e2));

@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The kernel's checkpatch.pl (from the uclamp test kernel's source, see
+# tests/guest/build-kernel.sh) over the module's C files must report
+# nothing but the one version check this out-of-tree module needs
+# (cpufreq_driver.exit changed type in 6.11; README.md).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+
+src=$("$here/tests/guest/build-kernel.sh" --print-dir)/build/source
+cp=$src/scripts/checkpatch.pl
+[ -f "$cp" ] || die "$cp not found: run scripts/setup.sh"
+cd "$here/guest-driver"
+out=$(perl "$cp" --no-tree -f --terse --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON ./*.c ./*.h |
+	grep -v ' total: 0 errors, 0 warnings, ' || true)
+if [ -n "$out" ]; then
+	echo "$out"
+	die "checkpatch reported the above"
+fi
+echo "ok: checkpatch clean"
