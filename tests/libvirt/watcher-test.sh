@@ -166,5 +166,13 @@ for _ in $(seq 100); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.1; done
 libvirtd_start
 expect "$out" "$m" "^gone $dom $uuid$" 10
 
+# Both watchers stop cleanly on SIGTERM, without sanitizer or GLib reports.
+for i in 0 1; do
+	kill -TERM "${pids[$i]}"
+	wait "${pids[$i]}" || fail "watcher $i exited with status $?"
+done
+pids=()
+! grep -qE 'CRITICAL|GLib-WARNING|Sanitizer|runtime error' "$err" "$FH_HARNESS_DIR/watch2.err" ||
+	fail "GLib/sanitizer report from a watcher"
 log "PASS"
 exit 0
