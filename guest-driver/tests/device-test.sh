@@ -24,9 +24,9 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$expect" = uclamp ]; then
-	seen=(1:min=800 1:perf\<=700 1:idle reset 1:busy)
+	seen=(1:min=800 1:perf\<=700 1:idle 3:nohint reset 1:busy)
 else
-	seen=(1:noclamp 1:perf\<=700 1:idle reset 1:busy)
+	seen=(1:noclamp 1:perf\<=700 1:idle 3:nohint reset 1:busy)
 fi
 "$PYTHON3" "$tdir/fake-agent.py" --socket "$work/fh.sock" --ready "$work/ready" \
 	--ceiling 700 --grant-ceiling 2:500 --timeout 900 "${seen[@]}" \

@@ -61,6 +61,14 @@ stop_busy
 check "vCPU1 idle" wait_vcpu 1 'f["idle"]==1' 2
 sleep 0.5
 
+# An offline vCPU sends "no hint" (the agent checks it arrives).
+taskset -p 4 $$ >/dev/null
+check "vCPU3 offline" sh -c 'echo 0 >/sys/devices/system/cpu/cpu3/online'
+sleep 0.5
+check "vCPU3 online" sh -c 'echo 1 >/sys/devices/system/cpu/cpu3/online'
+check "vCPU3 reports again" wait_vcpu 3 'f["online"]==1 && (f["idle"]==1 || f["perf"]!="-")'
+taskset -p 8 $$ >/dev/null
+
 if [ "$expect" = nouclamp ]; then
 	# freeze/restore of the driver: the device is reset and set up again.
 	check "suspend/resume cycle (pm_test=devices)" pm_suspend_cycle

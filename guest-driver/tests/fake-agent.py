@@ -15,6 +15,7 @@ expectations are matched, in order, against the stream of records:
   V:perf<=N  ... PERF_VALID and perf <= N
   V:noclamp  ... not IDLE, PERF_VALID, MIN_VALID and MAX_VALID clear
   V:idle     ... IDLE
+  V:nohint   ... flags 0 ("no hint", e.g. the vCPU went offline)
   V:busy     ... flags non-zero and not IDLE
   reset      a FULL frame whose records all have flags 0 (device reset)
 
@@ -92,6 +93,8 @@ def matches(exp, frame_flags, recs):
                 not flags & (R_MIN | R_MAX | R_IDLE)):
             return True
         if what == 'idle' and flags & R_IDLE:
+            return True
+        if what == 'nohint' and flags == 0:
             return True
         if what == 'busy' and flags and not flags & R_IDLE:
             return True

@@ -89,12 +89,14 @@ else
 	stop_busy
 fi
 
+# An idle vCPU's record must not flap: 2 s are 200 windows; a feedback loop
+# (our own send work making a vCPU busy, which sends again) shows as dozens.
 sleep 1
 p0=$(vcpu_field 2 publishes)
 sleep 2
 p1=$(vcpu_field 2 publishes)
 check "an idle vCPU stays quiet (publishes $p0 -> $p1 in 2 s)" \
-	test "$((p1 - p0))" -le 10
+	test "$((p1 - p0))" -le 20
 
 # Hotplug: the test shell leaves vCPU3 first.
 taskset -p 4 $$ >/dev/null

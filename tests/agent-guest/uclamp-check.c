@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uclamp-check: what the kernel holds for a thread, read with
+ * sched_getattr(2), for the in-guest freqhintd test.
+ *
+ *   uclamp-check get TID          "policy=P nice=N reset_on_fork=0|1 min=M max=X"
+ *   uclamp-check batch TID NICE   make TID SCHED_BATCH with that nice value
+ *                                 (freqhintd must keep both)
+ *   uclamp-check fork TID         the clamps a child forked by TID would get:
+ *                                 forks itself after copying TID's clamps and
+ *                                 reset-on-fork, and prints the child's "get"
+ *
+ * Exit status 0, or 1 with a message on stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1 */
+struct attr {
+  uint32_t size, sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+  uint32_t sched_util_min, sched_util_max;
+};
+
+#define RESET_ON_FORK 0x01
+#define KEEP_POLICY 0x08
+#define KEEP_PARAMS 0x10
+#define UTIL_CLAMP_MIN 0x20
+#define UTIL_CLAMP_MAX 0x40
+#define POLICY_BATCH 3
+
+static int
+get (pid_t tid, struct attr *a)
+{
+  memset (a, 0, sizeof *a);
+  if (syscall (SYS_sched_getattr, tid, a, sizeof *a, 0) < 0) {
+    fprintf (stderr, "sched_getattr(%d): %s\n", (int) tid, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int
+set (pid_t tid, struct attr *a)
+{
+  a->size = sizeof *a;
+  if (syscall (SYS_sched_setattr, tid, a, 0) < 0) {
+    fprintf (stderr, "sched_setattr(%d): %s\n", (int) tid, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+static void
+print (const struct attr *a)
+{
+  printf ("policy=%u nice=%d reset_on_fork=%d min=%u max=%u\n", a->sched_policy, a->sched_nice,
+          (a->sched_flags & RESET_ON_FORK) ? 1 : 0, a->sched_util_min, a->sched_util_max);
+}
+
+int
+main (int argc, char **argv)
+{
+  struct attr a;
+  pid_t tid;
+
+  if (argc < 3)
+    goto usage;
+  tid = (pid_t) atoi (argv[2]);
+  if (strcmp (argv[1], "get") == 0 && argc == 3) {
+    if (get (tid, &a) < 0)
+      return 1;
+    print (&a);
+    return 0;
+  }
+  if (strcmp (argv[1], "batch") == 0 && argc == 4) {
+    memset (&a, 0, sizeof a);
+    a.sched_policy = POLICY_BATCH;
+    a.sched_nice = atoi (argv[3]);
+    return set (tid, &a) < 0;
+  }
+  if (strcmp (argv[1], "fork") == 0 && argc == 3) {
+    struct attr mine;
+    pid_t child;
+    int status;
+
+    /* Take TID's policy, clamps and reset-on-fork, then fork like it would. */
+    if (get (tid, &a) < 0)
+      return 1;
+    mine = a;
+    mine.sched_flags = (a.sched_flags & RESET_ON_FORK) | KEEP_PARAMS | UTIL_CLAMP_MIN |
+                       UTIL_CLAMP_MAX;
+    if (set (0, &mine) < 0)
+      return 1;
+    fflush (stdout);
+    child = fork ();
+    if (child < 0)
+      return 1;
+    if (child == 0) {
+      if (get (0, &a) < 0)
+        _exit (1);
+      print (&a);
+      _exit (0);
+    }
+    return waitpid (child, &status, 0) != child || !WIFEXITED (status) ||
+           WEXITSTATUS (status) != 0;
+  }
+usage:
+  fprintf (stderr, "usage: uclamp-check get TID | batch TID NICE | fork TID\n");
+  return 2;
+}
