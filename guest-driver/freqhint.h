@@ -53,7 +53,6 @@ void fh_gather_mark_all_dirty(void);
 struct fh_vcpu_stats {
 	u64 report;
 	bool online;
-	bool timer_armed;
 	u32 busy_permille;	/* of the last closed window */
 	unsigned long switches;
 	unsigned long windows;

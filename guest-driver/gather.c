@@ -363,7 +363,6 @@ void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st)
 
 	st->report = atomic64_read(&v->report);
 	st->online = READ_ONCE(v->online);
-	st->timer_armed = READ_ONCE(v->timer_armed);
 	st->busy_permille = READ_ONCE(v->busy_permille);
 	st->switches = READ_ONCE(v->switches);
 	st->windows = READ_ONCE(v->windows);

@@ -372,6 +372,7 @@ static int fh_read_limits(struct virtio_device *vdev,
 static int virtfh_probe(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi;
+	unsigned int i;
 	int err;
 
 	if (!vdev->config->get) {
@@ -405,6 +406,8 @@ static int virtfh_probe(struct virtio_device *vdev)
 	vi->grants = kcalloc(vi->num_vcpus, sizeof(*vi->grants), GFP_KERNEL);
 	if (!vi->grants)
 		goto err_free_seq;
+	for (i = 0; i < vi->num_vcpus; i++)
+		vi->grants[i].ceiling = VIRTIO_FREQHINT_SCALE;
 
 	vdev->priv = vi;
 	err = probe_common(vdev);

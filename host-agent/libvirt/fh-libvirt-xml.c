@@ -27,6 +27,7 @@ fh_libvirt_xml_options_init (FhLibvirtXmlOptions *opts)
   opts->socket_path = "/run/freqhint/device.sock";
   opts->chardev_id = "freqhint0";
   opts->reconnect_ms = 1000;
+  opts->pci_slot = 0x1c;
 }
 
 char *
@@ -38,9 +39,10 @@ fh_libvirt_xml_chardev_arg (const FhLibvirtXmlOptions *opts)
 }
 
 char *
-fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts)
+fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts, gboolean q35)
 {
-  return g_strdup_printf ("virtio-freqhint-pci,chardev=%s", opts->chardev_id);
+  return g_strdup_printf ("virtio-freqhint-pci,chardev=%s,bus=%s,addr=0x%x", opts->chardev_id,
+                          q35 ? "pcie.0" : "pci.0", opts->pci_slot);
 }
 
 static char *
@@ -55,7 +57,8 @@ char *
 fh_libvirt_xml_snippet (const FhLibvirtXmlOptions *opts)
 {
   g_autofree char *chardev = fh_libvirt_xml_chardev_arg (opts);
-  g_autofree char *device = fh_libvirt_xml_device_arg (opts);
+  g_autofree char *device = fh_libvirt_xml_device_arg (opts, TRUE);
+  g_autofree char *device_pc = fh_libvirt_xml_device_arg (opts, FALSE);
   g_autofree char *md = default_metadata_xml ();
   g_auto (GStrv) lines = g_strsplit (g_strchomp (md), "\n", -1);
   GString *s = g_string_new (NULL);
@@ -74,8 +77,10 @@ fh_libvirt_xml_snippet (const FhLibvirtXmlOptions *opts)
                           "  <qemu:arg value=\"%s\"/>\n"
                           "  <qemu:arg value=\"-device\"/>\n"
                           "  <qemu:arg value=\"%s\"/>\n"
-                          "</qemu:commandline>\n",
-                          chardev, device);
+                          "</qemu:commandline>\n"
+                          "<!-- That is for machine type q35; for pc (i440fx) the device is\n"
+                          "     %s -->\n",
+                          chardev, device, device_pc);
   return g_string_free (s, FALSE);
 }
 
@@ -108,10 +113,21 @@ add_arg (xmlNode *cmdline, xmlNs *qns, const char *value)
 
 /* Returns TRUE if it added anything. */
 static gboolean
+is_q35 (xmlNode *root)
+{
+  xmlNode *os = find_child (root, NULL, "os");
+  xmlNode *type = os ? find_child (os, NULL, "type") : NULL;
+  g_autofree char *machine = type ? (char *) xmlGetProp (type, BAD_CAST "machine") : NULL;
+
+  /* "q35" or versioned "pc-q35-10.0"; everything else here is i440fx ("pc", "pc-i440fx-*"). */
+  return machine && strstr (machine, "q35");
+}
+
+static gboolean
 ensure_commandline (xmlNode *root, const FhLibvirtXmlOptions *opts, GError **error)
 {
   g_autofree char *chardev = fh_libvirt_xml_chardev_arg (opts);
-  g_autofree char *device = fh_libvirt_xml_device_arg (opts);
+  g_autofree char *device = fh_libvirt_xml_device_arg (opts, is_q35 (root));
   g_autofree char *id_match = g_strdup_printf ("id=%s", opts->chardev_id);
   gboolean have_device = FALSE, have_chardev = FALSE;
   xmlNs *qns = xmlSearchNsByHref (root->doc, root, BAD_CAST FH_LIBVIRT_QEMU_NS);

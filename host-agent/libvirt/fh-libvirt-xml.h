@@ -20,14 +20,22 @@ typedef struct {
   const char *socket_path; /* freqhintd's device socket */
   const char *chardev_id;
   guint reconnect_ms;
+  /*
+   * libvirt gives its own devices explicit PCI addresses and knows nothing
+   * of <qemu:commandline> ones, so QEMU's automatic choice can collide with
+   * them (on q35 it takes slot 1, which libvirt gives a root port).  The
+   * device therefore gets a fixed slot on the root bus that libvirt does
+   * not hand out by default: pcie.0 on q35, pci.0 on i440fx.
+   */
+  guint pci_slot;
 } FhLibvirtXmlOptions;
 
-/* /run/freqhint/device.sock, "freqhint0", 1000 ms. */
+/* /run/freqhint/device.sock, "freqhint0", 1000 ms, slot 0x1c. */
 void fh_libvirt_xml_options_init (FhLibvirtXmlOptions *opts);
 
-/* The -chardev and -device argument values. */
+/* The -chardev and -device argument values; q35 names the root bus pcie.0. */
 char *fh_libvirt_xml_chardev_arg (const FhLibvirtXmlOptions *opts);
-char *fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts);
+char *fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts, gboolean q35);
 
 /* The pieces to paste with `virsh edit`, with a comment saying where. */
 char *fh_libvirt_xml_snippet (const FhLibvirtXmlOptions *opts);

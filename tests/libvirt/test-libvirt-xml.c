@@ -71,7 +71,9 @@ test_insert (void)
   g_assert_true (strstr (out, "<qemu:arg value=\"socket,id=freqhint0,"
                               "path=/run/freqhint/device.sock,reconnect-ms=1000\"/>"));
   g_assert_true (strstr (out, "<qemu:arg value=\"-device\"/>"));
-  g_assert_true (strstr (out, "<qemu:arg value=\"virtio-freqhint-pci,chardev=freqhint0\"/>"));
+  /* machine "pc": the root bus is pci.0; a fixed slot libvirt does not use. */
+  g_assert_true (strstr (
+      out, "<qemu:arg value=\"virtio-freqhint-pci,chardev=freqhint0,bus=pci.0,addr=0x1c\"/>"));
   g_assert_true (strstr (out, "<metadata>"));
   g_assert_cmpuint (md->ceiling_pct, ==, FH_PERCENT_MAX);
   g_assert_true (md->guest_hints);
@@ -79,6 +81,19 @@ test_insert (void)
   g_assert_true (strstr (out, "</uuid>") < strstr (out, "<metadata>"));
   g_assert_true (strstr (out, "<memory unit=\"KiB\">65536</memory>"));
   g_assert_false (g_str_has_prefix (out, "<?xml"));
+}
+
+/* q35: the root bus is pcie.0 (QEMU's own choice, slot 1, is a root port of libvirt's). */
+static void
+test_q35 (void)
+{
+  const char *q35 = "<domain type='qemu'><name>vm2</name>"
+                    "<os><type arch='x86_64' machine='pc-q35-10.0'>hvm</type></os></domain>";
+  gboolean changed;
+  g_autofree char *out = insert (q35, &changed);
+
+  g_assert_true (changed);
+  g_assert_true (strstr (out, "virtio-freqhint-pci,chardev=freqhint0,bus=pcie.0,addr=0x1c"));
 }
 
 static void
@@ -159,6 +174,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/libvirt-xml/insert", test_insert);
+  g_test_add_func ("/libvirt-xml/q35", test_q35);
   g_test_add_func ("/libvirt-xml/idempotent", test_idempotent);
   g_test_add_func ("/libvirt-xml/keeps-existing", test_keeps_existing);
   g_test_add_func ("/libvirt-xml/errors", test_errors);

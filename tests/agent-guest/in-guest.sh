@@ -1,0 +1,116 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Runs as /test.sh in the uclamp test kernel (tests/guest/mkinitramfs.sh):
+# freqhintd --backend uclamp on the guest's real /proc, /sys and
+# /sys/fs/cgroup, fh-testclient playing the device for two "vCPU" threads,
+# and sched_getattr() (uclamp-check) plus /proc/<tid>/sched saying what the
+# kernel really holds.  The binaries and their libraries are under /opt/fh.
+#
+# Expected values (spec/merge-rules.md): machine.slice min 30 % (307) max
+# 80 % (819), vm1 min 20 % (205) max 60 % (614): L = (205, 614) (MR-10).
+# Operator floor 40 % = 410 (MR-11).  vCPU 0 asks 100..900 -> 410..614;
+# vCPU 1 asks perf 700 (headroom 1.0: no cpufreq in a TCG guest) -> 614..614.
+. /lib/freqhint/test-lib.sh
+
+FH=/opt/fh
+export LD_LIBRARY_PATH=$FH/lib
+# LeakSanitizer, when the binaries carry it, needs no more than the guest has.
+export ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1
+CG=/sys/fs/cgroup
+W=/tmp/fh
+
+# wait_for WHAT PATTERN CMD...: like check_output, retried for 30 s (TCG).
+wait_for() {
+	wf_what=$1 wf_pat=$2; shift 2
+	wf_i=0
+	while [ $wf_i -lt 150 ]; do
+		if "$@" 2>/dev/null | grep -qE -- "$wf_pat"; then
+			check_output "$wf_what" "$wf_pat" "$@"
+			return
+		fi
+		sleep 0.2
+		wf_i=$((wf_i + 1))
+	done
+	check_output "$wf_what" "$wf_pat" "$@"
+}
+get() { $FH/uclamp-check get "$1"; }
+sched() { cat /proc/"$1"/sched; }
+
+mkdir -p $W/state
+check "machine.slice made" mkdir $CG/machine.slice
+check "cpu controller enabled below it" sh -c "echo +cpu > $CG/machine.slice/cgroup.subtree_control"
+check "vm1 made" mkdir $CG/machine.slice/vm1
+check "machine.slice cpu.uclamp.min 30" sh -c "echo 30 > $CG/machine.slice/cpu.uclamp.min"
+check "machine.slice cpu.uclamp.max 80" sh -c "echo 80 > $CG/machine.slice/cpu.uclamp.max"
+check "vm1 cpu.uclamp.min 20" sh -c "echo 20 > $CG/machine.slice/vm1/cpu.uclamp.min"
+check "vm1 cpu.uclamp.max 60" sh -c "echo 60 > $CG/machine.slice/vm1/cpu.uclamp.max"
+
+# Two vCPU stand-ins in vm1; vCPU 0 runs SCHED_BATCH at nice 5, which
+# freqhintd must keep (MR-21: its own policy, KEEP_PARAMS).
+sleep 1000 & V0=$!
+sleep 1000 & V1=$!
+check "vCPU threads in vm1" sh -c "echo $V0 > $CG/machine.slice/vm1/cgroup.procs && echo $V1 > $CG/machine.slice/vm1/cgroup.procs"
+check "vCPU 0 is SCHED_BATCH nice 5" $FH/uclamp-check batch $V0 5
+check_output "vCPU 0 starts unclamped" '^policy=3 nice=5 reset_on_fork=0 min=0 max=1024$' get $V0
+
+cat >$W/freqhintd.conf <<EOC
+[daemon]
+poll_interval_ms=100
+check_thread_owner=false
+[metrics]
+enabled=false
+[vm vm1]
+floor=40
+EOC
+$FH/freqhintd --config $W/freqhintd.conf --backend uclamp --socket $W/dev.sock \
+	--control-socket $W/ctl.sock --state-dir $W/state -v >$W/daemon.log 2>&1 &
+D=$!
+wait_for "freqhintd answers on its control socket" 'uclamp' $FH/freqhintctl --socket $W/ctl.sock status
+
+mkfifo $W/in
+exec 3<>$W/in
+$FH/fh-testclient --socket $W/dev.sock --name vm1 --vcpus 2 --tids "$V0,$V1" \
+	--hint 0:100:900 --hint 1:-:-:700 --stdin <$W/in >$W/client.out 2>&1 &
+C=$!
+wait_for "the device side is connected" '^ready' cat $W/client.out
+
+# MR-11/MR-12 on the real kernel: the thread's requested and effective clamps.
+wait_for "vCPU 0 clamped 410..614, policy and nice kept, reset-on-fork set" \
+	'^policy=3 nice=5 reset_on_fork=1 min=410 max=614$' get $V0
+wait_for "vCPU 1 clamped 614..614, reset-on-fork set" \
+	'^policy=0 nice=0 reset_on_fork=1 min=614 max=614$' get $V1
+check_output "kernel's effective uclamp.min of vCPU 0 is 410" '^effective uclamp\.min +: +410$' sched $V0
+check_output "kernel's effective uclamp.max of vCPU 0 is 614" '^effective uclamp\.max +: +614$' sched $V0
+check_output "a child vCPU 1 forks gets the defaults (reset on fork)" \
+	'min=0 max=1024$' $FH/uclamp-check fork $V1
+check_output "GRANTS: operator 410..1024, granted 410..614" \
+	'grants operator=410..1024 0:410..614 1:410..614' cat $W/client.out
+check_output "freqhintctl sees vm1's effective clamp" '614' $FH/freqhintctl --socket $W/ctl.sock vcpus vm1
+
+# A cgroup change is followed (poll): machine.slice max 50 % = 512.
+check "machine.slice cpu.uclamp.max 50" sh -c "echo 50 > $CG/machine.slice/cpu.uclamp.max"
+wait_for "vCPU 0 follows: 410..512" 'min=410 max=512$' get $V0
+wait_for "vCPU 1 follows: 512..512" 'min=512 max=512$' get $V1
+check_output "kernel's effective uclamp.max of vCPU 1 is 512" '^effective uclamp\.max +: +512$' sched $V1
+
+# Idle releases that vCPU only (MR-6, MR-22).
+echo "hint 0:100:900:idle" >&3
+wait_for "idle vCPU 0 released to the defaults, policy kept" \
+	'^policy=3 nice=5 reset_on_fork=[01] min=0 max=1024$' get $V0
+check_output "vCPU 1 still clamped" 'min=512 max=512$' get $V1
+
+# Disconnect releases everything.
+echo "close" >&3
+wait_for "disconnect releases vCPU 1" 'min=0 max=1024$' get $V1
+check_output "vCPU 0 stays released" 'min=0 max=1024$' get $V0
+check_output "no write failures" '"write_failures_total" *: *0' \
+	$FH/freqhintctl --socket $W/ctl.sock --json status
+
+kill -TERM $D; wait $D; rc=$?
+check "freqhintd exits cleanly on SIGTERM (status $rc)" test "$rc" = 0
+check_fails "no sanitizer report, warning or critical in the daemon log" \
+	grep -E 'AddressSanitizer|LeakSanitizer|runtime error|CRITICAL|WARNING' $W/daemon.log
+echo "--- freqhintd log"; cat $W/daemon.log
+echo "--- fh-testclient output"; cat $W/client.out
+kill $V0 $V1 2>/dev/null
+done_testing
