@@ -48,7 +48,7 @@ vm_load_settings (FhDaemon *d, FhVm *vm)
   vm->settings_source = NULL;
   for (guint i = 0; i < d->vm_sources->len; i++) {
     FhVmSource *s = g_ptr_array_index (d->vm_sources, i);
-    FhVmSettings out = { FH_CLAMP_NONE, NULL };
+    FhVmSettings out = { FH_CLAMP_NONE, NULL, NULL, FALSE };
 
     if (s->lookup (s, vm->name, vm->uuid, &out)) {
       vm->settings = out;
@@ -259,7 +259,12 @@ daemon_update (FhDaemon *d)
             fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
                                     fh_host_cpu_governor (d->host, v->cpu),
                                     d->host->kernel_release, NULL);
-      v->d = fh_merge_vcpu (&v->hint, &chain, vm->settings.op, &params);
+      static const FhGuestHint no_hint = { 0 };
+      FhClamp op = vm->settings.op;
+
+      if (vm->settings.vcpu_op && j < vm->settings.vcpu_op->len)
+        op = g_array_index (vm->settings.vcpu_op, FhClamp, j);
+      v->d = fh_merge_vcpu (vm->settings.ignore_hints ? &no_hint : &v->hint, &chain, op, &params);
       v->perf_headroom = params.perf_headroom;
       active = v->d.active && v->tid_ok;
       if (v->cpu >= 0) {

@@ -16,8 +16,10 @@
 typedef struct _FhVmSource FhVmSource;
 
 typedef struct {
-  FhClamp op;   /* operator floor/ceiling, capacity units */
-  GArray *cpus; /* guint per vCPU index, placement override; NULL: none */
+  FhClamp op;             /* operator floor/ceiling, capacity units */
+  GArray *cpus;           /* guint per vCPU index, placement override; NULL: none */
+  GArray *vcpu_op;        /* FhClamp per vCPU index, overriding op; NULL: op for all */
+  gboolean ignore_hints;  /* the guest's records count as "no hint" (libvirt LM-9) */
 } FhVmSettings;
 
 struct _FhVmSource {
@@ -35,4 +37,5 @@ static inline void
 fh_vm_settings_clear (FhVmSettings *s)
 {
   g_clear_pointer (&s->cpus, g_array_unref);
+  g_clear_pointer (&s->vcpu_op, g_array_unref);
 }

@@ -14,6 +14,9 @@
 #include <gio/gio.h>
 #include <gio/gunixsocketaddress.h>
 #include <json-glib/json-glib.h>
+#ifdef HAVE_LIBVIRT
+#include "fh-libvirt-xml.h"
+#endif
 
 #include "fh-config.h"
 
@@ -200,6 +203,7 @@ int
 main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL;
+  g_autofree char *libvirt_uri = NULL, *device_socket = NULL;
   gboolean json = FALSE;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
@@ -214,6 +218,10 @@ main (int argc, char **argv)
     { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_path,
       "freqhintd's control socket (default " FH_DEFAULT_CONTROL_SOCKET ")", "PATH" },
     { "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print the daemon's JSON answer", NULL },
+    { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &libvirt_uri,
+      "libvirt-xml: the libvirt connection (default qemu:///system)", "URI" },
+    { "device-socket", 0, 0, G_OPTION_ARG_FILENAME, &device_socket,
+      "libvirt-xml: freqhintd's device socket (default " FH_DEFAULT_SOCKET ")", "PATH" },
     { NULL }
   };
 
@@ -225,7 +233,9 @@ main (int argc, char **argv)
       "  status        daemon state, backend, counters\n"
       "  vms           connected VMs and their operator limits\n"
       "  vcpus [VM]    per vCPU: thread, placement, cgroup, request, grant, effective clamp\n"
-      "  cpus          per CPU: floor, ceiling, the vCPUs holding it, frequency limits written");
+      "  cpus          per CPU: floor, ceiling, the vCPUs holding it, frequency limits written\n"
+      "  libvirt-xml [DOMAIN|FILE|-]\n"
+      "                print the domain XML pieces for freqhint, or add them to a domain's XML");
   g_option_context_set_description (
       ctx, "Clamp values are capacity units, 0..1024.  VM is a name or a UUID.\n"
            "Exit status: 0 success, 1 error reported by freqhintd (e.g. unknown VM),\n"
@@ -236,6 +246,30 @@ main (int argc, char **argv)
     return EXIT_USAGE;
   }
   cmd = argc > 1 ? argv[1] : "status";
+  if (strcmp (cmd, "libvirt-xml") == 0) {
+#ifdef HAVE_LIBVIRT
+    FhLibvirtXmlOptions opts;
+    g_autofree char *out = NULL;
+
+    if (argc > 3) {
+      g_printerr ("freqhintctl: libvirt-xml takes one DOMAIN, FILE or -\n");
+      return EXIT_USAGE;
+    }
+    fh_libvirt_xml_options_init (&opts);
+    if (device_socket)
+      opts.socket_path = device_socket;
+    out = fh_libvirt_xml_run (argc > 2 ? argv[2] : NULL, libvirt_uri, &opts, &error);
+    if (!out) {
+      g_printerr ("freqhintctl: %s\n", error->message);
+      return EXIT_DAEMON_ERROR;
+    }
+    fputs (out, stdout);
+    return fflush (stdout) == 0 ? EXIT_OK : EXIT_UNREACHABLE;
+#else
+    g_printerr ("freqhintctl: built without libvirt support\n");
+    return EXIT_USAGE;
+#endif
+  }
   if ((strcmp (cmd, "status") && strcmp (cmd, "vms") && strcmp (cmd, "vcpus") &&
        strcmp (cmd, "cpus")) ||
       argc > (strcmp (cmd, "vcpus") == 0 ? 3 : 2)) {

@@ -18,6 +18,9 @@
 #include "fh-daemon.h"
 #include "fh-metrics.h"
 #include "fh-telemetry.h"
+#ifdef HAVE_LIBVIRT
+#include "fh-libvirt-source.h"
+#endif
 
 typedef struct {
   GMainLoop *loop;
@@ -27,6 +30,15 @@ typedef struct {
   gint64 metrics_published_us;
   int signal;
 } App;
+
+#ifdef HAVE_LIBVIRT
+/* A domain's freqhint metadata or pinning changed, or it stopped. */
+static void
+libvirt_settings_changed (gpointer data)
+{
+  fh_daemon_vm_source_changed (data);
+}
+#endif
 
 static gboolean
 on_signal (gpointer data)
@@ -102,6 +114,9 @@ main (int argc, char **argv)
   g_autofree char *config_path = NULL, *sysfs = NULL, *proc = NULL, *cgroup = NULL;
   g_autofree char *backend = NULL, *socket_path = NULL, *control_path = NULL;
   g_autofree char *state_dir = NULL, *metrics_address = NULL;
+#ifdef HAVE_LIBVIRT
+  g_autofree char *libvirt_uri = NULL;
+#endif
   int metrics_port = -2;
   gboolean no_metrics = FALSE, foreground = FALSE, version = FALSE;
   g_autoptr (GError) error = NULL;
@@ -131,6 +146,11 @@ main (int argc, char **argv)
     { "metrics-port", 0, 0, G_OPTION_ARG_INT, &metrics_port,
       "TCP port of the Prometheus endpoint, 0 for any free port (default 9484)", "PORT" },
     { "no-metrics", 0, 0, G_OPTION_ARG_NONE, &no_metrics, "Do not serve metrics", NULL },
+#ifdef HAVE_LIBVIRT
+    { "libvirt-uri", 0, 0, G_OPTION_ARG_STRING, &libvirt_uri,
+      "Follow domains' freqhint metadata on this libvirt connection (default qemu:///system; "
+      "\"none\": do not)", "URI" },
+#endif
     { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground,
       "Stay in the foreground (freqhintd never forks; accepted for compatibility)", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
@@ -199,6 +219,14 @@ main (int argc, char **argv)
     g_printerr ("freqhintd: %s\n", error->message);
     return EXIT_FAILURE;
   }
+#ifdef HAVE_LIBVIRT
+  /* Before the config file: a domain's metadata wins over its [vm] section (LM-11). */
+  if (g_strcmp0 (libvirt_uri, "none") != 0)
+    fh_daemon_add_vm_source (app.daemon,
+                             fh_libvirt_source_new (libvirt_uri, libvirt_settings_changed,
+                                                    app.daemon),
+                             TRUE);
+#endif
   app.loop = g_main_loop_new (NULL, FALSE);
   g_unix_signal_add (SIGTERM, on_signal, &app);
   g_unix_signal_add (SIGINT, on_signal, &app);

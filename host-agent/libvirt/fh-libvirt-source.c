@@ -142,6 +142,17 @@ source_lookup (FhVmSource *self, const char *name, const char *uuid, FhVmSetting
     return FALSE;
   /* LM-7: an invalid element is not a fall-through: the VM gets the defaults. */
   out->op = e->md ? fh_metadata_vm_clamp (e->md) : FH_CLAMP_NONE;
+  out->ignore_hints = e->md && !e->md->guest_hints;
+  if (e->md && e->md->vcpus->len > 0) {
+    guint last = g_array_index (e->md->vcpus, FhMetadataVcpu, e->md->vcpus->len - 1).id;
+
+    out->vcpu_op = g_array_sized_new (FALSE, FALSE, sizeof (FhClamp), last + 1);
+    for (guint i = 0; i <= last; i++) {
+      FhClamp c = fh_metadata_vcpu_clamp (e->md, i);
+
+      g_array_append_val (out->vcpu_op, c);
+    }
+  }
   out->cpus = e->pinned ? g_array_copy (e->pinned) : NULL;
   return TRUE;
 }
