@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # freqhintd's uclamp backend against a real kernel: boots the project's
-# uclamp test kernel (tests/guest/build-kernel.sh) under TCG with an
+# uclamp test kernel (tests/guest/build-kernel.sh, plus AF_UNIX: kernel.sh)
+# under TCG with an
 # initramfs carrying freqhintd, freqhintctl, fh-testclient, uclamp-check and
 # their shared libraries (the ldd closure, under /opt/fh), and runs
 # in-guest.sh there.  This host's kernel has no CONFIG_UCLAMP_TASK.
@@ -45,6 +46,7 @@ elif command -v qemu-system-x86_64 >/dev/null; then
 	qemu_args=(--qemu "$(command -v qemu-system-x86_64)")
 fi
 
-exec "$here/tests/guest/run-guest.sh" --kernel uclamp "${qemu_args[@]}" \
+kdir=$("$here/tests/agent-guest/kernel.sh") || die "building the test kernel failed"
+exec "$here/tests/guest/run-guest.sh" --kernel "$kdir" "${qemu_args[@]}" \
 	--test "$here/tests/agent-guest/in-guest.sh" --add "$T/fh:/opt/fh" \
 	--timeout 400 --mem 1G "${log_args[@]}"
