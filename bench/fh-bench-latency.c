@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fh-bench-latency: host side of the end-to-end latency benchmark.
+ *
+ *   fh-bench-latency --serial SOCK --watch FILE --high-khz K --low-khz K
+ *                    [--samples 200] [--floor 800]
+ *
+ * SOCK is the UNIX socket behind a guest serial port on which
+ * fh-guest-bench runs `step` (bench/guest/fh-guest-bench.c): a task on one
+ * vCPU, busy part of the time, that sets its own utilization clamp floor
+ * when told ("S <min>") and acknowledges ("A <min>").  FILE is the fixture
+ * scaling_min_freq freqhintd's cpufreq backend writes for that vCPU's host
+ * CPU.  Each sample alternates the floor between --floor (expected write:
+ * --high-khz) and 0 (--low-khz), and measures with CLOCK_MONOTONIC:
+ *
+ *   cmd->write   host sends the command .. inotify reports FILE closed after
+ *                a write holding the expected value
+ *   cmd->ack     host sends the command .. the guest's acknowledgement
+ *                (the serial link's round trip plus one sched_setattr: the
+ *                part of cmd->write that is not freqhint)
+ *
+ * Between samples: a pause of 100..300 ms (varied so samples do not lock
+ * to the guest's 10 ms windows).  Prints the raw samples (ms) on stdout,
+ * one "sample I CMD_WRITE_MS CMD_ACK_MS" line each, then a summary line.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+static double
+now_ms (void)
+{
+  return g_get_monotonic_time () / 1000.0;
+}
+
+static int
+connect_unix (const char *path)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  g_strlcpy (a.sun_path, path, sizeof a.sun_path);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &a, sizeof a) < 0) {
+    fprintf (stderr, "fh-bench-latency: connect %s: %s\n", path, g_strerror (errno));
+    exit (1);
+  }
+  return fd;
+}
+
+static guint
+read_khz (const char *path)
+{
+  g_autofree char *s = NULL;
+
+  if (!g_file_get_contents (path, &s, NULL, NULL))
+    return 0;
+  return (guint) strtoul (s, NULL, 10);
+}
+
+/* Serial input: accumulate until a line that starts with "A ". */
+static char line_buf[256];
+static size_t line_len;
+
+static gboolean
+wait_ack (int fd, double deadline)
+{
+  for (;;) {
+    char *nl;
+    struct pollfd p = { fd, POLLIN, 0 };
+    int t = (int) (deadline - now_ms ());
+    ssize_t n;
+
+    while ((nl = memchr (line_buf, '\n', line_len))) {
+      gboolean is_ack = line_len >= 2 && line_buf[0] == 'A' && line_buf[1] == ' ';
+      size_t used = (size_t) (nl - line_buf) + 1;
+
+      memmove (line_buf, nl + 1, line_len - used);
+      line_len -= used;
+      if (is_ack)
+        return TRUE;
+    }
+    if (poll (&p, 1, MAX (t, 0)) <= 0)
+      return FALSE;
+    n = read (fd, line_buf + line_len, sizeof line_buf - line_len);
+    if (n <= 0)
+      return FALSE;
+    line_len += (size_t) n;
+    if (line_len == sizeof line_buf)
+      line_len = 0; /* garbage; drop it */
+  }
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static double
+pct (const double *sorted, guint n, guint p)
+{
+  guint i = (n * p + 99) / 100;
+
+  return sorted[MIN (MAX (i, 1u), n) - 1];
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *serial = NULL, *watch = NULL;
+  gint samples = 200, floor_cap = 800, high_khz = 0, low_khz = 0;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("- guest clamp change -> host write");
+  const GOptionEntry entries[] = {
+    { "serial", 0, 0, G_OPTION_ARG_FILENAME, &serial, "guest serial socket", "PATH" },
+    { "watch", 0, 0, G_OPTION_ARG_FILENAME, &watch, "scaling_min_freq to watch", "FILE" },
+    { "high-khz", 0, 0, G_OPTION_ARG_INT, &high_khz, "value written for the floor", "KHZ" },
+    { "low-khz", 0, 0, G_OPTION_ARG_INT, &low_khz, "value written for floor 0", "KHZ" },
+    { "samples", 0, 0, G_OPTION_ARG_INT, &samples, "samples (default 200)", "N" },
+    { "floor", 0, 0, G_OPTION_ARG_INT, &floor_cap, "clamp floor to set (default 800)", "CAP" },
+    { NULL },
+  };
+  double *lat, *ack;
+  guint n_ok = 0, n_miss = 0;
+  int sfd, ifd;
+  guint32 rng = 12345;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || !serial || !watch || !high_khz ||
+      !low_khz || samples < 1) {
+    fprintf (stderr, "fh-bench-latency: need --serial, --watch, --high-khz, --low-khz\n");
+    return 2;
+  }
+  lat = g_new0 (double, samples);
+  ack = g_new0 (double, samples);
+  sfd = connect_unix (serial);
+  ifd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
+  if (ifd < 0 || inotify_add_watch (ifd, watch, IN_CLOSE_WRITE) < 0) {
+    fprintf (stderr, "fh-bench-latency: inotify %s: %s\n", watch, g_strerror (errno));
+    return 1;
+  }
+
+  /* The responder answers a ping once it is up. */
+  {
+    double deadline = now_ms () + 60000;
+    gboolean up = FALSE;
+
+    while (!up && now_ms () < deadline) {
+      if (write (sfd, "P\n", 2) != 2)
+        break;
+      up = wait_ack (sfd, now_ms () + 1000);
+    }
+    if (!up) {
+      fprintf (stderr, "fh-bench-latency: the guest responder does not answer\n");
+      return 1;
+    }
+  }
+
+  for (gint i = 0; i < samples; i++) {
+    gboolean high = (i % 2) == 0;
+    guint want = (guint) (high ? high_khz : low_khz);
+    char cmd[32];
+    double t0, t_ack = -1, t_write = -1, deadline;
+    uint8_t evbuf[4096];
+    int len;
+
+    /* Settle, and forget writes from before this sample. */
+    rng = rng * 1103515245u + 12345u;
+    g_usleep (100000 + (rng >> 8) % 200000);
+    while (read (ifd, evbuf, sizeof evbuf) > 0)
+      ;
+    if (read_khz (watch) == want) {
+      /* The previous sample's change was never written: count a miss. */
+      fprintf (stderr, "fh-bench-latency: sample %d: file already holds %u\n", i, want);
+    }
+    len = g_snprintf (cmd, sizeof cmd, "S %d\n", high ? floor_cap : 0);
+    t0 = now_ms ();
+    if (write (sfd, cmd, (size_t) len) != len) {
+      fprintf (stderr, "fh-bench-latency: serial write failed\n");
+      return 1;
+    }
+    deadline = t0 + 5000;
+    while ((t_ack < 0 || t_write < 0) && now_ms () < deadline) {
+      struct pollfd p[2] = { { sfd, POLLIN, 0 }, { ifd, POLLIN, 0 } };
+
+      if (poll (p, 2, (int) (deadline - now_ms ()) + 1) <= 0)
+        break;
+      if ((p[0].revents & POLLIN) && t_ack < 0 && wait_ack (sfd, now_ms ()))
+        t_ack = now_ms ();
+      if (p[1].revents & POLLIN) {
+        double t = now_ms ();
+
+        while (read (ifd, evbuf, sizeof evbuf) > 0)
+          ;
+        if (t_write < 0 && read_khz (watch) == want)
+          t_write = t;
+      }
+      /* wait_ack() may have buffered the ack without poll saying so */
+      if (t_ack < 0 && wait_ack (sfd, now_ms ()))
+        t_ack = now_ms ();
+    }
+    if (t_write < 0 || t_ack < 0) {
+      n_miss++;
+      printf ("sample %d miss\n", i);
+      continue;
+    }
+    lat[n_ok] = t_write - t0;
+    ack[n_ok] = t_ack - t0;
+    printf ("sample %d %.3f %.3f\n", i, lat[n_ok], ack[n_ok]);
+    n_ok++;
+  }
+  if (write (sfd, "Q\n", 2) != 2)
+    fprintf (stderr, "fh-bench-latency: cannot tell the responder to quit\n");
+  if (!n_ok) {
+    printf ("summary n=0 missed=%u\n", n_miss);
+    return 1;
+  }
+  qsort (lat, n_ok, sizeof *lat, cmp_double);
+  qsort (ack, n_ok, sizeof *ack, cmp_double);
+  printf ("summary n=%u missed=%u write_p50=%.2f write_p90=%.2f write_p99=%.2f write_max=%.2f "
+          "ack_p50=%.2f ack_p99=%.2f\n",
+          n_ok, n_miss, pct (lat, n_ok, 50), pct (lat, n_ok, 90), pct (lat, n_ok, 99),
+          lat[n_ok - 1], pct (ack, n_ok, 50), pct (ack, n_ok, 99));
+  return 0;
+}

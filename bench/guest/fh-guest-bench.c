@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * fh-guest-bench: the guest's half of freqhint's benchmarks (static binary,
+ * carried into the test initramfs by bench/run.sh).
+ *
+ *   fh-guest-bench cost N
+ *       Time N sched_setattr() calls that change this task's utilization
+ *       clamps (alternating floor 0 / 512): the guest-side cost of one
+ *       actuation in a trap-per-change design (crosvm's virtcpufreq does
+ *       one sched_setattr per change, on the host) and of a guest clamp
+ *       change.  Also N getppid() calls: the bare syscall floor here.
+ *       Prints: setattr_ns=... getppid_ns=...
+ *   fh-guest-bench wake PERIOD_US BUSY_US SECONDS
+ *       Wake every PERIOD_US, spin BUSY_US, sleep: one task of a bursty
+ *       load (clamps come from the caller, e.g. uclampset).
+ *   fh-guest-bench step TTY CPU
+ *       Latency responder for bench/fh-bench-latency.c: pinned to CPU,
+ *       busy 2 ms of every 10 ms (so the vCPU stays active), reads lines
+ *       from TTY: "S <min>" sets this task's clamp floor to <min> (max
+ *       1024) and answers "A <min>"; "P" answers "A P"; "Q" exits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The uapi struct sched_attr of linux/sched/types.h, not in glibc 2.36. */
+struct sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+	uint32_t sched_util_min;
+	uint32_t sched_util_max;
+};
+
+#define SCHED_FLAG_KEEP_POLICY		0x08
+#define SCHED_FLAG_KEEP_PARAMS		0x10
+#define SCHED_FLAG_UTIL_CLAMP_MIN	0x20
+#define SCHED_FLAG_UTIL_CLAMP_MAX	0x40
+
+static int set_clamps(unsigned int min, unsigned int max)
+{
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_flags = SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS |
+			       SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX,
+		.sched_util_min = min,
+		.sched_util_max = max,
+	};
+
+	return syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static void spin_until(double t_ns)
+{
+	while (now_ns() < t_ns)
+		;
+}
+
+static int cost(long n)
+{
+	double t0, t1, t2;
+
+	t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		if (set_clamps((i & 1) ? 512 : 0, 1024)) {
+			fprintf(stderr, "sched_setattr: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	t1 = now_ns();
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getppid);
+	t2 = now_ns();
+	set_clamps(0, 1024);
+	printf("setattr_ns=%.0f getppid_ns=%.0f calls=%ld\n",
+	       (t1 - t0) / n, (t2 - t1) / n, n);
+	return 0;
+}
+
+static int wake(long period_us, long busy_us, double seconds)
+{
+	double start = now_ns(), next = start;
+	struct timespec ts;
+
+	while (now_ns() - start < seconds * 1e9) {
+		spin_until(now_ns() + busy_us * 1e3);
+		next += period_us * 1e3;
+		if (next > now_ns()) {
+			ts.tv_sec = (time_t)(next / 1e9);
+			ts.tv_nsec = (long)(next - ts.tv_sec * 1e9);
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		} else {
+			next = now_ns();
+		}
+	}
+	return 0;
+}
+
+static int step(const char *tty, int cpu)
+{
+	char buf[256];
+	size_t len = 0;
+	cpu_set_t set;
+	int fd = open(tty, O_RDWR | O_NOCTTY);
+
+	if (fd < 0) {
+		fprintf(stderr, "open %s: %s\n", tty, strerror(errno));
+		return 1;
+	}
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fprintf(stderr, "sched_setaffinity: %s\n", strerror(errno));
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		char *nl;
+		ssize_t n;
+
+		spin_until(now_ns() + 2e6);
+		if (poll(&p, 1, 8) <= 0)
+			continue;
+		n = read(fd, buf + len, sizeof(buf) - len - 1);
+		if (n <= 0)
+			return 1;
+		len += n;
+		while ((nl = memchr(buf, '\n', len))) {
+			char out[32];
+			int v, o = 0;
+
+			*nl = '\0';
+			if (buf[0] == 'Q')
+				return 0;
+			if (buf[0] == 'P') {
+				o = snprintf(out, sizeof(out), "A P\n");
+			} else if (sscanf(buf, "S %d", &v) == 1) {
+				if (set_clamps(v, 1024))
+					o = snprintf(out, sizeof(out), "E %d\n", errno);
+				else
+					o = snprintf(out, sizeof(out), "A %d\n", v);
+			}
+			if (o > 0 && write(fd, out, o) != o)
+				return 1;
+			len -= nl + 1 - buf;
+			memmove(buf, nl + 1, len);
+		}
+		if (len == sizeof(buf) - 1)
+			len = 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "cost"))
+		return cost(atol(argv[2]));
+	if (argc == 5 && !strcmp(argv[1], "wake"))
+		return wake(atol(argv[2]), atol(argv[3]), atof(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "step"))
+		return step(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: fh-guest-bench cost N | wake PERIOD_US BUSY_US SECONDS | step TTY CPU\n");
+	return 2;
+}
