@@ -69,7 +69,7 @@ e2e_start_agent() {
 		--backend cpufreq --sysfs-root "$E2E_FX/sys" --proc-root /proc \
 		--cgroup-root /sys/fs/cgroup --socket "$E2E_DIR/device.sock" \
 		--control-socket "$E2E_DIR/control.sock" --state-dir "$E2E_DIR/state" \
-		--no-metrics >>"$E2E_AGENT_LOG" 2>&1 &
+		--libvirt-uri none --no-metrics >>"$E2E_AGENT_LOG" 2>&1 &
 	E2E_AGENT_PID=$!
 	eventually 10 test -S "$E2E_DIR/control.sock" || die "freqhintd did not start"
 }
