@@ -18,10 +18,13 @@
  *   cmd->ack     host sends the command .. the guest's acknowledgement
  *                (the serial link's round trip plus one sched_setattr: the
  *                part of cmd->write that is not freqhint)
+ *   ack->write   the guest's acknowledgement .. the write: a lower bound of
+ *                clamp change -> host write (the change happened before the
+ *                ack left the guest), as cmd->write is an upper bound
  *
  * Between samples: a pause of 100..300 ms (varied so samples do not lock
  * to the guest's 10 ms windows).  Prints the raw samples (ms) on stdout,
- * one "sample I CMD_WRITE_MS CMD_ACK_MS" line each, then a summary line.
+ * one "sample I CMD_WRITE_MS CMD_ACK_MS ACK_WRITE_MS" line each, then a summary line.
  */
 #include <errno.h>
 #include <poll.h>
@@ -130,7 +133,7 @@ main (int argc, char **argv)
     { "floor", 0, 0, G_OPTION_ARG_INT, &floor_cap, "clamp floor to set (default 800)", "CAP" },
     { NULL },
   };
-  double *lat, *ack;
+  double *lat, *ack, *aw;
   guint n_ok = 0, n_miss = 0;
   int sfd, ifd;
   guint32 rng = 12345;
@@ -143,6 +146,7 @@ main (int argc, char **argv)
   }
   lat = g_new0 (double, samples);
   ack = g_new0 (double, samples);
+  aw = g_new0 (double, samples);
   sfd = connect_unix (serial);
   ifd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
   if (ifd < 0 || inotify_add_watch (ifd, watch, IN_CLOSE_WRITE) < 0) {
@@ -216,7 +220,8 @@ main (int argc, char **argv)
     }
     lat[n_ok] = t_write - t0;
     ack[n_ok] = t_ack - t0;
-    printf ("sample %d %.3f %.3f\n", i, lat[n_ok], ack[n_ok]);
+    aw[n_ok] = t_write - t_ack;
+    printf ("sample %d %.3f %.3f %.3f\n", i, lat[n_ok], ack[n_ok], aw[n_ok]);
     n_ok++;
   }
   if (write (sfd, "Q\n", 2) != 2)
@@ -227,9 +232,11 @@ main (int argc, char **argv)
   }
   qsort (lat, n_ok, sizeof *lat, cmp_double);
   qsort (ack, n_ok, sizeof *ack, cmp_double);
+  qsort (aw, n_ok, sizeof *aw, cmp_double);
   printf ("summary n=%u missed=%u write_p50=%.2f write_p90=%.2f write_p99=%.2f write_max=%.2f "
-          "ack_p50=%.2f ack_p99=%.2f\n",
+          "ack_p50=%.2f ack_p99=%.2f ackw_p50=%.2f ackw_p99=%.2f\n",
           n_ok, n_miss, pct (lat, n_ok, 50), pct (lat, n_ok, 90), pct (lat, n_ok, 99),
-          lat[n_ok - 1], pct (ack, n_ok, 50), pct (ack, n_ok, 99));
+          lat[n_ok - 1], pct (ack, n_ok, 50), pct (ack, n_ok, 99), pct (aw, n_ok, 50),
+          pct (aw, n_ok, 99));
   return 0;
 }

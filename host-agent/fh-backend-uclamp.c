@@ -50,25 +50,6 @@ get_attr (guint tid, FhSchedAttr *attr)
   return 0;
 }
 
-/*
- * The policy is read right before the call: a thread whose policy changed
- * since the last round keeps its new one.  (A change between the two calls
- * is lost; QEMU does not change its vCPU threads' policies.)
- */
-static int
-set_clamp (guint tid, FhClamp c, gboolean release)
-{
-  FhSchedAttr cur, attr;
-  int r = get_attr (tid, &cur);
-
-  if (r < 0)
-    return r;
-  fh_uclamp_fill_attr (&attr, cur.sched_policy, c, release);
-  if (syscall (SYS_sched_setattr, (pid_t) tid, &attr, 0) < 0)
-    return -errno;
-  return 0;
-}
-
 typedef struct {
   FhClamp applied;
   gboolean applied_release; /* the last call released (-1/-1) */
@@ -78,7 +59,45 @@ typedef struct {
   gboolean failing;
   gboolean seen; /* in the current apply round */
   pid_t owner;
+  gboolean orig_known;   /* the clamps the thread had before we first set any */
+  gboolean orig_restore; /* they were not the kernel's defaults: put them back */
+  FhClamp orig;
 } TidState;
+
+/*
+ * The policy is read right before the call: a thread whose policy changed
+ * since the last round keeps its new one.  (A change between the two calls
+ * is lost; QEMU does not change its vCPU threads' policies.)  The first
+ * read also keeps the clamps the thread had before we touched it: MR-22
+ * puts non-default ones back instead of the kernel's defaults.  Defaults
+ * cannot be told from explicit values for real-time threads (their default
+ * minimum is sched_util_clamp_min_rt_default), so those are always reset.
+ */
+static int
+set_clamp (guint tid, TidState *st, FhClamp c, gboolean release)
+{
+  FhSchedAttr cur, attr;
+  int r = get_attr (tid, &cur);
+
+  if (r < 0)
+    return r;
+  if (!st->orig_known) {
+    gboolean normal = cur.sched_policy == 0 || cur.sched_policy == 3 || cur.sched_policy == 5;
+
+    st->orig_known = TRUE;
+    st->orig = (FhClamp){ cur.sched_util_min, cur.sched_util_max };
+    st->orig_restore = normal && cur.sched_util_max <= FH_SCALE &&
+                       cur.sched_util_min <= cur.sched_util_max &&
+                       !(cur.sched_util_min == 0 && cur.sched_util_max == FH_SCALE);
+  }
+  if (release && st->orig_restore)
+    fh_uclamp_fill_attr (&attr, cur.sched_policy, st->orig, FALSE);
+  else
+    fh_uclamp_fill_attr (&attr, cur.sched_policy, c, release);
+  if (syscall (SYS_sched_setattr, (pid_t) tid, &attr, 0) < 0)
+    return -errno;
+  return 0;
+}
 
 static gboolean
 uclamp_start (FhBackend *self, GError **error)
@@ -105,7 +124,7 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean rele
   if (st->failing && now_us < st->retry_at_us)
     return;
   self->writes++;
-  r = set_clamp (tid, want, release);
+  r = set_clamp (tid, st, want, release);
   if (r < 0) {
     self->write_failures++;
     st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
@@ -174,7 +193,7 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       continue;
     if (st->have_applied && !st->applied_release &&
         still_owned (self, GPOINTER_TO_UINT (key), st->owner)) {
-      int r = set_clamp (GPOINTER_TO_UINT (key), FH_CLAMP_NONE, TRUE);
+      int r = set_clamp (GPOINTER_TO_UINT (key), st, FH_CLAMP_NONE, TRUE);
 
       self->writes++;
       if (r < 0 && r != -ESRCH) {

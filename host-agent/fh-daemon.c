@@ -273,7 +273,10 @@ daemon_update (FhDaemon *d)
         g_array_append_val (placed, p);
       }
       if (v->tid_ok) {
-        FhTidTarget t = { v->tid, vm->pid, active, v->d.eff };
+        /* The process the thread belongs to now: a release later must find
+         * it still there (tid reuse), whether or not that is the socket
+         * peer (check_thread_owner=false). */
+        FhTidTarget t = { v->tid, v->info.tgid, active, v->d.eff };
 
         g_array_append_val (targets, t);
       }

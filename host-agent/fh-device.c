@@ -112,8 +112,12 @@ fh_device_server_n_connections (FhDeviceServer *server)
 
 static gboolean conn_out_ready (gint fd, GIOCondition cond, gpointer user_data);
 
-/* Queue bytes; FALSE when the peer stopped reading and the queue is full. */
-static gboolean
+/*
+ * Send or queue bytes.  1: done or queued; 0: the peer stopped reading and
+ * the queue is full; -errno: the socket failed (typically EPIPE or
+ * ECONNRESET: the peer has closed and we have not read its EOF yet).
+ */
+static int
 conn_send (FhConn *conn, const uint8_t *buf, size_t len)
 {
   size_t off = 0;
@@ -122,17 +126,36 @@ conn_send (FhConn *conn, const uint8_t *buf, size_t len)
     ssize_t n = send (conn->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return FALSE;
+      return -errno;
     off = n > 0 ? (size_t) n : 0;
   }
   if (off == len)
-    return TRUE;
+    return 1;
   if (conn->out->len + (len - off) > SEND_QUEUE_MAX)
-    return FALSE;
+    return 0;
   g_byte_array_append (conn->out, buf + off, len - off);
   if (!conn->out_watch)
     conn->out_watch = g_unix_fd_add (conn->fd, G_IO_OUT, conn_out_ready, conn);
-  return TRUE;
+  return 1;
+}
+
+/*
+ * conn_send(), closing the connection when it fails: OVERLOAD is for a
+ * peer that does not read (counted as a rejection); a peer that is already
+ * gone is an ordinary disconnect.
+ */
+static gboolean
+conn_queue (FhConn *conn, const uint8_t *buf, size_t len, const char *what)
+{
+  int r = conn_send (conn, buf, len);
+
+  if (r > 0)
+    return TRUE;
+  if (r == 0)
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
+  else
+    fh_conn_close (conn, FH_CLOSE_NORMAL, "cannot send %s: %s", what, g_strerror (-r));
+  return FALSE;
 }
 
 static gboolean
@@ -202,10 +225,8 @@ fh_conn_send_grants (FhConn *conn, const FhGrants *grants)
   n = fh_encode_grants (frame, sizeof frame, grants);
   if (n == 0)
     return FALSE;
-  if (!conn_send (conn, frame, n)) {
-    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
+  if (!conn_queue (conn, frame, n, "GRANTS"))
     return FALSE;
-  }
   return TRUE;
 }
 
@@ -236,9 +257,8 @@ keepalive_tick (gpointer user_data)
     return G_SOURCE_REMOVE;
   }
   n = fh_encode_ping (frame, sizeof frame, FH_MSG_PING, ++conn->ping_cookie);
-  if (!conn_send (conn, frame, n)) {
+  if (!conn_queue (conn, frame, n, "PING")) {
     conn->keepalive_timer = 0;
-    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
     return G_SOURCE_REMOVE;
   }
   return G_SOURCE_CONTINUE;
@@ -280,10 +300,8 @@ handle_frame (FhConn *conn, const FhFrame *f)
         goto refuse;
       w.features = conn->features;
       n = fh_encode_welcome (frame, sizeof frame, &w);
-      if (!conn_send (conn, frame, n)) {
-        fh_conn_close (conn, FH_CLOSE_NORMAL, "cannot send WELCOME");
+      if (!conn_queue (conn, frame, n, "WELCOME"))
         return FALSE;
-      }
       conn->state = CONN_AWAIT_FULL;
       conn->keepalive_timer = g_timeout_add (server->params.keepalive_ms, keepalive_tick, conn);
       return TRUE;
@@ -314,10 +332,8 @@ handle_frame (FhConn *conn, const FhFrame *f)
         if (f->msg_type == FH_MSG_PONG)
           return TRUE; /* any frame counts as alive */
         n = fh_encode_ping (frame, sizeof frame, FH_MSG_PONG, cookie);
-        if (!conn_send (conn, frame, n)) {
-          fh_conn_close (conn, FH_CLOSE_OVERLOAD, "peer does not read its socket");
+        if (!conn_queue (conn, frame, n, "PONG"))
           return FALSE;
-        }
         return TRUE;
       }
       fh_error_set (&err, FH_CLOSE_PROTOCOL, "unexpected %s", fh_msg_type_name (f->msg_type));

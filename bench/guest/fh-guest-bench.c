@@ -10,6 +10,11 @@
  *       one sched_setattr per change, on the host) and of a guest clamp
  *       change.  Also N getppid() calls: the bare syscall floor here.
  *       Prints: setattr_ns=... getppid_ns=...
+ *   fh-guest-bench sysfs FILE N VALUE_A VALUE_B
+ *       Time N writes (open, write, close, like freqhintd's cpufreq backend)
+ *       alternating VALUE_A and VALUE_B into FILE, e.g. a cpufreq policy's
+ *       scaling_max_freq: the cpufreq core's cost of one limit change.
+ *       Leaves VALUE_A in FILE.  Prints: sysfs_write_ns=...
  *   fh-guest-bench wake PERIOD_US BUSY_US SECONDS
  *       Wake every PERIOD_US, spin BUSY_US, sleep: one task of a bursty
  *       load (clamps come from the caller, e.g. uclampset).
@@ -99,6 +104,33 @@ static int cost(long n)
 	return 0;
 }
 
+static int write_value(const char *file, const char *value)
+{
+	int fd = open(file, O_WRONLY | O_TRUNC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, value, strlen(value));
+	if (close(fd) || n != (ssize_t)strlen(value))
+		return -1;
+	return 0;
+}
+
+static int sysfs(const char *file, long n, const char *a, const char *b)
+{
+	double t0 = now_ns();
+
+	for (long i = 0; i < n; i++) {
+		if (write_value(file, (i & 1) ? a : b)) {
+			fprintf(stderr, "%s: %s\n", file, strerror(errno));
+			return 1;
+		}
+	}
+	printf("sysfs_write_ns=%.0f sysfs_writes=%ld\n", (now_ns() - t0) / n, n);
+	return write_value(file, a) ? 1 : 0;
+}
+
 static int wake(long period_us, long busy_us, double seconds)
 {
 	double start = now_ns(), next = start;
@@ -174,10 +206,12 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "cost"))
 		return cost(atol(argv[2]));
+	if (argc == 6 && !strcmp(argv[1], "sysfs"))
+		return sysfs(argv[2], atol(argv[3]), argv[4], argv[5]);
 	if (argc == 5 && !strcmp(argv[1], "wake"))
 		return wake(atol(argv[2]), atol(argv[3]), atof(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "step"))
 		return step(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: fh-guest-bench cost N | wake PERIOD_US BUSY_US SECONDS | step TTY CPU\n");
+	fprintf(stderr, "usage: fh-guest-bench cost N | sysfs FILE N A B | wake PERIOD_US BUSY_US SECONDS | step TTY CPU\n");
 	return 2;
 }

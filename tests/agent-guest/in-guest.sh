@@ -10,6 +10,8 @@
 # 80 % (819), vm1 min 20 % (205) max 60 % (614): L = (205, 614) (MR-10).
 # Operator floor 40 % = 410 (MR-11).  vCPU 0 asks 100..900 -> 410..614;
 # vCPU 1 asks perf 700 (headroom 1.0: no cpufreq in a TCG guest) -> 614..614.
+# vCPU 2 had clamps 100..900 of its own (uclampset) before; it asks 300..400
+# -> 410..410, and gets 100..900 back when released (MR-22).
 . /lib/freqhint/test-lib.sh
 
 FH=/opt/fh
@@ -49,7 +51,11 @@ check "vm1 cpu.uclamp.max 60" sh -c "echo 60 > $CG/machine.slice/vm1/cpu.uclamp.
 # freqhintd must keep (MR-21: its own policy, KEEP_PARAMS).
 sleep 1000 & V0=$!
 sleep 1000 & V1=$!
-check "vCPU threads in vm1" sh -c "echo $V0 > $CG/machine.slice/vm1/cgroup.procs && echo $V1 > $CG/machine.slice/vm1/cgroup.procs"
+sleep 1000 & V2=$!
+for v in $V0 $V1 $V2; do
+	check "vCPU thread $v in vm1" sh -c "echo $v > $CG/machine.slice/vm1/cgroup.procs"
+done
+check "vCPU 2 has clamps of its own" uclampset -m 100 -M 900 -p $V2
 check "vCPU 0 is SCHED_BATCH nice 5" $FH/uclamp-check batch $V0 5
 check_output "vCPU 0 starts unclamped" '^policy=3 nice=5 reset_on_fork=0 min=0 max=1024$' get $V0
 
@@ -63,14 +69,14 @@ enabled=false
 floor=40
 EOC
 $FH/freqhintd --config $W/freqhintd.conf --backend uclamp --socket $W/dev.sock \
-	--control-socket $W/ctl.sock --state-dir $W/state -v >$W/daemon.log 2>&1 &
+	--control-socket $W/ctl.sock --state-dir $W/state --libvirt-uri none -v >$W/daemon.log 2>&1 &
 D=$!
 wait_for "freqhintd answers on its control socket" 'uclamp' $FH/freqhintctl --socket $W/ctl.sock status
 
 mkfifo $W/in
 exec 3<>$W/in
-$FH/fh-testclient --socket $W/dev.sock --name vm1 --vcpus 2 --tids "$V0,$V1" \
-	--hint 0:100:900 --hint 1:-:-:700 --stdin <$W/in >$W/client.out 2>&1 &
+$FH/fh-testclient --socket $W/dev.sock --name vm1 --vcpus 3 --tids "$V0,$V1,$V2" \
+	--hint 0:100:900 --hint 1:-:-:700 --hint 2:300:400 --stdin <$W/in >$W/client.out 2>&1 &
 C=$!
 wait_for "the device side is connected" '^ready' cat $W/client.out
 
@@ -79,12 +85,13 @@ wait_for "vCPU 0 clamped 410..614, policy and nice kept, reset-on-fork set" \
 	'^policy=3 nice=5 reset_on_fork=1 min=410 max=614$' get $V0
 wait_for "vCPU 1 clamped 614..614, reset-on-fork set" \
 	'^policy=0 nice=0 reset_on_fork=1 min=614 max=614$' get $V1
+wait_for "vCPU 2 clamped 410..410" 'min=410 max=410$' get $V2
 check_output "kernel's effective uclamp.min of vCPU 0 is 410" '^effective uclamp\.min +: +410$' sched $V0
 check_output "kernel's effective uclamp.max of vCPU 0 is 614" '^effective uclamp\.max +: +614$' sched $V0
 check_output "a child vCPU 1 forks gets the defaults (reset on fork)" \
 	'min=0 max=1024$' $FH/uclamp-check fork $V1
 check_output "GRANTS: operator 410..1024, granted 410..614" \
-	'grants operator=410..1024 0:410..614 1:410..614' cat $W/client.out
+	'grants operator=410..1024 0:410..614 1:410..614 2:410..614' cat $W/client.out
 check_output "freqhintctl sees vm1's effective clamp" '614' $FH/freqhintctl --socket $W/ctl.sock vcpus vm1
 
 # A cgroup change is followed (poll): machine.slice max 50 % = 512.
@@ -102,6 +109,7 @@ check_output "vCPU 1 still clamped" 'min=512 max=512$' get $V1
 # Disconnect releases everything.
 echo "close" >&3
 wait_for "disconnect releases vCPU 1" 'min=0 max=1024$' get $V1
+wait_for "vCPU 2 gets its own clamps back (MR-22)" 'min=100 max=900$' get $V2
 check_output "vCPU 0 stays released" 'min=0 max=1024$' get $V0
 check_output "no write failures" '"write_failures_total" *: *0' \
 	$FH/freqhintctl --socket $W/ctl.sock --json status
@@ -112,5 +120,5 @@ check_fails "no sanitizer report, warning or critical in the daemon log" \
 	grep -E 'AddressSanitizer|LeakSanitizer|runtime error|CRITICAL|WARNING' $W/daemon.log
 echo "--- freqhintd log"; cat $W/daemon.log
 echo "--- fh-testclient output"; cat $W/client.out
-kill $V0 $V1 2>/dev/null
+kill $V0 $V1 $V2 2>/dev/null
 done_testing

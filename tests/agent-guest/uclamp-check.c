@@ -110,6 +110,7 @@ main (int argc, char **argv)
       if (get (0, &a) < 0)
         _exit (1);
       print (&a);
+      fflush (stdout);
       _exit (0);
     }
     return waitpid (child, &status, 0) != child || !WIFEXITED (status) ||

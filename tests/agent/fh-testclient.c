@@ -47,7 +47,7 @@ static const char *const malformed_kinds[] = {
   "short-hello", "hello-wrong-length", "name-no-nul", "zero-vcpus", "silent",
   /* after the handshake */
   "partial-first", "bad-record", "min-gt-max", "over-scale", "bad-flags", "perf-not-negotiated",
-  "second-hello", "grants-from-device", "bad-ping", "truncated-hints", NULL,
+  "second-hello", "grants-from-device", "bad-ping", "truncated-hints", "half-frame", NULL,
 };
 
 static gboolean
@@ -132,6 +132,12 @@ build_malformed (const char *kind, const FhHello *hello, uint8_t *buf, size_t si
   }
   if (strcmp (kind, "bad-ping") == 0)
     return fh_encode_raw (buf, size, 4, FH_MSG_PING, 0, payload, 4);
+  if (strcmp (kind, "half-frame") == 0) {
+    /* The header and half the payload, then nothing: the agent must not
+     * wait for the rest forever (keepalive timeout). */
+    n = fh_encode_hints (buf, size, &h);
+    return FH_FRAME_HDR_SIZE + (n - FH_FRAME_HDR_SIZE) / 2;
+  }
   if (strcmp (kind, "truncated-hints") == 0) {
     n = fh_encode_hints (buf, size, &h);
     buf[8 + 8] = 2; /* claims two records, carries one */
@@ -234,13 +240,59 @@ send_specs (FhTestClient *c, char **specs, gboolean full, uint16_t num_vcpus, ui
   return fhtc_send_hints (c, &h, error);
 }
 
+/*
+ * A stream of valid FULL HINTS frames, one record per vCPU with values that
+ * keep changing: the agent must read it all with bounded memory and stay
+ * responsive to everyone else.  Blocking writes: the agent sets the pace.
+ */
+static gboolean
+stream (FhTestClient *c, const FhHello *hello, guint64 bytes, gboolean no_pong, uint32_t *seq,
+        GError **error)
+{
+  static FhHints h;
+  static uint8_t buf[FH_FRAME_MAX];
+  guint64 sent = 0, frames = 0;
+  gint64 t0 = g_get_monotonic_time ();
+
+  h.flags = FH_HINTS_F_FULL;
+  h.num_records = hello->num_vcpus;
+  while (sent < bytes && !stop) {
+    size_t n;
+
+    for (guint i = 0; i < h.num_records; i++) {
+      guint lo = (guint) ((frames * 37 + i) % 1025);
+
+      h.records[i] = (FhRecord){ (uint16_t) i,
+                                 VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID,
+                                 (uint16_t) lo, (uint16_t) MAX (lo, 512u), 0, ++*seq };
+    }
+    n = fh_encode_hints (buf, sizeof buf, &h);
+    if (!fhtc_send (c, buf, n, error))
+      return FALSE;
+    sent += n;
+    frames++;
+    /* Keep the connection alive meanwhile. */
+    while (fhtc_has_frame (c) || poll (&(struct pollfd){ fhtc_fd (c), POLLIN, 0 }, 1, 0) > 0) {
+      FhFrame f;
+
+      if (!fhtc_next_frame (c, 1000, &f, error) ||
+          handle_agent_frame (c, &f, hello->num_vcpus, no_pong) < 0)
+        return FALSE;
+    }
+  }
+  printf ("streamed %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT " frames in %.1f s\n", sent,
+          frames, (g_get_monotonic_time () - t0) / 1e6);
+  fflush (stdout);
+  return TRUE;
+}
+
 int
 main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
   g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL;
   g_auto (GStrv) hints = NULL;
-  int vcpus = 1, hold = -1, pid = 0, flood = 0;
+  int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0;
   guint64 flooded = 0;
   gint64 next_flood = 0;
   gboolean use_stdin = FALSE, no_pong = FALSE;
@@ -273,7 +325,10 @@ main (int argc, char **argv)
       "Send one bad frame: too-big unknown-type reserved-header hints-before-hello bad-version "
       "short-hello hello-wrong-length name-no-nul zero-vcpus silent partial-first bad-record "
       "min-gt-max over-scale bad-flags perf-not-negotiated second-hello grants-from-device "
-      "bad-ping truncated-hints", "KIND" },
+      "bad-ping truncated-hints half-frame", "KIND" },
+    { "stream-mib", 0, 0, G_OPTION_ARG_INT, &stream_mib,
+      "After the handshake, send this many MiB of FULL HINTS frames as fast as the agent "
+      "reads them (answering PINGs), print \"streamed N bytes in S s\", then carry on", "MIB" },
     { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
       "Exit 0 only if the agent closes with this reason", "REASON" },
     { NULL }
@@ -394,6 +449,8 @@ main (int argc, char **argv)
     goto fail;
   printf ("ready\n");
   fflush (stdout);
+  if (stream_mib > 0 && !stream (c, &hello, (guint64) stream_mib << 20, no_pong, &seq, &error))
+    goto fail;
 
   deadline = hold >= 0 ? g_get_monotonic_time () + hold * G_USEC_PER_SEC : -1;
   next_flood = g_get_monotonic_time ();

@@ -539,6 +539,146 @@ case_metrics_promtool() {
 		fail "unknown path must be 404"
 }
 
+# --- faults (issue 8 item 4) -------------------------------------------------
+
+# Half a frame, then nothing: partial bytes are not a frame; the keepalive
+# timeout closes that VM alone.
+case_half_frame_stall() {
+	KEEPALIVE_MS=300
+	fixture; thread 1801 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1801 --hint 0:512:1024
+	timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name stall --uuid $U2 --vcpus 1 \
+		--malformed half-frame --expect-close timeout >"$T/client-stall.out" 2>&1 ||
+		{ cat "$T/client-stall.out" >&2; fail "half a frame was not closed with timeout"; }
+	expect_jq '.rejected.timeout' 1 status
+	expect_jq '.connected_vms' 1 status
+	file_is "$POL/policy2/scaling_min_freq" 1600000 || fail "vm-a disturbed"
+}
+
+# 1 GiB of valid FULL frames (256 vCPUs, 4 KiB each) from one VM: read with
+# bounded memory; everyone else served meanwhile.
+case_stream_gib() {
+	fixture; thread 1901 4 4
+	# ASan's quarantine would hold freed frames' memory: keep it small so
+	# VmHWM says what the daemon itself holds.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8
+	start_daemon cpufreq
+	start_vm q quiet $U2 1901 --hint 0:512:1024
+	local hwm0 hwm1 i
+	hwm0=$(awk '/^VmHWM/ { print $2 }' /proc/$DPID/status)
+	start_vm s stream $U1 0 --vcpus 256 --stream-mib 1024
+	for i in $(seq 600); do
+		grep -q '^streamed' "$T/client-s.out" && break
+		[ $((i % 10)) = 0 ] && { timeout 10 "$FREQHINTCTL" --socket "$T/ctl.sock" status >/dev/null ||
+			fail "freqhintctl did not answer during the stream"; }
+		kill -0 "$VM_s" 2>/dev/null || break
+		sleep 0.5
+	done
+	grep '^streamed' "$T/client-s.out" >&2 || fail "stream did not finish: $(cat "$T/client-s.out")"
+	hwm1=$(awk '/^VmHWM/ { print $2 }' /proc/$DPID/status)
+	echo "stream_gib: daemon VmHWM ${hwm0} kB before, ${hwm1} kB after" >&2
+	[ $((hwm1 - hwm0)) -lt 65536 ] || fail "daemon grew by $((hwm1 - hwm0)) kB reading the stream"
+	local frames
+	frames=$(sed -n 's/^streamed [0-9]* bytes in \([0-9]*\) frames.*/\1/p' "$T/client-s.out")
+	expect_jq ".hints_frames_total >= $frames" true status   # every frame decoded
+	expect_jq '.connected_vms' 2 status
+	jq_is '.rejected_total' 0 status || fail "valid stream rejected"
+	file_is "$POL/policy4/scaling_min_freq" 1600000 || fail "quiet VM disturbed"
+}
+
+# The vCPU's cgroup directory goes away while the VM runs (the chain is read
+# down to the deepest level that still has cpu.uclamp.*), and comes back.
+case_cgroup_removed() {
+	fixture; thread 2001 2 2 /machine.slice/vm-a.scope/vcpu0
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope 0.00 50.00
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope/vcpu0 0.00 max
+	start_daemon cpufreq
+	start_vm a vm-a $U1 2001 --hint 0:900:1024
+	expect_jq '.[0].effective.max' 512 vcpus vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 1600000
+	rm -rf "$FX/cgroup/machine.slice/vm-a.scope"
+	expect_jq '.[0].cgroup_levels | length' 1 vcpus vm-a
+	expect_jq '.[0].effective.max' 1024 vcpus vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 3200000
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope 0.00 25.00
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope/vcpu0 0.00 max
+	expect_jq '.[0].effective.max' 256 vcpus vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	kill -0 "$DPID" || fail "daemon died"
+}
+
+# sysfs writes failing four ways at once, one policy each: a directory
+# (EISDIR), /dev/full (ENOSPC), /proc/version (EIO), and the daemon's own
+# oom_score_adj, which refuses kHz values (EINVAL).  Each is logged,
+# counted and retried; nothing else stops; fixed files are written.
+case_write_errors() {
+	fixture; thread 2101 0 0; thread 2102 2 2; thread 2103 4 4; thread 2104 6 6
+	start_daemon cpufreq
+	rm "$POL"/policy{0,2,4,6}/scaling_min_freq
+	mkdir "$POL/policy0/scaling_min_freq"
+	ln -s /dev/full "$POL/policy2/scaling_min_freq"
+	ln -s /proc/version "$POL/policy4/scaling_min_freq"
+	ln -s /proc/self/oom_score_adj "$POL/policy6/scaling_min_freq"
+	start_vm a vm-a $U1 2101,2102,2103,2104 --hint 0:512:600 --hint 1:512:600 --hint 2:512:600 \
+		--hint 3:512:600
+	local p e
+	for p in 0 2 4 6; do
+		expect_jq ".[] | select(.cpu==$p) | .write_failures > 0" true cpus
+	done
+	for e in 'Is a directory' 'No space left on device' 'Input/output error' 'Invalid argument'; do
+		eventually grep -q "scaling_min_freq: $e" "$T/daemon.log" || fail "'$e' not logged"
+	done
+	ctl status >/dev/null || fail "control socket stopped answering"
+	# fixed: written at the next retry
+	for p in 0 2 4 6; do
+		rm -rf "$POL/policy$p/scaling_min_freq"
+		echo 800000 >"$POL/policy$p/scaling_min_freq"
+	done
+	for p in 0 2 4 6; do
+		expect_file "$POL/policy$p/scaling_min_freq" 1600000
+	done
+	grep -q 'writes succeed again' "$T/daemon.log" || fail "recovery not logged"
+}
+
+# --- load (issue 8 item 5) ---------------------------------------------------
+
+# 1000 VMs x 16 vCPUs, random hints for 20 s, from one fh-loadclient: every
+# connection served, freqhintctl answering throughout; peak RSS reported.
+case_load() {
+	[ -x "${FH_LOADCLIENT:-}" ] || fail "\$FH_LOADCLIENT is not an executable"
+	local vms=${LOAD_VMS:-1000} vcpus=${LOAD_VCPUS:-16} secs=${LOAD_SECONDS:-20}
+	EXTRA_DAEMON="max_connections=$((vms + 16))"
+	fixture
+	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=1000/' "$T/freqhintd.conf"
+	start_daemon cpufreq
+	"$FH_LOADCLIENT" --socket "$T/dev.sock" --vms "$vms" --vcpus "$vcpus" --seconds "$secs" \
+		--rate 2 --proc-fixture "$FX/proc" >"$T/client-load.out" 2>&1 &
+	local lc=$! t0=$SECONDS worst=0 n=0 t1 dt rc
+	CLIENTS+=($lc)
+	eventually_long() { local i; for i in $(seq 1200); do "$@" && return 0; sleep 0.1; done; return 1; }
+	eventually_long grep -q '^connected' "$T/client-load.out" ||
+		fail "load client did not connect: $(cat "$T/client-load.out")"
+	echo "load: $vms VMs connected after $((SECONDS - t0)) s" >&2
+	while kill -0 $lc 2>/dev/null; do
+		t1=$(date +%s%N)
+		timeout 10 "$FREQHINTCTL" --socket "$T/ctl.sock" --json status >"$T/status.json" ||
+			fail "freqhintctl did not answer within 10 s under load"
+		dt=$((($(date +%s%N) - t1) / 1000000)); n=$((n + 1))
+		[ $dt -gt $worst ] && worst=$dt
+		sleep 1
+	done
+	wait $lc; rc=$?
+	cat "$T/client-load.out" >&2
+	[ $rc = 0 ] || fail "load client saw connections dropped"
+	grep -q "^vms=$vms alive=$vms " "$T/client-load.out" || fail "not every VM stayed connected"
+	jq -e ".connected_vms == $vms" "$T/status.json" >/dev/null || fail "daemon did not hold $vms VMs"
+	jq_is '.rejected_total' 0 status || fail "valid load rejected"
+	echo "load: freqhintctl answered $n times, slowest ${worst} ms;" \
+		"daemon $(grep -E '^Vm(HWM|RSS)' /proc/$DPID/status | tr -s ' \t\n' ' ');" \
+		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
+}
+
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools

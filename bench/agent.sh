@@ -1,0 +1,238 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Host-agent half of the benchmarks, no VM involved:
+#   merge      fh-bench-merge: decode + merge + decide on the pure modules,
+#              timed, and instructions per update under callgrind
+#   memory     freqhintd (cpufreq backend, fixture tree) with 1000 VMs x 16
+#              vCPUs connected by fh-bench-vms: VmHWM/VmRSS, CPU while idle
+#   flood      the same daemon flooded with 16-record HINTS frames: records
+#              the daemon takes per second of its own CPU time
+#   economy    freqhintd (cpufreq backend) under fh-bench-vms's mixed load:
+#              host writes per 100 hint updates
+#   write      fh-bench-write: one cpufreq actuation on a fixture file
+#
+#   agent.sh --build DIR --out FILE [--quick]
+#
+# DIR is a meson build dir where the bench programs, freqhintd and
+# freqhintctl are built.  Writes key=value lines to FILE.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/lib.sh"
+
+build= out= quick=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=${2:?}; shift ;;
+	--out) out=${2:?}; shift ;;
+	--quick) quick=1 ;;
+	*) die "usage: $0 --build DIR --out FILE [--quick]" ;;
+	esac
+	shift
+done
+[ -n "$build" ] && [ -n "$out" ] || die "--build and --out are required"
+freqhintd=$build/host-agent/freqhintd
+freqhintctl=$build/host-agent/freqhintctl
+vmsbin=$build/bench/fh-bench-vms
+
+result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fh-bench-agent.XXXXXX")
+agent_pid= client_pid=
+cleanup() {
+	[ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null
+	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
+	wait 2>/dev/null
+	[ "${FREQHINT_KEEP:-0}" = 1 ] || rm -rf "$T"
+}
+trap cleanup EXIT
+# 1000 device connections plus the daemon's own files.
+ulimit -n 8192
+
+# eventually SECONDS CMD...
+eventually() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+# --- fixture: mkfixture.sh's host, and N vCPU threads cloned from a template
+FX=$T/fx
+"$here/tests/agent/mkfixture.sh" host "$FX"
+# make_threads BASE COUNT: thread BASE+k, pinned to CPU k % 8, in machine.slice.
+make_threads() {
+	local base=$1 count=$2 c
+	for c in 0 1 2 3 4 5 6 7; do
+		"$here/tests/agent/mkfixture.sh" thread "$T/tpl$c" 424242 "$c" "$c" /machine.slice/bench.scope
+	done
+	"$here/tests/agent/mkfixture.sh" cgroup "$FX" /machine.slice/bench.scope 5.00 90.00
+	"$PYTHON3" - "$T" "$FX/proc" "$base" "$count" <<-'EOF'
+	import os, sys
+	t, proc, base, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+	tpl = []
+	for c in range(8):
+	    d = os.path.join(t, "tpl%d" % c, "proc", "424242")
+	    tpl.append({f: open(os.path.join(d, f)).read() for f in os.listdir(d)})
+	for k in range(count):
+	    tid = base + k
+	    d = os.path.join(proc, str(tid))
+	    os.makedirs(d, exist_ok=True)
+	    for f, text in tpl[k % 8].items():
+	        with open(os.path.join(d, f), "w") as fh:
+	            fh.write(text.replace("424242", str(tid)))
+	EOF
+}
+
+write_config() {
+	cat >"$T/freqhintd.conf" <<-EOC
+	[daemon]
+	check_thread_owner=false
+	max_connections=2000
+	EOC
+}
+
+start_agent() {
+	rm -f "$T/control.sock" "$T/device.sock"
+	"$freqhintd" --foreground --config "$T/freqhintd.conf" --backend "$1" \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/device.sock" --control-socket "$T/control.sock" \
+		--state-dir "$T/state" --metrics-port 0 >>"$T/freqhintd.log" 2>&1 &
+	agent_pid=$!
+	eventually 10 test -S "$T/control.sock" || die "freqhintd did not start (see $T/freqhintd.log)"
+}
+
+stop_agent() {
+	kill -TERM "$agent_pid"
+	wait "$agent_pid" 2>/dev/null || true
+	agent_pid=
+}
+
+status() { "$freqhintctl" --socket "$T/control.sock" --json status; }
+status_field() { status | jq -r ".$1"; }
+vm_status() { grep "^$1:" "/proc/$agent_pid/status" | awk '{ print $2 }'; }
+# CPU seconds (user + system) the daemon used so far.
+cpu_s() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' \
+		"/proc/$agent_pid/stat"
+}
+
+# --- merge: the pure modules
+log "bench: decode + merge + decide (pure modules)"
+merge=$("$build/bench/fh-bench-merge" --seconds "$([ $quick = 1 ] && echo 1 || echo 5)")
+result merge_line "$merge"
+for w in $merge; do result "merge_${w%%=*}" "${w#*=}"; done
+merge1=$("$build/bench/fh-bench-merge" --records-per-frame 1 --seconds 2)
+for w in $merge1; do result "merge1_${w%%=*}" "${w#*=}"; done
+ir() {
+	valgrind --tool=callgrind --callgrind-out-file="$T/cg.$1" \
+		"$build/bench/fh-bench-merge" --rounds "$1" >/dev/null 2>"$T/cg.$1.err" ||
+		die "callgrind failed: $(tail -n3 "$T/cg.$1.err")"
+	sed -n 's/^summary: *//p' "$T/cg.$1"
+}
+ir5=$(ir 5)
+ir25=$(ir 25)
+result merge_ir_per_update "$(((ir25 - ir5) / (20 * 16000)))"
+# Where the instructions go (self cost, whole 25-round run incl. set-up).
+callgrind_annotate "$T/cg.25" 2>/dev/null |
+	sed -nE 's/^ *[0-9,]+ \( *([0-9.]+)%\) +[^ ]*:([A-Za-z_0-9]+) .*/\2 \1%/p' | awk 'NR <= 8' |
+	paste -sd';' | sed 's/;/; /g; s/^/merge_ir_top="/; s/$/"/' >>"$out"
+
+# --- memory, idle CPU and daemon flood with 1000 VMs x 16 vCPUs
+VMS=1000 VCPUS=16
+[ $quick = 1 ] && VMS=100
+log "bench: fixture with $((VMS * VCPUS)) vCPU threads"
+make_threads 100000 $((VMS * VCPUS))
+write_config
+start_agent cpufreq
+result mem_baseline_hwm_kb "$(vm_status VmHWM)"
+result mem_baseline_anon_kb "$(vm_status RssAnon)"
+result mem_baseline_file_kb "$(vm_status RssFile)"
+log "bench: connecting $VMS VMs x $VCPUS vCPUs"
+"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 \
+	--mode hold --ready-file "$T/ready" >"$T/hold.out" 2>"$T/hold.err" &
+client_pid=$!
+eventually 300 test -e "$T/ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/hold.err")"
+eventually 30 test "$(status_field connected_vms)" = $VMS ||
+	die "freqhintd has $(status_field connected_vms) VMs, want $VMS"
+result mem_connect_s "$(sed -n 's/.*connected in \([0-9.]*\) s/\1/p' "$T/hold.err")"
+# Idle with every VM connected: the 1 s poll re-reads each vCPU thread.
+sleep 2
+c0=$(cpu_s)
+sleep 10
+c1=$(cpu_s)
+result mem_idle_cpu_pct "$(echo "$c0 $c1" | awk '{ printf "%.0f", ($2 - $1) * 10 }')"
+result mem_vms "$(status_field connected_vms)"
+result mem_hwm_kb "$(vm_status VmHWM)"
+result mem_rss_kb "$(vm_status VmRSS)"
+result mem_anon_kb "$(vm_status RssAnon)"
+kill -TERM "$client_pid"
+wait "$client_pid" 2>/dev/null || true
+client_pid=
+eventually 30 test "$(status_field connected_vms)" = 0 || true
+
+log "bench: flooding freqhintd from $VMS VMs"
+f0=$(status_field hints_frames_total) u0=$(status_field updates_total) c0=$(cpu_s)
+"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 \
+	--mode flood --seconds 15 >"$T/flood.out" 2>"$T/flood.err" ||
+	log "flood client: $(tail -n2 "$T/flood.err")"
+f1=$(status_field hints_frames_total) u1=$(status_field updates_total) c1=$(cpu_s)
+# Frames counted by the daemon include the FULL frame of each connection.
+frames=$((f1 - f0 - VMS))
+cpu=$(echo "$c0 $c1" | awk '{ print $2 - $1 }')
+result flood_client "$(cat "$T/flood.out")"
+result flood_records "$((frames * VCPUS))"
+result flood_daemon_cpu_s "$cpu"
+result flood_passes "$((u1 - u0))"
+result flood_records_per_cpu_s "$(echo "$frames $VCPUS $cpu" | awk '{ printf "%.0f", $1 * $2 / $3 }')"
+result flood_hwm_kb "$(vm_status VmHWM)"
+stop_agent
+
+# --- actuation economy: steady mixed load, cpufreq backend
+economy() {
+	local tag=$1 vms=$2 vcpus=$3 secs=$4 w0 w1 u0 u1
+	rm -rf "$T/state"
+	start_agent cpufreq
+	"$vmsbin" --socket "$T/device.sock" --vms "$vms" --vcpus "$vcpus" --tid-base 100000 \
+		--mode mixed --seconds "$secs" --ready-file "$T/ready.$tag" >"$T/mixed.$tag.out" 2>"$T/mixed.$tag.err" &
+	client_pid=$!
+	eventually 60 test -e "$T/ready.$tag" || die "mixed client did not connect"
+	# Counters from just after the FULL frames are in.
+	sleep 0.5
+	w0=$(status_field backend_writes_total) u0=$(status_field updates_total)
+	wait "$client_pid" || die "mixed client failed: $(tail -n2 "$T/mixed.$tag.err")"
+	client_pid=
+	w1=$(status_field backend_writes_total) u1=$(status_field updates_total)
+	local records
+	records=$(sed -n 's/.* records=\([0-9]*\) .*/\1/p' "$T/mixed.$tag.out")
+	result "econ_${tag}_records" "$records"
+	result "econ_${tag}_writes" "$((w1 - w0))"
+	result "econ_${tag}_passes" "$((u1 - u0))"
+	result "econ_${tag}_per100" "$(echo "$w1 $w0 $records" | awk '{ printf "%.2f", ($1 - $2) * 100 / $3 }')"
+	stop_agent
+}
+log "bench: actuation economy"
+secs=$([ $quick = 1 ] && echo 5 || echo 20)
+economy small 8 4 "$secs"
+economy large 64 4 "$secs"
+# The same small load when every policy has a frequency table (policy6 of
+# the fixture has none, like intel_pstate: every floor change is a new kHz).
+p6=$FX/sys/devices/system/cpu/cpufreq/policy6
+cp "$FX/sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies" "$p6/"
+economy tables 8 4 "$secs"
+rm -f "$p6/scaling_available_frequencies"
+
+# --- one actuation on the fixture
+log "bench: one cpufreq write"
+w=$("$build/bench/fh-bench-write" "$FX/sys/devices/system/cpu/cpufreq/policy0/scaling_min_freq" 20000)
+for x in $w; do result "write_${x%%=*}" "${x#*=}"; done
+result write_fs "$(stat -f -c %T "$FX")"
+# The same on tmpfs: no block filesystem under the file.
+shm=$(mktemp /dev/shm/fh-bench-write.XXXXXX)
+echo 800000 >"$shm"
+w=$("$build/bench/fh-bench-write" "$shm" 20000)
+rm -f "$shm"
+for x in $w; do result "write_tmpfs_${x%%=*}" "${x#*=}"; done

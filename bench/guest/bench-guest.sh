@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Runs inside the benchmark guest (as /test.sh, see tests/guest/mkinitramfs.sh);
+# the host side is bench/guest/run.sh.  Steps are reported on the control
+# port (ttyS1) as "STEP <name> key=value..." and wait for the host's "GO".
+#
+# FREQHINT_BENCH_BURST_ONLY=1 (in /etc/freqhint-bench.env): only the first
+# burst, tagged FREQHINT_BENCH_TAG.
+#
+#   cost       N sched_setattr() calls changing this task's clamps (guest floor)
+#   burst      a bursty mixed load; counts schedutil's calls into the driver's
+#              cpufreq callbacks (kprobes: .fast_switch and .target — each
+#              one a trap in a trap-per-change design) and what the driver sent
+#   final      a steady clamped task on vCPU1: the host's state must match
+#   latency    the responder for bench/fh-bench-latency.c on ttyS2
+. /lib/freqhint/test-lib.sh
+. /etc/freqhint-bench.env
+
+CTL=/dev/ttyS1
+stty -F "$CTL" raw -echo || exit 1
+stty -F /dev/ttyS2 raw -echo || exit 1
+exec 3<>"$CTL"
+
+step() {
+	echo "STEP $*" >&3
+	read -r verdict <&3
+	echo "host: $verdict"
+	case "$verdict" in
+	GO*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+stat_of() { cat "$dev/statistics/$1"; }
+
+# Hits of the driver's cpufreq callbacks, from kprobe_profile.
+TR=/sys/kernel/tracing
+calls() {
+	awk '$1 ~ /^fhb_(fast_switch|target)$/ { n += $2 } END { print n + 0 }' "$TR/kprobe_profile"
+}
+
+check "module loads" insmod /modules/virtio_freqhint.ko
+sleep 1
+dev=$(ls -d /sys/bus/virtio/drivers/virtio_freqhint/virtio* 2>/dev/null | head -n1)
+check "device bound" test -n "$dev"
+mount -t tracefs nodev "$TR" 2>/dev/null || TR=/sys/kernel/debug/tracing
+check "tracefs" test -w "$TR/kprobe_events"
+echo 0 >"$TR/tracing_on"
+check "kprobe on .fast_switch" sh -c "echo 'p:fhbench/fhb_fast_switch fh_cpufreq_fast_switch' >>$TR/kprobe_events"
+check "kprobe on .target" sh -c "echo 'p:fhbench/fhb_target fh_cpufreq_target' >>$TR/kprobe_events"
+check "kprobes enabled" sh -c "echo 1 >$TR/events/fhbench/enable"
+check "schedutil governs" grep -q schedutil /sys/devices/system/cpu/cpufreq/policy0/scaling_governor
+sleep 2
+check "host sees the VM" step connected
+
+# 6. The cost of one clamp change, and of one cpufreq limit change through
+# sysfs, in this guest (vCPU3's policy; restored afterwards).
+out=$(/bin/fh-guest-bench cost "${FREQHINT_BENCH_COST_N:-20000}")
+echo "cost: $out"
+pol3=/sys/devices/system/cpu/cpufreq/policy3
+out2=$(/bin/fh-guest-bench sysfs $pol3/scaling_max_freq 5000 \
+	"$(cat $pol3/cpuinfo_max_freq)" "$(($(cat $pol3/cpuinfo_max_freq) / 2))")
+echo "sysfs: $out2"
+check "cost measured" step cost $out $out2
+
+# 1. Bursty load: tasks waking at mixed periods, some clamped, one whose
+# clamps are changed while it runs.  Run with the driver's default
+# hysteresis, then (tag h64) with 64/1024.
+burst() {
+	tag=$1 secs=${FREQHINT_BENCH_BURST_S:-20}
+	c0=$(calls) b0=$(stat_of buffers_sent) r0=$(stat_of records_sent)
+	check "burst $tag start" step burst-start tag=$tag
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	/bin/fh-guest-bench wake 1000 150 "$secs" &
+	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$secs" &
+	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$secs" &
+	/bin/fh-guest-bench wake 13000 1500 "$secs" &
+	uclampset -m 900 -M 1024 /bin/fh-guest-bench wake 29000 3000 "$secs" &
+	/bin/fh-guest-bench wake 50000 20000 "$secs" &
+	uclampset -m 200 /bin/fh-guest-bench wake 110000 60000 "$secs" &
+	/bin/fh-guest-bench wake 5000 500 "$secs" &
+	changed=$!
+	i=0
+	while [ $i -lt $((secs * 4)) ]; do
+		sleep 0.25
+		uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
+		i=$((i + 1))
+	done
+	wait
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	c1=$(calls) b1=$(stat_of buffers_sent) r1=$(stat_of records_sent)
+	check "burst $tag done" step burst-done tag=$tag calls=$((c1 - c0)) buffers=$((b1 - b0)) \
+		records=$((r1 - r0)) guest_seconds=$(echo "$t1 $t0" | awk '{ printf "%.1f", $1 - $2 }')
+}
+burst "${FREQHINT_BENCH_TAG:-default}"
+if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
+	echo "STEP end" >&3
+	done_testing
+fi
+h=/sys/module/virtio_freqhint/parameters/hysteresis
+h0=$(cat $h)
+echo 64 >$h
+burst h64
+echo "$h0" >$h
+sleep 1
+
+# Equal information: after the load, one steady clamped task on vCPU1; the
+# host must hold exactly what the guest reports.
+taskset 2 uclampset -m 700 -M 900 /bin/fh-guest-bench wake 10000 5000 6 &
+steady=$!
+sleep 2
+line=$(grep '^cpu1 ' /sys/kernel/debug/virtio_freqhint/vcpus)
+echo "guest view: $line"
+check "host matches the guest" step final $line
+wait "$steady"
+sleep 1
+
+# 4. Latency: the host drives the responder on ttyS2.
+check "latency start" step latency
+check "latency responder" /bin/fh-guest-bench step /dev/ttyS2 1
+check "latency done" step latency-done
+
+echo "STEP end" >&3
+done_testing

@@ -1,0 +1,193 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Guest half of the benchmarks: the project's uclamp guest kernel with
+# virtio_freqhint.ko under the project's QEMU (TCG, q35, 4 vCPUs) with
+# virtio-freqhint-pci, connected to freqhintd (cpufreq backend, fixture
+# sysfs, vCPU i placed on fixture CPU 2i as in tests/e2e).  The guest runs
+# bench-guest.sh; this side answers its steps, samples the device's
+# counters (qom-get stats) and drives the latency benchmark.
+#
+#   run.sh --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE
+#          [--samples N] [--burst-seconds S] [--rate-window MS --burst-only TAG]
+#
+# --rate-window sets the device's rate-window-ms; --burst-only runs only the
+# bursty load (figure 1), its results tagged TAG.
+#
+# Writes key=value lines to FILE (read by bench/run.sh).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+. "$here/tests/e2e/e2e-lib.sh"
+
+freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--freqhintd) freqhintd=${2:?}; shift ;;
+	--freqhintctl) freqhintctl=${2:?}; shift ;;
+	--latency) latency=${2:?}; shift ;;
+	--out) out=${2:?}; shift ;;
+	--samples) samples=${2:?}; shift ;;
+	--burst-seconds) burst=${2:?}; shift ;;
+	--rate-window) window=${2:?}; shift ;;
+	--burst-only) only=${2:?}; shift ;;
+	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE [--samples N] [--burst-seconds S]" ;;
+	esac
+	shift
+done
+[ -x "$freqhintd" ] && [ -x "$freqhintctl" ] && [ -x "$latency" ] && [ -n "$out" ] ||
+	die "--freqhintd, --freqhintctl, --latency and --out are required"
+
+E2E_VM_NAME=freqhint-bench
+result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
+
+e2e_init
+trap e2e_cleanup EXIT
+
+# Guest side: module, the static benchmark binary, the script.
+ko=$E2E_DIR/virtio_freqhint.ko
+"$here/guest-driver/tests/build-module.sh" uclamp "$ko" >/dev/null
+cc -static -O2 -Wall -Werror -o "$E2E_DIR/fh-guest-bench" "$here/bench/guest/fh-guest-bench.c" ||
+	die "cannot build fh-guest-bench"
+printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\n' "$burst" >"$E2E_DIR/env"
+[ -z "$only" ] || printf 'FREQHINT_BENCH_BURST_ONLY=1\nFREQHINT_BENCH_TAG=%s\n' "$only" >>"$E2E_DIR/env"
+kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)
+initrd=$("$here/tests/guest/mkinitramfs.sh" --test "$here/bench/guest/bench-guest.sh" \
+	--kernel "$kdir" --module "$ko" --add "$E2E_DIR/fh-guest-bench:/bin/fh-guest-bench" \
+	--add "$E2E_DIR/env:/etc/freqhint-bench.env")
+
+e2e_make_fixture
+# The latency figure is about clamps: the guest governor's perf request is
+# not taken as a floor, so only the clamp step moves scaling_min_freq.
+cat >"$E2E_DIR/freqhintd.conf" <<EOC
+[daemon]
+backend=cpufreq
+
+[merge]
+perf_as_floor=false
+
+[vm $E2E_VM_NAME]
+cpus=0,2,4,6
+EOC
+e2e_start_agent
+
+"$here/tests/guest/run-guest.sh" --kernel uclamp --initrd "$initrd" \
+	--smp "$E2E_SMP" --timeout 600 --log "$E2E_CONSOLE" --quiet -- \
+	-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" \
+	-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
+	-device "virtio-freqhint-pci,id=fh,chardev=fh0,rate-window-ms=$window" \
+	-chardev "socket,id=ctl,path=$E2E_DIR/guest-ctl.sock,server=on,wait=off" \
+	-serial chardev:ctl \
+	-chardev "socket,id=lat,path=$E2E_DIR/guest-lat.sock,server=on,wait=off" \
+	-serial chardev:lat \
+	-qmp "unix:$E2E_DIR/qmp.sock,server=on,wait=off" \
+	>"$E2E_DIR/run-guest.out" 2>&1 &
+E2E_GUEST_PID=$!
+e2e_connect_control
+
+lat_pid=
+failures=0
+verdict() {
+	if [ "$1" = OK ]; then
+		ctl_send GO
+	else
+		failures=$((failures + 1))
+		log "host check failed: $1"
+		ctl_send "NO $1"
+	fi
+}
+
+# "key=value ..." words of a STEP line into results, with a prefix.
+take() {
+	local prefix=$1 w
+	shift
+	for w in "$@"; do
+		case $w in *=*) result "$prefix${w%%=*}" "${w#*=}" ;; esac
+	done
+}
+
+pol=$(pdir 2)
+while ctl_read line; do
+	set -- $line
+	[ "${1:-}" = STEP ] || continue
+	name=$2
+	shift 2
+	log "guest step: $name $*"
+	case $name in
+	connected)
+		if eventually 20 vm_connected; then verdict OK; else verdict "VM not connected"; fi
+		;;
+	cost)
+		[ -n "$only" ] || take guest_ "$@"
+		verdict OK
+		;;
+	burst-start)
+		tag=${1#tag=}
+		before=$(qom_stats)
+		verdict OK
+		;;
+	burst-done)
+		after=$(qom_stats)
+		take "burst_${tag}_" "$@"
+		for k in notifications buffers records forwarded coalesced; do
+			result "device_${tag}_$k" "$(jq -n --argjson a "$after" --argjson b "$before" "\$a.$k - \$b.$k")"
+		done
+		result "device_${tag}_host_seconds" "$(jq -n --argjson a "$after" --argjson b "$before" \
+			'(($a.host_ns - $b.host_ns) / 1e9 * 10 | round) / 10')"
+		verdict OK
+		;;
+	final)
+		# "cpu1 online=1 idle=0 min=700 max=900 perf=..." from debugfs
+		gmin= gmax=
+		for w in "$@"; do
+			case $w in min=*) gmin=${w#min=} ;; max=*) gmax=${w#max=} ;; esac
+		done
+		if [ -n "$gmin" ] && eventually 5 vcpu_hint_is 1 "$gmin" "$gmax"; then
+			result final_match yes
+			result final_state "guest vCPU1 ${gmin}..${gmax}, freqhintd vCPU1 ${gmin}..${gmax}"
+			verdict OK
+		else
+			result final_match no
+			result final_state "guest vCPU1 ${gmin:-?}..${gmax:-?}, freqhintd $(ctl_json vcpus | jq -c '[.[] | select(.vcpu == 1)][0].hint')"
+			verdict "freqhintd's vCPU1 hint differs from the guest's"
+		fi
+		;;
+	latency)
+		high=$(snap_up "$(cap_to_khz 800)" 2)
+		low=$(policy_original 2 min)
+		result latency_expected "$low/$high"
+		"$latency" --serial "$E2E_DIR/guest-lat.sock" --watch "$pol/scaling_min_freq" \
+			--high-khz "$high" --low-khz "$low" --samples "$samples" \
+			>"$E2E_DIR/latency.out" 2>"$E2E_DIR/latency.err" &
+		lat_pid=$!
+		verdict OK
+		;;
+	latency-done)
+		rc=0
+		wait "$lat_pid" || rc=$?
+		lat_pid=
+		cat "$E2E_DIR/latency.err" >&2
+		summary=$(grep '^summary' "$E2E_DIR/latency.out" || true)
+		take latency_ $summary
+		grep '^sample' "$E2E_DIR/latency.out" | awk 'NF == 5 { print $3 }' | paste -sd' ' |
+			sed 's/^/latency_raw="/; s/$/"/' >>"$out"
+		grep '^sample' "$E2E_DIR/latency.out" | awk 'NF == 5 { print $5 }' | paste -sd' ' |
+			sed 's/^/latency_raw_ackw="/; s/$/"/' >>"$out"
+		if [ "$rc" = 0 ]; then verdict OK; else verdict "latency run failed ($rc)"; fi
+		;;
+	end)
+		break
+		;;
+	*)
+		verdict "unknown step $name"
+		;;
+	esac
+done
+
+rc=0
+e2e_wait_guest >"$E2E_DIR/guest-summary" 2>&1 || rc=$?
+result "guest_run_ok${only:+_$only}" "$([ "$rc" = 0 ] && [ "$failures" = 0 ] && echo yes || echo no)"
+[ -n "$only" ] || result agent_backend_writes "$(ctl_json status | jq .backend_writes_total 2>/dev/null || echo '?')"
+[ "$rc" = 0 ] || { tail -n 30 "$E2E_DIR/guest-summary" >&2; exit 1; }
+[ "$failures" = 0 ]
