@@ -183,8 +183,8 @@ cat <<EOF
 **Missed.** Reason: the bound freqhint enforces is time-based — at most one notification per ${window} ms rate window (the driver
 batches every vCPU's change into one buffer per window, the device disables notifications for a window after each kick) — so the
 ratio is (notifications/s) / (requests/s). Under TCG this guest's schedutil made only ~$calls_rate requests/s across 4 vCPUs
-(the guest runs far slower than real time and its tasks' utilization moves slowly), while the bursty load changes the perf value by
-more than the hysteresis in most windows, so the driver published in ~$notif_rate of the 100 windows per second. The
+(the guest runs far slower than real time), while the bursty load changed some vCPU's report in many windows: the device
+was notified in ~$notif_rate of the 100 windows per second. The
 ratio falls as the request rate rises (on KVM, schedutil may change each vCPU's frequency up to once per
 \`rate_limit_us\`, 1 ms by default for a driver without transition latency: thousands per second on 4 vCPUs, against the same
 ≤ 100 notifications/s). What would close it here: measure on KVM, or a longer rate window (30 ms above: $ratio_w30), which adds
@@ -212,7 +212,8 @@ pass): $merge1_m M updates/s. The daemon bounds passes to one per 5 ms, so this 
 
 The daemon itself, fed by \`fh-bench-vms --mode flood\` over its real sockets (1000 VMs × 16 vCPUs, 16-record frames, cpufreq
 backend on fixtures): $(val flood_records) records in $(val flood_daemon_cpu_s) s of freqhintd CPU time = **$flood_m M records per CPU-second**,
-$(val flood_passes) decision passes (client: $(val flood_client)). Socket reads and framing, not merging, dominate there.
+$(val flood_passes) decision passes (client: $(val flood_client)). The difference from the pure figure
+is socket I/O, GLib main-loop dispatch and per-pass bookkeeping (sorting VMs, GRANTS); it is not broken down here.
 EOF
 if [ "$v2" != met ]; then
 cat <<EOF
@@ -242,11 +243,13 @@ EOF
 if [ "$v3" != met ]; then
 cat <<EOF
 
-**Missed** for the small load. Reason: with few vCPUs per host CPU the per-policy maximum follows single vCPUs, and on the policy
-without a frequency table every new floor is a new kHz value to write (the table run above shows how much of it that is: snapping
-to available frequencies absorbs most changes). With many vCPUs per CPU (64 VMs) the maximum rarely moves and the goal is met.
-What would close it: quantize the floor/ceiling on table-less policies (e.g. to 1/32 of the range, or a hysteresis like the guest
-driver's) before writing, and/or rate-limit writes per policy (one per N ms) — both in the cpufreq backend.
+**Missed** for the small load. Reason: with 4 vCPUs per host CPU the per-policy maximum follows single vCPUs' perf walks, and
+freqhintd writes whenever the snapped kHz of a policy changes, at up to one decision pass per 5 ms (here $(val econ_small_passes) passes:
+one per 10 ms tick). On the policy without a frequency table every new floor is a new kHz value; tables on every policy
+brought it only from $(val econ_small_per100) to $(val econ_tables_per100), so most writes are real changes of the snapped maximum. With 32
+vCPUs per CPU (64 VMs) the maximum rarely moves and the goal is met. What would close it: a per-policy write rate limit in the
+cpufreq backend (e.g. at most one write per 50 ms per policy, the latest decision wins — governors act on a similar time scale),
+and quantizing table-less policies' limits (e.g. to 1/32 of the range) before writing.
 EOF
 fi
 cat <<EOF
@@ -277,10 +280,9 @@ cat <<EOF
 **Missed.** Reason: the stages are windows in series — a change waits up to a guest window (10 ms) to be seen and published, up to
 a device rate window (10 ms) if the previous kick closed notifications, up to the device's 5 ms forward interval and freqhintd's
 5 ms coalescing: up to ~30 ms by design, before TCG's slowness. The goal's "2 ms + the rate window" assumes one window.
-What would close it: forward a record at once when the device's forward timer is idle (coalesce only under load), let freqhintd
-decide at once when the previous pass is older than 5 ms (it does; the device side does not), align the guest's publication to
-the change instead of the window end for clamp changes (a clamp change is rare and important; perf jitter is not), and measure
-on KVM.
+What would close it: have the device forward at once when its forward timer is idle and coalesce only under load (freqhintd
+already decides at once when its previous pass is older than 5 ms), have the guest publish a clamp change when it happens
+rather than at the window's end (clamp changes are rare and meant; perf jitter is neither), and measure on KVM.
 EOF
 fi
 cat <<EOF
@@ -302,8 +304,10 @@ cat <<EOF
 
 **Missed.** Reason: RSS counts the shared libraries freqhintd maps ($mem_file_mib MiB file-backed before any VM: GLib/GIO,
 json-glib, libmicrohttpd and their dependencies), which alone exceed the goal; the daemon's own memory is the anonymous part,
-$mem_anon_mib MiB with 1000 VMs, ~$per_vm_kib KiB per VM (a 4 KiB receive buffer sized for the largest frame, the VM's
-GRANTS copy for 256 vCPUs, per-vCPU state and thread info, GLib sources). What would close it: judge the goal on anonymous
+$mem_anon_mib MiB with 1000 VMs, ~$per_vm_kib KiB per VM. The parts that can be named from the code are a ~4 KiB receive
+buffer sized for the largest frame, a ~1 KiB GRANTS copy for 256 vCPUs, per-vCPU state and thread info (cgroup path, levels),
+GLib sources and the output queue — roughly 10 KiB; the rest is not attributed here (heap growth from transient allocations
+during the connection burst and decision passes is a candidate; \`valgrind --tool=massif\` on this run would tell). What would close it: judge the goal on anonymous
 memory (or PSS), size each connection's receive buffer and GRANTS copy by its VM's vCPU count (HELLO says it: 16 + 16 × 16 bytes
 instead of 4 KiB), and link fewer libraries into the daemon (metrics and libvirt optional at build time).
 EOF

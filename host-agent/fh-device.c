@@ -248,6 +248,7 @@ keepalive_tick (gpointer user_data)
   guint ms = conn->server->params.keepalive_ms;
   uint8_t frame[FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_ping)];
   size_t n;
+  guint timer;
 
   if (g_get_monotonic_time () - conn->last_rx_us >
       (gint64) FH_KEEPALIVE_MISSES * ms * G_TIME_SPAN_MILLISECOND) {
@@ -257,10 +258,13 @@ keepalive_tick (gpointer user_data)
     return G_SOURCE_REMOVE;
   }
   n = fh_encode_ping (frame, sizeof frame, FH_MSG_PING, ++conn->ping_cookie);
-  if (!conn_queue (conn, frame, n, "PING")) {
-    conn->keepalive_timer = 0;
+  /* conn_queue() may close and free conn, and this source ends with it:
+   * conn_free() must not remove it, and conn must not be touched after. */
+  timer = conn->keepalive_timer;
+  conn->keepalive_timer = 0;
+  if (!conn_queue (conn, frame, n, "PING"))
     return G_SOURCE_REMOVE;
-  }
+  conn->keepalive_timer = timer;
   return G_SOURCE_CONTINUE;
 }
 

@@ -643,8 +643,10 @@ case_write_errors() {
 
 # --- load (issue 8 item 5) ---------------------------------------------------
 
-# 1000 VMs x 16 vCPUs, random hints for 20 s, from one fh-loadclient: every
-# connection served, freqhintctl answering throughout; peak RSS reported.
+# 1000 VMs x 16 vCPUs, random hints (1 frame of 1..4 records per VM per
+# second) for 20 s, from one fh-loadclient: every connection served,
+# freqhintctl answering throughout (each call within 10 s); peak RSS reported.
+# LOAD_VMS, LOAD_VCPUS, LOAD_SECONDS, LOAD_RATE override.
 case_load() {
 	[ -x "${FH_LOADCLIENT:-}" ] || fail "\$FH_LOADCLIENT is not an executable"
 	local vms=${LOAD_VMS:-1000} vcpus=${LOAD_VCPUS:-16} secs=${LOAD_SECONDS:-20}
@@ -653,8 +655,8 @@ case_load() {
 	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=1000/' "$T/freqhintd.conf"
 	start_daemon cpufreq
 	"$FH_LOADCLIENT" --socket "$T/dev.sock" --vms "$vms" --vcpus "$vcpus" --seconds "$secs" \
-		--rate 2 --proc-fixture "$FX/proc" >"$T/client-load.out" 2>&1 &
-	local lc=$! t0=$SECONDS worst=0 n=0 t1 dt rc
+		--rate "${LOAD_RATE:-1}" --proc-fixture "$FX/proc" >"$T/client-load.out" 2>&1 &
+	local lc=$! t0=$SECONDS worst=0 n=0 held=0 t1 dt rc ctl_limit=${LOAD_CTL_TIMEOUT:-10}
 	CLIENTS+=($lc)
 	eventually_long() { local i; for i in $(seq 1200); do "$@" && return 0; sleep 0.1; done; return 1; }
 	eventually_long grep -q '^connected' "$T/client-load.out" ||
@@ -662,19 +664,24 @@ case_load() {
 	echo "load: $vms VMs connected after $((SECONDS - t0)) s" >&2
 	while kill -0 $lc 2>/dev/null; do
 		t1=$(date +%s%N)
-		timeout 10 "$FREQHINTCTL" --socket "$T/ctl.sock" --json status >"$T/status.json" ||
-			fail "freqhintctl did not answer within 10 s under load"
+		timeout "$ctl_limit" "$FREQHINTCTL" --socket "$T/ctl.sock" --json status \
+			>"$T/status.json" 2>"$T/ctl.err" ||
+			fail "freqhintctl did not answer within $ctl_limit s under load: $(cat "$T/ctl.err")"
 		dt=$((($(date +%s%N) - t1) / 1000000)); n=$((n + 1))
 		[ $dt -gt $worst ] && worst=$dt
+		jq -e ".connected_vms == $vms" "$T/status.json" >/dev/null && held=$((held + 1))
 		sleep 1
 	done
 	wait $lc; rc=$?
 	cat "$T/client-load.out" >&2
 	[ $rc = 0 ] || fail "load client saw connections dropped"
 	grep -q "^vms=$vms alive=$vms " "$T/client-load.out" || fail "not every VM stayed connected"
-	jq -e ".connected_vms == $vms" "$T/status.json" >/dev/null || fail "daemon did not hold $vms VMs"
-	jq_is '.rejected_total' 0 status || fail "valid load rejected"
-	echo "load: freqhintctl answered $n times, slowest ${worst} ms;" \
+	[ $held -ge $((n / 2)) ] && [ $held -gt 0 ] ||
+		fail "the daemon held $vms VMs in only $held of $n samples"
+	# (the client has gone: the daemon may still be dropping its connections)
+	expect_jq '.connected_vms' 0 status
+	expect_jq '.rejected_total' 0 status
+	echo "load: freqhintctl answered $n times ($held with all $vms VMs), slowest ${worst} ms;" \
 		"daemon $(grep -E '^Vm(HWM|RSS)' /proc/$DPID/status | tr -s ' \t\n' ' ');" \
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 }

@@ -3,9 +3,11 @@
  *
  * Frames of standard-headers/freqhint/agent_protocol.h on a socket chardev.
  * QEMU is the client; with reconnect-ms the chardev reconnects on its own
- * and every new connection starts with HELLO.  The agent is trusted no more
- * than the guest: a frame that breaks the protocol closes the connection,
- * it never reaches the device state.
+ * and every new connection starts with HELLO, sent once the VM runs: a VM
+ * that is paused or waiting for an incoming migration does not claim its
+ * identity (a migration's source and destination share the UUID).  The
+ * agent is trusted no more than the guest: a frame that breaks the protocol
+ * closes the connection, it never reaches the device state.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -17,6 +19,7 @@
 #include "qemu/uuid.h"
 #include "hw/boards.h"
 #include "hw/core/cpu.h"
+#include "hw/qdev-core.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-freqhint.h"
 #include "system/system.h"
@@ -24,12 +27,16 @@
 
 #define FH_HDR_SIZE sizeof(struct fh_frame_hdr)
 
+/* What the device offers the guest, it offers the agent. */
 static uint32_t virtio_freqhint_offered_features(VirtIOFreqHint *fh)
 {
-    uint32_t f = FH_F_GRANTS;
+    uint32_t f = 0;
 
-    if (fh->host_features & (1ULL << VIRTIO_FREQHINT_F_PERF)) {
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_PERF)) {
         f |= FH_F_PERF;
+    }
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_GRANTS)) {
+        f |= FH_F_GRANTS;
     }
     return f;
 }
@@ -105,11 +112,8 @@ static void fh_link_arm_timeout(VirtIOFreqHint *fh)
 
     if (link->state == FREQHINT_LINK_HELLO_SENT) {
         ms = FH_HELLO_TIMEOUT_MS;
-    } else if (link->keepalive_ms) {
-        ms = (int64_t)link->keepalive_ms * FH_KEEPALIVE_MISSES;
     } else {
-        timer_del(link->timeout_timer);
-        return;
+        ms = (int64_t)link->keepalive_ms * FH_KEEPALIVE_MISSES;
     }
     timer_mod(link->timeout_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
 }
@@ -122,6 +126,23 @@ static void fh_link_timeout(void *opaque)
                   fh->link.state == FREQHINT_LINK_UP ?
                   "no frame within the keepalive interval" :
                   "no WELCOME in time");
+}
+
+/*
+ * The VM name in at most FH_NAME_MAX - 1 bytes, cut between two UTF-8
+ * characters so that the agent never sees half of one.  @dst is zeroed.
+ */
+static void fh_link_copy_name(char *dst, const char *name)
+{
+    size_t len = strlen(name);
+
+    if (len >= FH_NAME_MAX) {
+        /* The character that byte FH_NAME_MAX - 1 belongs to is left out. */
+        const char *end = g_utf8_find_prev_char(name, name + FH_NAME_MAX);
+
+        len = end ? end - name : 0;
+    }
+    memcpy(dst, name, len);
 }
 
 static void fh_link_send_hello(VirtIOFreqHint *fh)
@@ -137,7 +158,7 @@ static void fh_link_send_hello(VirtIOFreqHint *fh)
     hello->features = cpu_to_le32(virtio_freqhint_offered_features(fh));
     hello->qemu_pid = cpu_to_le32(getpid());
     memcpy(hello->uuid, qemu_uuid.data, sizeof(hello->uuid));
-    pstrcpy(hello->name, sizeof(hello->name), qemu_name ? qemu_name : "");
+    fh_link_copy_name(hello->name, qemu_name ? qemu_name : "");
     /* vCPUs not plugged (yet) have no thread: 0. */
     for (int i = 0; i < fh->num_vcpus; i++) {
         CPUState *cpu = qemu_get_cpu(i);
@@ -155,7 +176,7 @@ static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
 {
     VirtIOFreqHintLink *link = &fh->link;
     struct fh_msg_welcome w;
-    uint32_t features;
+    uint32_t features, keepalive_ms;
 
     if (len != sizeof(w)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "WELCOME of wrong size");
@@ -163,6 +184,7 @@ static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
     }
     memcpy(&w, p, sizeof(w));
     features = le32_to_cpu(w.features);
+    keepalive_ms = le32_to_cpu(w.keepalive_ms);
     if (le16_to_cpu(w.version) != FH_PROTO_VERSION) {
         fh_link_close(fh, FH_CLOSE_VERSION, "unsupported protocol version");
         return false;
@@ -172,9 +194,14 @@ static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
         fh_link_close(fh, FH_CLOSE_MALFORMED, "bad WELCOME");
         return false;
     }
+    if (keepalive_ms < FH_KEEPALIVE_MIN_MS ||
+        keepalive_ms > FH_KEEPALIVE_MAX_MS) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "keepalive_ms out of range");
+        return false;
+    }
 
     link->features = features;
-    link->keepalive_ms = le32_to_cpu(w.keepalive_ms);
+    link->keepalive_ms = keepalive_ms;
     link->state = FREQHINT_LINK_UP;
     trace_virtio_freqhint_link_up(fh, features, link->keepalive_ms);
     fh_link_arm_timeout(fh);
@@ -189,10 +216,6 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
     const struct virtio_freqhint_grant *grants;
     uint16_t floor, ceiling;
 
-    if (!(fh->link.features & FH_F_GRANTS)) {
-        fh_link_close(fh, FH_CLOSE_PROTOCOL, "GRANTS not negotiated");
-        return false;
-    }
     if (len < sizeof(g)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "short GRANTS");
         return false;
@@ -216,7 +239,13 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
             return false;
         }
     }
-    virtio_freqhint_set_grants(fh, floor, ceiling, grants);
+    /*
+     * The operator bounds count either way; per-vCPU grants only if the
+     * agent took FH_F_GRANTS (it sends the array regardless).
+     */
+    virtio_freqhint_set_grants(fh, floor, ceiling,
+                               fh->link.features & FH_F_GRANTS ? grants :
+                               NULL);
     return true;
 }
 
@@ -236,6 +265,10 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
         return false;
     }
 
+    if (link->state == FREQHINT_LINK_CONNECTED) {
+        fh_link_close(fh, FH_CLOSE_PROTOCOL, "frame before HELLO");
+        return false;
+    }
     if (link->state == FREQHINT_LINK_HELLO_SENT) {
         if (type != FH_MSG_WELCOME) {
             fh_link_close(fh, FH_CLOSE_PROTOCOL, "expected WELCOME");
@@ -249,11 +282,15 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
     case FH_MSG_GRANTS:
         return fh_link_handle_grants(fh, p, len);
     case FH_MSG_PING:
+    case FH_MSG_PONG:
         if (len != sizeof(struct fh_msg_ping)) {
-            fh_link_close(fh, FH_CLOSE_MALFORMED, "PING of wrong size");
+            fh_link_close(fh, FH_CLOSE_MALFORMED, "PING/PONG of wrong size");
             return false;
         }
-        fh_link_send(fh, FH_MSG_PONG, p, len);
+        /* The device sends no PING: any PONG is unsolicited and ignored. */
+        if (type == FH_MSG_PING) {
+            fh_link_send(fh, FH_MSG_PONG, p, len);
+        }
         return true;
     default:
         fh_link_close(fh, FH_CLOSE_PROTOCOL, "unexpected frame");
@@ -320,11 +357,14 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
 
     switch (event) {
     case CHR_EVENT_OPENED:
+        link->state = FREQHINT_LINK_CONNECTED;
         link->rx_len = 0;
         link->features = 0;
         link->keepalive_ms = 0;
         trace_virtio_freqhint_link_opened(fh);
-        fh_link_send_hello(fh);
+        if (fh->vm_running) {
+            fh_link_send_hello(fh);
+        }
         break;
     case CHR_EVENT_CLOSED:
         fh_link_down(fh);
@@ -337,6 +377,33 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
 bool virtio_freqhint_link_up(VirtIOFreqHint *fh)
 {
     return fh->link.state == FREQHINT_LINK_UP;
+}
+
+void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh)
+{
+    if (fh->link.state == FREQHINT_LINK_CONNECTED) {
+        fh_link_send_hello(fh);
+    }
+}
+
+/*
+ * A vCPU was plugged or unplugged: the thread ids HELLO gave the agent are
+ * out of date.  Start over; the chardev reconnects and the new HELLO has
+ * the current ones.
+ */
+static void fh_link_cpu_changed(DeviceListener *listener, DeviceState *dev)
+{
+    VirtIOFreqHintLink *link = container_of(listener, VirtIOFreqHintLink,
+                                            cpu_listener);
+    VirtIOFreqHint *fh = container_of(link, VirtIOFreqHint, link);
+
+    if (!object_dynamic_cast(OBJECT(dev), TYPE_CPU)) {
+        return;
+    }
+    if (link->state == FREQHINT_LINK_HELLO_SENT ||
+        link->state == FREQHINT_LINK_UP) {
+        fh_link_close(fh, FH_CLOSE_NORMAL, "vCPUs changed");
+    }
 }
 
 bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
@@ -371,6 +438,9 @@ void virtio_freqhint_link_realize(VirtIOFreqHint *fh)
     link->state = FREQHINT_LINK_DOWN;
     link->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_link_timeout,
                                        fh);
+    link->cpu_listener.realize = fh_link_cpu_changed;
+    link->cpu_listener.unrealize = fh_link_cpu_changed;
+    device_listener_register(&link->cpu_listener);
     if (qemu_chr_fe_backend_connected(&link->chr)) {
         qemu_chr_fe_set_handlers(&link->chr, fh_link_can_read, fh_link_read,
                                  fh_link_event, NULL, fh, NULL, true);
@@ -381,6 +451,7 @@ void virtio_freqhint_link_unrealize(VirtIOFreqHint *fh)
 {
     VirtIOFreqHintLink *link = &fh->link;
 
+    device_listener_unregister(&link->cpu_listener);
     if (link->state != FREQHINT_LINK_DOWN) {
         struct fh_msg_close msg = { .reason = cpu_to_le16(FH_CLOSE_NORMAL) };
 

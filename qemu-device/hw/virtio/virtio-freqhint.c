@@ -62,6 +62,23 @@ static void virtio_freqhint_make_record(VirtIOFreqHint *fh, unsigned int vcpu,
     rec->seq = cpu_to_le32(v->seq);
 }
 
+/* Send the first @n records of fh->scratch; a frame not taken is lost. */
+static bool virtio_freqhint_send(VirtIOFreqHint *fh, unsigned int n,
+                                 uint16_t flags)
+{
+    fh->last_forward_ms = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+    if (!virtio_freqhint_link_send_hints(fh, fh->scratch, n, flags)) {
+        /* The next frame carries the whole state again. */
+        fh->stats.dropped += n;
+        fh->resend_full = true;
+        trace_virtio_freqhint_forward_dropped(fh, n);
+        return false;
+    }
+    fh->stats.forwarded += n;
+    trace_virtio_freqhint_forward(fh, n, flags);
+    return true;
+}
+
 /*
  * Send what changed since the last frame, or everything when a frame was
  * lost.  Called at most once per forward-interval-ms.
@@ -71,8 +88,12 @@ static void virtio_freqhint_forward(VirtIOFreqHint *fh)
     unsigned int n = 0;
     uint16_t flags = 0;
 
-    /* An incoming VM's state is not known until it is loaded. */
-    if (!virtio_freqhint_link_up(fh) || runstate_check(RUN_STATE_INMIGRATE)) {
+    /*
+     * A VM that does not run has no influence on the host: its agent was
+     * told "no hint" when it stopped, and gets the whole state when it
+     * runs again.
+     */
+    if (!virtio_freqhint_link_up(fh) || !fh->vm_running) {
         return;
     }
     for (unsigned int i = 0; i < fh->num_vcpus; i++) {
@@ -87,22 +108,42 @@ static void virtio_freqhint_forward(VirtIOFreqHint *fh)
         flags |= FH_HINTS_F_FULL;
     }
 
-    fh->last_forward_ms = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
-    if (!virtio_freqhint_link_send_hints(fh, fh->scratch, n, flags)) {
-        /* Lost: the next frame carries the whole state again. */
-        fh->stats.dropped += n;
-        fh->resend_full = true;
+    if (!virtio_freqhint_send(fh, n, flags)) {
         timer_mod(fh->forward_timer,
                   fh->last_forward_ms + MAX(fh->forward_interval_ms, 1));
-        trace_virtio_freqhint_forward_dropped(fh, n);
         return;
     }
-    fh->stats.forwarded += n;
     fh->resend_full = false;
     for (unsigned int i = 0; i < fh->num_vcpus; i++) {
         fh->vcpus[i].dirty = false;
     }
-    trace_virtio_freqhint_forward(fh, n, flags);
+}
+
+/*
+ * Tell the agent that no vCPU has a hint, keeping the device's own state:
+ * the VM stopped running.  Its whole state goes out when it runs again.
+ */
+static void virtio_freqhint_send_no_hints(VirtIOFreqHint *fh)
+{
+    if (!virtio_freqhint_link_up(fh)) {
+        return;
+    }
+    memset(fh->scratch, 0, fh->num_vcpus * sizeof(*fh->scratch));
+    for (unsigned int i = 0; i < fh->num_vcpus; i++) {
+        fh->scratch[i].vcpu = cpu_to_le16(i);
+    }
+    timer_del(fh->forward_timer);
+    virtio_freqhint_send(fh, fh->num_vcpus, FH_HINTS_F_FULL);
+    fh->resend_full = true;
+}
+
+/* Every vCPU back to "no hint", and the agent told at once. */
+static void virtio_freqhint_clear_hints(VirtIOFreqHint *fh)
+{
+    memset(fh->vcpus, 0, fh->num_vcpus * sizeof(*fh->vcpus));
+    fh->resend_full = true;
+    timer_del(fh->forward_timer);
+    virtio_freqhint_forward(fh);
 }
 
 static void virtio_freqhint_schedule_forward(VirtIOFreqHint *fh)
@@ -276,6 +317,8 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
         if (!virtio_freqhint_handle_elem(fh, elem)) {
             virtqueue_detach_element(fh->hintq, elem, 0);
             g_free(elem);
+            /* A driver that breaks the device loses its influence. */
+            virtio_freqhint_clear_hints(fh);
             break;
         }
         virtqueue_push(fh->hintq, elem, 0);
@@ -380,7 +423,12 @@ void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
     virtio_notify_config(VIRTIO_DEVICE(fh));
     fh->resend_full = true;
     timer_del(fh->forward_timer);
-    virtio_freqhint_forward(fh);
+    /* The first frame is a FULL one, even if the VM stopped meanwhile. */
+    if (fh->vm_running) {
+        virtio_freqhint_forward(fh);
+    } else {
+        virtio_freqhint_send_no_hints(fh);
+    }
 }
 
 void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh)
@@ -395,22 +443,29 @@ void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
                                 uint16_t ceiling,
                                 const struct virtio_freqhint_grant *grants)
 {
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
     bool changed = floor != fh->operator_floor ||
                    ceiling != fh->operator_ceiling;
+    bool grants_changed = false;
 
     fh->operator_floor = floor;
     fh->operator_ceiling = ceiling;
-    for (int i = 0; i < fh->num_vcpus; i++) {
+    for (int i = 0; grants && i < fh->num_vcpus; i++) {
         uint16_t f = le16_to_cpu(grants[i].floor);
         uint16_t c = le16_to_cpu(grants[i].ceiling);
 
-        changed |= f != fh->grants[i].floor || c != fh->grants[i].ceiling;
+        grants_changed |= f != fh->grants[i].floor ||
+                          c != fh->grants[i].ceiling;
         fh->grants[i].floor = f;
         fh->grants[i].ceiling = c;
     }
+    /* A driver without the feature does not read grants[]: no news. */
+    if (virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_GRANTS)) {
+        changed |= grants_changed;
+    }
     trace_virtio_freqhint_grants(fh, floor, ceiling, changed);
     if (changed) {
-        virtio_notify_config(VIRTIO_DEVICE(fh));
+        virtio_notify_config(vdev);
     }
 }
 
@@ -420,10 +475,28 @@ static void virtio_freqhint_reset(VirtIODevice *vdev)
 
     timer_del(fh->rate_timer);
     /* The VM's influence goes away at once, not at the next hint. */
-    memset(fh->vcpus, 0, fh->num_vcpus * sizeof(*fh->vcpus));
-    fh->resend_full = true;
-    timer_del(fh->forward_timer);
-    virtio_freqhint_forward(fh);
+    virtio_freqhint_clear_hints(fh);
+}
+
+static void virtio_freqhint_vm_state_change(void *opaque, bool running,
+                                            RunState state)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    fh->vm_running = running;
+    if (!virtio_freqhint_link_up(fh)) {
+        if (running) {
+            virtio_freqhint_link_vm_running(fh);
+        }
+        return;
+    }
+    if (running) {
+        fh->resend_full = true;
+        timer_del(fh->forward_timer);
+        virtio_freqhint_forward(fh);
+    } else {
+        virtio_freqhint_send_no_hints(fh);
+    }
 }
 
 static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
@@ -522,6 +595,9 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
     fh->grants = g_new0(struct virtio_freqhint_grant, fh->num_vcpus);
     fh->scratch = g_new0(struct virtio_freqhint_record, fh->num_vcpus);
     virtio_freqhint_reset_grants(fh);
+    fh->vm_running = runstate_is_running();
+    fh->vmstate = qemu_add_vm_change_state_handler(
+        virtio_freqhint_vm_state_change, fh);
     fh->last_forward_ms = INT64_MIN / 2;
     fh->rate_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                   virtio_freqhint_rate_timer, fh);
@@ -536,6 +612,7 @@ static void virtio_freqhint_device_unrealize(DeviceState *dev)
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(dev);
 
     virtio_freqhint_link_unrealize(fh);
+    qemu_del_vm_change_state_handler(fh->vmstate);
     timer_free(fh->forward_timer);
     timer_free(fh->rate_timer);
     g_free(fh->scratch);
@@ -550,12 +627,10 @@ static int virtio_freqhint_post_load(void *opaque, int version_id)
     VirtIOFreqHint *fh = opaque;
 
     /*
-     * The destination's agent has seen nothing of this VM yet: it gets the
-     * whole state as soon as the VM runs (the timer's clock is stopped
-     * until then).
+     * The destination's agent has seen nothing of this VM yet.  HELLO waits
+     * for the VM to run, and the handshake brings the whole state.
      */
     fh->resend_full = true;
-    timer_mod(fh->forward_timer, qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL));
     return 0;
 }
 

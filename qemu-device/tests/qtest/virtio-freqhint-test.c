@@ -23,7 +23,8 @@
 #include "standard-headers/linux/virtio_freqhint.h"
 #include "standard-headers/freqhint/agent_protocol.h"
 
-#define NUM_VCPUS           2
+#define NUM_VCPUS           2   /* -smp; the hot-plug test adds one */
+#define MAX_VCPUS           3
 #define TIMEOUT_MS          10000
 #define QUIET_MS            300
 #define RATE_WINDOW_MS      10
@@ -41,15 +42,24 @@ typedef struct FakeAgent {
     char *path;
     int listen_fd;
     int fd;
-    uint32_t tids[NUM_VCPUS];
+    /* What WELCOME answers */
+    uint32_t accept_features;   /* ANDed with the offered ones */
+    uint32_t keepalive_ms;
+    /* What the last HELLO said */
+    uint32_t features;
+    char name[FH_NAME_MAX];
+    uint32_t tids[MAX_VCPUS];
 } FakeAgent;
 
+#define FAKE_AGENT_INIT { .listen_fd = -1, .fd = -1,                     \
+                          .accept_features = FH_F_ALL,                  \
+                          .keepalive_ms = FH_KEEPALIVE_MAX_MS }
+
 /* Two for migration; "agent" is the one the helpers talk to. */
-static FakeAgent agents[2] = {
-    { .listen_fd = -1, .fd = -1 },
-    { .listen_fd = -1, .fd = -1 },
-};
+static FakeAgent agents[2] = { FAKE_AGENT_INIT, FAKE_AGENT_INIT };
 static FakeAgent *agent = &agents[0];
+/* The device's num_vcpus: the machine's maximum vCPU count. */
+static unsigned int num_vcpus = NUM_VCPUS;
 
 typedef enum {
     EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
@@ -95,7 +105,7 @@ static void agent_reset(FakeAgent *a)
     }
     g_free(a->path);
     g_free(a->dir);
-    *a = (FakeAgent) { .listen_fd = -1, .fd = -1 };
+    *a = (FakeAgent) FAKE_AGENT_INIT;
 }
 
 static void agent_cleanup(void *unused)
@@ -103,6 +113,7 @@ static void agent_cleanup(void *unused)
     agent_reset(&agents[0]);
     agent_reset(&agents[1]);
     agent = &agents[0];
+    num_vcpus = NUM_VCPUS;
 }
 
 static void agent_listen(FakeAgent *a)
@@ -140,6 +151,15 @@ static void *agent_before(GString *cmd_line, void *arg)
     agent_cleanup(NULL);
     agent_listen(agent);
     agent_append_args(cmd_line, agent, c ? c->extra_args : NULL);
+    return arg;
+}
+
+/* For tests whose argument is a string of extra QEMU options. */
+static void *agent_before_args(GString *cmd_line, void *arg)
+{
+    agent_cleanup(NULL);
+    agent_listen(agent);
+    agent_append_args(cmd_line, agent, arg);
     return arg;
 }
 
@@ -222,7 +242,7 @@ static struct virtio_freqhint_record *agent_recv_hints(unsigned int *num,
     *num = le16_to_cpu(h.num_records);
     *flags = le16_to_cpu(h.flags);
     g_assert_cmpuint(*num, >=, 1);
-    g_assert_cmpuint(*num, <=, NUM_VCPUS);
+    g_assert_cmpuint(*num, <=, num_vcpus);
     g_assert_cmpuint(len, ==, sizeof(h) + *num * 16);
     g_assert_cmpuint(le32_to_cpu(h.reserved), ==, 0);
     return g_memdup2(p + sizeof(h), *num * 16);
@@ -236,39 +256,52 @@ static void assert_record(const struct virtio_freqhint_record *got,
     g_assert_cmpmem(got, sizeof(*got), want, sizeof(*want));
 }
 
-/* Accept the device's connection, check HELLO, answer WELCOME. */
+/* Accept the device's connection. */
+static void agent_accept(void)
+{
+    g_assert_cmpint(agent->fd, <, 0);
+    g_assert_true(wait_readable(agent->listen_fd, TIMEOUT_MS));
+    agent->fd = accept(agent->listen_fd, NULL, NULL);
+    g_assert_cmpint(agent->fd, >=, 0);
+}
+
+/* Accept the device's connection if need be, check HELLO, answer WELCOME. */
 static void agent_welcome(QTestState *qts, bool expect_perf)
 {
     uint16_t type;
-    uint32_t len, features;
+    uint32_t len;
     g_autofree uint8_t *p = NULL;
     struct fh_msg_hello hello;
     struct fh_msg_welcome welcome = {
         .version = cpu_to_le16(FH_PROTO_VERSION),
+        .keepalive_ms = cpu_to_le32(agent->keepalive_ms),
     };
 
-    g_assert_true(wait_readable(agent->listen_fd, TIMEOUT_MS));
-    agent->fd = accept(agent->listen_fd, NULL, NULL);
-    g_assert_cmpint(agent->fd, >=, 0);
-
+    if (agent->fd < 0) {
+        agent_accept();
+    }
     p = agent_recv(&type, &len);
     g_assert_cmpuint(type, ==, FH_MSG_HELLO);
-    g_assert_cmpuint(len, ==, sizeof(hello) + 4 * NUM_VCPUS);
+    g_assert_cmpuint(len, ==, sizeof(hello) + 4 * num_vcpus);
     memcpy(&hello, p, sizeof(hello));
     g_assert_cmpuint(le16_to_cpu(hello.version), ==, FH_PROTO_VERSION);
-    g_assert_cmpuint(le16_to_cpu(hello.num_vcpus), ==, NUM_VCPUS);
+    g_assert_cmpuint(le16_to_cpu(hello.num_vcpus), ==, num_vcpus);
     g_assert_cmpuint(le32_to_cpu(hello.reserved), ==, 0);
     g_assert_cmpuint(le32_to_cpu(hello.qemu_pid), ==, qtest_pid(qts));
     g_assert_nonnull(memchr(hello.name, 0, sizeof(hello.name)));
-    features = le32_to_cpu(hello.features);
-    g_assert_cmphex(features & ~FH_F_ALL, ==, 0);
-    g_assert_cmpint(!!(features & FH_F_PERF), ==, expect_perf);
-    for (int i = 0; i < NUM_VCPUS; i++) {
+    memcpy(agent->name, hello.name, sizeof(agent->name));
+    agent->features = le32_to_cpu(hello.features);
+    g_assert_cmphex(agent->features & ~FH_F_ALL, ==, 0);
+    g_assert_cmpint(!!(agent->features & FH_F_PERF), ==, expect_perf);
+    for (int i = 0; i < num_vcpus; i++) {
         agent->tids[i] = ldl_le_p(p + sizeof(hello) + 4 * i);
-        g_assert_cmpuint(agent->tids[i], !=, 0);
+        /* The boot vCPUs have threads; hot-pluggable ones may not yet. */
+        if (i < NUM_VCPUS) {
+            g_assert_cmpuint(agent->tids[i], !=, 0);
+        }
     }
 
-    welcome.features = cpu_to_le32(features);
+    welcome.features = cpu_to_le32(agent->features & agent->accept_features);
     agent_send(FH_MSG_WELCOME, &welcome, sizeof(welcome));
 }
 
@@ -282,12 +315,43 @@ static void agent_handshake(QTestState *qts, bool expect_perf)
     agent_welcome(qts, expect_perf);
     full = agent_recv_hints(&num, &flags);
     g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
-    g_assert_cmpuint(num, ==, NUM_VCPUS);
-    for (int i = 0; i < NUM_VCPUS; i++) {
+    g_assert_cmpuint(num, ==, num_vcpus);
+    for (int i = 0; i < num_vcpus; i++) {
         struct virtio_freqhint_record none = REC(i, 0, 0, 0, 0, 0);
 
         assert_record(&full[i], &none);
     }
+}
+
+/* Expect a FULL frame in which no vCPU has a hint. */
+static void agent_expect_no_hints(void)
+{
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
+    g_assert_cmpuint(num, ==, num_vcpus);
+    for (int i = 0; i < num_vcpus; i++) {
+        struct virtio_freqhint_record none = REC(i, 0, 0, 0, 0, 0);
+
+        assert_record(&got[i], &none);
+    }
+}
+
+/* Expect a FULL frame carrying @want for vCPUs 0 and 1. */
+static void agent_expect_full(const struct virtio_freqhint_record *want)
+{
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
+    g_assert_cmpuint(num, ==, num_vcpus);
+    assert_record(&got[0], &want[0]);
+    assert_record(&got[1], &want[1]);
 }
 
 static QDict *get_stats(QTestState *qts)
@@ -498,6 +562,7 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
         struct fh_msg_welcome welcome = {
             .version = cpu_to_le16(FH_PROTO_VERSION),
             .features = cpu_to_le32(FH_F_ALL),
+            .keepalive_ms = cpu_to_le32(FH_KEEPALIVE_MAX_MS),
         };
         struct virtio_freqhint_record want0 = REC(0, R_MIN, 200, 0, 0, 3);
 
@@ -565,6 +630,20 @@ static void agent_expect_close(uint16_t reason)
     agent->fd = -1;
 }
 
+/* PING the device; the PONG proves everything sent before was handled. */
+static void agent_ping(uint64_t cookie)
+{
+    struct fh_msg_ping ping = { .cookie = cpu_to_le64(cookie) };
+    g_autofree uint8_t *p = NULL;
+    uint16_t type;
+    uint32_t len;
+
+    agent_send(FH_MSG_PING, &ping, sizeof(ping));
+    p = agent_recv(&type, &len);
+    g_assert_cmpuint(type, ==, FH_MSG_PONG);
+    g_assert_cmpmem(p, len, &ping, sizeof(ping));
+}
+
 /* The agent is not trusted either: protocol errors close the link only. */
 static void test_agent_protocol(void *obj, void *data,
                                 QGuestAllocator *t_alloc)
@@ -572,7 +651,7 @@ static void test_agent_protocol(void *obj, void *data,
     QVirtioFreqHint *fh = obj;
     QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
-    struct fh_msg_ping ping = { .cookie = cpu_to_le64(0x1122334455667788) };
+    struct fh_msg_ping pong = { .cookie = cpu_to_le64(0x1234) };
     struct {
         struct fh_msg_grants g;
         struct virtio_freqhint_grant grants[NUM_VCPUS];
@@ -584,17 +663,14 @@ static void test_agent_protocol(void *obj, void *data,
         },
     };
     uint8_t junk[8] = { 0 };
-    uint16_t type;
-    uint32_t len;
-    g_autofree uint8_t *pong = NULL;
 
     g_test_queue_destroy(agent_cleanup, NULL);
     agent_handshake(qts, true);
 
-    agent_send(FH_MSG_PING, &ping, sizeof(ping));
-    pong = agent_recv(&type, &len);
-    g_assert_cmpuint(type, ==, FH_MSG_PONG);
-    g_assert_cmpmem(pong, len, &ping, sizeof(ping));
+    agent_ping(0x1122334455667788);
+    /* An unsolicited PONG is ignored (PB-6): the link stays up. */
+    agent_send(FH_MSG_PONG, &pong, sizeof(pong));
+    agent_ping(0x99);
 
     agent_send(FH_MSG_GRANTS, &bad, sizeof(bad));
     agent_expect_close(FH_CLOSE_MALFORMED);
@@ -609,6 +685,15 @@ static void test_agent_protocol(void *obj, void *data,
     agent_handshake(qts, true);
     agent_send(FH_MSG_HELLO, junk, sizeof(junk));
     agent_expect_close(FH_CLOSE_PROTOCOL);
+
+    /* WELCOME's keepalive_ms must be in range. */
+    agent->keepalive_ms = FH_KEEPALIVE_MIN_MS - 1;
+    agent_welcome(qts, true);
+    agent_expect_close(FH_CLOSE_MALFORMED);
+    agent->keepalive_ms = FH_KEEPALIVE_MAX_MS + 1;
+    agent_welcome(qts, true);
+    agent_expect_close(FH_CLOSE_MALFORMED);
+    g_assert_false(get_stat_bool(qts, "agent-connected"));
 
     g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 3);
     assert_running(qts);
@@ -640,7 +725,6 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
             { cpu_to_le16(0), cpu_to_le16(1024) },
         },
     };
-    g_autofree struct virtio_freqhint_record *got = NULL;
     g_autofree char *uri = NULL;
     g_autoptr(GString) dst_cmd = NULL;
     gint64 start;
@@ -665,8 +749,8 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     agent_append_args(dst_cmd, &agents[1], NULL);
     dst = qtest_initf("%s -incoming %s", dst_cmd->str, uri);
     agent = &agents[1];
-    /* Connected, but nothing to tell before the state arrives. */
-    agent_welcome(dst, true);
+    /* Connected, but no HELLO while the VM waits for its state (PD-1). */
+    agent_accept();
     agent_assert_quiet(dst);
 
     qtest_qmp_assert_success(src, "{'execute': 'migrate',"
@@ -687,14 +771,15 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
                         TIMEOUT_MS * 1000);
         g_usleep(10 * 1000);
     }
-    qtest_qmp_eventwait(dst, "RESUME");
+    /* The source stopped: its hints no longer count (PD-9). */
+    agent = &agents[0];
+    agent_expect_no_hints();
 
-    qtest_clock_step(dst, FORWARD_MS * MS);
-    got = agent_recv_hints(&num, &flags);
-    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
-    g_assert_cmpuint(num, ==, NUM_VCPUS);
-    assert_record(&got[0], &r[0]);
-    assert_record(&got[1], &r[1]);
+    /* The destination runs: HELLO, then the migrated state (PD-15). */
+    qtest_qmp_eventwait(dst, "RESUME");
+    agent = &agents[1];
+    agent_welcome(dst, true);
+    agent_expect_full(r);
 
     stats = get_stats(dst);
     g_assert_cmpint(qdict_get_int(stats, "operator-floor"), ==, 100);
@@ -805,6 +890,8 @@ static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
         g_assert_false(qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL));
         g_assert_cmpint(get_stat(qts, "buffers"), ==, 0);
         g_assert_true(get_stat_bool(qts, "broken"));
+        /* DEV-10: the broken device's hints stop counting at once. */
+        agent_expect_no_hints();
     } else {
         wait_used(qts, fh, head);
         g_assert_false(vdev->bus->get_status(vdev) &
@@ -840,6 +927,344 @@ static void test_mixed(void *obj, void *data, QGuestAllocator *t_alloc)
     assert_record(&got[0], &r[1]);
     g_assert_cmpint(get_stat(qts, "rejected"), ==, 1);
     g_assert_cmpint(get_stat(qts, "records"), ==, 1);
+}
+
+/*
+ * PD-1, PD-9: HELLO waits until the VM runs (-S here); a VM that stops
+ * withdraws its hints and restores them when it runs again.
+ */
+static void test_vm_state(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[2] = {
+        REC(0, R_MIN | R_MAX, 300, 600, 0, 1),
+        REC(1, R_MAX, 0, 200, 0, 2),
+    };
+    uint8_t buf[64];
+    unsigned int num;
+    uint16_t flags;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_accept();
+    agent_assert_quiet(qts);
+
+    qtest_qmp_assert_success(qts, "{'execute': 'cont'}");
+    agent_handshake(qts, true);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 2, r, 2)));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    g_free(agent_recv_hints(&num, &flags));
+    g_assert_cmpuint(num, ==, 2);
+
+    qtest_qmp_assert_success(qts, "{'execute': 'stop'}");
+    agent_expect_no_hints();
+    agent_assert_quiet(qts);
+    /* The device keeps the guest's state meanwhile. */
+    g_assert_cmpint(get_stat(qts, "records"), ==, 2);
+
+    qtest_qmp_assert_success(qts, "{'execute': 'cont'}");
+    agent_expect_full(r);
+    agent_assert_quiet(qts);
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 1);
+}
+
+/* PD-2: the name is cut to 63 bytes between two UTF-8 characters. */
+#define A10 "aaaaaaaaaa"
+#define A62 A10 A10 A10 A10 A10 A10 "aa"
+static const char name_args[] = "-name '" A62 "\xc3\xa9" "b'";
+
+static void test_name(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    char want[FH_NAME_MAX] = A62;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(global_qtest, true);
+    /* Byte 63 would have been the first half of U+00E9. */
+    g_assert_cmpmem(agent->name, sizeof(agent->name), want, sizeof(want));
+    g_assert_true(g_utf8_validate(agent->name, -1, NULL));
+}
+
+/* PD-3: a hot-plugged vCPU makes the device say HELLO again. */
+static void test_hotplug(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QTestState *qts = global_qtest;
+    QDict *rsp;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    num_vcpus = MAX_VCPUS;
+    agent_handshake(qts, true);
+    g_assert_cmpuint(agent->tids[2], ==, 0);
+
+    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                    " {'driver': 'qemu64-x86_64-cpu', 'id': 'cpu-2',"
+                    " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}");
+    g_assert_true(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+
+    agent_expect_close(FH_CLOSE_NORMAL);
+    agent_handshake(qts, true);
+    g_assert_cmpuint(agent->tids[2], !=, 0);
+    g_assert_cmpuint(agent->tids[2], !=, agent->tids[0]);
+    g_assert_cmpuint(agent->tids[2], !=, agent->tids[1]);
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
+}
+
+/* 4.7: FH_F_GRANTS is offered only with the 'grants' property. */
+static void test_grants_off(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(global_qtest, true);
+    g_assert_cmphex(agent->features, ==, FH_F_PERF);
+    g_assert_false(qvirtio_get_features(fh->vdev) &
+                   (1ull << VIRTIO_FREQHINT_F_GRANTS));
+}
+
+typedef struct {
+    struct fh_msg_grants g;
+    struct virtio_freqhint_grant grants[NUM_VCPUS];
+} GrantsFrame;
+
+static void grants_frame(GrantsFrame *f, uint16_t op_floor,
+                         uint16_t op_ceiling, uint16_t floor0,
+                         uint16_t ceiling0)
+{
+    *f = (GrantsFrame) {
+        .g = {
+            .operator_floor = cpu_to_le16(op_floor),
+            .operator_ceiling = cpu_to_le16(op_ceiling),
+            .num_grants = cpu_to_le16(NUM_VCPUS),
+        },
+        .grants = {
+            { cpu_to_le16(floor0), cpu_to_le16(ceiling0) },
+            { cpu_to_le16(0), cpu_to_le16(1024) },
+        },
+    };
+}
+
+/*
+ * PA-14, PD-11: an agent that did not accept FH_F_GRANTS still sends
+ * GRANTS; the device takes the operator bounds and leaves grants[] alone.
+ */
+static void test_grants_not_accepted(void *obj, void *data,
+                                     QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    GrantsFrame f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent->accept_features = FH_F_PERF;
+    agent_handshake(global_qtest, true);
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);     /* S_AGENT */
+
+    grants_frame(&f, 100, 900, 200, 800);
+    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
+    agent_ping(1);
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 900);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 18), ==, 1024);
+    g_assert_true(get_stat_bool(global_qtest, "agent-connected"));
+}
+
+/* Read and clear the configuration change bit of the ISR (no MSI-X here). */
+static bool config_isr(QVirtioDevice *vdev)
+{
+    QVirtioPCIDevice *dev = container_of(vdev, QVirtioPCIDevice, vdev);
+
+    g_assert_false(dev->pdev->msix_enabled);
+    return qpci_io_readb(dev->pdev, dev->bar, dev->isr_cfg_offset) & 2;
+}
+
+/*
+ * DEV-22: a driver that did not negotiate VIRTIO_FREQHINT_F_GRANTS gets
+ * no configuration change for grants[] alone.
+ */
+static void test_grants_not_negotiated(void *obj, void *data,
+                                       QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    uint64_t features;
+    GrantsFrame f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(global_qtest, true);
+
+    /* Start over as a driver without the feature. */
+    qvirtio_reset(vdev);
+    agent_expect_no_hints();
+    qvirtio_set_acknowledge(vdev);
+    qvirtio_set_driver(vdev);
+    features = qvirtio_get_features(vdev);
+    g_assert_true(features & (1ull << VIRTIO_FREQHINT_F_GRANTS));
+    features &= ~(QVIRTIO_F_BAD_FEATURE |
+                  (1ull << VIRTIO_RING_F_INDIRECT_DESC) |
+                  (1ull << VIRTIO_RING_F_EVENT_IDX) |
+                  (1ull << VIRTIO_FREQHINT_F_GRANTS));
+    qvirtio_set_features(vdev, features);
+    qvirtio_set_driver_ok(vdev);
+    g_assert_false(config_isr(vdev));
+
+    grants_frame(&f, 0, 1024, 200, 800);
+    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
+    agent_ping(1);
+    g_assert_false(config_isr(vdev));
+
+    /* The operator bounds are news to any driver. */
+    grants_frame(&f, 100, 1024, 200, 800);
+    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
+    agent_ping(2);
+    g_assert_true(config_isr(vdev));
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
+}
+
+/* DEV-10: a driver that breaks the device loses the hints it gave. */
+static void test_broken_withdraws(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r = REC(1, R_MIN, 900, 0, 0, 1);
+    uint8_t buf[64];
+    unsigned int num;
+    uint16_t flags;
+    size_t len;
+    gint64 start;
+    QDict *stats;
+    const QListEntry *e;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    g_free(agent_recv_hints(&num, &flags));
+
+    /* Past the rate window, a buffer with a bad message type. */
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    len = build_batch(buf, 1, &r, 1);
+    stw_le_p(buf, 2);
+    submit(qts, fh, buf, len);
+    start = g_get_monotonic_time();
+    while (!(vdev->bus->get_status(vdev) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        qtest_clock_step(qts, MS);
+    }
+    agent_expect_no_hints();
+
+    /* The device's own state is "no hint" too. */
+    stats = get_stats(qts);
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(stats, "vcpus"), e) {
+        QDict *v = qobject_to(QDict, qlist_entry_obj(e));
+
+        g_assert_cmpint(qdict_get_int(v, "flags"), ==, 0);
+    }
+    qobject_unref(stats);
+    agent_assert_quiet(qts);
+    assert_running(qts);
+}
+
+/*
+ * PD-10: a frame the socket cannot take without blocking is dropped whole
+ * and counted, and the next frame carries the whole state.  The agent
+ * stops reading and floods PINGs until the PONGs fill the socket.
+ */
+static void test_backpressure(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record last[NUM_VCPUS];
+    struct fh_msg_ping ping = { .cookie = cpu_to_le64(7) };
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    uint8_t buf[64];
+    unsigned int round, pongs = 0;
+    uint16_t flags = 0;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+
+    for (round = 0; get_stat(qts, "dropped") == 0; round++) {
+        struct virtio_freqhint_record r = REC(round % NUM_VCPUS, R_MAX, 0,
+                                              100 + round, 0, round);
+
+        /* Below the queue size: libqos does not reuse descriptors. */
+        g_assert_cmpuint(round, <, 50);
+        for (int i = 0; i < 200; i++) {
+            agent_send(FH_MSG_PING, &ping, sizeof(ping));
+        }
+        last[round % NUM_VCPUS] = r;
+        wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
+        qtest_clock_step(qts, FORWARD_MS * MS);
+    }
+    g_assert_cmpuint(round, >=, NUM_VCPUS);
+    g_test_message("socket full after %u PINGs, %" PRId64 " records dropped",
+                   round * 200, get_stat(qts, "dropped"));
+
+    /*
+     * Read again.  Frames sent before the socket filled come first; the
+     * one of the last round was dropped, and a FULL frame replaces it.
+     */
+    for (;;) {
+        uint16_t type;
+        uint32_t len;
+        g_autofree uint8_t *p = NULL;
+
+        if (!wait_readable(agent->fd, 0)) {
+            qtest_clock_step(qts, FORWARD_MS * MS);
+            g_assert_true(wait_readable(agent->fd, TIMEOUT_MS));
+        }
+        p = agent_recv(&type, &len);
+        if (type == FH_MSG_PONG) {
+            pongs++;
+            continue;
+        }
+        g_assert_cmpuint(type, ==, FH_MSG_HINTS);
+        flags = lduw_le_p(p + 10);
+        if (flags & FH_HINTS_F_FULL) {
+            g_assert_cmpuint(len, ==, 16 + 16 * NUM_VCPUS);
+            got = g_memdup2(p + 16, 16 * NUM_VCPUS);
+            break;
+        }
+        /* A delta frame: one record of a round before the last. */
+        g_assert_cmpuint(len, ==, 16 + 16);
+        g_assert_cmpuint(ldl_le_p(p + 16 + 12), <, round - 1);
+    }
+    g_assert_cmpuint(pongs, >, 0);
+    assert_record(&got[0], &last[0]);
+    assert_record(&got[1], &last[1]);
+    g_assert_cmpint(get_stat(qts, "dropped"), >=, 1);
+    g_assert_true(get_stat_bool(qts, "agent-connected"));
+}
+
+/*
+ * PB-7: the device closes with TIMEOUT after three keepalive intervals
+ * without a frame; any frame starts the count again.
+ */
+static void test_keepalive(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    const int interval_ms = 500;
+    gint64 start;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent->keepalive_ms = interval_ms;
+    agent_handshake(global_qtest, true);
+
+    /* Four intervals of PINGs 100 ms apart: the link stays up. */
+    for (int i = 0; i < 4 * interval_ms / 100; i++) {
+        agent_ping(i);
+        g_usleep(100 * 1000);
+    }
+    agent_ping(1000);
+    start = g_get_monotonic_time();
+    agent_expect_close(FH_CLOSE_TIMEOUT);
+    g_assert_cmpint(g_get_monotonic_time() - start, >=,
+                    (FH_KEEPALIVE_MISSES * interval_ms - 50) * 1000);
+    g_assert_false(get_stat_bool(global_qtest, "agent-connected"));
 }
 
 #define SREC(v, f, mn, mx, pf, sq) { \
@@ -913,6 +1338,14 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("migrate", "virtio-freqhint", test_migrate, &opts);
     qos_add_test("agent-protocol", "virtio-freqhint", test_agent_protocol,
                  &opts);
+    qos_add_test("grants-not-accepted", "virtio-freqhint",
+                 test_grants_not_accepted, &opts);
+    qos_add_test("grants-not-negotiated", "virtio-freqhint",
+                 test_grants_not_negotiated, &opts);
+    qos_add_test("broken-withdraws", "virtio-freqhint", test_broken_withdraws,
+                 &opts);
+    qos_add_test("backpressure", "virtio-freqhint", test_backpressure, &opts);
+    qos_add_test("keepalive", "virtio-freqhint", test_keepalive, &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",
                                                 hostile_cases[i].name);
@@ -920,6 +1353,17 @@ static void register_virtio_freqhint_test(void)
         opts.arg = (void *)&hostile_cases[i];
         qos_add_test(name, "virtio-freqhint", test_hostile, &opts);
     }
+
+    /* Tests with extra QEMU options */
+    opts.before = agent_before_args;
+    opts.arg = (void *)"-S";
+    qos_add_test("vm-state", "virtio-freqhint", test_vm_state, &opts);
+    opts.arg = (void *)name_args;
+    qos_add_test("name", "virtio-freqhint", test_name, &opts);
+    opts.arg = (void *)"-smp 2,maxcpus=3,sockets=3,cores=1,threads=1";
+    qos_add_test("hotplug", "virtio-freqhint", test_hotplug, &opts);
+    opts.arg = (void *)"-global virtio-freqhint-device.grants=off";
+    qos_add_test("grants-off", "virtio-freqhint", test_grants_off, &opts);
 }
 
 libqos_init(register_virtio_freqhint_test);

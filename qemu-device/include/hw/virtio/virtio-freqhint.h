@@ -9,6 +9,8 @@
 
 #include "hw/virtio/virtio.h"
 #include "chardev/char-fe.h"
+#include "hw/qdev-core.h"
+#include "system/runstate.h"
 #include "standard-headers/linux/virtio_freqhint.h"
 #include "standard-headers/freqhint/agent_protocol.h"
 #include "qom/object.h"
@@ -29,6 +31,7 @@ typedef struct VirtIOFreqHintVcpu {
 
 typedef enum VirtIOFreqHintLinkState {
     FREQHINT_LINK_DOWN,         /* no agent connection */
+    FREQHINT_LINK_CONNECTED,    /* connected, HELLO waits for the VM to run */
     FREQHINT_LINK_HELLO_SENT,   /* waiting for WELCOME */
     FREQHINT_LINK_UP,           /* WELCOME received */
 } VirtIOFreqHintLinkState;
@@ -40,6 +43,7 @@ typedef struct VirtIOFreqHintLink {
     uint32_t features;          /* FH_F_* accepted by WELCOME */
     uint32_t keepalive_ms;
     QEMUTimer *timeout_timer;   /* handshake, then keepalive */
+    DeviceListener cpu_listener; /* vCPU hot-plug: HELLO is out of date */
     size_t rx_len;
     uint8_t rx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
     uint8_t tx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
@@ -80,6 +84,8 @@ struct VirtIOFreqHint {
      * restart on the destination, whose agent gets the full state anew.
      */
     uint16_t status;
+    bool vm_running;
+    VMChangeStateEntry *vmstate;
     QEMUTimer *rate_timer;
     QEMUTimer *forward_timer;
     int64_t last_forward_ms;
@@ -94,6 +100,8 @@ struct VirtIOFreqHint {
 void virtio_freqhint_link_realize(VirtIOFreqHint *fh);
 void virtio_freqhint_link_unrealize(VirtIOFreqHint *fh);
 bool virtio_freqhint_link_up(VirtIOFreqHint *fh);
+/* The VM runs: a connection waiting for that sends its HELLO now. */
+void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh);
 /*
  * Send one FH_MSG_HINTS frame.  Returns false if the agent could not take
  * it (the frame is dropped, never queued).
@@ -105,6 +113,7 @@ bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
 /* virtio-freqhint.c, called by the link */
 void virtio_freqhint_agent_connected(VirtIOFreqHint *fh);
 void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh);
+/* @grants is NULL when the agent did not accept FH_F_GRANTS. */
 void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
                                 uint16_t ceiling,
                                 const struct virtio_freqhint_grant *grants);
