@@ -72,6 +72,9 @@ typedef struct {
  * puts non-default ones back instead of the kernel's defaults.  Defaults
  * cannot be told from explicit values for real-time threads (their default
  * minimum is sched_util_clamp_min_rt_default), so those are always reset.
+ * Nor are clamps found with reset-on-fork set: that is our mark (QEMU does
+ * not set it), left by a previous run of the daemon that was killed, and
+ * putting those back would make a stale guest request permanent.
  */
 static int
 set_clamp (guint tid, TidState *st, FhClamp c, gboolean release)
@@ -86,8 +89,8 @@ set_clamp (guint tid, TidState *st, FhClamp c, gboolean release)
 
     st->orig_known = TRUE;
     st->orig = (FhClamp){ cur.sched_util_min, cur.sched_util_max };
-    st->orig_restore = normal && cur.sched_util_max <= FH_SCALE &&
-                       cur.sched_util_min <= cur.sched_util_max &&
+    st->orig_restore = normal && !(cur.sched_flags & FH_SCHED_FLAG_RESET_ON_FORK) &&
+                       cur.sched_util_max <= FH_SCALE && cur.sched_util_min <= cur.sched_util_max &&
                        !(cur.sched_util_min == 0 && cur.sched_util_max == FH_SCALE);
   }
   if (release && st->orig_restore)
@@ -108,8 +111,7 @@ uclamp_start (FhBackend *self, GError **error)
 
 /* release: an inactive vCPU, back to the kernel defaults (want is ignored). */
 static void
-apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean release,
-           gint64 now_us)
+apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean release, gint64 now_us)
 {
   int r;
 

@@ -255,10 +255,9 @@ daemon_update (FhDaemon *d)
       }
       /* MR-4: the governor that matters is the one of the vCPU's CPU. */
       if (d->headroom_auto)
-        params.perf_headroom =
-            fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
-                                    fh_host_cpu_governor (d->host, v->cpu),
-                                    d->host->kernel_release, NULL);
+        params.perf_headroom = fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
+                                                       fh_host_cpu_governor (d->host, v->cpu),
+                                                       d->host->kernel_release, NULL);
       static const FhGuestHint no_hint = { 0 };
       FhClamp op = vm->settings.op;
 
@@ -409,9 +408,9 @@ choose_headroom (FhDaemon *d)
     d->headroom_reason = "configured";
   } else {
     d->headroom_auto = TRUE;
-    d->params.perf_headroom = fh_merge_auto_headroom (
-        d->backend->ops == &fh_backend_uclamp_ops, fh_host_governor (d->host),
-        d->host->kernel_release, &d->headroom_reason);
+    d->params.perf_headroom = fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
+                                                      fh_host_governor (d->host),
+                                                      d->host->kernel_release, &d->headroom_reason);
   }
 }
 

@@ -57,11 +57,16 @@ fh_path (const FhPaths *paths, FhRoot root, const char *fmt, ...)
   return g_build_filename (base, rel, NULL);
 }
 
+/*
+ * Most of these files are far below a page: read through a small stack
+ * buffer and allocate only what the file holds (the daemon reads several
+ * per vCPU thread on every poll).
+ */
 char *
 fh_read_small_file (const char *path, GError **error)
 {
-  g_autofree char *buf = g_malloc (SMALL_FILE_MAX + 1);
-  gsize len = 0;
+  char chunk[4096];
+  g_autoptr (GString) buf = NULL;
   int fd;
 
   fd = open (path, O_RDONLY | O_CLOEXEC);
@@ -72,7 +77,7 @@ fh_read_small_file (const char *path, GError **error)
     return NULL;
   }
   for (;;) {
-    ssize_t n = read (fd, buf + len, SMALL_FILE_MAX - len);
+    ssize_t n = read (fd, chunk, sizeof chunk);
 
     if (n < 0 && errno == EINTR)
       continue;
@@ -85,8 +90,10 @@ fh_read_small_file (const char *path, GError **error)
     }
     if (n == 0)
       break;
-    len += n;
-    if (len == SMALL_FILE_MAX) {
+    if (!buf)
+      buf = g_string_sized_new ((gsize) n + 1);
+    g_string_append_len (buf, chunk, n);
+    if (buf->len >= SMALL_FILE_MAX) {
       close (fd);
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: larger than %d bytes", path,
                    SMALL_FILE_MAX);
@@ -94,8 +101,7 @@ fh_read_small_file (const char *path, GError **error)
     }
   }
   close (fd);
-  buf[len] = '\0';
-  return g_steal_pointer (&buf);
+  return buf ? g_string_free (g_steal_pointer (&buf), FALSE) : g_strdup ("");
 }
 
 /*

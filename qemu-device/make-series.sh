@@ -91,6 +91,11 @@ keeps the latest record per vCPU and forwards changes, coalesced and rate
 bounded, to a host agent over a socket chardev.  Grants from the agent
 reach the guest through the configuration space.
 
+The device speaks to the agent only while the VM runs: HELLO waits for a
+paused or incoming VM to run, a VM that stops withdraws its hints and
+sends them again when it runs, and a vCPU hot-plug starts a new
+connection whose HELLO carries the current vCPU threads.
+
   -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
   -device virtio-freqhint-pci,chardev=fh0
 
@@ -108,8 +113,10 @@ tests/qtest: add virtio-freqhint tests
 A libqos node for virtio-freqhint-pci and qtests that play both the guest
 driver and the host agent: a batch through the virtqueue checked byte for
 byte on the agent socket, coalescing, grants through the configuration
-space, agent reconnect with full resend, the rate bound, and hostile
-buffers and records, none of which may reach the agent.
+space, agent reconnect with full resend, stop/run and migration, vCPU
+hot-plug, a socket that stops taking frames, the keepalive timeout, the
+rate bound, and hostile buffers and records, none of which may reach the
+agent.
 MSG
 
 rm -rf "$out"

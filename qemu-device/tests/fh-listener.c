@@ -158,6 +158,7 @@ int main(int argc, char **argv)
 
     welcome.version = GUINT16_TO_LE(FH_PROTO_VERSION);
     welcome.features = hello.features;
+    welcome.keepalive_ms = GUINT32_TO_LE(FH_KEEPALIVE_MS);
     frame.hdr = (struct fh_frame_hdr){
         .len = GUINT32_TO_LE(sizeof(welcome)),
         .msg_type = GUINT16_TO_LE(FH_MSG_WELCOME),

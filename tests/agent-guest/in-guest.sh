@@ -116,6 +116,35 @@ check_output "no write failures" '"write_failures_total" *: *0' \
 
 kill -TERM $D; wait $D; rc=$?
 check "freqhintd exits cleanly on SIGTERM (status $rc)" test "$rc" = 0
+
+# A daemon killed with clamps in place, then started again: the clamps it
+# finds carry its reset-on-fork mark, so a release gives the defaults, not
+# the stale values back (MR-22).
+start_daemon() {
+	$FH/freqhintd --config $W/freqhintd.conf --backend uclamp --socket $W/dev.sock \
+		--control-socket $W/ctl.sock --state-dir $W/state --libvirt-uri none -v \
+		>>$W/daemon.log 2>&1 &
+	D=$!
+	wait_for "freqhintd ($1) answers" 'uclamp' $FH/freqhintctl --socket $W/ctl.sock status
+}
+connect() {
+	$FH/fh-testclient --socket $W/dev.sock --name vm1 --vcpus 1 --tids "$V1" \
+		--hint 0:300:400 --stdin <$W/in >$W/client-$1.out 2>&1 &
+	wait_for "the device side is connected ($1)" '^ready' cat $W/client-$1.out
+}
+start_daemon "second run"
+connect 2
+wait_for "vCPU 1 clamped 410..410" 'reset_on_fork=1 min=410 max=410$' get $V1
+kill -KILL $D; wait $D 2>/dev/null
+check_output "SIGKILL leaves the clamps" 'min=410 max=410$' get $V1
+wait_for "the client sees the agent gone" 'disconnected|close' cat $W/client-2.out
+start_daemon "third run"
+connect 3
+wait_for "vCPU 1 clamped again" 'min=410 max=410$' get $V1
+echo "close" >&3
+wait_for "released to the defaults, not to the stale clamps" 'min=0 max=1024$' get $V1
+kill -TERM $D; wait $D; rc=$?
+check "freqhintd exits cleanly again (status $rc)" test "$rc" = 0
 check_fails "no sanitizer report, warning or critical in the daemon log" \
 	grep -E 'AddressSanitizer|LeakSanitizer|runtime error|CRITICAL|WARNING' $W/daemon.log
 echo "--- freqhintd log"; cat $W/daemon.log

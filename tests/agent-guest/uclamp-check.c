@@ -98,8 +98,8 @@ main (int argc, char **argv)
     if (get (tid, &a) < 0)
       return 1;
     mine = a;
-    mine.sched_flags = (a.sched_flags & RESET_ON_FORK) | KEEP_PARAMS | UTIL_CLAMP_MIN |
-                       UTIL_CLAMP_MAX;
+    mine.sched_flags =
+        (a.sched_flags & RESET_ON_FORK) | KEEP_PARAMS | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX;
     if (set (0, &mine) < 0)
       return 1;
     fflush (stdout);
@@ -113,8 +113,7 @@ main (int argc, char **argv)
       fflush (stdout);
       _exit (0);
     }
-    return waitpid (child, &status, 0) != child || !WIFEXITED (status) ||
-           WEXITSTATUS (status) != 0;
+    return waitpid (child, &status, 0) != child || !WIFEXITED (status) || WEXITSTATUS (status) != 0;
   }
 usage:
   fprintf (stderr, "usage: uclamp-check get TID | batch TID NICE | fork TID\n");

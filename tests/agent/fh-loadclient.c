@@ -47,9 +47,9 @@ static gboolean
 write_fixture (const char *dir, guint tid, guint cpu)
 {
   g_autofree char *d = g_strdup_printf ("%s/%u", dir, tid);
-  g_autofree char *status = g_strdup_printf (
-      "Name:\tCPU %u/KVM\nTgid:\t%d\nPid:\t%u\nCpus_allowed_list:\t%u\n", tid, (int) getpid (),
-      tid, cpu);
+  g_autofree char *status =
+      g_strdup_printf ("Name:\tCPU %u/KVM\nTgid:\t%d\nPid:\t%u\nCpus_allowed_list:\t%u\n", tid,
+                       (int) getpid (), tid, cpu);
   g_autoptr (GString) stat = g_string_new (NULL);
   g_autofree char *sp = g_build_filename (d, "status", NULL);
   g_autofree char *tp = g_build_filename (d, "stat", NULL);
@@ -81,8 +81,8 @@ random_record (GRand *r, guint vcpu, uint32_t seq)
       rec.perf = (uint16_t) lo;
       break;
     case 3:
-      rec.flags = VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID |
-                  VIRTIO_FREQHINT_R_PERF_VALID;
+      rec.flags =
+          VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID | VIRTIO_FREQHINT_R_PERF_VALID;
       rec.clamp_min = (uint16_t) lo;
       rec.clamp_max = (uint16_t) hi;
       rec.perf = (uint16_t) g_rand_int_range (r, 0, 1025);
@@ -183,10 +183,11 @@ main (int argc, char **argv)
     g_printerr ("fh-loadclient: %s\n", error->message);
     return 2;
   }
-  if (!socket_path || n_vms < 1 || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS ||
-      seconds < 1 || !(rate > 0) || tid_base < 1) {
+  if (!socket_path || n_vms < 1 || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS || seconds < 1 ||
+      !(rate > 0) || tid_base < 1) {
     g_printerr ("fh-loadclient: need --socket, --vms >= 1, 1 <= --vcpus <= %d, --seconds >= 1, "
-                "--rate > 0\n", VIRTIO_FREQHINT_MAX_VCPUS);
+                "--rate > 0\n",
+                VIRTIO_FREQHINT_MAX_VCPUS);
     return 2;
   }
   signal (SIGPIPE, SIG_IGN);
@@ -282,7 +283,8 @@ main (int argc, char **argv)
     fhtc_free (vms[v].c);
   }
   printf ("vms=%d alive=%u frames=%" G_GUINT64_FORMAT " records=%" G_GUINT64_FORMAT
-          " pings=%" G_GUINT64_FORMAT " grants=%" G_GUINT64_FORMAT " closed=%" G_GUINT64_FORMAT "\n",
+          " pings=%" G_GUINT64_FORMAT " grants=%" G_GUINT64_FORMAT " closed=%" G_GUINT64_FORMAT
+          "\n",
           n_vms, alive, frames, records, pings, grants, closed);
   return alive == (guint) n_vms ? 0 : 1;
 }

@@ -117,8 +117,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     v[i].d = fh_merge_vcpu (&v[i].hint, &chain, op, &params);
 
     /* MR-6 */
-    CHECK (v[i].d.active ==
-           (v[i].hint.flags != 0 && !(v[i].hint.flags & VIRTIO_FREQHINT_R_IDLE)));
+    CHECK (v[i].d.active == (v[i].hint.flags != 0 && !(v[i].hint.flags & VIRTIO_FREQHINT_R_IDLE)));
     /* MR-1, MR-5, MR-12: units, and eff_min <= eff_max after the inversion rule. */
     CHECK (v[i].d.req.min <= v[i].d.req.max && v[i].d.req.max <= FH_SCALE);
     CHECK (v[i].d.eff.min <= v[i].d.eff.max && v[i].d.eff.max <= FH_SCALE);

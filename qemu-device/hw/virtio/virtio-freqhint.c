@@ -309,7 +309,7 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
     bool used = false;
 
     if (!virtio_queue_ready(fh->hintq) ||
-        !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK)) {
+        !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) || vdev->broken) {
         return false;
     }
 
@@ -317,8 +317,6 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
         if (!virtio_freqhint_handle_elem(fh, elem)) {
             virtqueue_detach_element(fh->hintq, elem, 0);
             g_free(elem);
-            /* A driver that breaks the device loses its influence. */
-            virtio_freqhint_clear_hints(fh);
             break;
         }
         virtqueue_push(fh->hintq, elem, 0);
@@ -328,6 +326,13 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
     if (used) {
         virtio_notify(vdev, fh->hintq);
         virtio_freqhint_schedule_forward(fh);
+    }
+    /*
+     * A driver that broke the device, with a bad buffer or a bad ring,
+     * loses its influence until it resets the device.
+     */
+    if (vdev->broken) {
+        virtio_freqhint_clear_hints(fh);
     }
     return used;
 }

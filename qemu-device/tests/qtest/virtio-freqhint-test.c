@@ -1122,11 +1122,23 @@ static void test_grants_not_negotiated(void *obj, void *data,
     g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
 }
 
-/* DEV-10: a driver that breaks the device loses the hints it gave. */
-static void test_broken_withdraws(void *obj, void *data,
-                                  QGuestAllocator *t_alloc)
+/* Make a buffer available whose head descriptor is out of the ring. */
+static void break_ring(QTestState *qts, QVirtioFreqHint *fh)
 {
-    QVirtioFreqHint *fh = obj;
+    uint64_t avail = fh->hintq->avail;
+    uint16_t idx = qtest_readw(qts, avail + 2);
+
+    qtest_writew(qts, avail + 4 + 2 * (idx % fh->hintq->size), 1000);
+    qtest_writew(qts, avail + 2, idx + 1);
+    fh->vdev->bus->virtqueue_kick(fh->vdev, fh->hintq);
+}
+
+/*
+ * DEV-10: a driver that breaks the device, with a bad buffer or a bad
+ * ring, loses the hints it gave, once.
+ */
+static void broken_withdraws(QVirtioFreqHint *fh, bool bad_ring)
+{
     QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
     struct virtio_freqhint_record r = REC(1, R_MIN, 900, 0, 0, 1);
@@ -1144,11 +1156,15 @@ static void test_broken_withdraws(void *obj, void *data,
     qtest_clock_step(qts, FORWARD_MS * MS);
     g_free(agent_recv_hints(&num, &flags));
 
-    /* Past the rate window, a buffer with a bad message type. */
+    /* Past the rate window: a bad message type, or a bad ring. */
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
-    len = build_batch(buf, 1, &r, 1);
-    stw_le_p(buf, 2);
-    submit(qts, fh, buf, len);
+    if (bad_ring) {
+        break_ring(qts, fh);
+    } else {
+        len = build_batch(buf, 1, &r, 1);
+        stw_le_p(buf, 2);
+        submit(qts, fh, buf, len);
+    }
     start = g_get_monotonic_time();
     while (!(vdev->bus->get_status(vdev) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
         g_assert_cmpint(g_get_monotonic_time() - start, <=,
@@ -1165,8 +1181,30 @@ static void test_broken_withdraws(void *obj, void *data,
         g_assert_cmpint(qdict_get_int(v, "flags"), ==, 0);
     }
     qobject_unref(stats);
+
+    /*
+     * A broken device ignores the driver: kicks and status writes send
+     * nothing more.
+     */
+    for (int i = 0; i < 3; i++) {
+        vdev->bus->virtqueue_kick(vdev, fh->hintq);
+        vdev->bus->set_status(vdev, vdev->bus->get_status(vdev));
+        qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    }
     agent_assert_quiet(qts);
     assert_running(qts);
+}
+
+static void test_broken_withdraws(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    broken_withdraws(obj, false);
+}
+
+static void test_broken_ring_withdraws(void *obj, void *data,
+                                       QGuestAllocator *t_alloc)
+{
+    broken_withdraws(obj, true);
 }
 
 /*
@@ -1344,6 +1382,8 @@ static void register_virtio_freqhint_test(void)
                  test_grants_not_negotiated, &opts);
     qos_add_test("broken-withdraws", "virtio-freqhint", test_broken_withdraws,
                  &opts);
+    qos_add_test("broken-ring-withdraws", "virtio-freqhint",
+                 test_broken_ring_withdraws, &opts);
     qos_add_test("backpressure", "virtio-freqhint", test_backpressure, &opts);
     qos_add_test("keepalive", "virtio-freqhint", test_keepalive, &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
