@@ -69,11 +69,16 @@ vm_probe (FhDaemon *d, FhVm *vm)
 
     fh_host_probe_thread (&d->paths, v->tid, d->host->n_cpus, &v->info);
     v->tid_ok = v->info.exists && (!d->config->check_thread_owner || v->info.tgid == vm->pid);
-    if (was_ok && !v->tid_ok)
-      g_message ("VM \"%s\" vCPU %u: thread %u %s", vm->name, i, v->tid,
+    if (was_ok && !v->tid_ok) {
+      g_autofree char *name = fh_text_sanitize (vm->name, -1);
+
+      g_message ("VM \"%s\" vCPU %u: thread %u %s", name, i, v->tid,
                  v->info.exists ? "no longer belongs to the VM" : "exited");
-    else if (!was_ok && v->tid_ok)
-      g_debug ("VM \"%s\" vCPU %u: thread %u found", vm->name, i, v->tid);
+    } else if (!was_ok && v->tid_ok) {
+      g_autofree char *name = fh_text_sanitize (vm->name, -1);
+
+      g_debug ("VM \"%s\" vCPU %u: thread %u found", name, i, v->tid);
+    }
     if (override && i < override->len && g_array_index (override, guint, i) < d->host->n_cpus) {
       v->cpu = (gint) g_array_index (override, guint, i);
       v->placed_by_config = TRUE;
@@ -98,12 +103,14 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   FhDaemon *d = data;
   FhVm *vm, *old;
   static const uint8_t nil[16];
+  g_autofree char *log_name = NULL; /* the peer's bytes, escaped (PA-6) */
 
   vm = g_new0 (FhVm, 1);
   vm->daemon = d;
   vm->conn = conn;
   format_uuid (hello->uuid, vm->uuid);
   g_strlcpy (vm->name, hello->name, sizeof vm->name);
+  log_name = fh_text_sanitize (vm->name, -1);
   /*
    * QEMU without -uuid reports the nil UUID; such VMs are told apart by
    * name, or by process when they have none.
@@ -127,21 +134,24 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
     vm->vcpus[i].info.cpu = -1;
   }
   if (hello->qemu_pid != (uint32_t) vm->pid)
-    g_debug ("VM \"%s\": HELLO says pid %u, socket peer is %d", vm->name, hello->qemu_pid,
+    g_debug ("VM \"%s\": HELLO says pid %u, socket peer is %d", log_name, hello->qemu_pid,
              (int) vm->pid);
 
   /* A restarted or migrated QEMU wins over a stale connection. */
   old = g_hash_table_lookup (d->vms, vm->key);
-  if (old)
-    fh_conn_close (old->conn, FH_CLOSE_DUPLICATE, "VM %s connected again (pid %d)", vm->key,
+  if (old) {
+    g_autofree char *key = fh_text_sanitize (vm->key, -1);
+
+    fh_conn_close (old->conn, FH_CLOSE_DUPLICATE, "VM %s connected again (pid %d)", key,
                    (int) vm->pid);
+  }
 
   vm_load_settings (d, vm);
   vm_probe (d, vm);
   fh_conn_set_data (conn, vm);
   g_hash_table_insert (d->vms, vm->key, vm);
   d->vm_connections_total++;
-  g_message ("VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", vm->name, vm->uuid,
+  g_message ("VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
              (int) vm->pid, vm->num_vcpus, vm->features,
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
@@ -182,10 +192,12 @@ on_closed (FhConn *conn, gpointer data)
 {
   FhDaemon *d = data;
   FhVm *vm = fh_conn_get_data (conn);
+  g_autofree char *name = NULL;
 
   if (!vm)
     return;
-  g_message ("VM \"%s\" (%s) disconnected; its influence is removed", vm->name, vm->uuid);
+  name = fh_text_sanitize (vm->name, -1);
+  g_message ("VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
   fh_conn_set_data (conn, NULL);
   g_hash_table_remove (d->vms, vm->key); /* frees vm */
   queue_update (d);

@@ -54,6 +54,7 @@ struct _FhConn {
   gpointer data;
   char desc[96];
   gboolean closing;
+  gboolean peer_closed; /* we received CLOSE: answer nothing (PB-9) */
 };
 
 struct _FhDeviceServer {
@@ -178,6 +179,20 @@ conn_out_ready (gint fd, GIOCondition cond, gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* Try once to send the whole queue without blocking; TRUE if it is empty now. */
+static gboolean
+conn_flush_now (FhConn *conn)
+{
+  ssize_t n;
+
+  if (conn->out->len == 0)
+    return TRUE;
+  n = send (conn->fd, conn->out->data, conn->out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n > 0)
+    g_byte_array_remove_range (conn->out, 0, (guint) n);
+  return conn->out->len == 0;
+}
+
 void
 fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
 {
@@ -199,11 +214,15 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
   else
     g_warning ("%s: closing (%s): %s", conn->desc, fh_close_reason_name (reason), text);
 
-  /* Best effort: the peer may be gone or not reading; never block. */
-  n = fh_encode_close (frame, sizeof frame, reason, text);
-  if (conn->out->len)
-    (void) !send (conn->fd, conn->out->data, conn->out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
-  (void) !send (conn->fd, frame, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  /*
+   * Best effort: the peer may be gone or not reading; never block.  The
+   * queue may end in part of a frame: CLOSE goes out only after all of it
+   * (PB-4, PB-8), and never in answer to the peer's CLOSE (PB-9).
+   */
+  if (!conn->peer_closed && conn_flush_now (conn)) {
+    n = fh_encode_close (frame, sizeof frame, reason, text);
+    (void) !send (conn->fd, frame, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
   shutdown (conn->fd, SHUT_RDWR);
 
   if (reason != FH_CLOSE_NORMAL && server->cb.rejected)
@@ -278,11 +297,16 @@ handle_frame (FhConn *conn, const FhFrame *f)
   if (f->msg_type == FH_MSG_CLOSE) {
     FhClose c;
 
-    if (fh_decode_close (f, &c, &err))
-      fh_conn_close (conn, FH_CLOSE_NORMAL, "peer closed (%s): %s", fh_close_reason_name (c.reason),
-                     c.text);
-    else
+    /* Whatever it says, the peer is gone: close without a word (PB-9). */
+    conn->peer_closed = TRUE;
+    if (fh_decode_close (f, &c, &err)) {
+      g_autofree char *text = fh_text_sanitize (c.text, -1);
+
+      fh_conn_close (conn, FH_CLOSE_NORMAL, "peer closed (%s %u): %s",
+                     fh_close_reason_name (c.reason), c.reason, text);
+    } else {
       fh_conn_close (conn, err.reason, "%s", err.text);
+    }
     return FALSE;
   }
 
@@ -297,8 +321,15 @@ handle_frame (FhConn *conn, const FhFrame *f)
         goto refuse;
       conn->num_vcpus = hello.num_vcpus;
       conn->features = hello.features & FH_AGENT_FEATURES;
-      g_snprintf (conn->desc, sizeof conn->desc, "VM \"%s\" (pid %d)", hello.name,
-                  (int) conn->peer.pid);
+      {
+        /* The name is the peer's bytes (PA-6). */
+        g_autofree char *name = fh_text_sanitize (hello.name, -1);
+
+        if (strlen (name) > 64)
+          *g_utf8_find_prev_char (name, name + 65) = '\0';
+        g_snprintf (conn->desc, sizeof conn->desc, "VM \"%s\" (pid %d)", name,
+                    (int) conn->peer.pid);
+      }
       g_clear_handle_id (&conn->hello_timer, g_source_remove);
       if (server->cb.hello && !server->cb.hello (conn, &hello, &err, server->data))
         goto refuse;

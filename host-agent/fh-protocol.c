@@ -407,14 +407,40 @@ fh_decode_close (const FhFrame *frame, FhClose *out, FhError *err)
     fh_error_set (err, FH_CLOSE_MALFORMED, "CLOSE of %u bytes", frame->len);
     return false;
   }
+  /*
+   * PB-9: the peer is leaving whatever it wrote, so only the length is
+   * judged.  An unknown reason is kept as is (its name is "unknown"),
+   * reserved fields are ignored, a text without NUL is dropped.
+   */
   out->reason = get_le16 (p);
-  if (out->reason > FH_CLOSE_REASON_MAX || get_le16 (p + 2) != 0 || get_le32 (p + 4) != 0 ||
-      !has_nul (p + 8, FH_TEXT_MAX)) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "CLOSE with bad reason or reserved fields");
-    return false;
-  }
-  memcpy (out->text, p + 8, FH_TEXT_MAX);
+  if (has_nul (p + 8, FH_TEXT_MAX))
+    memcpy (out->text, p + 8, FH_TEXT_MAX);
+  else
+    out->text[0] = '\0';
   return true;
+}
+
+char *
+fh_text_sanitize (const char *text, gssize len)
+{
+  g_autofree char *valid = g_utf8_make_valid (text, len);
+  GString *s = g_string_sized_new (strlen (valid));
+
+  for (const char *p = valid; *p; p = g_utf8_next_char (p)) {
+    gunichar c = g_utf8_get_char (p);
+
+    if (c == '\\')
+      g_string_append (s, "\\\\");
+    else if (c < 0x20 || c == 0x7f)
+      g_string_append_printf (s, "\\x%02x", c);
+    else if (g_unichar_type (c) == G_UNICODE_CONTROL || g_unichar_type (c) == G_UNICODE_FORMAT ||
+             g_unichar_type (c) == G_UNICODE_LINE_SEPARATOR ||
+             g_unichar_type (c) == G_UNICODE_PARAGRAPH_SEPARATOR)
+      g_string_append_printf (s, "\\u{%04x}", c);
+    else
+      g_string_append_unichar (s, c);
+  }
+  return g_string_free (s, FALSE);
 }
 
 static uint8_t *

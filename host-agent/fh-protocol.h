@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <glib.h>
+
 #include <freqhint/agent_protocol.h>
 
 #define FH_FRAME_HDR_SIZE ((size_t) sizeof (struct fh_frame_hdr))
@@ -111,7 +113,16 @@ bool fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t feature
 bool fh_decode_welcome (const FhFrame *frame, FhWelcome *out, FhError *err);
 bool fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhError *err);
 bool fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err);
+/* Any CLOSE of the right length is accepted (PB-9); see fh_text_sanitize() for its text. */
 bool fh_decode_close (const FhFrame *frame, FhClose *out, FhError *err);
+
+/*
+ * Untrusted text from the peer (HELLO name, CLOSE text; PA-6, PB-10) made
+ * fit for logs, JSON and metric labels: invalid UTF-8 replaced by U+FFFD,
+ * a backslash doubled, control and format characters written as \xNN or
+ * \u{NNNN}.  len -1: NUL-terminated.  Free with g_free().
+ */
+char *fh_text_sanitize (const char *text, gssize len);
 
 /*
  * One record against the device's record rules (spec, "Device Requirements").

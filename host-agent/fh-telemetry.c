@@ -36,6 +36,15 @@ add_str (JsonBuilder *b, const char *name, const char *v)
     json_builder_add_null_value (b);
 }
 
+/* A string the peer chose (VM name): escaped, never raw bytes (PA-6). */
+static void
+add_peer_str (JsonBuilder *b, const char *name, const char *v)
+{
+  g_autofree char *safe = fh_text_sanitize (v, -1);
+
+  add_str (b, name, safe);
+}
+
 static void
 add_bool (JsonBuilder *b, const char *name, gboolean v)
 {
@@ -105,7 +114,7 @@ fh_telemetry_vms (FhDaemon *d)
     for (guint j = 0; j < vm->num_vcpus; j++)
       active += vm->vcpus[j].d.active && vm->vcpus[j].tid_ok;
     json_builder_begin_object (b);
-    add_str (b, "name", vm->name);
+    add_peer_str (b, "name", vm->name);
     add_str (b, "uuid", vm->uuid);
     add_int (b, "pid", vm->pid);
     add_int (b, "uid", vm->uid);
@@ -128,7 +137,7 @@ static void
 add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
 {
   json_builder_begin_object (b);
-  add_str (b, "vm", vm->name);
+  add_peer_str (b, "vm", vm->name);
   add_str (b, "uuid", vm->uuid);
   add_int (b, "vcpu", v->index);
   add_int (b, "tid", v->tid);
@@ -248,7 +257,7 @@ fh_telemetry_cpus (FhDaemon *d)
 
         if (v->cpu == (gint) c && v->d.active && v->tid_ok) {
           json_builder_begin_object (b);
-          add_str (b, "vm", vm->name);
+          add_peer_str (b, "vm", vm->name);
           add_str (b, "uuid", vm->uuid);
           add_int (b, "vcpu", j);
           add_clamp (b, "effective", v->d.eff);
@@ -283,10 +292,22 @@ fh_telemetry_cpus (FhDaemon *d)
   return json_builder_get_root (b);
 }
 
-/* Label values: backslash, double quote and newline are escaped. */
+/*
+ * Label values: backslash, double quote and newline are escaped (the text
+ * format's rules).  Anything but printable ASCII goes through
+ * fh_text_sanitize() first, so a label never carries a control byte or
+ * invalid UTF-8 (PA-6).
+ */
 static void
 append_label (GString *s, const char *name, const char *value)
 {
+  g_autofree char *safe = NULL;
+
+  for (const char *p = value; *p; p++)
+    if ((guchar) *p < 0x20 || (guchar) *p >= 0x7f || *p == '\\') {
+      value = safe = fh_text_sanitize (value, -1);
+      break;
+    }
   g_string_append_printf (s, "%s=\"", name);
   for (const char *p = value; *p; p++) {
     if (*p == '\\' || *p == '"')

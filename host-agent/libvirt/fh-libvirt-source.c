@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#define NIL_UUID "00000000-0000-0000-0000-000000000000"
+
 typedef struct {
   char *uuid;
   char *name;
@@ -56,14 +58,16 @@ entry_find (FhLibvirtSource *ls, const char *name, const char *uuid)
   GHashTableIter it;
   FhLibvirtEntry *e;
 
-  if (uuid && *uuid) {
+  if (uuid && *uuid && strcmp (uuid, NIL_UUID) != 0) {
     g_autofree char *key = g_ascii_strdown (uuid, -1);
 
-    e = g_hash_table_lookup (ls->by_uuid, key);
-    if (e)
-      return e;
+    /*
+     * LM-10: a real UUID is the identity.  A QEMU started outside libvirt
+     * with a domain's name must not inherit the domain's bounds.
+     */
+    return g_hash_table_lookup (ls->by_uuid, key);
   }
-  /* QEMU started without -uuid: libvirt always passes one, but be lenient. */
+  /* QEMU started without -uuid (nil UUID): libvirt always passes one; match by name. */
   if (name && *name) {
     g_hash_table_iter_init (&it, ls->by_uuid);
     while (g_hash_table_iter_next (&it, NULL, (gpointer *) &e))
