@@ -3,6 +3,7 @@
 
 #include "fh-config.h"
 
+#include <grp.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,6 +55,7 @@ fh_config_free (FhConfig *c)
   g_free (c->cgroup_root);
   g_free (c->backend);
   g_free (c->socket_path);
+  g_free (c->socket_group);
   g_free (c->control_socket_path);
   g_free (c->state_dir);
   g_free (c->metrics_address);
@@ -199,6 +201,7 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   take_string (kf, "daemon", "cgroup_root", &c->cgroup_root);
   take_string (kf, "daemon", "backend", &c->backend);
   take_string (kf, "daemon", "socket", &c->socket_path);
+  take_string (kf, "daemon", "socket_group", &c->socket_group);
   take_string (kf, "daemon", "control_socket", &c->control_socket_path);
   take_string (kf, "daemon", "state_dir", &c->state_dir);
   take_string (kf, "metrics", "address", &c->metrics_address);
@@ -228,6 +231,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   if (g_key_file_has_key (kf, "metrics", "enabled", NULL) &&
       !g_key_file_get_boolean (kf, "metrics", "enabled", NULL))
     c->metrics_port = -1;
+  if (g_key_file_has_key (kf, "libvirt", "mirror_ceiling", NULL))
+    c->mirror_ceiling = g_key_file_get_boolean (kf, "libvirt", "mirror_ceiling", NULL);
   if (g_key_file_has_key (kf, "daemon", "check_thread_owner", NULL))
     c->check_thread_owner = g_key_file_get_boolean (kf, "daemon", "check_thread_owner", NULL);
   if (g_key_file_has_key (kf, "merge", "perf_as_floor", NULL))
@@ -285,5 +290,31 @@ fh_config_uid_allowed (const FhConfig *c, uid_t uid, gid_t gid)
   for (guint i = 0; i < c->allowed_gids->len; i++)
     if (g_array_index (c->allowed_gids, gid_t, i) == gid)
       return TRUE;
+  return FALSE;
+}
+
+gboolean
+fh_config_socket_gid (const FhConfig *c, gid_t *gid, GError **error)
+{
+  struct group *gr;
+  guint64 n;
+
+  if (!c->socket_group || !*c->socket_group) {
+    /* The packaged default; a host without it keeps the sockets to our group. */
+    gr = getgrnam ("freqhint");
+    *gid = gr ? gr->gr_gid : getegid ();
+    return TRUE;
+  }
+  gr = getgrnam (c->socket_group);
+  if (gr) {
+    *gid = gr->gr_gid;
+    return TRUE;
+  }
+  if (g_ascii_string_to_unsigned (c->socket_group, 10, 0, G_MAXUINT32 - 1, &n, NULL)) {
+    *gid = (gid_t) n;
+    return TRUE;
+  }
+  g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+               "[daemon] socket_group: no group \"%s\"", c->socket_group);
   return FALSE;
 }

@@ -29,6 +29,7 @@ typedef struct {
   char *backend; /* none | cpufreq | uclamp */
   char *socket_path;
   guint socket_mode;
+  char *socket_group; /* NULL: "freqhint" if that group exists, else our gid (PA-1) */
   char *control_socket_path;
   char *state_dir;
   char *metrics_address;
@@ -43,6 +44,7 @@ typedef struct {
   gboolean perf_as_floor;
   double perf_headroom; /* < 0: auto */
   GHashTable *vms;      /* key -> FhVmConfig */
+  gboolean mirror_ceiling; /* [libvirt] mirror_ceiling: write ceilings to vcpuN groups (LM-12) */
 } FhConfig;
 
 FhConfig *fh_config_new (void);
@@ -56,3 +58,6 @@ gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, 
 const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name, const char *uuid);
 
 gboolean fh_config_uid_allowed (const FhConfig *config, uid_t uid, gid_t gid);
+
+/* The group the device socket and its directory get: socket_group, by name or number. */
+gboolean fh_config_socket_gid (const FhConfig *config, gid_t *gid, GError **error);

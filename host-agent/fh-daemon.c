@@ -469,6 +469,8 @@ fh_daemon_start (FhDaemon *d, GError **error)
     .rejected = on_rejected,
   };
 
+  if (!fh_config_socket_gid (d->config, &params.socket_gid, error))
+    return FALSE;
   if (!fh_backend_start (d->backend, error)) {
     g_prefix_error (error, "backend %s: ", d->backend->ops->name);
     return FALSE;

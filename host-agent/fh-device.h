@@ -29,6 +29,7 @@ typedef struct {
   guint keepalive_ms;
   guint max_connections;
   guint socket_mode;
+  gid_t socket_gid; /* group of the socket (and of its directory if we create it) */
   /* peer check: return TRUE to accept */
   gboolean (*peer_allowed) (uid_t uid, gid_t gid, gpointer data);
 } FhDeviceParams;

@@ -19,6 +19,7 @@
 #include "fh-metrics.h"
 #include "fh-telemetry.h"
 #ifdef HAVE_LIBVIRT
+#include "fh-cgroup-mirror.h"
 #include "fh-libvirt-source.h"
 #endif
 
@@ -29,6 +30,9 @@ typedef struct {
   FhMetrics *metrics;
   gint64 metrics_published_us;
   int signal;
+  /* LM-12: settings or the set of VMs changed since the last mirroring */
+  gboolean mirror_dirty;
+  guint64 mirrored_connections;
 } App;
 
 #ifdef HAVE_LIBVIRT
@@ -36,7 +40,52 @@ typedef struct {
 static void
 libvirt_settings_changed (gpointer data)
 {
-  fh_daemon_vm_source_changed (data);
+  App *app = data;
+
+  app->mirror_dirty = TRUE;
+  fh_daemon_vm_source_changed (app->daemon);
+}
+
+/*
+ * LM-12: each vCPU's operator ceiling into cpu.uclamp.max of its own
+ * libvirt vcpuN group, so the kernel holds it even without us.  Runs when
+ * settings change or a VM connects, not per decision: it reads /proc.
+ */
+static void
+mirror_ceilings (App *app)
+{
+  FhDaemon *d = app->daemon;
+  GHashTableIter it;
+  gpointer value;
+
+  g_hash_table_iter_init (&it, d->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value)) {
+    FhVm *vm = value;
+
+    for (guint i = 0; i < vm->num_vcpus; i++) {
+      const FhVcpu *v = &vm->vcpus[i];
+      FhClamp op = vm->settings.op;
+      g_autoptr (GError) error = NULL;
+      gboolean written;
+      guint pct;
+
+      if (!v->tid || !v->tid_ok)
+        continue;
+      if (vm->settings.vcpu_op && i < vm->settings.vcpu_op->len)
+        op = g_array_index (vm->settings.vcpu_op, FhClamp, i);
+      /* capacity -> hundredths of a percent; fh_percent_to_capacity() gives op.max back */
+      pct = (MIN (op.max, FH_SCALE) * 10000 + FH_SCALE / 2) / FH_SCALE;
+      if (!fh_cgroup_mirror_vcpu_ceiling (&d->paths, v->tid, i, pct, &written, &error)) {
+        g_autofree char *name = fh_text_sanitize (vm->name, -1);
+
+        g_message ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
+      } else if (written) {
+        g_autofree char *name = fh_text_sanitize (vm->name, -1);
+
+        g_message ("VM \"%s\" vCPU %u: ceiling %u mirrored into its cgroup", name, i, op.max);
+      }
+    }
+  }
 }
 #endif
 
@@ -58,6 +107,7 @@ on_sighup (gpointer data)
 
   if (!fh_daemon_reload_vm_config (app->daemon, app->config_path, &error))
     g_warning ("reload: %s; keeping the previous VM settings", error->message);
+  app->mirror_dirty = TRUE;
   return G_SOURCE_CONTINUE;
 }
 
@@ -68,6 +118,14 @@ publish_metrics (FhDaemon *daemon, gpointer data)
 
   gint64 now = g_get_monotonic_time ();
 
+#ifdef HAVE_LIBVIRT
+  if (daemon->config->mirror_ceiling &&
+      (app->mirror_dirty || app->mirrored_connections != daemon->vm_connections_total)) {
+    app->mirror_dirty = FALSE;
+    app->mirrored_connections = daemon->vm_connections_total;
+    mirror_ceilings (app);
+  }
+#endif
   /* Rendering costs more than deciding; scrapes come seconds apart.  The
    * poll tick decides (and so publishes) at least every poll interval. */
   if (!app->metrics || now - app->metrics_published_us < 200 * G_TIME_SPAN_MILLISECOND)
@@ -224,8 +282,11 @@ main (int argc, char **argv)
   if (g_strcmp0 (libvirt_uri, "none") != 0)
     fh_daemon_add_vm_source (app.daemon,
                              fh_libvirt_source_new (libvirt_uri, libvirt_settings_changed,
-                                                    app.daemon),
+                                                    &app),
                              TRUE);
+#else
+  if (app.daemon->config->mirror_ceiling)
+    g_warning ("[libvirt] mirror_ceiling: built without libvirt support; not mirroring");
 #endif
   app.loop = g_main_loop_new (NULL, FALSE);
   g_unix_signal_add (SIGTERM, on_signal, &app);
