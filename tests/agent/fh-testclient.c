@@ -14,7 +14,12 @@
  *
  * --malformed KIND sends one bad frame (see --help) and then waits for the
  * agent's CLOSE; the exit status says whether its reason matched
- * --expect-close.
+ * --expect-close.  The close-* kinds send a CLOSE of our own: with
+ * --expect-close none the agent must close without sending any frame
+ * but those it may already have queued, and never a CLOSE (PB-9).
+ *
+ * --name-hex gives the name as hex bytes (hostile names: control bytes,
+ * invalid UTF-8).
  *
  * Exit status: 0 as expected; 1 error; 2 usage; 3 the agent closed the
  * connection unexpectedly.
@@ -47,7 +52,10 @@ static const char *const malformed_kinds[] = {
   "short-hello", "hello-wrong-length", "name-no-nul", "zero-vcpus", "silent",
   /* after the handshake */
   "partial-first", "bad-record", "min-gt-max", "over-scale", "bad-flags", "perf-not-negotiated",
-  "second-hello", "grants-from-device", "bad-ping", "truncated-hints", "half-frame", NULL,
+  "second-hello", "grants-from-device", "bad-ping", "truncated-hints", "half-frame",
+  /* our own CLOSE: a plain one; unknown reason, reserved fields set, no NUL;
+   * a hostile text; the wrong length */
+  "close-normal", "close-odd", "close-hostile", "close-short", NULL,
 };
 
 static gboolean
@@ -138,6 +146,20 @@ build_malformed (const char *kind, const FhHello *hello, uint8_t *buf, size_t si
     n = fh_encode_hints (buf, size, &h);
     return FH_FRAME_HDR_SIZE + (n - FH_FRAME_HDR_SIZE) / 2;
   }
+  if (strcmp (kind, "close-normal") == 0)
+    return fh_encode_close (buf, size, FH_CLOSE_NORMAL, "device going away");
+  if (strcmp (kind, "close-odd") == 0) {
+    uint8_t p[sizeof (struct fh_msg_close)];
+
+    memset (p, 'z', sizeof p);
+    p[0] = 0xe7; /* reason 999 */
+    p[1] = 0x03;
+    return fh_encode_raw (buf, size, sizeof p, FH_MSG_CLOSE, 0, p, sizeof p);
+  }
+  if (strcmp (kind, "close-hostile") == 0)
+    return fh_encode_close (buf, size, FH_CLOSE_MALFORMED, "bye\n\x1b[31mred\xff\xfe\x7f\\end");
+  if (strcmp (kind, "close-short") == 0)
+    return fh_encode_raw (buf, size, 8, FH_MSG_CLOSE, 0, payload, 8);
   if (strcmp (kind, "truncated-hints") == 0) {
     n = fh_encode_hints (buf, size, &h);
     buf[8 + 8] = 2; /* claims two records, carries one */
@@ -290,7 +312,7 @@ int
 main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
-  g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL;
+  g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL, *name_hex = NULL;
   g_auto (GStrv) hints = NULL;
   int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0;
   guint64 flooded = 0;
@@ -308,6 +330,8 @@ main (int argc, char **argv)
     { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_path, "freqhintd's device socket", "PATH" },
     { "uuid", 'u', 0, G_OPTION_ARG_STRING, &uuid, "VM UUID (default all zero)", "UUID" },
     { "name", 'n', 0, G_OPTION_ARG_STRING, &name, "VM name", "NAME" },
+    { "name-hex", 0, 0, G_OPTION_ARG_STRING, &name_hex, "VM name as hex bytes (any bytes)",
+      "HEX" },
     { "vcpus", 0, 0, G_OPTION_ARG_INT, &vcpus, "Number of vCPUs (default 1)", "N" },
     { "tids", 't', 0, G_OPTION_ARG_STRING, &tids, "Comma-separated vCPU thread ids", "TID,..." },
     { "pid", 0, 0, G_OPTION_ARG_INT, &pid, "qemu_pid in HELLO (default our pid)", "PID" },
@@ -325,12 +349,13 @@ main (int argc, char **argv)
       "Send one bad frame: too-big unknown-type reserved-header hints-before-hello bad-version "
       "short-hello hello-wrong-length name-no-nul zero-vcpus silent partial-first bad-record "
       "min-gt-max over-scale bad-flags perf-not-negotiated second-hello grants-from-device "
-      "bad-ping truncated-hints half-frame", "KIND" },
+      "bad-ping truncated-hints half-frame; or a CLOSE: close-normal close-odd close-hostile "
+      "close-short", "KIND" },
     { "stream-mib", 0, 0, G_OPTION_ARG_INT, &stream_mib,
       "After the handshake, send this many MiB of FULL HINTS frames as fast as the agent "
       "reads them (answering PINGs), print \"streamed N bytes in S s\", then carry on", "MIB" },
     { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
-      "Exit 0 only if the agent closes with this reason", "REASON" },
+      "Exit 0 only if the agent closes with this reason (\"none\": without CLOSE)", "REASON" },
     { NULL }
   };
 
@@ -354,7 +379,8 @@ main (int argc, char **argv)
       return 2;
     }
   }
-  if (expect_close && fh_close_reason_from_name (expect_close) < 0) {
+  if (expect_close && strcmp (expect_close, "none") != 0 &&
+      fh_close_reason_from_name (expect_close) < 0) {
     g_printerr ("fh-testclient: unknown close reason \"%s\"\n", expect_close);
     return 2;
   }
@@ -375,6 +401,24 @@ main (int argc, char **argv)
     return 2;
   }
   g_strlcpy (hello.name, name ? name : "", sizeof hello.name);
+  if (name_hex) {
+    size_t len = strlen (name_hex);
+
+    if (len % 2 || len / 2 >= sizeof hello.name) {
+      g_printerr ("fh-testclient: bad --name-hex\n");
+      return 2;
+    }
+    memset (hello.name, 0, sizeof hello.name);
+    for (size_t i = 0; i < len / 2; i++) {
+      int hi = g_ascii_xdigit_value (name_hex[2 * i]), lo = g_ascii_xdigit_value (name_hex[2 * i + 1]);
+
+      if (hi < 0 || lo < 0) {
+        g_printerr ("fh-testclient: bad --name-hex\n");
+        return 2;
+      }
+      hello.name[i] = (char) (hi << 4 | lo);
+    }
+  }
   if (tids) {
     g_auto (GStrv) list = g_strsplit (tids, ",", -1);
 
@@ -421,10 +465,21 @@ main (int argc, char **argv)
       FhClose cl;
       FhError err;
 
-      if (!fhtc_next_frame (c, 30000, &f, &error))
+      if (!fhtc_next_frame (c, 30000, &f, &error)) {
+        if (g_strcmp0 (expect_close, "none") == 0 &&
+            g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED)) {
+          printf ("closed without CLOSE\n");
+          break;
+        }
         goto fail;
+      }
       if (f.msg_type != FH_MSG_CLOSE)
         continue;
+      if (g_strcmp0 (expect_close, "none") == 0) {
+        g_printerr ("fh-testclient: the agent answered our CLOSE with a CLOSE\n");
+        ret = 1;
+        break;
+      }
       if (!fh_decode_close (&f, &cl, &err)) {
         g_printerr ("fh-testclient: bad CLOSE: %s\n", err.text);
         ret = 1;

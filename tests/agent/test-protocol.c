@@ -339,8 +339,22 @@ test_welcome_grants_close (void)
   g_assert_true (fh_decode_close (&f, &co, &err));
   g_assert_cmpuint (co.reason, ==, FH_CLOSE_DUPLICATE);
   g_assert_cmpstr (co.text, ==, "replaced");
+  /* PB-9: an unknown reason, reserved fields set, a text without NUL: still a close. */
   buf[8] = FH_CLOSE_REASON_MAX + 1;
+  buf[10] = 1;
+  buf[12] = 1;
+  g_assert_true (fh_decode_close (&f, &co, &err));
+  g_assert_cmpuint (co.reason, ==, FH_CLOSE_REASON_MAX + 1);
+  g_assert_cmpstr (fh_close_reason_name (co.reason), ==, "unknown");
+  g_assert_cmpstr (co.text, ==, "replaced");
+  memset (buf + 16, 'x', FH_TEXT_MAX);
+  g_assert_true (fh_decode_close (&f, &co, &err));
+  g_assert_cmpstr (co.text, ==, "");
+  /* only the length makes a CLOSE malformed */
+  n = fh_encode_raw (buf, sizeof buf, 8, FH_MSG_CLOSE, 0, "\0\0\0\0\0\0\0\0", 8);
+  f = parse_ok (buf, n);
   g_assert_false (fh_decode_close (&f, &co, &err));
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_MALFORMED);
   /* Overlong text is cut and stays NUL-terminated. */
   {
     char longtext[300];
@@ -409,11 +423,46 @@ test_random (void)
   g_rand_free (r);
 }
 
+/* PA-6, PB-10: peer text made safe for logs, JSON and labels. */
+static void
+test_text_sanitize (void)
+{
+  static const struct {
+    const char *in;
+    const char *out;
+  } cases[] = {
+    { "vm-a", "vm-a" },
+    { "", "" },
+    { "caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93" }, /* valid UTF-8 stays */
+    { "a\nb\tc\x1b[0m", "a\\x0ab\\x09c\\x1b[0m" },
+    { "back\\slash \"q\"", "back\\\\slash \"q\"" },
+    { "del\x7f", "del\\x7f" },
+    { "bad\xff\xfe" "end", "bad\xef\xbf\xbd\xef\xbf\xbd" "end" },    /* U+FFFD each */
+    { "c1\xc2\x85 rlo\xe2\x80\xae ls\xe2\x80\xa8", "c1\\u{0085} rlo\\u{202e} ls\\u{2028}" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *s = fh_text_sanitize (cases[i].in, -1);
+
+    g_assert_cmpstr (s, ==, cases[i].out);
+    g_assert_true (g_utf8_validate (s, -1, NULL));
+    for (const char *p = s; *p; p++)
+      g_assert_true ((guchar) *p >= 0x20 && *p != 0x7f);
+  }
+  /* a length: bytes after it are not read, a NUL inside ends the text */
+  {
+    g_autofree char *s = fh_text_sanitize ("abc\x01" "def", 4);
+
+    g_assert_cmpstr (s, ==, "abc\\x01");
+  }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/protocol/header", test_header);
+  g_test_add_func ("/protocol/text-sanitize", test_text_sanitize);
   g_test_add_func ("/protocol/hello", test_hello);
   g_test_add_func ("/protocol/hints", test_hints);
   g_test_add_func ("/protocol/welcome-grants-close", test_welcome_grants_close);

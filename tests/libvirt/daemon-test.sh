@@ -144,6 +144,26 @@ within 10 "the vCPU is active" jq_is '.[0].active' true vcpus fh-e2e-vm
 within 5 "ceiling 50% from libvirt applies" file_is "$POL/policy2/scaling_max_freq" 1600000
 jq_is ".[] | select(.name==\"fh-e2e-vm\") | .operator_source" libvirt vms || fail "operator source"
 
+# LM-10: a device with the domain's name but another (non-nil) UUID is a
+# QEMU outside libvirt: no libvirt settings by name.  The nil UUID is
+# matched by name.
+other=0badc0de-0000-4000-8000-000000000001
+nil=00000000-0000-0000-0000-000000000000
+for u in $other $nil; do
+	"$FH_TESTCLIENT" --socket "$T/dev.sock" --name fh-e2e-vm --uuid $u --vcpus 1 --hold 30 \
+		>"$T/client-$u.out" 2>&1 &
+	echo $! >"$T/client-$u.pid"
+done
+within 10 "the two look-alikes connect" jq_is '[.[] | select(.name=="fh-e2e-vm")] | length' 3 vms
+jq_is ".[] | select(.uuid==\"$other\") | .operator_source" null vms ||
+	fail "a non-libvirt UUID got the domain's settings by name"
+jq_is ".[] | select(.uuid==\"$other\") | .operator.max" 1024 vms || fail "look-alike's ceiling"
+jq_is ".[] | select(.uuid==\"$nil\") | .operator_source" libvirt vms ||
+	fail "the nil UUID was not matched by name"
+jq_is ".[] | select(.uuid==\"$nil\") | .operator.max" 512 vms || fail "nil UUID's ceiling"
+for u in $other $nil; do kill "$(cat "$T/client-$u.pid")"; done
+within 5 "the look-alikes are gone" jq_is '[.[] | select(.name=="fh-e2e-vm")] | length' 1 vms
+
 set_md fh-e2e-vm '<freqhint><ceiling>25</ceiling></freqhint>'
 within 1 "lowering the ceiling to 25% moves scaling_max_freq" file_is "$POL/policy2/scaling_max_freq" 800000
 set_md fh-e2e-vm '<freqhint><ceiling>max</ceiling></freqhint>'
