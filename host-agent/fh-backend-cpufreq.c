@@ -6,6 +6,14 @@
  * The host's own values are saved to the state directory before the first
  * write and restored on exit; if the daemon died without restoring, the
  * next start finds the file and restores from it before anything else.
+ *
+ * Writes are rate-limited per policy (MR-20): a change after a quiet
+ * interval is written at once, later ones within min_write_interval wait
+ * for its end and only the latest is written.  Governors act on the same
+ * time scale, and each write costs the kernel a QoS update and a governor
+ * limits callback, so following every step of a vCPU's perf walk buys
+ * nothing.  A timer makes sure the last pending value (a release back to
+ * the originals included) is written even if no decision follows.
  */
 #define G_LOG_DOMAIN "freqhintd"
 
@@ -23,12 +31,19 @@ typedef struct {
   gint64 retry_at_us;
   gint64 backoff_us;
   gboolean failing;
+  gint64 last_write_us; /* when this policy was last written; 0 never */
+  gboolean pending;     /* a change waits for the interval's end */
 } PolicyState;
 
 typedef struct {
   PolicyState *st; /* one per host policy */
   gboolean saved;  /* originals are on disk */
+  FhBackend *self;
+  guint timer;        /* fires at timer_at_us: pending changes are due */
+  gint64 timer_at_us;
 } CpufreqPriv;
+
+static void cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us);
 
 static char *
 policy_attr (FhBackend *self, guint id, const char *attr)
@@ -171,11 +186,45 @@ save_originals (FhBackend *self, GError **error)
 }
 
 static gboolean
+pending_due (gpointer data)
+{
+  CpufreqPriv *priv = data;
+
+  priv->timer = 0;
+  cpufreq_apply (priv->self, NULL, g_get_monotonic_time ());
+  return G_SOURCE_REMOVE;
+}
+
+/* Arm the timer for the earliest pending policy, or disarm it. */
+static void
+schedule_pending (FhBackend *self, gint64 now_us)
+{
+  CpufreqPriv *priv = self->priv;
+  gint64 at = G_MAXINT64;
+
+  for (guint i = 0; i < self->host->policies->len; i++) {
+    PolicyState *st = &priv->st[i];
+
+    if (st->pending)
+      at = MIN (at, st->last_write_us + self->min_write_interval_us);
+  }
+  if (priv->timer && priv->timer_at_us == at)
+    return;
+  g_clear_handle_id (&priv->timer, g_source_remove);
+  if (at == G_MAXINT64)
+    return;
+  priv->timer_at_us = at;
+  priv->timer = g_timeout_add ((guint) MAX (1, (at - now_us + 999) / G_TIME_SPAN_MILLISECOND),
+                               pending_due, priv);
+}
+
+static gboolean
 cpufreq_start (FhBackend *self, GError **error)
 {
   CpufreqPriv *priv = g_new0 (CpufreqPriv, 1);
 
   self->priv = priv;
+  priv->self = self;
   if (self->host->policies->len == 0) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
                  "no cpufreq policies under %s/devices/system/cpu/cpufreq", self->paths->sysfs);
@@ -213,16 +262,29 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
                         p->available->len };
 
       fh_freq_limits (&t, p->decision.floor, p->decision.ceiling, &min_khz, &max_khz);
+      fh_freq_quantize (&t, self->quantum_khz, &min_khz, &max_khz);
     } else {
       min_khz = st->orig_min;
       max_khz = st->orig_max;
     }
     if (min_khz == p->applied_min_khz && max_khz == p->applied_max_khz) {
       st->failing = FALSE;
+      st->pending = FALSE;
       continue;
     }
-    if (st->failing && now_us < st->retry_at_us)
+    if (st->failing && now_us < st->retry_at_us) {
+      st->pending = FALSE; /* the poll tick retries */
       continue;
+    }
+    /* Inside the interval: the timer writes whatever is latest by then.
+     * Half a millisecond of slack absorbs the timer's rounding. */
+    if (st->last_write_us != 0 &&
+        now_us - st->last_write_us < self->min_write_interval_us - 500) {
+      st->pending = TRUE;
+      continue;
+    }
+    st->pending = FALSE;
+    st->last_write_us = now_us;
     /* Never change what we could not put back. */
     if (!priv->saved && !save_originals (self, &error)) {
       g_warning ("saving original cpufreq limits: %s; not writing", error->message);
@@ -253,6 +315,7 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     st->backoff_us = 0;
     g_debug ("policy%u: %u..%u kHz", p->id, min_khz, max_khz);
   }
+  schedule_pending (self, now_us);
 }
 
 static void
@@ -263,6 +326,8 @@ cpufreq_stop (FhBackend *self)
 
   if (!priv || !priv->st)
     return;
+  /* On exit nothing waits: the originals go back now. */
+  g_clear_handle_id (&priv->timer, g_source_remove);
   for (guint i = 0; i < self->host->policies->len; i++) {
     FhPolicy *p = g_ptr_array_index (self->host->policies, i);
     PolicyState *st = &priv->st[i];
@@ -290,8 +355,10 @@ cpufreq_free (FhBackend *self)
 {
   CpufreqPriv *priv = self->priv;
 
-  if (priv)
+  if (priv) {
+    g_clear_handle_id (&priv->timer, g_source_remove);
     g_free (priv->st);
+  }
   g_free (priv);
 }
 

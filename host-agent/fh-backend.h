@@ -42,6 +42,10 @@ struct _FhBackend {
   FhHost *host;         /* not owned */
   const FhPaths *paths; /* not owned */
   char *state_dir;
+  /* cpufreq: at most one write per policy per interval (MR-20); 0 = none */
+  gint64 min_write_interval_us;
+  /* cpufreq: round table-less policies' limits to this (MR-19); 0 = none */
+  guint quantum_khz;
   guint64 writes;
   guint64 write_failures;
   gpointer priv;

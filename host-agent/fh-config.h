@@ -43,6 +43,8 @@ typedef struct {
   gboolean check_thread_owner;
   gboolean perf_as_floor;
   double perf_headroom; /* < 0: auto */
+  guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
+  guint cpufreq_quantum_khz;           /* [cpufreq] quantum_khz, 0: off */
   GHashTable *vms;      /* key -> FhVmConfig */
   gboolean mirror_ceiling; /* [libvirt] mirror_ceiling: write ceilings to vcpuN groups (LM-12) */
 } FhConfig;

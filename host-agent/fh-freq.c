@@ -43,3 +43,18 @@ fh_freq_limits (const FhFreqTable *t, guint floor_cap, guint ceiling_cap, guint 
   *min_khz = lo;
   *max_khz = MAX (hi, lo);
 }
+
+void
+fh_freq_quantize (const FhFreqTable *t, guint quantum_khz, guint *min_khz, guint *max_khz)
+{
+  guint64 lo, hi;
+
+  if (quantum_khz == 0 || (t->available_khz && t->n_available > 0))
+    return;
+  lo = ((guint64) *min_khz + quantum_khz - 1) / quantum_khz * quantum_khz;
+  hi = (guint64) *max_khz / quantum_khz * quantum_khz;
+  lo = CLAMP (lo, (guint64) t->cpuinfo_min_khz, (guint64) t->cpuinfo_max_khz);
+  hi = CLAMP (hi, (guint64) t->cpuinfo_min_khz, (guint64) t->cpuinfo_max_khz);
+  *min_khz = (guint) lo;
+  *max_khz = (guint) MAX (hi, lo);
+}

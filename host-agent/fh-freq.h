@@ -23,3 +23,14 @@ guint fh_freq_from_capacity (const FhFreqTable *t, guint cap);
  */
 void fh_freq_limits (const FhFreqTable *t, guint floor_cap, guint ceiling_cap, guint *min_khz,
                      guint *max_khz);
+
+/*
+ * Policies without scaling_available_frequencies (intel_pstate, amd-pstate)
+ * take any kHz, so every small move of a vCPU's request would be a new
+ * value to write.  Rounding to a quantum (100 MHz is a P-state ratio step)
+ * keeps the limits where the hardware resolves them anyway: the floor
+ * rounds UP (never less than asked), the ceiling DOWN (never more), both
+ * stay inside cpuinfo_min..max, and the ceiling never ends below the floor.
+ * A quantum of 0, or a policy with a table, leaves the limits unchanged.
+ */
+void fh_freq_quantize (const FhFreqTable *t, guint quantum_khz, guint *min_khz, guint *max_khz);

@@ -55,7 +55,9 @@ static const char *const malformed_kinds[] = {
   "second-hello", "grants-from-device", "bad-ping", "truncated-hints", "half-frame",
   /* our own CLOSE: a plain one; unknown reason, reserved fields set, no NUL;
    * a hostile text; the wrong length */
-  "close-normal", "close-odd", "close-hostile", "close-short", NULL,
+  "close-normal", "close-odd", "close-hostile", "close-short",
+  /* bad-record half a second after the handshake (GRANTS has gone out) */
+  "late-bad-record", NULL,
 };
 
 static gboolean
@@ -109,7 +111,7 @@ build_malformed (const char *kind, const FhHello *hello, uint8_t *buf, size_t si
   }
   if (strcmp (kind, "partial-first") == 0)
     return fh_encode_hints (buf, size, &h);
-  if (strcmp (kind, "bad-record") == 0) {
+  if (strcmp (kind, "bad-record") == 0 || strcmp (kind, "late-bad-record") == 0) {
     h.records[0].vcpu = hello->num_vcpus;
     return fh_encode_hints (buf, size, &h);
   }
@@ -350,7 +352,7 @@ main (int argc, char **argv)
       "short-hello hello-wrong-length name-no-nul zero-vcpus silent partial-first bad-record "
       "min-gt-max over-scale bad-flags perf-not-negotiated second-hello grants-from-device "
       "bad-ping truncated-hints half-frame; or a CLOSE: close-normal close-odd close-hostile "
-      "close-short", "KIND" },
+      "close-short; late-bad-record", "KIND" },
     { "stream-mib", 0, 0, G_OPTION_ARG_INT, &stream_mib,
       "After the handshake, send this many MiB of FULL HINTS frames as fast as the agent "
       "reads them (answering PINGs), print \"streamed N bytes in S s\", then carry on", "MIB" },
@@ -455,6 +457,8 @@ main (int argc, char **argv)
           !send_specs (c, (char *[]){ "0:100:200", NULL }, TRUE, hello.num_vcpus, &seq, &error))
         goto fail;
     }
+    if (strcmp (malformed, "late-bad-record") == 0)
+      g_usleep (500 * G_TIME_SPAN_MILLISECOND);
     if (strcmp (malformed, "silent") != 0) {
       n = build_malformed (malformed, &hello, buf, sizeof buf);
       if (!n || !fhtc_send (c, buf, n, &error))

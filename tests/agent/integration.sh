@@ -751,6 +751,22 @@ case_socket_group() {
 	start_daemon cpufreq   # (stop_daemon at the end expects one)
 }
 
+# PB-4, PB-8: a connection closed while half a frame is still queued gets
+# no CLOSE after that half (fh-sendfault: the first GRANTS goes out half,
+# then the socket takes nothing more of it).
+case_close_after_partial() {
+	[ -f "${FH_SENDFAULT_LIB:-}" ] || fail "\$FH_SENDFAULT_LIB is not built"
+	fixture; thread 2401 2 2
+	FH_SENDFAULT=grants-half LD_PRELOAD=$FH_SENDFAULT_LIB \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" start_daemon cpufreq
+	timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name half --uuid $U1 --vcpus 1 \
+		--malformed late-bad-record --expect-close none >"$T/client-half.out" 2>&1 ||
+		{ cat "$T/client-half.out" >&2; fail "a frame followed half a GRANTS frame"; }
+	grep -q '^closed without CLOSE' "$T/client-half.out" || fail "not closed"
+	grep -q 'closing (malformed)' "$T/daemon.log" || fail "the bad record did not close it"
+	expect_jq '.rejected.malformed' 1 status
+}
+
 # LM-12: with [libvirt] mirror_ceiling=true the operator ceiling goes into
 # cpu.uclamp.max of the vCPU thread's own vcpuN group -- never into a
 # group the thread shares (emulator), and not at all when off.

@@ -348,6 +348,51 @@ test_freq (void)
   }
 }
 
+static void
+test_freq_quantize (void)
+{
+  static const guint avail[] = { 3200000, 1600000, 800000 };
+  FhFreqTable t = { 800000, 3200000, avail, G_N_ELEMENTS (avail) };
+  FhFreqTable plain = { 800000, 3200000, NULL, 0 };
+  FhFreqTable odd = { 850000, 3150000, NULL, 0 };
+  guint lo, hi;
+
+  /* 937500..2187500: floor up to 1000000, ceiling down to 2100000 */
+  fh_freq_limits (&plain, 300, 700, &lo, &hi);
+  fh_freq_quantize (&plain, 100000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 1000000);
+  g_assert_cmpuint (hi, ==, 2100000);
+  /* exact multiples stay */
+  lo = 1600000, hi = 2000000;
+  fh_freq_quantize (&plain, 100000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 1600000);
+  g_assert_cmpuint (hi, ==, 2000000);
+  /* one quantum apart would cross: the ceiling is raised to the floor */
+  lo = 1450001, hi = 1450002;
+  fh_freq_quantize (&plain, 100000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 1500000);
+  g_assert_cmpuint (hi, ==, 1500000);
+  /* ends that are not multiples: stay inside cpuinfo_min..max */
+  lo = 3100001, hi = 3150000;
+  fh_freq_quantize (&odd, 100000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 3150000);
+  g_assert_cmpuint (hi, ==, 3150000);
+  lo = 850000, hi = 850000;
+  fh_freq_quantize (&odd, 100000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 900000);
+  g_assert_cmpuint (hi, ==, 900000);
+  lo = 850000, hi = 899999;
+  fh_freq_quantize (&odd, 1000000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 1000000);
+  g_assert_cmpuint (hi, ==, 1000000);
+  /* a table, or quantum 0: unchanged */
+  lo = 937500, hi = 2187500;
+  fh_freq_quantize (&t, 100000, &lo, &hi);
+  fh_freq_quantize (&plain, 0, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 937500);
+  g_assert_cmpuint (hi, ==, 2187500);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -358,5 +403,6 @@ main (int argc, char **argv)
   g_test_add_func ("/merge/aggregate", test_aggregate);
   g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);
   g_test_add_func ("/merge/freq", test_freq);
+  g_test_add_func ("/merge/freq-quantize", test_freq_quantize);
   return g_test_run ();
 }
