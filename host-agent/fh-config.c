@@ -41,6 +41,12 @@ fh_config_new (void)
   c->check_thread_owner = TRUE;
   c->perf_as_floor = TRUE;
   c->perf_headroom = -1;
+  /* One write per policy per 50 ms at most: a governor's own time scale
+   * (ondemand samples every 10..100 ms), long enough to coalesce a perf
+   * walk, short next to a clamp a person or a tool set. */
+  c->cpufreq_min_write_interval_ms = 50;
+  /* 100 MHz: the P-state ratio step of intel_pstate and amd-pstate. */
+  c->cpufreq_quantum_khz = 100000;
   c->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vm_config_free);
   return c;
 }
@@ -211,6 +217,9 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_uint (kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
       !take_uint (kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms, error) ||
       !take_uint (kf, "daemon", "max_connections", 1, 4096, &c->max_connections, error) ||
+      !take_uint (kf, "cpufreq", "min_write_interval_ms", 0, 10000,
+                  &c->cpufreq_min_write_interval_ms, error) ||
+      !take_uint (kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||
       !take_ids (kf, "allowed_uids", c->allowed_uids, error) ||
       !take_ids (kf, "allowed_gids", c->allowed_gids, error))
     return FALSE;

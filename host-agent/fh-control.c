@@ -185,6 +185,23 @@ on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, 
   return TRUE;
 }
 
+/* Root and the socket group only: owner root, group socket_group, mode 0660. */
+static gboolean
+restrict_socket (FhDaemon *daemon, const char *path, GError **error)
+{
+  gid_t gid;
+
+  if (!fh_config_socket_gid (daemon->config, &gid, error))
+    return FALSE;
+  if ((gid != (gid_t) -1 && chown (path, (uid_t) -1, gid) < 0) || chmod (path, 0660) < 0) {
+    int e = errno;
+
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 FhControl *
 fh_control_new (FhDaemon *daemon, const char *path, GError **error)
 {
@@ -213,8 +230,11 @@ fh_control_new (FhDaemon *daemon, const char *path, GError **error)
     fh_control_free (control);
     return NULL;
   }
-  /* Readable by the admin group; credentials are checked per connection too. */
-  chmod (path, 0660);
+  /* Like the device socket (PA-1); credentials are checked per connection too. */
+  if (!restrict_socket (daemon, path, error)) {
+    fh_control_free (control);
+    return NULL;
+  }
   g_signal_connect (control->service, "incoming", G_CALLBACK (on_incoming), control);
   g_socket_service_start (control->service);
   return control;

@@ -444,6 +444,9 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->backend = fh_backend_new (config->backend, d->host, &d->paths, config->state_dir, error);
   if (!d->backend)
     goto fail;
+  d->backend->min_write_interval_us =
+      (gint64) config->cpufreq_min_write_interval_ms * G_TIME_SPAN_MILLISECOND;
+  d->backend->quantum_khz = config->cpufreq_quantum_khz;
   g_ptr_array_add (d->vm_sources, fh_vm_source_config_new (config));
   choose_headroom (d);
   return d;

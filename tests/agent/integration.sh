@@ -702,7 +702,7 @@ case_hostile_name() {
 	grep -qF '{x="y"}\u{202e}" ('$U1') disconnected' "$T/daemon.log" || fail "disconnect not logged escaped"
 }
 
-# PA-1: the device socket is 0660 and belongs to socket_group; a missing
+# PA-1: the device and control sockets are 0660 and belong to socket_group; a missing
 # directory is created 0750 for that group; a directory others may write
 # is refused; an unknown group is an error.
 case_socket_group() {
@@ -719,6 +719,8 @@ case_socket_group() {
 	start_daemon cpufreq
 	[ "$(stat -c '%a %G' "$T/dev.sock")" = "660 nogroup" ] ||
 		fail "socket is $(stat -c '%a %G' "$T/dev.sock"), want 660 nogroup"
+	[ "$(stat -c '%a %G' "$T/ctl.sock")" = "660 nogroup" ] ||
+		fail "control socket is $(stat -c '%a %G' "$T/ctl.sock"), want 660 nogroup"
 	stop_daemon
 	# a directory that does not exist yet
 	sed -i "s|^socket_group=.*|&\nsocket=$T/run/fh/dev.sock|" "$T/freqhintd.conf"
