@@ -157,8 +157,8 @@ case_cpufreq_several_vms() {
 	expect_file "$POL/policy0/scaling_max_freq" 3200000
 	expect_file "$POL/policy2/scaling_min_freq" 1200000     # 937.5 MHz snaps up
 	expect_file "$POL/policy2/scaling_max_freq" 1600000     # 1875 MHz snaps down
-	expect_file "$POL/policy6/scaling_min_freq" 937500      # no table: not snapped
-	expect_file "$POL/policy6/scaling_max_freq" 1875000
+	expect_file "$POL/policy6/scaling_min_freq" 1000000     # no table: 937.5 MHz up to 100 MHz steps
+	expect_file "$POL/policy6/scaling_max_freq" 1800000     # 1875 MHz down
 	expect_file "$POL/policy4/scaling_min_freq" 800000      # untouched
 	expect_jq 'length' 2 vms
 	expect_jq '.connected_vms' 2 status
@@ -326,11 +326,11 @@ case_many_vms() {
 	# CPU 7 holds vm-7, vm-15, vm-23: floor is 23*40 = 920 -> 2875 MHz -> 3.2 GHz (policy6 has no table)
 	expect_jq '.[] | select(.cpu==7) | .floor' 920 cpus
 	expect_jq '.[] | select(.cpu==7) | .holders | length' 3 cpus
-	expect_file "$POL/policy6/scaling_min_freq" 2875000
+	expect_file "$POL/policy6/scaling_min_freq" 2900000     # 2875 MHz up to 100 MHz steps
 	for i in 7 15 23; do eval kill "\$VM_m$i"; done
 	expect_jq '.connected_vms' $((n - 3)) status
-	# policy6 now only CPU 6: vm-6 (240), vm-14 (560), vm-22 (880) -> 880 -> 2750 MHz
-	expect_file "$POL/policy6/scaling_min_freq" 2750000
+	# policy6 now only CPU 6: vm-6 (240), vm-14 (560), vm-22 (880) -> 880 -> 2750 -> 2800 MHz
+	expect_file "$POL/policy6/scaling_min_freq" 2800000
 }
 
 case_flood() {
@@ -457,7 +457,7 @@ case_sigterm_restores() {
 	start_daemon cpufreq
 	start_vm a vm-a $U1 1201,1202 --hint 0:1024:1024 --hint 1:0:300
 	expect_file "$POL/policy0/scaling_min_freq" 3200000
-	expect_file "$POL/policy6/scaling_max_freq" 937500
+	expect_file "$POL/policy6/scaling_max_freq" 900000      # 937.5 MHz down to 100 MHz steps
 	[ -f "$T/state/cpufreq-saved.ini" ] || fail "originals not saved before writing"
 	kill -TERM "$DPID"; wait "$DPID"; local rc=$?; DPID=
 	[ $rc = 0 ] || fail "freqhintd exited $rc after SIGTERM"
@@ -813,6 +813,50 @@ case_mirror_ceiling() {
 # freqhintctl answering throughout (each call within 10 s, 40 s when freqhintd is
 # built with ASan); peak RSS reported.
 # LOAD_VMS, LOAD_VCPUS, LOAD_SECONDS, LOAD_RATE override.
+# MR-20: a burst of changes to one policy costs a bounded number of writes
+# (leading edge, then at most one per min_write_interval_ms, latest wins),
+# the final state is the last request, and a release is never lost.
+case_write_rate_limit() {
+	EXTRA_CONF=$'[cpufreq]\nmin_write_interval_ms=1000'
+	fixture; thread 1301 6 6
+	start_daemon cpufreq
+	mkfifo "$T/in"
+	( exec 3>"$T/in"; sleep 60 ) & CLIENTS+=($!)
+	(
+		"$MKFIXTURE" tgid "$FX" 1301 "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-a --uuid $U1 --vcpus 1 \
+			--tids 1301 --hint 0:256:1024 --stdin <"$T/in"
+	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
+	exec 4>"$T/in"
+	expect_file "$POL/policy6/scaling_min_freq" 800000      # 256 -> 800 MHz
+	sleep 1.2                                              # a quiet interval
+	local w0 w1 i t0 t1 bound
+	w0=$(ctl --json status | jq -r .backend_writes_total)
+	# leading edge: an isolated change is written at once, not after 1 s
+	echo "hint 0:320:1024" >&4                            # 1000 MHz
+	for i in $(seq 8); do file_is "$POL/policy6/scaling_min_freq" 1000000 && break; sleep 0.1; done
+	file_is "$POL/policy6/scaling_min_freq" 1000000 || fail "isolated change not written at once"
+	t0=$(date +%s%N)
+	for i in $(seq 50); do echo "hint 0:$((300 + 10 * i)):1024" >&4; done   # ends at 800
+	t1=$(date +%s%N)
+	expect_file "$POL/policy6/scaling_min_freq" 2500000     # 800 -> 2500 MHz, the latest
+	expect_jq '.[0].effective.min' 800 vcpus vm-a
+	sleep 1.2
+	file_is "$POL/policy6/scaling_min_freq" 2500000 || fail "final state not kept"
+	w1=$(ctl --json status | jq -r .backend_writes_total)
+	# one write for the isolated change, then per started interval of the
+	# burst at most one (the trailing one included); only the minimum moves
+	bound=$((1 + 2 + (t1 - t0) / 1000000000))
+	echo "rate limit: $((w1 - w0)) writes for 51 changes in $(((t1 - t0) / 1000000)) ms (bound $bound)" >&2
+	[ $((w1 - w0)) -le $bound ] || fail "$((w1 - w0)) writes for a burst, want <= $bound"
+	# a release inside the interval still happens, at its end
+	echo "hint 0:900:1024" >&4
+	echo "hint 0:none" >&4
+	expect_file "$POL/policy6/scaling_min_freq" 800000
+	expect_jq '.[] | select(.cpu==6) | .active' false cpus
+	exec 4>&-
+}
+
 case_load() {
 	[ -x "${FH_LOADCLIENT:-}" ] || fail "\$FH_LOADCLIENT is not an executable"
 	local vms=${LOAD_VMS:-1000} vcpus=${LOAD_VCPUS:-16} secs=${LOAD_SECONDS:-20}

@@ -135,10 +135,11 @@ vm_connected() {
 		'[.. | objects | select(.uuid? == $u)] | length > 0'
 }
 
-# vcpu_hint_is VCPU MIN MAX: what freqhintd holds as the guest's request.
-vcpu_hint_is() {
-	ctl_json vcpus | jq -e --argjson i "$1" --argjson lo "$2" --argjson hi "$3" \
-		'[.[] | select(.vcpu == $i)][0].hint | .min == $lo and .max == $hi'
+# vcpu_hint_near VCPU MIN MAX TOL: freqhintd holds the guest's request
+# MIN (within TOL)..MAX for VCPU.
+vcpu_hint_near() {
+	ctl_json vcpus | jq -e --argjson i "$1" --argjson lo "$2" --argjson hi "$3" --argjson t "$4" \
+		'[.[] | select(.vcpu == $i)][0].hint | ((.min - $lo) | fabs) < $t and .max == $hi'
 }
 
 pdir() { echo "$E2E_FX/sys/devices/system/cpu/cpufreq/policy$1"; }
