@@ -22,25 +22,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1 */
-struct attr {
-  uint32_t size, sched_policy;
-  uint64_t sched_flags;
-  int32_t sched_nice;
-  uint32_t sched_priority;
-  uint64_t sched_runtime, sched_deadline, sched_period;
-  uint32_t sched_util_min, sched_util_max;
-};
+#include <linux/sched.h>
+#include <linux/sched/types.h>
 
-#define RESET_ON_FORK 0x01
-#define KEEP_POLICY 0x08
-#define KEEP_PARAMS 0x10
-#define UTIL_CLAMP_MIN 0x20
-#define UTIL_CLAMP_MAX 0x40
-#define POLICY_BATCH 3
 
 static int
-get (pid_t tid, struct attr *a)
+get (pid_t tid, struct sched_attr *a)
 {
   memset (a, 0, sizeof *a);
   if (syscall (SYS_sched_getattr, tid, a, sizeof *a, 0) < 0) {
@@ -51,7 +38,7 @@ get (pid_t tid, struct attr *a)
 }
 
 static int
-set (pid_t tid, struct attr *a)
+set (pid_t tid, struct sched_attr *a)
 {
   a->size = sizeof *a;
   if (syscall (SYS_sched_setattr, tid, a, 0) < 0) {
@@ -62,16 +49,16 @@ set (pid_t tid, struct attr *a)
 }
 
 static void
-print (const struct attr *a)
+print (const struct sched_attr *a)
 {
   printf ("policy=%u nice=%d reset_on_fork=%d min=%u max=%u\n", a->sched_policy, a->sched_nice,
-          (a->sched_flags & RESET_ON_FORK) ? 1 : 0, a->sched_util_min, a->sched_util_max);
+          (a->sched_flags & SCHED_FLAG_RESET_ON_FORK) ? 1 : 0, a->sched_util_min, a->sched_util_max);
 }
 
 int
 main (int argc, char **argv)
 {
-  struct attr a;
+  struct sched_attr a;
   pid_t tid;
 
   if (argc < 3)
@@ -85,12 +72,12 @@ main (int argc, char **argv)
   }
   if (strcmp (argv[1], "batch") == 0 && argc == 4) {
     memset (&a, 0, sizeof a);
-    a.sched_policy = POLICY_BATCH;
+    a.sched_policy = SCHED_BATCH;
     a.sched_nice = atoi (argv[3]);
     return set (tid, &a) < 0;
   }
   if (strcmp (argv[1], "fork") == 0 && argc == 3) {
-    struct attr mine;
+    struct sched_attr mine;
     pid_t child;
     int status;
 
@@ -99,7 +86,7 @@ main (int argc, char **argv)
       return 1;
     mine = a;
     mine.sched_flags =
-        (a.sched_flags & RESET_ON_FORK) | KEEP_PARAMS | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX;
+        (a.sched_flags & SCHED_FLAG_RESET_ON_FORK) | SCHED_FLAG_KEEP_PARAMS | SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
     if (set (0, &mine) < 0)
       return 1;
     fflush (stdout);
