@@ -271,7 +271,7 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       if (!load_vm (c, kf, *g, error))
         return FALSE;
     } else if (strcmp (*g, "daemon") != 0 && strcmp (*g, "metrics") != 0 &&
-               strcmp (*g, "merge") != 0) {
+               strcmp (*g, "merge") != 0 && strcmp (*g, "cpufreq") != 0) {
       g_warning ("%s: ignoring unknown section [%s]", path, *g);
     }
   }

@@ -67,7 +67,7 @@ vm_probe (FhDaemon *d, FhVm *vm)
     gboolean was_ok = v->tid_ok;
     const GArray *override = vm->settings.cpus;
 
-    fh_host_probe_thread (&d->paths, v->tid, d->host->n_cpus, &v->info);
+    fh_host_probe_thread_cached (&d->paths, d->cg_cache, v->tid, d->host->n_cpus, &v->info);
     v->tid_ok = v->info.exists && (!d->config->check_thread_owner || v->info.tgid == vm->pid);
     if (was_ok && !v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
@@ -357,9 +357,11 @@ poll_tick (gpointer data)
 
   if (fh_host_refresh_sys (d->host, &d->paths))
     g_message ("system clamp defaults now %u..%u", d->host->sys.min, d->host->sys.max);
+  d->cg_cache = fh_cgroup_cache_new ();
   g_hash_table_iter_init (&iter, d->vms);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     vm_probe (d, value);
+  g_clear_pointer (&d->cg_cache, g_hash_table_unref);
   /* Also the backends' retry point. */
   daemon_update (d);
   return G_SOURCE_CONTINUE;

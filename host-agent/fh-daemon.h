@@ -69,6 +69,7 @@ struct _FhDaemon {
   gboolean headroom_auto;
   const char *headroom_reason;
   guint poll_timer;
+  GHashTable *cg_cache; /* during a poll: cgroup levels read once */
   guint update_idle;
   gint64 last_update_us;
   gint64 started_us;

@@ -240,8 +240,20 @@ fh_thread_info_clear (FhThreadInfo *info)
  * controller stops being enabled: the thread's task group is the deepest
  * level that has them, so the walk stops there.
  */
+/* One level's files, as read_chain() found them; cached per poll. */
+typedef struct {
+  gboolean ok; /* FALSE: the walk stops here */
+  FhClamp level;
+} CgLevel;
+
+GHashTable *
+fh_cgroup_cache_new (void)
+{
+  return g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+}
+
 static GArray *
-read_chain (const FhPaths *paths, const FhCgroupPath *cg)
+read_chain (const FhPaths *paths, const FhCgroupPath *cg, GHashTable *cache)
 {
   GArray *levels = g_array_new (FALSE, FALSE, sizeof (FhClamp));
   g_auto (GStrv) parts = g_strsplit (cg->path, "/", -1);
@@ -258,16 +270,35 @@ read_chain (const FhPaths *paths, const FhCgroupPath *cg)
     if (strcmp (*p, "..") == 0 || strcmp (*p, ".") == 0)
       break;
     g_string_append_printf (rel, "/%s", *p);
+    if (cache) {
+      CgLevel *hit = g_hash_table_lookup (cache, rel->str);
+
+      if (hit && !hit->ok)
+        break;
+      if (hit) {
+        g_array_append_val (levels, hit->level);
+        continue;
+      }
+    }
     min_path = fh_path (paths, FH_ROOT_CGROUP, "%s/cpu.uclamp.min", rel->str);
     max_path = fh_path (paths, FH_ROOT_CGROUP, "%s/cpu.uclamp.max", rel->str);
     min_text = fh_read_small_file (min_path, NULL);
     max_text = fh_read_small_file (max_path, NULL);
-    if (!min_text || !max_text)
-      break;
-    if (!fh_parse_uclamp (min_text, &level.min, &error) ||
+    if (!min_text || !max_text ||
+        !fh_parse_uclamp (min_text, &level.min, &error) ||
         !fh_parse_uclamp (max_text, &level.max, &error)) {
-      g_warning ("cgroup %s: %s; ignoring this level and below", rel->str, error->message);
+      if (error)
+        g_warning ("cgroup %s: %s; ignoring this level and below", rel->str, error->message);
+      if (cache)
+        g_hash_table_insert (cache, g_strdup (rel->str), g_new0 (CgLevel, 1));
       break;
+    }
+    if (cache) {
+      CgLevel *e = g_new (CgLevel, 1);
+
+      e->ok = TRUE;
+      e->level = level;
+      g_hash_table_insert (cache, g_strdup (rel->str), e);
     }
     g_array_append_val (levels, level);
   }
@@ -276,6 +307,13 @@ read_chain (const FhPaths *paths, const FhCgroupPath *cg)
 
 void
 fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info)
+{
+  fh_host_probe_thread_cached (paths, NULL, tid, n_cpus, info);
+}
+
+void
+fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid, guint n_cpus,
+                             FhThreadInfo *info)
 {
   g_autofree char *status_path = fh_path (paths, FH_ROOT_PROC, "%u/status", tid);
   g_autofree char *cgroup_path = fh_path (paths, FH_ROOT_PROC, "%u/cgroup", tid);
@@ -325,7 +363,7 @@ fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInf
   if (cg) {
     info->cgroup =
         cg->version == 2 ? g_strdup (cg->path) : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
-    info->levels = read_chain (paths, cg);
+    info->levels = read_chain (paths, cg, cache);
   } else {
     if (error)
       g_debug ("tid %u: cgroup: %s", tid, error->message);

@@ -60,3 +60,12 @@ typedef struct {
 void fh_thread_info_clear (FhThreadInfo *info);
 /* Never fails: what cannot be read is left unknown and logged at debug level. */
 void fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info);
+/*
+ * The same, reading each cgroup directory's cpu.uclamp.* at most once per
+ * cache: many vCPU threads share parent groups (machine.slice, the VM's
+ * scope), so one cache for a whole poll saves most cgroupfs reads.
+ * fh_cgroup_cache_new() makes one; drop it after the poll.
+ */
+GHashTable *fh_cgroup_cache_new (void);
+void fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
+                                  guint n_cpus, FhThreadInfo *info);

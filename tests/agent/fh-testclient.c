@@ -320,6 +320,7 @@ main (int argc, char **argv)
   guint64 flooded = 0;
   gint64 next_flood = 0;
   gboolean use_stdin = FALSE, no_pong = FALSE;
+  gboolean stdin_unbuffered = FALSE;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GError) error = NULL;
   FhTestClient *c;
@@ -535,6 +536,12 @@ main (int argc, char **argv)
         next_flood += G_USEC_PER_SEC / flood;
       }
       wait_ms = MIN (wait_ms, (int) ((next_flood - now) / 1000));
+    }
+    if (use_stdin && !stdin_unbuffered) {
+      /* poll() sees the fd, not stdio's buffer: lines written in one burst
+       * would wait in the buffer unseen.  Read unbuffered instead. */
+      setvbuf (stdin, NULL, _IONBF, 0);
+      stdin_unbuffered = TRUE;
     }
     n = poll (pfd, use_stdin ? 2 : 1, wait_ms);
 
