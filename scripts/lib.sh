@@ -12,3 +12,19 @@ hash_inputs() { cat "$@" | sha256sum | cut -c1-16; }
 
 # Debian's python3, not whatever a pyenv shim puts first in PATH.
 PYTHON3=/usr/bin/python3
+
+# kernel_tree uclamp|stock|bookworm|DIR: the kernel build tree to compile
+# out-of-tree modules against (the project's uclamp kernel, Debian's
+# backports 6.12 headers, bookworm's 6.1 headers, or DIR as given).
+kernel_tree() {
+	local here_=${here:?}
+	case "$1" in
+	uclamp) echo "$("$here_/tests/guest/build-kernel.sh" --print-dir)/build" ;;
+	stock | bookworm)
+		local glob='6.12.*-amd64'
+		[ "$1" = bookworm ] && glob='6.1.*-amd64'
+		find /usr/src -maxdepth 1 -name "linux-headers-$glob" -printf '%p\n' | sort -V | tail -n1
+		;;
+	*) echo "$1" ;;
+	esac
+}

@@ -16,16 +16,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 
-newest_headers() {
-	find /usr/src -maxdepth 1 -name "linux-headers-$1" -printf '%p\n' | sort -V | tail -n1
-}
-
 case "${1:-}" in
-	uclamp) kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)/build ;;
-	stock) kdir=$(newest_headers '6.12.*-amd64') ;;
-	bookworm) kdir=$(newest_headers '6.1.*-amd64') ;;
 	"") die "usage: $0 uclamp|stock|bookworm|DIR [OUT.ko]" ;;
-	*) kdir=$1 ;;
+	*) kdir=$(kernel_tree "$1") ;;
 esac
 [ -n "$kdir" ] && [ -f "$kdir/Makefile" ] ||
 	die "kernel tree for '$1' not found (${kdir:-no match}): run scripts/setup.sh"

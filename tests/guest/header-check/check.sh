@@ -17,17 +17,9 @@ here=$(cd "$(dirname "$0")/../../.." && pwd)
 # set -e exits without a word; say where.
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
-# newest_headers GLOB: the newest /usr/src/linux-headers-GLOB directory.
-newest_headers() {
-	find /usr/src -maxdepth 1 -name "linux-headers-$1" -printf '%p\n' | sort -V | tail -n1
-}
-
 case "${1:-}" in
-	uclamp) kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)/build ;;
-	stock) kdir=$(newest_headers '6.12.*-amd64') ;;
-	bookworm) kdir=$(newest_headers '6.1.*-amd64') ;;
 	"") die "usage: $0 uclamp|stock|bookworm|DIR" ;;
-	*) kdir=$1 ;;
+	*) kdir=$(kernel_tree "$1") ;;
 esac
 if [ -z "$kdir" ] || [ ! -f "$kdir/Makefile" ]; then
 	die "kernel tree for '$1' not found (${kdir:-no match}): run scripts/setup.sh"
