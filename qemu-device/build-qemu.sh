@@ -11,13 +11,15 @@
 #   build-qemu.sh --print-dirs     refresh the source tree, print
 #                                  PRISTINE=, SOURCE= and BUILD= lines
 #
-# Everything heavy lives in $FREQHINT_CACHE/qemu/, outside the clone:
+# Everything heavy lives in $FREQHINT_CACHE/qemu/ (or $FREQHINT_QEMU_CACHE),
+# outside the clone:
 #   qemu_<ver>+ds.orig.tar.xz   the tarball apt names (sha256 checked)
 #   pristine-<ver>/             the tarball unpacked (without roms/), never edited
 #   src-<ver>/                  pristine + device files + patches
 #   build-<ver>/                configure/ninja output
 #   firmware-<ver>/             SeaBIOS + the option ROMs this build made
-#   ccache/                     compiler cache
+#   ccache/                     compiler cache ($FREQHINT_CCACHE_DIR overrides,
+#                               so several caches can share one)
 # The source tree is re-laid only when the device's inputs change (key:
 # QEMU version + hash of qemu-device/ and spec/include/), and only files whose
 # content changed are rewritten, so ninja rebuilds just what depends on them.
@@ -37,7 +39,7 @@ QEMU_VERSION=10.0.2
 QEMU_APT_SPEC=qemu/bookworm-backports
 TARGETS=(qemu-system-x86_64 tests/qtest/qos-test)
 
-cache=$FREQHINT_CACHE/qemu
+cache=${FREQHINT_QEMU_CACHE:-$FREQHINT_CACHE/qemu}
 tarball=$cache/qemu_$QEMU_VERSION+ds.orig.tar.xz
 pristine=$cache/pristine-$QEMU_VERSION
 src=$cache/src-$QEMU_VERSION
@@ -206,7 +208,7 @@ configure_args() {
 }
 
 ccache_env() {
-	export CCACHE_DIR=$cache/ccache
+	export CCACHE_DIR=${FREQHINT_CCACHE_DIR:-$cache/ccache}
 	export CCACHE_BASEDIR=$cache
 	export CCACHE_NOHASHDIR=1
 	export CCACHE_MAXSIZE=5G

@@ -55,7 +55,37 @@ BPO_PKGS=(
 	linux-image-amd64 linux-headers-amd64
 )
 
+# all_installed PKG...: true when dpkg has every PKG (an optional
+# /suite suffix ignored) installed; nothing is changed.
+all_installed() {
+	local p status
+	for p in "$@"; do
+		status=$(dpkg-query -W -f='${db:Status-Status}' "${p%%/*}" 2>/dev/null) || return 1
+		[ "$status" = installed ] || return 1
+	done
+}
+
+version_at_least() {
+	dpkg --compare-versions "$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null)" ge "$2"
+}
+
 install_packages() {
+	local hdr61 pkgs bpo=()
+	for p in "${BPO_PKGS[@]}"; do bpo+=("$p/bookworm-backports"); done
+	# A machine that has everything is left as it is: no sources rewritten,
+	# no apt run (so concurrent test runs never contend for dpkg's lock).
+	hdr61=$(dpkg-query -W -f='${Package}\n' 'linux-headers-6.1.0-*-amd64' 2>/dev/null |
+		grep -E '^linux-headers-6\.1\.0-[0-9]+-amd64$' | sort -V | tail -n1)
+	if [ -n "$hdr61" ]; then
+		pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
+		# Installed is not enough for backports packages: bookworm's own
+		# meson, libvirt or kernel are too old.
+		if all_installed "${pkgs[@]}" "${bpo[@]}" &&
+			version_at_least meson 1.5 && version_at_least libvirt0 11 &&
+			version_at_least linux-image-amd64 6.12; then
+			return 0
+		fi
+	fi
 	add_backports_sources
 	if [ ! -f "$FREQHINT_CACHE/.apt-updated" ]; then
 		apt-get update -q
@@ -63,12 +93,9 @@ install_packages() {
 	fi
 	export DEBIAN_FRONTEND=noninteractive
 	# The 6.1 headers package name carries the ABI number; ask apt for it.
-	local hdr61
 	hdr61=$(apt-cache search --names-only '^linux-headers-6\.1\.0-[0-9]+-amd64$' |
 		awk '{print $1}' | sort -V | tail -n1)
-	local pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
-	local bpo=()
-	for p in "${BPO_PKGS[@]}"; do bpo+=("$p/bookworm-backports"); done
+	pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
 	apt-get install -y -q --no-install-recommends "${pkgs[@]}" "${bpo[@]}"
 }
 
