@@ -58,11 +58,10 @@ BPO_PKGS=(
 # all_installed PKG...: true when dpkg has every PKG (an optional
 # /suite suffix ignored) installed; nothing is changed.
 all_installed() {
-	local p status
-	for p in "$@"; do
-		status=$(dpkg-query -W -f='${db:Status-Status}' "${p%%/*}" 2>/dev/null) || return 1
-		[ "$status" = installed ] || return 1
-	done
+	local names=("${@%%/*}") status
+	# One query for all: dpkg-query fails if it knows one of them not at all.
+	status=$(dpkg-query -W -f='${db:Status-Status}\n' "${names[@]}" 2>/dev/null) || return 1
+	[ "$(grep -cx installed <<<"$status")" = "${#names[@]}" ]
 }
 
 version_at_least() {
