@@ -35,26 +35,39 @@ e2e_cleanup() {
 	return "$rc"
 }
 
-# e2e_prepare_guest STORY SAMPLES: module, workloads and the initramfs.
-e2e_prepare_guest() {
-	local story=$1 samples=$2
+# e2e_static NAME SRC.c: a static guest program, built into the work dir;
+# prints "PATH:/bin/NAME" for e2e_make_initrd.
+e2e_static() {
+	cc -static -O2 -Wall -Werror -o "$E2E_DIR/$1" "$2" >&2 || die "cannot build $2"
+	echo "$E2E_DIR/$1:/bin/$1"
+}
+
+# e2e_make_initrd SCRIPT [HOST:GUEST]...: virtio_freqhint.ko for the uclamp
+# kernel, and the initramfs running SCRIPT as /test.sh with the files
+# given; sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
+# built now if its inputs changed: a build must not run inside the
+# deadline for QEMU's sockets to appear.
+e2e_make_initrd() {
+	local script=$1 a adds=()
+	shift
+	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
-	"$here/guest-driver/tests/build-module.sh" uclamp "$E2E_KO" >/dev/null
-	local w
-	for w in busy clampflood; do
-		cc -static -O2 -Wall -Werror -o "$E2E_DIR/$w" "$here/tests/e2e/$w.c" ||
-			die "cannot build $w"
-	done
-	echo "FREQHINT_E2E_SAMPLES=$samples" >"$E2E_DIR/env"
-	E2E_INITRD=$("$here/tests/guest/mkinitramfs.sh" --test "$story" \
+	"$here/guest-driver/tests/build-module.sh" uclamp "$E2E_KO" >/dev/null ||
+		die "building virtio_freqhint.ko failed"
+	E2E_INITRD=$("$here/tests/guest/mkinitramfs.sh" --test "$script" \
 		--kernel "$("$here/tests/guest/build-kernel.sh" --print-dir)" \
-		--module "$E2E_KO" --add "$E2E_DIR/busy:/bin/busy" \
-		--add "$E2E_DIR/clampflood:/bin/clampflood" \
-		--add "$E2E_DIR/env:/etc/freqhint-e2e.env")
-	# The project's QEMU, built now if its inputs changed: a build must not
-	# run inside the deadline for QEMU's sockets to appear.
+		--module "$E2E_KO" "${adds[@]}") || die "making the initramfs failed"
 	E2E_QEMU=${FREQHINT_QEMU:-$("$here/qemu-device/build-qemu.sh" --print-binary)} ||
 		die "building the project's QEMU failed"
+}
+
+# e2e_prepare_guest STORY SAMPLES: the story's guest (workloads, settings).
+e2e_prepare_guest() {
+	echo "FREQHINT_E2E_SAMPLES=$2" >"$E2E_DIR/env"
+	e2e_make_initrd "$1" \
+		"$(e2e_static busy "$here/tests/e2e/busy.c")" \
+		"$(e2e_static clampflood "$here/tests/e2e/clampflood.c")" \
+		"$E2E_DIR/env:/etc/freqhint-e2e.env"
 }
 
 e2e_make_fixture() {
@@ -92,15 +105,29 @@ stop_agent() {
 	rm -f "$E2E_DIR/control.sock"
 }
 
+# e2e_start_guest [--timeout S] [--device-props ,K=V...] [-- QEMU ARGS]: boot
+# E2E_INITRD with the device on $E2E_DIR/device.sock, the control port on
+# ttyS1 ($E2E_DIR/guest-ctl.sock) and QMP on $E2E_DIR/qmp.sock; QEMU ARGS
+# come after those (a further -serial is ttyS2).
 e2e_start_guest() {
+	local timeout=900 props= extra=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--timeout) timeout=$2; shift 2 ;;
+		--device-props) props=$2; shift 2 ;;
+		--) shift; extra=("$@"); break ;;
+		*) die "e2e_start_guest: unknown argument $1" ;;
+		esac
+	done
 	"$here/tests/guest/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
-		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout 900 --log "$E2E_CONSOLE" --quiet -- \
+		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
-		-device virtio-freqhint-pci,id=fh,chardev=fh0 \
+		-device "virtio-freqhint-pci,id=fh,chardev=fh0$props" \
 		-chardev "socket,id=ctl,path=$E2E_DIR/guest-ctl.sock,server=on,wait=off" \
 		-serial chardev:ctl \
 		-qmp "unix:$E2E_DIR/qmp.sock,server=on,wait=off" \
+		"${extra[@]}" \
 		>"$E2E_DIR/run-guest.out" 2>&1 &
 	E2E_GUEST_PID=$!
 }
