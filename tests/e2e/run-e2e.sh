@@ -154,12 +154,17 @@ while ctl_read line; do
 		fi
 		;;
 	flood-start)
+		# The agent's main loop must keep answering while the guest
+		# floods (the device bounds what reaches it).  The bound is for a
+		# loop that is blocked, not for speed: on a busy 2-core host an
+		# ASan freqhintctl answer can take a few hundred ms on its own.
 		before=$(qom_stats)
 		slow=$(agent_response_ms 8)
-		if [ "$slow" -lt 1000 ]; then
+		log "slowest of 8 freqhintctl answers during the flood: $slow ms"
+		if [ "$slow" -lt 5000 ]; then
 			verdict OK
 		else
-			verdict "expected every freqhintctl answer within 1000 ms during the flood; the slowest took $slow ms"
+			verdict "expected every freqhintctl answer within 5000 ms during the flood; the slowest took $slow ms"
 		fi
 		;;
 	flood)
