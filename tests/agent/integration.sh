@@ -61,6 +61,8 @@ expect_jq() {
 
 fixture() {
 	"$MKFIXTURE" host "$FX"
+	# fh-testclient links $FX/proc/<its pid>/cmdline to its real one (PA-18)
+	export FH_PROC_FIXTURE=$FX/proc
 	cat >"$T/freqhintd.conf" <<-EOC
 	[daemon]
 	poll_interval_ms=100
@@ -432,8 +434,10 @@ case_peer_credentials() {
 	kill "$DPID"; wait "$DPID"; DPID=
 	EXTRA_DAEMON="allowed_uids=65534"; fixture
 	start_daemon cpufreq
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
-		--malformed bad-record --expect-close malformed >"$T/client-nobody.out" 2>&1 ||
+	# (the fixture's cmdline link is made as root: uid 65534 cannot write there)
+	( mkdir -p "$FX/proc/$BASHPID"; ln -sf "/proc/$BASHPID/cmdline" "$FX/proc/$BASHPID/cmdline"
+	exec setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
+		--malformed bad-record --expect-close malformed ) >"$T/client-nobody.out" 2>&1 ||
 		fail "allowed uid 65534 did not get past the handshake"
 }
 
