@@ -368,7 +368,7 @@ main (int argc, char **argv)
   gboolean argv_none = FALSE;
   g_auto (GStrv) orig_argv = g_strdupv (argv);
   g_auto (GStrv) hints = NULL;
-  int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0;
+  int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0, fork_holder = 0;
   guint64 flooded = 0;
   gint64 next_flood = 0;
   gboolean use_stdin = FALSE, no_pong = FALSE;
@@ -414,6 +414,9 @@ main (int argc, char **argv)
       "NAME" },
     { "argv-uuid", 0, 0, G_OPTION_ARG_STRING, &argv_uuid,
       "-uuid in our own command line (default: --uuid)", "UUID" },
+    { "fork-holder", 0, 0, G_OPTION_ARG_INT, &fork_holder,
+      "After the handshake, fork a child that keeps the socket open this many seconds after "
+      "we exit (the peer process is gone, its socket is not)", "S" },
     { "argv-none", 0, 0, G_OPTION_ARG_NONE, &argv_none,
       "No -name or -uuid in our own command line", NULL },
     { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
@@ -578,6 +581,10 @@ main (int argc, char **argv)
     goto fail;
   printf ("ready\n");
   fflush (stdout);
+  if (fork_holder > 0 && fork () == 0) {
+    sleep ((unsigned) fork_holder);
+    _exit (0);
+  }
   if (stream_mib > 0 && !stream (c, &hello, (guint64) stream_mib << 20, no_pong, &seq, &error))
     goto fail;
 
@@ -663,5 +670,14 @@ main (int argc, char **argv)
 fail:
   g_printerr ("fh-testclient: %s\n", error ? error->message : "failed");
   fhtc_free (c);
+  /* A CLOSE during the handshake is what --expect-close may be waiting for. */
+  if (expect_close && error && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED)) {
+    g_autofree char *want = g_strdup_printf ("agent closed: %s: ", expect_close);
+
+    if (g_str_has_prefix (error->message, want)) {
+      printf ("close reason=%s\n", expect_close);
+      return 0;
+    }
+  }
   return 1;
 }

@@ -78,7 +78,7 @@ fixture() {
 
 start_daemon() {
 	local backend=${1:-cpufreq}
-	"$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
+	${DAEMON_WRAP:-} "$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
 		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
 		-v >>"$T/daemon.log" 2>&1 &
@@ -911,6 +911,8 @@ case_load() {
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 }
 
+# security.sh (and other case files) source this file for its helpers.
+[ -n "${FH_IT_LIBRARY:-}" ] && return 0
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools
