@@ -99,6 +99,40 @@ sec_peer_exits() {
 	expect_file "$POL/policy2/scaling_min_freq" 800000
 }
 
+# PA-19 at write time: a vCPU thread id that stopped being the VM's between
+# two polls (thread ids are reused) gets no sched_setattr().  No poll runs
+# here (poll interval 60 s); only a new hint triggers a decision.
+sec_uclamp_tid_reuse() {
+	fixture
+	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=60000/' "$T/freqhintd.conf"
+	start_daemon uclamp
+	mkfifo "$T/in"
+	( exec 3>"$T/in"; sleep 60 ) & CLIENTS+=($!)
+	(
+		"$MKFIXTURE" thread "$FX" "$BASHPID" 3 3 /machine.slice "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-u --uuid $U1 --vcpus 1 \
+			--tids "$BASHPID" --hint 0:512:1024 --stdin <"$T/in"
+	) >"$T/client-u.out" 2>&1 & CLIENTS+=($!)
+	local vm=$!
+	exec 4>"$T/in"
+	expect_jq '.backend_writes_total >= 1' true status     # (fails here: no CONFIG_UCLAMP_TASK)
+	sleep 1.2                                             # past the retry backoff
+	echo "hint 0:600:1024" >&4
+	eventually grep -q '^sent' "$T/client-u.out" || fail "hint not sent"
+	expect_jq '.[0].effective.min' 600 vcpus vm-u
+	local w; w=$(ctl --json status | jq .backend_writes_total)
+	[ "$w" -ge 2 ] || fail "the owned thread was not written ($w)"
+	# the thread id now belongs to another process (Tgid 1)
+	sed -i 's/^Tgid:.*/Tgid:\t1/' "$FX/proc/$vm/status"
+	sleep 1.2
+	echo "hint 0:700:1024" >&4
+	expect_jq '.[0].effective.min' 700 vcpus vm-u
+	sleep 0.5
+	jq_is '.backend_writes_total' "$w" status ||
+		fail "sched_setattr on a thread that is no longer the VM's ($(ctl --json status | jq .backend_writes_total) writes, was $w)"
+	exec 4>&-
+}
+
 # --- resource bounds (G-13) ----------------------------------------------------
 
 # 400 idle control connections against a daemon with 256 descriptors: no
@@ -150,6 +184,9 @@ sec_device_one_peer() {
 	"$FH_HOG" --unix "$T/dev.sock" --count 40 >"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
 	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
 	expect_jq '.rejected.overload' 38 status
+	# every refusal counted, at most 20 logged per 10 s
+	local logged; logged=$(grep -c 'closing (overload)' "$T/daemon.log")
+	[ "$logged" -le 20 ] || fail "$logged refusals logged: the log is not rate-limited"
 	start_vm a vm-a $U1 3401 --hint 0:512:1024
 	start_vm b vm-b $U2 3402 --hint 0:512:1024
 	expect_jq '.connected_vms' 2 status
