@@ -36,6 +36,13 @@ fh_config_new (void)
   c->keepalive_ms = FH_KEEPALIVE_MS;
   c->hello_timeout_ms = FH_HELLO_TIMEOUT_MS;
   c->max_connections = 256;
+  c->max_connections_per_process = 4;
+  c->max_connections_per_uid = 0;
+  c->max_vcpus = 16384;
+  c->control_max_clients = 16;
+  c->control_timeout_ms = 5000;
+  c->metrics_max_connections = 16;
+  c->metrics_timeout_ms = 3000;
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
@@ -216,7 +223,16 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_uint (kf, "daemon", "poll_interval_ms", 50, 60000, &c->poll_interval_ms, error) ||
       !take_uint (kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
       !take_uint (kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms, error) ||
-      !take_uint (kf, "daemon", "max_connections", 1, 4096, &c->max_connections, error) ||
+      !take_uint (kf, "daemon", "max_connections", 1, 65536, &c->max_connections, error) ||
+      !take_uint (kf, "daemon", "max_connections_per_process", 0, 65536,
+                  &c->max_connections_per_process, error) ||
+      !take_uint (kf, "daemon", "max_connections_per_uid", 0, 65536, &c->max_connections_per_uid,
+                  error) ||
+      !take_uint (kf, "daemon", "max_vcpus", 1, 1048576, &c->max_vcpus, error) ||
+      !take_uint (kf, "daemon", "control_max_clients", 1, 1024, &c->control_max_clients, error) ||
+      !take_uint (kf, "daemon", "control_timeout_ms", 100, 600000, &c->control_timeout_ms, error) ||
+      !take_uint (kf, "metrics", "max_connections", 1, 1024, &c->metrics_max_connections, error) ||
+      !take_uint (kf, "metrics", "timeout_ms", 100, 600000, &c->metrics_timeout_ms, error) ||
       !take_uint (kf, "cpufreq", "min_write_interval_ms", 0, 10000,
                   &c->cpufreq_min_write_interval_ms, error) ||
       !take_uint (kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||

@@ -87,6 +87,10 @@ fh_telemetry_status (FhDaemon *d)
   add_int (b, "backend_writes_total", d->backend->writes);
   add_int (b, "write_failures_total", d->backend->write_failures);
   add_int (b, "rejected_total", fh_daemon_rejected_total (d));
+  add_int (b, "identity_rejected_total", d->identity_rejected);
+  add_int (b, "accept_failures_total",
+           d->device ? fh_device_server_accept_failures (d->device) : 0);
+  add_int (b, "max_vcpus", d->config->max_vcpus);
   json_builder_set_member_name (b, "rejected");
   json_builder_begin_object (b);
   for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
@@ -373,6 +377,14 @@ fh_telemetry_metrics (FhDaemon *d)
       g_string_append_printf (
           s, "freqhint_rejected_frames_total{reason=\"%s\"} %" G_GUINT64_FORMAT "\n",
           fh_close_reason_name (r), d->rejected[r]);
+  family (s, "freqhint_identity_rejections_total", "counter",
+          "HELLOs refused because the name, UUID or a thread id is not the peer process's.");
+  g_string_append_printf (s, "freqhint_identity_rejections_total %" G_GUINT64_FORMAT "\n",
+                          d->identity_rejected);
+  family (s, "freqhint_accept_failures_total", "counter",
+          "Device socket accept() failures for lack of descriptors or memory (each pauses accepting).");
+  g_string_append_printf (s, "freqhint_accept_failures_total %" G_GUINT64_FORMAT "\n",
+                          d->device ? fh_device_server_accept_failures (d->device) : 0);
   family (s, "freqhint_backend_writes_total", "counter", "Writes the backend attempted.");
   g_string_append_printf (s,
                           "freqhint_backend_writes_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
