@@ -177,5 +177,87 @@ case_external_write() {
 	file_is "$POL/policy6/scaling_max_freq" 3200000 || fail "policy6 max not restored"
 }
 
+# --- issue 15 item 5, issue 17 item 4: configuration ---------------------------
+
+# run_daemon ARGS...: freqhintd on the fixture without --backend, in the
+# foreground for at most 10 s; its output in $T/run.log, its status in $RC
+run_daemon() {
+	timeout 10 "$FREQHINTD" --config "$T/freqhintd.conf" \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		"$@" >"$T/run.log" 2>&1
+	RC=$?
+}
+
+# bad_config LINE_TEXT MESSAGE: a config holding LINE_TEXT is refused (exit 2)
+# by the daemon and by --check-config, naming file, line, key and value.
+bad_config() {
+	local line
+	EXTRA_DAEMON=$1 fixture
+	line=$(grep -nxF "$1" "$T/freqhintd.conf" | cut -d: -f1)
+	run_daemon
+	[ $RC = 2 ] || fail "'$1': freqhintd exited $RC, want 2: $(cat "$T/run.log")"
+	grep -qF "$T/freqhintd.conf:$line: $2" "$T/run.log" ||
+		fail "'$1': message does not name file, line $line and key: $(cat "$T/run.log")"
+	[ ! -e "$T/dev.sock" ] || fail "'$1': the daemon started"
+	run_daemon --check-config
+	[ $RC = 2 ] || fail "'$1': --check-config exited $RC, want 2"
+	grep -qF "$T/freqhintd.conf:$line: $2" "$T/run.log" || fail "'$1': --check-config message"
+}
+
+case_config_strict() {
+	bad_config 'check_thread_owner=yes' '[daemon] check_thread_owner: "yes" is not a boolean'
+	bad_config 'check_thread_owner=banana' '[daemon] check_thread_owner: "banana" is not a boolean'
+	bad_config 'backedn=cpufreq' '[daemon] unknown key "backedn"'
+	bad_config 'backend=cpufrq' '[daemon] backend: "cpufrq" is not a backend'
+	# a good file: valid, names the backend it selects, starts nothing
+	EXTRA_DAEMON='check_thread_owner=false' fixture
+	run_daemon --check-config
+	[ $RC = 0 ] || fail "--check-config on a valid file exited $RC: $(cat "$T/run.log")"
+	grep -q "freqhintd.conf: valid; backend cpufreq (auto: 4 of 4 cpufreq policies" "$T/run.log" ||
+		fail "--check-config does not say what it selects: $(cat "$T/run.log")"
+	[ ! -e "$T/dev.sock" ] && [ ! -e "$T/ctl.sock" ] && [ ! -e "$T/state" ] ||
+		fail "--check-config started something"
+	run_daemon --check-config --backend bogus
+	[ $RC = 2 ] || fail "--backend bogus: exit $RC, want 2"
+}
+
+# start_auto: start_daemon without --backend
+start_auto() {
+	"$FREQHINTD" --config "$T/freqhintd.conf" \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		-v >>"$T/daemon.log" 2>&1 &
+	DPID=$!
+	eventually ctl status >/dev/null || fail "freqhintd does not answer"
+}
+
+# No backend configured: the host decides, and says so; none stays selectable.
+case_default_backend() {
+	fixture; thread 2001 2 2
+	start_auto
+	expect_jq '.backend' cpufreq status
+	grep -q 'backend auto: cpufreq (4 of 4 cpufreq policies under .* have writable limits)' \
+		"$T/daemon.log" || fail "choice not logged"
+	start_vm a vm-a $U1 2001 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	kill "$VM_a"
+	stop_daemon; rm -f "$T/ctl.sock"
+	rm -r "$POL"                                        # no cpufreq: uclamp if the kernel has it
+	start_auto
+	expect_jq '.backend' uclamp status
+	grep -q 'backend auto: uclamp (no writable cpufreq policy' "$T/daemon.log" || fail "uclamp not logged"
+	stop_daemon; rm -f "$T/ctl.sock"
+	rm "$FX"/proc/sys/kernel/sched_util_clamp_*         # nor uclamp: none
+	start_auto
+	expect_jq '.backend' none status
+	grep -q 'backend auto: none (no writable cpufreq policy .* and no uclamp' "$T/daemon.log" ||
+		fail "none not logged"
+	stop_daemon; rm -f "$T/ctl.sock"
+	EXTRA_DAEMON='backend=none' fixture                 # the policies are back; none still wins
+	start_auto
+	expect_jq '.backend' none status
+}
+
 # integration.sh runs the case named in $1 with its helpers.
 source "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
