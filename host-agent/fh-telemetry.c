@@ -86,6 +86,13 @@ fh_telemetry_status (FhDaemon *d)
   add_int (b, "updates_total", d->updates_total);
   add_int (b, "backend_writes_total", d->backend->writes);
   add_int (b, "write_failures_total", d->backend->write_failures);
+  {
+    guint64 ext = 0;
+
+    for (guint i = 0; i < d->host->policies->len; i++)
+      ext += ((FhPolicy *) g_ptr_array_index (d->host->policies, i))->external_writes;
+    add_int (b, "external_writes_total", ext);
+  }
   add_int (b, "rejected_total", fh_daemon_rejected_total (d));
   add_int (b, "identity_rejected_total", d->identity_rejected);
   add_int (b, "accept_failures_total",
@@ -287,6 +294,7 @@ fh_telemetry_cpus (FhDaemon *d)
       else
         json_builder_add_null_value (b);
       add_int (b, "write_failures", p->write_failures);
+      add_int (b, "external_writes", p->external_writes);
     } else {
       json_builder_add_null_value (b);
     }
@@ -393,6 +401,17 @@ fh_telemetry_metrics (FhDaemon *d)
   g_string_append_printf (s,
                           "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
                           d->backend->ops->name, d->backend->write_failures);
+  family (s, "freqhint_cpufreq_external_writes_total", "counter",
+          "Changes another writer (tuned, power-profiles-daemon, cpupower) made to a policy's "
+          "scaling_min_freq or scaling_max_freq; each becomes the host's limit.");
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+
+    g_string_append_printf (s,
+                            "freqhint_cpufreq_external_writes_total{policy=\"%u\"} %" G_GUINT64_FORMAT
+                            "\n",
+                            p->id, p->external_writes);
+  }
 
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
