@@ -52,6 +52,39 @@ add_bool (JsonBuilder *b, const char *name, gboolean v)
   json_builder_add_boolean_value (b, v);
 }
 
+/* The first source behind a connection (libvirt), or NULL. */
+static FhVmSource *
+connection_source (FhDaemon *d)
+{
+  for (guint i = 0; i < d->vm_sources->len; i++) {
+    FhVmSource *s = g_ptr_array_index (d->vm_sources, i);
+
+    if (s->connection)
+      return s;
+  }
+  return NULL;
+}
+
+/* "libvirt": {"uri", "connected"}, or null when freqhintd does not follow libvirt. */
+static void
+add_libvirt (JsonBuilder *b, FhDaemon *d)
+{
+  FhVmSource *s = connection_source (d);
+  const char *uri = NULL;
+  gboolean up;
+
+  json_builder_set_member_name (b, "libvirt");
+  if (!s) {
+    json_builder_add_null_value (b);
+    return;
+  }
+  up = s->connection (s, &uri);
+  json_builder_begin_object (b);
+  add_str (b, "uri", uri);
+  add_bool (b, "connected", up);
+  json_builder_end_object (b);
+}
+
 JsonNode *
 fh_telemetry_status (FhDaemon *d)
 {
@@ -80,7 +113,10 @@ fh_telemetry_status (FhDaemon *d)
   add_str (b, "perf_headroom_reason", d->headroom_reason);
   add_str (b, "kernel_release", d->host->kernel_release ? d->host->kernel_release : "");
   add_str (b, "socket", d->config->socket_path);
+  add_str (b, "control_socket", d->config->control_socket_path);
+  add_str (b, "metrics_address", d->config->metrics_address);
   add_int (b, "metrics_port", d->metrics_port);
+  add_libvirt (b, d);
   add_int (b, "vm_connections_total", d->vm_connections_total);
   add_int (b, "hints_frames_total", d->hints_frames_total);
   add_int (b, "updates_total", d->updates_total);
@@ -124,6 +160,7 @@ fh_telemetry_vms (FhDaemon *d)
     add_str (b, "connected_since", since);
     add_clamp (b, "operator", vm->settings.op);
     add_str (b, "operator_source", vm->settings_source);
+    add_bool (b, "guest_hints", !vm->settings.ignore_hints);
     add_int (b, "hints_frames", vm->hints_frames);
     add_int (b, "hints_records", vm->hints_records);
     add_int (b, "grants_frames", vm->grants_frames);
@@ -357,6 +394,21 @@ fh_telemetry_metrics (FhDaemon *d)
       "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
   };
 
+  {
+    FhVmSource *src = connection_source (d);
+
+    if (src) {
+      const char *uri = NULL;
+      gboolean up = src->connection (src, &uri);
+
+      family (s, "freqhint_libvirt_connected", "gauge",
+              "1 while freqhintd holds a connection to libvirt (operator metadata, pinning), "
+              "0 while it retries.");
+      g_string_append (s, "freqhint_libvirt_connected{");
+      append_label (s, "uri", uri ? uri : "");
+      g_string_append_printf (s, "} %d\n", up);
+    }
+  }
   family (s, "freqhint_connected_vms", "gauge", "VMs whose device is connected.");
   g_string_append_printf (s, "freqhint_connected_vms %u\n", g_hash_table_size (d->vms));
   family (s, "freqhint_vm_connections_total", "counter",

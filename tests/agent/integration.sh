@@ -907,6 +907,8 @@ case_load() {
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 }
 
+# Other scripts (operators.sh) reuse the helpers above with their own cases.
+[ -n "${FH_IT_LIBRARY:-}" ] && return 0
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools
