@@ -25,6 +25,9 @@ typedef struct {
   gboolean have_applied;
   guint applied_min_khz, applied_max_khz; /* last values known to be in sysfs */
   guint64 write_failures;
+  /* Writes by another program noticed in scaling_min/max_freq (metric
+   * freqhint_cpufreq_external_writes_total); counted by the cpufreq backend. */
+  guint64 external_writes;
 } FhPolicy;
 
 typedef struct {

@@ -524,12 +524,12 @@ case_metrics_promtool() {
 	local port
 	port=$(ctl --json status | jq -r .metrics_port)
 	[ "$port" -gt 0 ] || fail "no metrics port"
-	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_rejected_frames_total{reason=\"too-big\"} 1'" ||
+	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_device_connections_rejected_total{reason=\"too-big\"} 1'" ||
 		fail "rejected counter missing"
 	curl -sf "http://127.0.0.1:$port/metrics" >"$T/metrics.txt" || fail "GET /metrics failed"
 	promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics failed"
 	grep -q '^freqhint_connected_vms 1$' "$T/metrics.txt" || fail "connected VMs"
-	grep -q '^freqhint_cpu_scaling_min_frequency_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
+	grep -q '^freqhint_cpu_scaling_frequency_min_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
 		fail "applied frequency in hertz"
 	grep -q "^freqhint_vcpu_effective_clamp_min_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.5$" \
 		"$T/metrics.txt" || fail "effective clamp"

@@ -151,6 +151,83 @@ case_libvirt_state() {
 	! metrics | grep -q freqhint_libvirt_connected || fail "libvirt metric without libvirt"
 }
 
+# Everything a dashboard joins on (item 6), checked by promtool and by value.
+case_metrics_join() {
+	EXTRA_CONF=$'[vm vm-a]\nfloor=25\nceiling=75'
+	fixture; thread 601 2 2; thread 602 0-7 5
+	start_daemon_with cpufreq --libvirt-uri none
+	start_vm a vm-a $U1 601,602 --hint 0:512:1024 --hint 1:100:200
+	"$FH_TESTCLIENT" --socket "$T/dev.sock" --malformed too-big >/dev/null 2>&1
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	eventually metrics_has 'freqhint_device_connections_rejected_total\{reason="too-big"\} 1' ||
+		fail "rejection counter"
+	metrics >"$T/metrics.txt" || fail "GET /metrics failed"
+	promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics failed"
+	local v want
+	v=$("$FREQHINTD" --version | awk '{print $2}')
+	for want in \
+		"freqhint_build_info{version=\"$v\",backend=\"cpufreq\"} 1" \
+		"freqhint_vm_operator_floor_ratio{domain=\"vm-a\",uuid=\"$U1\"} 0.25" \
+		"freqhint_vm_operator_ceiling_ratio{domain=\"vm-a\",uuid=\"$U1\"} 0.75" \
+		"freqhint_vm_info{domain=\"vm-a\",uuid=\"$U1\",source=\"config\",guest_hints=\"on\"} 1" \
+		"freqhint_vcpu_info{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\",cpu=\"2\",placement=\"pinned\"} 1" \
+		"freqhint_vcpu_info{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"1\",cpu=\"5\",placement=\"last-cpu\"} 1" \
+		"freqhint_vcpu_granted_min_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.25" \
+		"freqhint_vcpu_granted_max_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.75" \
+		"freqhint_vcpu_effective_clamp_min_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.5" \
+		"freqhint_vcpu_effective_clamp_max_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"1\"} 0.25" \
+		"freqhint_cpu_scaling_frequency_min_hertz{cpu=\"2\"} 1600000000" \
+		"freqhint_cpufreq_external_writes_total{policy=\"2\"} 0"; do
+		grep -qxF "$want" "$T/metrics.txt" || fail "metrics lack: $want"
+	done
+	# node_exporter word order: no *_min_frequency_* / *_max_frequency_* names
+	! grep -qE '^freqhint_[a-z_]*_(min|max)_frequency' "$T/metrics.txt" || fail "old metric names"
+	# every family says what it counts
+	! grep -E '^# HELP [a-z_]+ *$' "$T/metrics.txt" || fail "a family without help text"
+	# libvirt not followed: no connection metric
+	! grep -q freqhint_libvirt_connected "$T/metrics.txt" || fail "libvirt metric without libvirt"
+}
+
+# Every freqhintd metric the shipped rules and dashboard use exists, with the
+# labels they join on (recording rules' names, with colons, are not metrics).
+case_monitoring_names() {
+	local mon=$here/../../host-agent/monitoring name
+	fixture; thread 701 2 2
+	start_daemon_with cpufreq --libvirt-uri "qemu+unix:///system?socket=$T/no-libvirt.sock"
+	start_vm a vm-a $U1 701 --hint 0:512:1024
+	eventually metrics_has 'freqhint_vcpu_info\{.*\} 1' || fail "no vCPU info"
+	metrics >"$T/metrics.txt"
+	grep -ohP '(?<![:\w])freqhint_[a-z_]+(?![:\w])' "$mon/freqhint-rules.yml" \
+		"$mon/grafana/freqhint-dashboard.json" | sort -u >"$T/used"
+	[ "$(wc -l <"$T/used")" -ge 10 ] || fail "too few names found: $(cat "$T/used")"
+	while read -r name; do
+		grep -q "^# TYPE $name " "$T/metrics.txt" || fail "$name is used by host-agent/monitoring but not exported"
+	done <"$T/used"
+	grep -q '^freqhint_vcpu_info{domain="vm-a",uuid="[^"]*",vcpu="0",cpu="2",' "$T/metrics.txt" ||
+		fail "freqhint_vcpu_info lacks the labels the rules join on"
+}
+
+# [metrics] address: an IPv6 literal (bracketed or not) is served there only.
+case_metrics_ipv6() {
+	local port
+	EXTRA_CONF='address=[::1]'
+	fixture
+	start_daemon_with none --libvirt-uri none
+	port=$(ctl --json status | jq -r .metrics_port)
+	expect_jq '.metrics_address' '[::1]' status
+	curl -sfg "http://[::1]:$port/metrics" | grep -q '^freqhint_build_info' || fail "no metrics on [::1]"
+	! curl -sf -m 5 "http://127.0.0.1:$port/metrics" >/dev/null || fail "served on IPv4 too"
+	stop_daemon; rm -f "$T/ctl.sock"
+	# a name is not an address: refused at start, exit 1, message names it
+	sed -i 's/^address=.*/address=localhost/' "$T/freqhintd.conf"
+	"$FREQHINTD" --config "$T/freqhintd.conf" --backend none --libvirt-uri none \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		>"$T/bad.log" 2>&1 && fail "freqhintd started with address=localhost"
+	grep -q 'metrics address "localhost" is not an IPv4 or IPv6 address' "$T/bad.log" ||
+		fail "message: $(cat "$T/bad.log")"
+}
+
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools
