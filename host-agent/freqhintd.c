@@ -247,7 +247,7 @@ main (int argc, char **argv)
     { "cgroup-root", 0, 0, G_OPTION_ARG_FILENAME, &cgroup,
       "Root of the cgroup hierarchy (default /sys/fs/cgroup)", "DIR" },
     { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
-      "IPv4 address of the Prometheus endpoint (default 127.0.0.1)", "ADDR" },
+      "IPv4 or IPv6 address of the Prometheus endpoint (default 127.0.0.1; \"::\" for all)", "ADDR" },
     { "metrics-port", 0, 0, G_OPTION_ARG_INT, &metrics_port,
       "TCP port of the Prometheus endpoint, 0 for any free port (default 9484)", "PORT" },
     { "no-metrics", 0, 0, G_OPTION_ARG_NONE, &no_metrics, "Do not serve metrics", NULL },
