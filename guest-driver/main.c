@@ -11,6 +11,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/device.h>
 #include <linux/minmax.h>
@@ -35,6 +36,8 @@
 
 static DEFINE_MUTEX(fh_probe_lock);
 static struct virtio_freqhint *fh_bound;
+static struct virtio_freqhint *fh_hp_vi;
+static enum cpuhp_state fh_hp_state;
 
 /*
  * DRV-10: the device's index of @cpu is the i whose cpu_id[i] is the CPU's
@@ -240,6 +243,20 @@ static void fh_hintq_done(struct virtqueue *vq)
 	fh_transport_kick();
 }
 
+/*
+ * A CPU came online, maybe one hot-added after probe whose firmware id (so
+ * its vCPU index, class and grants) was unknown until now: apply the
+ * configuration again, in process context.
+ */
+static int fh_feedback_online(unsigned int cpu)
+{
+	struct virtio_freqhint *vi = READ_ONCE(fh_hp_vi);
+
+	if (vi)
+		schedule_work(&vi->config_work);
+	return 0;
+}
+
 static int probe_common(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
@@ -270,11 +287,23 @@ static int probe_common(struct virtio_device *vdev)
 	err = fh_transport_start(vi);
 	if (err)
 		goto err_gather;
+	WRITE_ONCE(fh_hp_vi, vi);
+	err = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
+					"virtio/freqhint:feedback",
+					fh_feedback_online, NULL);
+	if (err < 0)
+		goto err_transport;
+	fh_hp_state = err;
 
 	virtio_device_ready(vdev);
 	fh_transport_resend();
 	return 0;
 
+err_transport:
+	WRITE_ONCE(fh_hp_vi, NULL);
+	fh_transport_stop(vi);
+	virtio_reset_device(vdev);
+	fh_transport_release(vi);
 err_gather:
 	fh_gather_stop();
 err_perf:
@@ -288,6 +317,8 @@ static void remove_common(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 
+	cpuhp_remove_state_nocalls(fh_hp_state);
+	WRITE_ONCE(fh_hp_vi, NULL);
 	/* Stop producing first, so no kick outlives the sender. */
 	fh_gather_stop();
 	fh_transport_stop(vi);
