@@ -3,7 +3,7 @@
  * virtio_freqhint: debugfs view of what each vCPU would report.
  *
  * virtio_freqhint/vcpus has one line per possible CPU:
- *   cpu<N> online=<0|1> idle=<0|1> min=<> max=<> perf=<> busy=<of 1024>
+ *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1> min=<> max=<> perf=<> busy=<of 1024>
  *   switches=<> windows=<> publishes=<> leading=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
@@ -33,7 +33,8 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 
 	for_each_possible_cpu(cpu) {
 		fh_gather_stats(cpu, &st);
-		seq_printf(m, "cpu%u online=%d idle=%d", cpu, st.online,
+		seq_printf(m, "cpu%u vcpu=%d online=%d idle=%d", cpu,
+			   fh_debug_vcpu_index(cpu), st.online,
 			   !!(FIELD_GET(FH_REP_FLAGS, st.report) &
 			      VIRTIO_FREQHINT_R_IDLE));
 		fh_show_value(m, "min", st.report, VIRTIO_FREQHINT_R_MIN_VALID,

@@ -59,6 +59,14 @@ int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu)
 	return -ENOENT;
 }
 
+/* debugfs.c: the index a record of @cpu would carry now, or -1. */
+int fh_debug_vcpu_index(unsigned int cpu)
+{
+	struct virtio_freqhint *vi = READ_ONCE(fh_bound);
+
+	return vi ? fh_vcpu_index(vi, cpu) : -1;
+}
+
 static u32 fh_generation(struct virtio_device *vdev)
 {
 	return vdev->config->generation ? vdev->config->generation(vdev) : 0;
