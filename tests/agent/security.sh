@@ -135,6 +135,45 @@ sec_uclamp_tid_reuse() {
 
 # --- resource bounds (G-13) ----------------------------------------------------
 
+# PB-13: the agent queues at most 64 KiB for a peer that does not read.  The
+# first GRANTS to vm-s goes out half (fh-sendfault), so nothing more leaves;
+# each operator reload queues one more 256-vCPU GRANTS (1040 bytes): the
+# 63rd would pass 64 KiB (520 + 63 x 1040 > 65536) and closes vm-s with
+# OVERLOAD, not earlier and not later; vm-q is served throughout.
+sec_send_queue_bound() {
+	[ -f "${FH_SENDFAULT_LIB:-}" ] || fail "\$FH_SENDFAULT_LIB is not built"
+	KEEPALIVE_MS=600000
+	fixture; thread 3601 2 2
+	FH_SENDFAULT=grants-half LD_PRELOAD=$FH_SENDFAULT_LIB \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" start_daemon cpufreq
+	start_vm s vm-s $U1 0 --vcpus 256 --hint 0:512:1024 --no-read
+	start_vm q vm-q $U2 3601 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	cp "$T/freqhintd.conf" "$T/base.conf"
+	local i ceiling n=0 g try
+	for i in $(seq 1 70); do
+		ceiling=$((i % 2 ? 25 : 50))
+		{ cat "$T/base.conf"; printf '[vm %s]\nceiling=%s\n' "$U1" "$ceiling"; } >"$T/freqhintd.conf"
+		kill -HUP "$DPID"
+		sleep 0.05
+		# one more GRANTS queued (grants_frames counts them), or vm-s is gone (0)
+		for try in $(seq 100); do
+			g=$(ctl --json vms | jq 'map(select(.name=="vm-s"))[0].grants_frames // 0')
+			{ [ "$g" = $((i + 1)) ] || [ "$g" = 0 ]; } && break
+			sleep 0.1
+		done
+		[ "$g" = 0 ] && { n=$i; break; }
+		[ "$g" = $((i + 1)) ] || fail "reload $i: grants_frames $g, want $((i + 1))"
+	done
+	echo "send_queue_bound: vm-s closed at reload $n" >&2
+	[ "$n" = 63 ] || fail "closed at reload $n, want 63 (the 64 KiB bound)"
+	grep -q 'closing (overload): peer does not read its socket' "$T/daemon.log" || fail "not logged"
+	expect_jq '.rejected.overload' 1 status
+	expect_jq '.connected_vms' 1 status
+	file_is "$POL/policy2/scaling_min_freq" 1600000 || fail "vm-q disturbed"
+	cp "$T/base.conf" "$T/freqhintd.conf"
+}
+
 # 400 idle control connections against a daemon with 256 descriptors: no
 # spinning, no log flood, freqhintctl and new VMs still served.
 sec_control_flood() {
