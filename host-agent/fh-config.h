@@ -26,7 +26,7 @@ typedef struct {
 
 typedef struct {
   char *sysfs_root, *proc_root, *cgroup_root;
-  char *backend; /* none | cpufreq | uclamp */
+  char *backend; /* auto | none | cpufreq | uclamp */
   char *socket_path;
   guint socket_mode;
   char *socket_group; /* NULL: "freqhint" if that group exists, else our gid (PA-1) */
@@ -66,6 +66,13 @@ gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, 
 
 /* A VM's operator settings by name, then by UUID; NULL when none. */
 const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name, const char *uuid);
+
+/* auto: the host decides (fh_backend_choose()); none, cpufreq, uclamp. */
+#define FH_BACKEND_NAMES "auto, none, cpufreq, uclamp"
+gboolean fh_config_backend_valid (const char *name);
+
+/* freqhintd --check-config: report what the configuration selects; 0 valid, 1 host unreadable, 2 invalid. */
+int fh_config_check (const FhConfig *config, const char *path);
 
 gboolean fh_config_uid_allowed (const FhConfig *config, uid_t uid, gid_t gid);
 

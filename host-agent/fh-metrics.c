@@ -140,26 +140,61 @@ queue:
   return ret;
 }
 
+/*
+ * An IPv4 or IPv6 literal ("127.0.0.1", "::1", "[::1]", "::" for every
+ * address of both families); host names are not resolved.
+ */
+static gboolean
+parse_address (const char *address, guint port, struct sockaddr_storage *ss, unsigned int *flags,
+               GError **error)
+{
+  struct sockaddr_in *sin = (struct sockaddr_in *) ss;
+  struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) ss;
+  g_autofree char *bare = NULL;
+  gsize len = strlen (address);
+
+  memset (ss, 0, sizeof *ss);
+  if (len >= 2 && address[0] == '[' && address[len - 1] == ']')
+    bare = g_strndup (address + 1, len - 2);
+  else
+    bare = g_strdup (address);
+  if (inet_pton (AF_INET, bare, &sin->sin_addr) == 1) {
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons ((uint16_t) port);
+    return TRUE;
+  }
+  if (inet_pton (AF_INET6, bare, &sin6->sin6_addr) == 1) {
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons ((uint16_t) port);
+    *flags |= MHD_USE_IPv6;
+    /* "::" also takes IPv4 connections (mapped), like most daemons. */
+    if (IN6_IS_ADDR_UNSPECIFIED (&sin6->sin6_addr))
+      *flags |= MHD_USE_DUAL_STACK;
+    return TRUE;
+  }
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+               "metrics address \"%s\" is not an IPv4 or IPv6 address", address);
+  return FALSE;
+}
+
 FhMetrics *
 fh_metrics_new (const char *address, guint port, guint max_connections, guint timeout_ms,
                 GError **error)
 {
-  struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
+  struct sockaddr_storage ss;
+  unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
   FhMetrics *m;
   const union MHD_DaemonInfo *info;
 
-  if (inet_pton (AF_INET, address, &sin.sin_addr) != 1) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                 "metrics address \"%s\" is not an IPv4 address", address);
+  if (!parse_address (address, port, &ss, &flags, error))
     return NULL;
-  }
   m = g_new0 (FhMetrics, 1);
   g_mutex_init (&m->lock);
   m->conns = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   m->timeout_us = (gint64) timeout_ms * G_TIME_SPAN_MILLISECOND;
   m->mhd = MHD_start_daemon (
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, (uint16_t) port, NULL, NULL, answer, m,
-      MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_CONNECTION_LIMIT, (unsigned int) max_connections,
+      flags | MHD_USE_AUTO, (uint16_t) port, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, &ss,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned int) max_connections,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int) MAX (1, max_connections / 2),
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) MAX (1, (timeout_ms + 999) / 1000),
       MHD_OPTION_NOTIFY_CONNECTION, notify_connection, m, MHD_OPTION_END);

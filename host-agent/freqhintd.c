@@ -222,7 +222,7 @@ main (int argc, char **argv)
   g_autofree char *libvirt_uri = NULL;
 #endif
   int metrics_port = -2;
-  gboolean no_metrics = FALSE, foreground = FALSE, version = FALSE;
+  gboolean no_metrics = FALSE, foreground = FALSE, version = FALSE, check_config = FALSE;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (FhConfig) config = NULL;
@@ -233,7 +233,8 @@ main (int argc, char **argv)
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
       "Configuration file (default " FH_DEFAULT_CONFIG ")", "FILE" },
     { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend,
-      "Actuation: none (report only), cpufreq (scaling_min/max_freq), uclamp (sched_setattr)",
+      "Actuation: auto (default: what the host offers), none (report only), cpufreq "
+      "(scaling_min/max_freq), uclamp (sched_setattr)",
       "NAME" },
     { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_path,
       "Device socket QEMU connects to (default " FH_DEFAULT_SOCKET ")", "PATH" },
@@ -246,7 +247,7 @@ main (int argc, char **argv)
     { "cgroup-root", 0, 0, G_OPTION_ARG_FILENAME, &cgroup,
       "Root of the cgroup hierarchy (default /sys/fs/cgroup)", "DIR" },
     { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
-      "IPv4 address of the Prometheus endpoint (default 127.0.0.1)", "ADDR" },
+      "IPv4 or IPv6 address of the Prometheus endpoint (default 127.0.0.1; \"::\" for all)", "ADDR" },
     { "metrics-port", 0, 0, G_OPTION_ARG_INT, &metrics_port,
       "TCP port of the Prometheus endpoint, 0 for any free port (default 9484)", "PORT" },
     { "no-metrics", 0, 0, G_OPTION_ARG_NONE, &no_metrics, "Do not serve metrics", NULL },
@@ -259,6 +260,8 @@ main (int argc, char **argv)
       "Stay in the foreground (freqhintd never forks; accepted for compatibility)", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+    { "check-config", 0, 0, G_OPTION_ARG_NONE, &check_config,
+      "Check the configuration (and which backend it selects) and exit: 0 valid, 2 not", NULL },
     { NULL }
   };
 
@@ -317,6 +320,13 @@ main (int argc, char **argv)
   }
   if (no_metrics)
     config->metrics_port = -1;
+  if (!fh_config_backend_valid (config->backend)) {
+    g_printerr ("freqhintd: --backend: \"%s\" is not a backend (%s)\n", config->backend,
+                FH_BACKEND_NAMES);
+    return 2;
+  }
+  if (check_config)
+    return fh_config_check (config, config_path ? config_path : FH_DEFAULT_CONFIG);
   if (!fit_descriptor_limit (config, &error)) {
     g_printerr ("freqhintd: %s\n", error->message);
     return 2;

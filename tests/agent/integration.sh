@@ -528,12 +528,12 @@ case_metrics_promtool() {
 	local port
 	port=$(ctl --json status | jq -r .metrics_port)
 	[ "$port" -gt 0 ] || fail "no metrics port"
-	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_rejected_frames_total{reason=\"too-big\"} 1'" ||
+	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_device_connections_rejected_total{reason=\"too-big\"} 1'" ||
 		fail "rejected counter missing"
 	curl -sf "http://127.0.0.1:$port/metrics" >"$T/metrics.txt" || fail "GET /metrics failed"
 	promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics failed"
 	grep -q '^freqhint_connected_vms 1$' "$T/metrics.txt" || fail "connected VMs"
-	grep -q '^freqhint_cpu_scaling_min_frequency_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
+	grep -q '^freqhint_cpu_scaling_frequency_min_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
 		fail "applied frequency in hertz"
 	grep -q "^freqhint_vcpu_effective_clamp_min_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.5$" \
 		"$T/metrics.txt" || fail "effective clamp"
@@ -911,7 +911,7 @@ case_load() {
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 }
 
-# security.sh (and other case files) source this file for its helpers.
+# Other scripts (security.sh, core.sh, operators.sh) source this file for its helpers.
 [ -n "${FH_IT_LIBRARY:-}" ] && return 0
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
