@@ -471,18 +471,6 @@ fh_telemetry_metrics (FhDaemon *d)
   g_string_append_printf (s,
                           "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
                           d->backend->ops->name, d->backend->write_failures);
-  family (s, "freqhint_cpufreq_external_writes_total", "counter",
-          "Changes another writer (tuned, power-profiles-daemon, cpupower) made to a policy's "
-          "scaling_min_freq or scaling_max_freq; each becomes the host's limit.");
-  for (guint i = 0; i < d->host->policies->len; i++) {
-    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
-
-    g_string_append_printf (s,
-                            "freqhint_cpufreq_external_writes_total{policy=\"%u\"} %" G_GUINT64_FORMAT
-                            "\n",
-                            p->id, p->external_writes);
-  }
-
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
       g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",

@@ -311,7 +311,7 @@ stream (FhTestClient *c, const FhHello *hello, guint64 bytes, gboolean no_pong, 
 }
 
 /*
- * Be the peer process the agent can recognise (PA-18): the agent reads who
+ * Be the peer process the agent can recognise (PA-20): the agent reads who
  * a peer is from its command line, as it would read QEMU's -name/-uuid.  So
  * re-execute this program (same pid) with QEMU-style arguments after "--",
  * and, on a fixture tree (FH_PROC_FIXTURE, the agent's --proc-root), link
