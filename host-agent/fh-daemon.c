@@ -452,7 +452,10 @@ poll_tick (gpointer data)
 
     g_hash_table_iter_init (&iter, d->vms);
     while (g_hash_table_iter_next (&iter, NULL, &value))
-      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)))
+      /* (a process's sockets close before its pidfd reports the exit: an
+       * ordinary disconnect shows as EOF here and is left to the reader) */
+      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)) &&
+          fh_conn_idle_open (((FhVm *) value)->conn))
         g_ptr_array_add (gone, ((FhVm *) value)->conn);
     for (guint i = 0; i < gone->len; i++)
       fh_conn_close (g_ptr_array_index (gone, i), FH_CLOSE_PERMISSION,

@@ -101,6 +101,15 @@ fh_conn_peer_pidfd (FhConn *conn)
   return conn->pidfd;
 }
 
+gboolean
+fh_conn_idle_open (FhConn *conn)
+{
+  char b;
+  ssize_t n = recv (conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 void
 fh_conn_set_data (FhConn *conn, gpointer data)
 {
