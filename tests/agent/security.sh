@@ -199,7 +199,7 @@ sec_control_flood() {
 sec_fd_limit_refused() {
 	EXTRA_DAEMON='max_connections=4096'
 	fixture
-	prlimit --nofile=1024:1024 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none \
+	timeout 20 prlimit --nofile=1024:1024 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none \
 		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
 		>"$T/daemon.log" 2>&1
