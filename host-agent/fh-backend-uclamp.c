@@ -127,7 +127,7 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean rele
     return;
   if (st->failing && now_us < st->retry_at_us)
     return;
-  /* PA-19: thread ids are reused; set clamps only on a thread that is still
+  /* PA-21: thread ids are reused; set clamps only on a thread that is still
    * its VM's (checked when writing, not only at the last poll). */
   if (!still_owned (self, tid, st->owner))
     return;

@@ -101,7 +101,7 @@ format_uuid (const uint8_t *u, char out[37])
 }
 
 /*
- * PA-19: every thread id the peer announces is one of its own threads (or 0,
+ * PA-21: every thread id the peer announces is one of its own threads (or 0,
  * "no thread yet").  The pidfd says the process still lives, so its pid is
  * not reused and a Tgid equal to it means this process.  Used for HELLO and
  * for every later table of thread ids.
@@ -136,7 +136,7 @@ fh_daemon_check_peer_tids (FhDaemon *d, FhConn *conn, const uint32_t *tids, guin
   return TRUE;
 }
 
-/* PA-18: the HELLO's name and UUID are what the host says the peer is. */
+/* PA-20: the HELLO's name and UUID are what the host says the peer is. */
 static gboolean
 check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uuid, FhError *err)
 {
@@ -452,7 +452,10 @@ poll_tick (gpointer data)
 
     g_hash_table_iter_init (&iter, d->vms);
     while (g_hash_table_iter_next (&iter, NULL, &value))
-      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)))
+      /* (a process's sockets close before its pidfd reports the exit: an
+       * ordinary disconnect shows as EOF here and is left to the reader) */
+      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)) &&
+          fh_conn_idle_open (((FhVm *) value)->conn))
         g_ptr_array_add (gone, ((FhVm *) value)->conn);
     for (guint i = 0; i < gone->len; i++)
       fh_conn_close (g_ptr_array_index (gone, i), FH_CLOSE_PERMISSION,

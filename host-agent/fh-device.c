@@ -44,7 +44,7 @@ struct _FhConn {
    * for each caller that reads conn after a callback (fh_conn_ref()). */
   guint ref;
   int fd;
-  int pidfd; /* the peer process, pinned at accept (PA-18) */
+  int pidfd; /* the peer process, pinned at accept (PA-20) */
   guint in_watch;
   guint out_watch;
   guint hello_timer;
@@ -99,6 +99,15 @@ int
 fh_conn_peer_pidfd (FhConn *conn)
 {
   return conn->pidfd;
+}
+
+gboolean
+fh_conn_idle_open (FhConn *conn)
+{
+  char b;
+  ssize_t n = recv (conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 void
@@ -583,7 +592,7 @@ server_accept (int cfd, gpointer user_data)
                    (int) conn->peer.uid, server->params.max_per_uid);
     return;
   }
-  /* PA-18: pin the peer, so its pid names this process for as long as we look. */
+  /* PA-20: pin the peer, so its pid names this process for as long as we look. */
   conn->pidfd = fh_peer_pin (conn->peer.pid);
   if (conn->pidfd < 0) {
     fh_conn_close (conn, FH_CLOSE_PERMISSION, "cannot pin the peer process: %s",

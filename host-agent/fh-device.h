@@ -52,8 +52,10 @@ guint64 fh_device_server_accept_failures (FhDeviceServer *server);
 FhConn *fh_conn_ref (FhConn *conn);
 void fh_conn_unref (FhConn *conn);
 gboolean fh_conn_is_closed (FhConn *conn);
-/* The pidfd pinning the peer process (PA-18); valid while conn is. */
+/* The pidfd pinning the peer process (PA-20); valid while conn is. */
 int fh_conn_peer_pidfd (FhConn *conn);
+/* Still open with nothing to read: no EOF, no data the reader has not seen. */
+gboolean fh_conn_idle_open (FhConn *conn);
 
 void fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
 gboolean fh_conn_send_grants (FhConn *conn, const FhGrants *grants);

@@ -28,7 +28,8 @@ typedef enum MHD_Result MhdResult;
 typedef struct {
   int fd;
   gint64 start_us;
-  struct sockaddr_in peer;
+  struct sockaddr_storage peer;
+  socklen_t peer_len; /* 0: unknown, never shut down */
 } Conn;
 
 struct _FhMetrics {
@@ -60,7 +61,11 @@ notify_connection (void *cls, struct MHD_Connection *connection, void **socket_c
     c->fd = fd ? fd->connect_fd : -1;
     c->start_us = g_get_monotonic_time ();
     if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET)
-      memcpy (&c->peer, addr->client_addr, sizeof c->peer);
+      c->peer_len = sizeof (struct sockaddr_in);
+    else if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET6)
+      c->peer_len = sizeof (struct sockaddr_in6);
+    if (c->peer_len)
+      memcpy (&c->peer, addr->client_addr, c->peer_len);
     g_hash_table_insert (m->conns, connection, c);
   } else {
     g_hash_table_remove (m->conns, connection);
@@ -81,15 +86,14 @@ reap (gpointer data)
   g_hash_table_iter_init (&it, m->conns);
   while (g_hash_table_iter_next (&it, NULL, &value)) {
     Conn *c = value;
-    struct sockaddr_in now_peer = { 0 };
+    struct sockaddr_storage now_peer = { 0 };
     socklen_t len = sizeof now_peer;
 
     if (c->fd < 0 || now - c->start_us < m->timeout_us)
       continue;
     /* Still the same socket (never another one that reused the number)? */
-    if (getpeername (c->fd, (struct sockaddr *) &now_peer, &len) == 0 &&
-        now_peer.sin_family == AF_INET && now_peer.sin_port == c->peer.sin_port &&
-        now_peer.sin_addr.s_addr == c->peer.sin_addr.s_addr) {
+    if (c->peer_len && getpeername (c->fd, (struct sockaddr *) &now_peer, &len) == 0 &&
+        len == c->peer_len && memcmp (&now_peer, &c->peer, len) == 0) {
       shutdown (c->fd, SHUT_RDWR);
       m->expired++;
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Who is on the other end of a device connection, in the host's words
- * (agent protocol PA-18, PA-19).
+ * (agent protocol PA-20, PA-21).
  *
  * At accept the peer process is pinned with a pidfd: as long as the pidfd
  * says the process lives, its pid is not reused, so /proc/<pid> is that

@@ -471,7 +471,6 @@ fh_telemetry_metrics (FhDaemon *d)
   g_string_append_printf (s,
                           "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
                           d->backend->ops->name, d->backend->write_failures);
-
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
       g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
@@ -593,8 +592,7 @@ fh_telemetry_metrics (FhDaemon *d)
   }
   family (s, FH_METRIC_EXTERNAL_WRITES, "counter",
           "Times freqhintd found a policy's scaling_min_freq or scaling_max_freq changed by "
-          "another program (tuned, power-profiles-daemon, an admin) since its own last write; "
-          "each such value becomes the host's limit.");
+          "another program (tuned, power-profiles-daemon, an admin) since its own last write.");
   for (guint i = 0; i < d->host->policies->len; i++) {
     FhPolicy *p = g_ptr_array_index (d->host->policies, i);
 

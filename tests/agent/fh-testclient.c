@@ -311,7 +311,7 @@ stream (FhTestClient *c, const FhHello *hello, guint64 bytes, gboolean no_pong, 
 }
 
 /*
- * Be the peer process the agent can recognise (PA-18): the agent reads who
+ * Be the peer process the agent can recognise (PA-20): the agent reads who
  * a peer is from its command line, as it would read QEMU's -name/-uuid.  So
  * re-execute this program (same pid) with QEMU-style arguments after "--",
  * and, on a fixture tree (FH_PROC_FIXTURE, the agent's --proc-root), link
@@ -365,7 +365,7 @@ main (int argc, char **argv)
   g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
   g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL, *name_hex = NULL;
   g_autofree char *argv_name = NULL, *argv_uuid = NULL;
-  gboolean argv_none = FALSE;
+  gboolean argv_none = FALSE, no_read = FALSE;
   g_auto (GStrv) orig_argv = g_strdupv (argv);
   g_auto (GStrv) hints = NULL;
   int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0, fork_holder = 0;
@@ -417,6 +417,8 @@ main (int argc, char **argv)
     { "fork-holder", 0, 0, G_OPTION_ARG_INT, &fork_holder,
       "After the handshake, fork a child that keeps the socket open this many seconds after "
       "we exit (the peer process is gone, its socket is not)", "S" },
+    { "no-read", 0, 0, G_OPTION_ARG_NONE, &no_read,
+      "After the handshake, never read the socket again (a peer that stopped reading)", NULL },
     { "argv-none", 0, 0, G_OPTION_ARG_NONE, &argv_none,
       "No -name or -uuid in our own command line", NULL },
     { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
@@ -581,6 +583,8 @@ main (int argc, char **argv)
     goto fail;
   printf ("ready\n");
   fflush (stdout);
+  while (no_read && !stop)
+    g_usleep (100 * 1000);
   if (fork_holder > 0 && fork () == 0) {
     sleep ((unsigned) fork_holder);
     _exit (0);

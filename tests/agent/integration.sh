@@ -61,7 +61,7 @@ expect_jq() {
 
 fixture() {
 	"$MKFIXTURE" host "$FX"
-	# fh-testclient links $FX/proc/<its pid>/cmdline to its real one (PA-18)
+	# fh-testclient links $FX/proc/<its pid>/cmdline to its real one (PA-20)
 	export FH_PROC_FIXTURE=$FX/proc
 	cat >"$T/freqhintd.conf" <<-EOC
 	[daemon]

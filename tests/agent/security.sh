@@ -14,7 +14,7 @@ FH_IT_LIBRARY=1 . "$(dirname "$0")/integration.sh"
 # The daemon's user+system CPU time so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
 
-# --- identity (PA-18, PA-19) -------------------------------------------------
+# --- identity (PA-20, PA-21) -------------------------------------------------
 
 # spoof WHAT CLIENT-ARGS...: one more process whose HELLO does not say what
 # its command line (or cgroup) says; it must be refused with PERMISSION,
@@ -59,7 +59,7 @@ sec_identity_spoof() {
 	# an argv rewritten to the victim's, but libvirt's scope says vm-a
 	SPOOF_CGROUP='/machine.slice/machine-qemu\x2d7\x2dvm\x2da.scope/emulator' \
 		spoof "forged argv, machine scope of vm-a" --name vm-b --uuid $U2
-	# its own identity, but the victim's vCPU thread (PA-19)
+	# its own identity, but the victim's vCPU thread (PA-21)
 	( exec timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-c --uuid $U3 --vcpus 1 \
 		--tids 3002 --hint 0:1024:1024 --expect-close permission ) >"$T/client-spoof.out" 2>&1 ||
 		{ cat "$T/client-spoof.out" >&2; fail "a foreign thread id was not refused"; }
@@ -99,7 +99,7 @@ sec_peer_exits() {
 	expect_file "$POL/policy2/scaling_min_freq" 800000
 }
 
-# PA-19 at write time: a vCPU thread id that stopped being the VM's between
+# PA-21 at write time: a vCPU thread id that stopped being the VM's between
 # two polls (thread ids are reused) gets no sched_setattr().  No poll runs
 # here (poll interval 60 s); only a new hint triggers a decision.
 sec_uclamp_tid_reuse() {
@@ -135,6 +135,45 @@ sec_uclamp_tid_reuse() {
 
 # --- resource bounds (G-13) ----------------------------------------------------
 
+# PB-13: the agent queues at most 64 KiB for a peer that does not read.  The
+# first GRANTS to vm-s goes out half (fh-sendfault), so nothing more leaves;
+# each operator reload queues one more 256-vCPU GRANTS (1040 bytes): the
+# 63rd would pass 64 KiB (520 + 63 x 1040 > 65536) and closes vm-s with
+# OVERLOAD, not earlier and not later; vm-q is served throughout.
+sec_send_queue_bound() {
+	[ -f "${FH_SENDFAULT_LIB:-}" ] || fail "\$FH_SENDFAULT_LIB is not built"
+	KEEPALIVE_MS=600000
+	fixture; thread 3601 2 2
+	FH_SENDFAULT=grants-half LD_PRELOAD=$FH_SENDFAULT_LIB \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" start_daemon cpufreq
+	start_vm s vm-s $U1 0 --vcpus 256 --hint 0:512:1024 --no-read
+	start_vm q vm-q $U2 3601 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	cp "$T/freqhintd.conf" "$T/base.conf"
+	local i ceiling n=0 g try
+	for i in $(seq 1 70); do
+		ceiling=$((i % 2 ? 25 : 50))
+		{ cat "$T/base.conf"; printf '[vm %s]\nceiling=%s\n' "$U1" "$ceiling"; } >"$T/freqhintd.conf"
+		kill -HUP "$DPID"
+		sleep 0.05
+		# one more GRANTS queued (grants_frames counts them), or vm-s is gone (0)
+		for try in $(seq 100); do
+			g=$(ctl --json vms | jq 'map(select(.name=="vm-s"))[0].grants_frames // 0')
+			{ [ "$g" = $((i + 1)) ] || [ "$g" = 0 ]; } && break
+			sleep 0.1
+		done
+		[ "$g" = 0 ] && { n=$i; break; }
+		[ "$g" = $((i + 1)) ] || fail "reload $i: grants_frames $g, want $((i + 1))"
+	done
+	echo "send_queue_bound: vm-s closed at reload $n" >&2
+	[ "$n" = 63 ] || fail "closed at reload $n, want 63 (the 64 KiB bound)"
+	grep -q 'closing (overload): peer does not read its socket' "$T/daemon.log" || fail "not logged"
+	expect_jq '.rejected.overload' 1 status
+	expect_jq '.connected_vms' 1 status
+	file_is "$POL/policy2/scaling_min_freq" 1600000 || fail "vm-q disturbed"
+	cp "$T/base.conf" "$T/freqhintd.conf"
+}
+
 # 400 idle control connections against a daemon with 256 descriptors: no
 # spinning, no log flood, freqhintctl and new VMs still served.
 sec_control_flood() {
@@ -160,7 +199,7 @@ sec_control_flood() {
 sec_fd_limit_refused() {
 	EXTRA_DAEMON='max_connections=4096'
 	fixture
-	prlimit --nofile=1024:1024 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none \
+	timeout 20 prlimit --nofile=1024:1024 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none \
 		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
 		>"$T/daemon.log" 2>&1
@@ -195,6 +234,25 @@ sec_device_one_peer() {
 	expect_jq '.rejected.timeout' 2 status
 }
 
+# The total limit: 20 connections against max_connections=8 (no
+# per-process limit): 12 refused; a VM is refused while the slots are held
+# and served once the held ones time out (no HELLO).
+sec_connection_limit() {
+	EXTRA_DAEMON=$'max_connections=8\nmax_connections_per_process=0'
+	HELLO_TIMEOUT_MS=2000
+	fixture; thread 3701 2 2
+	start_daemon cpufreq
+	"$FH_HOG" --unix "$T/dev.sock" --count 20 >"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
+	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
+	expect_jq '.rejected.overload' 12 status
+	timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --malformed silent \
+		--expect-close overload >"$T/client-early.out" 2>&1 ||
+		{ cat "$T/client-early.out" >&2; fail "a ninth connection was not refused"; }
+	eventually grep -qx 'closed 20' "$T/client-hog.out" || fail "held connections not timed out"
+	start_vm a vm-a $U1 3701 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+}
+
 # Slow HTTP clients (a header line every 300 ms) cannot keep the metrics
 # endpoint from answering: each connection has a deadline.
 sec_http_slow() {
@@ -207,8 +265,14 @@ sec_http_slow() {
 	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
 	eventually grep -qx 'closed 16' "$T/client-hog.out" ||
 		fail "slow clients not cut at their deadline: $(tail -1 "$T/client-hog.out")"
-	curl -sf -m 5 "http://127.0.0.1:$port/metrics" | grep -q '^freqhint_connected_vms 0$' ||
-		fail "scrape failed after the slow clients"
+	# MHD's thread frees the slots just after the clients see their close
+	local i
+	for i in $(seq 20); do
+		curl -sf -m 5 "http://127.0.0.1:$port/metrics" >"$T/scrape.txt" && break
+		sleep 0.1
+	done
+	[ -s "$T/scrape.txt" ] || fail "no scrape within 2 s of the slow clients being cut"
+	grep -q '^freqhint_connected_vms 0$' "$T/scrape.txt" || fail "scrape incomplete: $(head -c 300 "$T/scrape.txt")"
 	timeout 5 "$FREQHINTCTL" --socket "$T/ctl.sock" status >/dev/null || fail "freqhintctl not served"
 }
 

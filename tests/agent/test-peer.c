@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for the agent's connection machinery (issue 15):
- *   /peer/...     who a peer process is (PA-18): QEMU's -name/-uuid forms,
+ *   /peer/...     who a peer process is (PA-20): QEMU's -name/-uuid forms,
  *                libvirt's machine scope, the HELLO comparison, pidfds;
  *   /listener/... accept() out of descriptors: paused with backoff, logged
  *                once, never a busy loop (G-13);
