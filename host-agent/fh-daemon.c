@@ -265,6 +265,8 @@ daemon_update (FhDaemon *d)
         chain.levels = (const FhClamp *) v->info.levels->data;
         chain.n_levels = v->info.levels->len;
       }
+      chain.rt = v->info.rt; /* MR-26 */
+      chain.rt_min_default = d->host->rt_min_default;
       /* MR-4: the governor that matters is the one of the vCPU's CPU. */
       if (d->headroom_auto)
         params.perf_headroom = fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
@@ -287,7 +289,7 @@ daemon_update (FhDaemon *d)
         /* The process the thread belongs to now: a release later must find
          * it still there (tid reuse), whether or not that is the socket
          * peer (check_thread_owner=false). */
-        FhTidTarget t = { v->tid, v->info.tgid, active, v->d.eff };
+        FhTidTarget t = { v->tid, v->info.tgid, active, v->d.eff, v->d.min_default };
 
         g_array_append_val (targets, t);
       }

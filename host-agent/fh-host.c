@@ -23,6 +23,7 @@ fh_host_new (void)
 
   h->policies = g_ptr_array_new_with_free_func ((GDestroyNotify) policy_free);
   h->sys = (FhClamp){ FH_SCALE, FH_SCALE };
+  h->rt_min_default = FH_SCALE;
   return h;
 }
 
@@ -181,6 +182,7 @@ fh_host_refresh_sys (FhHost *h, const FhPaths *paths)
   FhClamp sys = { FH_SCALE, FH_SCALE };
   gboolean have = TRUE;
   gboolean changed;
+  guint rt;
 
   for (int i = 0; i < 2; i++) {
     g_autofree char *path = fh_path (paths, FH_ROOT_PROC, "sys/kernel/%s", names[i]);
@@ -202,8 +204,21 @@ fh_host_refresh_sys (FhHost *h, const FhPaths *paths)
     else
       sys.max = v;
   }
-  changed = sys.min != h->sys.min || sys.max != h->sys.max;
+  {
+    /* The kernel's default: RT tasks run at full capacity unless told otherwise. */
+    g_autofree char *path = fh_path (paths, FH_ROOT_PROC, "sys/kernel/sched_util_clamp_min_rt_default");
+    g_autofree char *text = fh_read_small_file (path, NULL);
+    g_autoptr (GError) error = NULL;
+
+    rt = FH_SCALE;
+    if (text && !fh_parse_uint_range (text, 0, FH_SCALE, &rt, &error)) {
+      g_warning ("%s: %s; assuming %u", path, error->message, FH_SCALE);
+      rt = FH_SCALE;
+    }
+  }
+  changed = sys.min != h->sys.min || sys.max != h->sys.max || rt != h->rt_min_default;
   h->sys = sys;
+  h->rt_min_default = rt;
   h->have_sys = have;
   return changed;
 }
@@ -222,6 +237,38 @@ fh_host_cpu_governor (const FhHost *h, gint cpu)
   if (cpu < 0 || (guint) cpu >= h->n_cpus || h->cpu_policy[cpu] < 0)
     return NULL;
   return ((FhPolicy *) g_ptr_array_index (h->policies, h->cpu_policy[cpu]))->governor;
+}
+
+gboolean
+fh_stat_policy (const char *stat, guint *policy)
+{
+  const char *p = strrchr (stat, ')');
+  guint field = 2;
+
+  if (!p)
+    return FALSE;
+  p++;
+  /* fields are separated by single spaces; field 3 follows ") " */
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    if (!*p)
+      break;
+    field++;
+    if (field == 41) {
+      guint64 v;
+      char *end = NULL;
+
+      v = g_ascii_strtoull (p, &end, 10);
+      if (end == p || (*end && *end != ' ' && *end != '\n') || v > 7)
+        return FALSE;
+      *policy = (guint) v;
+      return TRUE;
+    }
+    while (*p && *p != ' ')
+      p++;
+  }
+  return FALSE;
 }
 
 void
@@ -349,14 +396,16 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
       g_clear_error (&error);
     }
   }
+  stat = fh_read_small_file (stat_path, NULL);
   if (!info->pinned) {
     guint cpu;
 
-    stat = fh_read_small_file (stat_path, NULL);
     if (stat && fh_parse_stat_processor (stat, &cpu, &error) && cpu < n_cpus)
       info->cpu = (gint) cpu;
     g_clear_error (&error);
   }
+  if (stat && fh_stat_policy (stat, &info->policy))
+    info->rt = info->policy == 1 || info->policy == 2;
 
   cgroup = fh_read_small_file (cgroup_path, NULL);
   cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;

@@ -37,6 +37,7 @@ typedef struct {
   GPtrArray *policies; /* FhPolicy* */
   gint *cpu_policy;    /* n_cpus entries: index into policies, -1 none */
   FhClamp sys;         /* sched_util_clamp_{min,max}; 1024/1024 when absent */
+  guint rt_min_default; /* sched_util_clamp_min_rt_default; 1024 when absent (MR-26) */
   gboolean have_sys;
   char *kernel_release; /* PROC/sys/kernel/osrelease, NULL when unreadable */
 } FhHost;
@@ -47,7 +48,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhHost, fh_host_free)
 
 /* CPUs and cpufreq policies; a host without cpufreq has no policies. */
 gboolean fh_host_load (FhHost *host, const FhPaths *paths, GError **error);
-/* Re-read /proc/sys/kernel/sched_util_clamp_*; TRUE when they changed. */
+/* Re-read /proc/sys/kernel/sched_util_clamp_* (and _min_rt_default); TRUE when they changed. */
 gboolean fh_host_refresh_sys (FhHost *host, const FhPaths *paths);
 const char *fh_host_governor (const FhHost *host);
 /* The governor of the policy covering cpu; NULL when no policy covers it. */
@@ -60,9 +61,13 @@ typedef struct {
   GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
   gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
+  guint policy;   /* field 41 of PROC/<tid>/stat: SCHED_OTHER 0, FIFO 1, RR 2, ... */
+  gboolean rt;    /* SCHED_FIFO or SCHED_RR (MR-26) */
 } FhThreadInfo;
 
 void fh_thread_info_clear (FhThreadInfo *info);
+/* Field 41 (policy) of a PROC/<tid>/stat line, counted after comm's last ')'. */
+gboolean fh_stat_policy (const char *stat, guint *policy);
 /* Never fails: what cannot be read is left unknown and logged at debug level. */
 void fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info);
 /*

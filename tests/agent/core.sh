@@ -259,5 +259,39 @@ case_default_backend() {
 	expect_jq '.backend' none status
 }
 
+# --- issue 16 item 1: real-time vCPU threads (MR-26) --------------------------
+
+# set_policy TID POLICY: field 41 of the fixture's /proc/TID/stat (1 FIFO, 2 RR)
+set_policy() {
+	local f=$FX/proc/$1/stat line head tail
+	line=$(cat "$f"); head=${line%)*}; tail=${line##*)}
+	tail=$(echo "$tail" | awk -v p="$2" '{ $39 = p; print }')   # field 3 is the first after ')'
+	echo "$head) $tail" >"$f"
+}
+
+# An RT vCPU thread whose guest sets no floor has the kernel's RT default
+# minimum, as the kernel itself would give it; a guest floor replaces it.
+case_rt_vcpu() {
+	fixture; thread 2101 2 2; thread 2102 4 4; thread 2103 6 6
+	set_policy 2101 1; set_policy 2103 2
+	echo 800 >"$FX/proc/sys/kernel/sched_util_clamp_min_rt_default"
+	start_daemon cpufreq
+	start_vm a vm-a $U1 2101,2102,2103 --hint 0:-:1024 --hint 1:-:1024 --hint 2:100:1024
+	expect_jq '.[0].sched_policy' 1 vcpus vm-a
+	expect_jq '.[0].effective.min' 800 vcpus vm-a
+	expect_jq '.[0].rt_default_min' true vcpus vm-a
+	expect_jq '.[1].effective.min' 0 vcpus vm-a             # SCHED_OTHER: no default floor
+	expect_jq '.[2].sched_policy' 2 vcpus vm-a
+	expect_jq '.[2].effective.min' 100 vcpus vm-a           # the guest's floor is a request
+	expect_jq '.[2].rt_default_min' false vcpus vm-a
+	expect_file "$POL/policy2/scaling_min_freq" 2800000      # 800 -> 2500 MHz, snapped up
+	expect_file "$POL/policy4/scaling_min_freq" 800000
+	expect_file "$POL/policy6/scaling_min_freq" 800000
+	echo 512 >"$FX/proc/sys/kernel/sched_util_clamp_min_rt_default"   # the sysctl moves
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	echo 300 >"$FX/proc/sys/kernel/sched_util_clamp_min"     # and caps it (uclamp_eff_get)
+	expect_jq '.[0].effective.min' 300 vcpus vm-a
+}
+
 # integration.sh runs the case named in $1 with its helpers.
 source "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
