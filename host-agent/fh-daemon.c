@@ -86,6 +86,13 @@ vm_probe (FhDaemon *d, FhVm *vm)
       v->cpu = v->info.cpu;
       v->placed_by_config = FALSE;
     }
+    /* PA-18: the class of the CPUs the thread may run on (the widest of several). */
+    if (v->placed_by_config)
+      v->freq_class = fh_host_freq_class_of (d->host, NULL, v->cpu);
+    else if (v->tid_ok)
+      v->freq_class = fh_host_freq_class_of (d->host, v->info.allowed, v->cpu);
+    else
+      v->freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
   }
 }
 
@@ -187,6 +194,60 @@ on_hints (FhConn *conn, const FhHints *hints, gpointer data)
   queue_update (d);
 }
 
+/*
+ * PA-19: the device's vCPU table after hot-plug.  Every new thread must be
+ * the peer's (as HELLO's are, PA-7); a vCPU whose thread went away loses
+ * its hint.  The connection and everything else about the VM stay.
+ */
+static gboolean
+on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
+{
+  FhDaemon *d = data;
+  FhVm *vm = fh_conn_get_data (conn);
+  g_autofree char *name = NULL;
+  guint present = 0;
+
+  if (!vm)
+    return TRUE;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    FhThreadInfo info = { 0 };
+    gboolean ok;
+
+    if (vcpus->tids[i] == 0 || vcpus->tids[i] == vm->vcpus[i].tid || !d->config->check_thread_owner)
+      continue;
+    fh_host_probe_thread (&d->paths, vcpus->tids[i], d->host->n_cpus, &info);
+    ok = info.exists && info.tgid == vm->pid;
+    fh_thread_info_clear (&info);
+    if (!ok) {
+      fh_error_set (err, FH_CLOSE_PERMISSION, "VCPUS: thread %u of vCPU %u is not the peer's",
+                    vcpus->tids[i], i);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+
+    if (vcpus->tids[i] != v->tid) {
+      v->tid = vcpus->tids[i];
+      fh_thread_info_clear (&v->info);
+      v->tid_ok = FALSE;
+    }
+    if (v->tid == 0) {
+      v->hint = (FhGuestHint){ 0 };
+      v->hinted = FALSE;
+    } else {
+      present++;
+    }
+  }
+  vm->vcpus_frames++;
+  vm_probe (d, vm);
+  name = fh_text_sanitize (vm->name, -1);
+  g_message ("VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
+             vm->num_vcpus);
+  queue_update (d);
+  return TRUE;
+}
+
 static void
 on_closed (FhConn *conn, gpointer data)
 {
@@ -240,6 +301,35 @@ send_grants (FhVm *vm)
     vm->grants = g;
     vm->grants_sent = TRUE;
     vm->grants_frames++;
+  }
+}
+
+/* PA-18: sent when its content changes, never because of hints. */
+static void
+send_host_freq (FhDaemon *d, FhVm *vm)
+{
+  static FhHostFreq hf; /* 870 B; the main loop is single-threaded */
+  static uint8_t frame[FH_FRAME_MAX];
+  size_t n;
+  guint32 hash = 2166136261u;
+
+  if (!(vm->features & FH_F_HOST_FREQ))
+    return;
+  memset (&hf, 0, sizeof hf);
+  hf.num_classes = (uint16_t) d->host->n_freq_classes;
+  hf.num_vcpus = (uint16_t) vm->num_vcpus;
+  memcpy (hf.classes, d->host->freq_classes, sizeof hf.classes);
+  for (guint i = 0; i < vm->num_vcpus; i++)
+    hf.freq_class[i] = vm->vcpus[i].freq_class;
+  n = fh_encode_host_freq (frame, sizeof frame, &hf);
+  for (size_t i = 0; i < n; i++)
+    hash = (hash ^ frame[i]) * 16777619u; /* FNV-1a */
+  if (n == 0 || (vm->host_freq_sent && hash == vm->host_freq_hash))
+    return;
+  if (fh_conn_send_host_freq (vm->conn, &hf)) {
+    vm->host_freq_hash = hash;
+    vm->host_freq_sent = TRUE;
+    vm->host_freq_frames++;
   }
 }
 
@@ -313,6 +403,10 @@ daemon_update (FhDaemon *d)
 
     if (vm)
       send_grants (vm);
+    /* send_grants() may have closed it */
+    vm = g_hash_table_lookup (d->vms, key);
+    if (vm)
+      send_host_freq (d, vm);
   }
   if (d->notify)
     d->notify (d, d->notify_data);
@@ -451,6 +545,7 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->backend->min_write_interval_us =
       (gint64) config->cpufreq_min_write_interval_ms * G_TIME_SPAN_MILLISECOND;
   d->backend->quantum_khz = config->cpufreq_quantum_khz;
+  fh_host_build_freq_classes (d->host, config->cpufreq_quantum_khz);
   g_ptr_array_add (d->vm_sources, fh_vm_source_config_new (config));
   choose_headroom (d);
   return d;
@@ -472,6 +567,7 @@ fh_daemon_start (FhDaemon *d, GError **error)
   static const FhDeviceCallbacks cb = {
     .hello = on_hello,
     .hints = on_hints,
+    .vcpus = on_vcpus,
     .closed = on_closed,
     .rejected = on_rejected,
   };

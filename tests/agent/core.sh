@@ -24,9 +24,9 @@ live_vm() {
 	mkfifo "$T/in-$id"
 	( exec 3>"$T/in-$id"; sleep 120 ) & CLIENTS+=($!)
 	(
-		for t in ${tids//,/ }; do "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
+		for t in ${tids//,/ }; do [ "$t" = 0 ] || "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
 		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "$name" --uuid "$uuid" \
-			--vcpus "$n" --tids "$tids" "${hints[@]}" --stdin <"$T/in-$id"
+			--vcpus "$n" --tids "$tids" "${hints[@]}" ${LIVE_ARGS:-} --stdin <"$T/in-$id"
 	) >"$T/client-$id.out" 2>&1 & CLIENTS+=($!)
 	eval "VM_$id=$!"
 	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
@@ -291,6 +291,60 @@ case_rt_vcpu() {
 	expect_file "$POL/policy2/scaling_min_freq" 1600000
 	echo 300 >"$FX/proc/sys/kernel/sched_util_clamp_min"     # and caps it (uclamp_eff_get)
 	expect_jq '.[0].effective.min' 300 vcpus vm-a
+}
+
+# --- agent protocol: HOST_FREQ (PA-18) and VCPUS (PA-19) -----------------------
+
+# host_freq_is ID REGEX: the client's last HOST_FREQ line matches
+host_freq_is() { grep '^host-freq' "$T/client-$1.out" | tail -1 | grep -qE "$2"; }
+expect_host_freq() {
+	eventually host_freq_is "$1" "$2" ||
+		fail "client $1: last HOST_FREQ is '$(grep '^host-freq' "$T/client-$1.out" | tail -1)', want /$2/"
+}
+
+case_host_freq_vcpus() {
+	local tab='800000,1200000,1600000,2000000,2400000,2800000,3200000'
+	fixture; thread 2201 2 2; thread 2202 6 6; thread 2203 0-7 3; thread 2204 4 4; thread 2205 4 4
+	echo 400000 >"$POL/policy4/cpuinfo_min_freq"           # a wider class of its own
+	start_daemon cpufreq
+	LIVE_ARGS="--features perf,grants,host-freq,vcpus" \
+		live_vm a vm-a $U1 2201,2202,2203 0:512:1024 1:1024:1024 2:-:1024
+	grep -q '^welcome features=0xf ' "$T/client-a.out" || fail "HOST_FREQ/VCPUS not accepted"
+	# classes: policies 0+2 (table), 4 (wider range), 6 (no table: 100 MHz steps = 32);
+	# vCPU 2 may run anywhere: the widest class
+	expect_host_freq a "^host-freq classes=3 0:800000\.\.3200000/128/7:$tab 1:400000\.\.3200000/128/7:$tab 2:800000\.\.3200000/32/0 vcpus=0,2,1$"
+	expect_file "$POL/policy6/scaling_min_freq" 3200000
+	# hints never cause one
+	send a "hint 0:300:1024"; send a "hint 0:700:1024"
+	expect_file "$POL/policy2/scaling_min_freq" 2400000
+	sleep 0.5
+	[ "$(grep -c '^host-freq' "$T/client-a.out")" = 1 ] || fail "HOST_FREQ sent because of hints"
+	# the thread's affinity changes: sent again
+	sed -i 's/^Cpus_allowed_list:.*/Cpus_allowed_list:\t6/' "$FX/proc/2203/status"
+	expect_host_freq a 'vcpus=0,2,2$'
+	# hot-unplug of vCPU 1: its hint goes, the connection stays
+	send a "vcpus 2201,0,2203"
+	expect_host_freq a 'vcpus=0,255,2$'
+	expect_file "$POL/policy6/scaling_min_freq" 800000
+	expect_jq '.[1].state' no-thread vcpus vm-a
+	# hot-plug on CPU 4: a thread of the peer, a new class; hints follow
+	"$MKFIXTURE" tgid "$FX" 2204 "$VM_a"
+	send a "vcpus 2201,2204,2203"
+	expect_host_freq a 'vcpus=0,1,2$'
+	expect_jq '.[1].tid' 2204 vcpus vm-a
+	send a "hint 1:512:1024"
+	expect_file "$POL/policy4/scaling_min_freq" 1600000
+	expect_jq '.vm_connections_total' 1 status
+	expect_jq '.connected_vms' 1 status
+	# without FH_F_VCPUS accepted, VCPUS is a protocol error
+	live_vm b vm-b $U2 0 0:-:1024
+	send b "vcpus 0"
+	eventually grep -q '^close reason=protocol' "$T/client-b.out" || fail "VCPUS without the feature accepted"
+	# a thread that is not the peer's closes that connection only
+	send a "vcpus 2201,2205,2203"
+	eventually grep -q '^close reason=permission' "$T/client-a.out" || fail "foreign thread accepted"
+	expect_jq '.rejected.permission' 1 status
+	expect_file "$POL/policy4/scaling_min_freq" 800000
 }
 
 # integration.sh runs the case named in $1 with its helpers.
