@@ -462,8 +462,10 @@ fh_decode_host_freq (const FhFrame *frame, uint16_t num_vcpus, FhHostFreq *out, 
     if (!fh_freq_class_check (c, err)) {
       char text[FH_TEXT_MAX];
 
-      g_strlcpy (text, err->text, sizeof text);
-      fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ class %u: %s", i, text);
+      if (err) {
+        g_strlcpy (text, err->text, sizeof text);
+        fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ class %u: %s", i, text);
+      }
       return false;
     }
   }
