@@ -118,9 +118,25 @@ uclamp_start (FhBackend *self, GError **error)
   return TRUE;
 }
 
+/*
+ * A thread id can be reused once its thread exits: only release a clamp on
+ * a thread that still belongs to the process we clamped it for.
+ */
+static gboolean
+still_owned (FhBackend *self, guint tid, pid_t owner)
+{
+  g_autofree char *path = fh_path (self->paths, FH_ROOT_PROC, "%u/status", tid);
+  g_autofree char *status = fh_read_small_file (path, NULL);
+  g_autofree char *tgid = status ? fh_parse_status_field (status, "Tgid", NULL) : NULL;
+  guint64 v;
+
+  return tgid && g_ascii_string_to_unsigned (tgid, 10, 1, G_MAXINT32, &v, NULL) &&
+         (pid_t) v == owner;
+}
+
 /* release: an inactive vCPU, back to the kernel defaults (want is ignored). */
 static void
-apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean release,
+apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, gboolean release,
            gboolean min_default, gint64 now_us)
 {
   int r;
@@ -138,6 +154,16 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean rele
     return;
   if (st->failing && now_us < st->retry_at_us)
     return;
+  /*
+   * The thread was the VM's when the daemon last looked, up to a poll
+   * interval ago; a thread id is reused once its thread exits.  Look
+   * again right before setting, so a clamp never lands on a thread that
+   * is no longer the VM's (the release path checks the same).
+   */
+  if (owner > 0 && !still_owned (self, tid, owner)) {
+    g_debug ("tid %u no longer belongs to process %d; not clamped", tid, (int) owner);
+    return;
+  }
   self->writes++;
   r = set_clamp (tid, st, want, release, min_default);
   if (r < 0) {
@@ -156,22 +182,6 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean rele
   st->applied_min_default = min_default;
   st->applied_release = release;
   st->have_applied = TRUE;
-}
-
-/*
- * A thread id can be reused once its thread exits: only release a clamp on
- * a thread that still belongs to the process we clamped it for.
- */
-static gboolean
-still_owned (FhBackend *self, guint tid, pid_t owner)
-{
-  g_autofree char *path = fh_path (self->paths, FH_ROOT_PROC, "%u/status", tid);
-  g_autofree char *status = fh_read_small_file (path, NULL);
-  g_autofree char *tgid = status ? fh_parse_status_field (status, "Tgid", NULL) : NULL;
-  guint64 v;
-
-  return tgid && g_ascii_string_to_unsigned (tgid, 10, 1, G_MAXINT32, &v, NULL) &&
-         (pid_t) v == owner;
 }
 
 static void
@@ -197,7 +207,7 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     }
     st->seen = TRUE;
     st->owner = t->owner;
-    apply_one (self, t->tid, st, t->eff, !t->active, t->min_default, now_us);
+    apply_one (self, t->tid, t->owner, st, t->eff, !t->active, t->min_default, now_us);
   }
 
   /* Threads no longer ours (VM gone, thread exited): release and forget. */

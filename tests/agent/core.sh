@@ -123,6 +123,24 @@ case_cpuinfo_clamp() {
 	file_is "$POL/policy4/scaling_max_freq" 3200000 || fail "restored a maximum above cpuinfo_max_freq"
 }
 
+# Issue 15 item 5: the uclamp backend checks that a thread is still the VM's
+# right before setting its clamps, not only when releasing them.
+case_uclamp_owner_at_set() {
+	EXTRA_DAEMON='poll_interval_ms=60000' fixture     # no poll re-reads the thread meanwhile
+	thread 2301 3 3
+	start_daemon uclamp
+	live_vm a vm-a $U1 2301 0:none
+	expect_jq '.[0].state' no-hint vcpus vm-a
+	"$MKFIXTURE" tgid "$FX" 2301 1                     # the tid now names another process's thread
+	send a "hint 0:512:1024"
+	expect_jq '.[0].state' active vcpus vm-a
+	sleep 0.3
+	jq_is '.backend_writes_total' 0 status && jq_is '.write_failures_total' 0 status ||
+		fail "sched_setattr was tried on a thread that is not the VM's: $(ctl --json status |
+			jq -c '{backend_writes_total, write_failures_total}')"
+	grep -q 'tid 2301 no longer belongs to process' "$T/daemon.log" || fail "skip not logged"
+}
+
 # --- issue 15 item 6: other writers of scaling_min/max_freq ------------------
 
 # Limits the host had at start bound every VM decision.
