@@ -56,7 +56,7 @@ qemu_version=$("$qemu_bin" --version | head -n1)
 kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)
 [ -r "$kdir/bzImage" ] || die "guest kernel not built: run scripts/setup.sh"
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$here" status --porcelain 2>/dev/null | grep -q . && echo " (with local changes)" || true)
+dirty=$(git -C "$here" status --porcelain 2>/dev/null | grep . >/dev/null && echo " (with local changes)" || true)
 
 agent_args=()
 guest_args=(--samples 200 --burst-seconds 20)

@@ -488,16 +488,18 @@ check_external (FhBackend *self, FhPolicy *p, PolicyState *st)
     p->external_writes++;
     changed = TRUE;
   }
-  /* The kernel pulls the shown minimum down to a lowered maximum: that is no write. */
-  if (cur_min != st->seen_min && !(cur_max != st->seen_max && cur_min == cur_max)) {
-    g_warning ("policy%u: scaling_min_freq changed by another writer: %u kHz (freqhintd had "
-               "%u); it is the host's floor now",
-               p->id, cur_min, st->seen_min);
-    p->host_min_khz = cur_min;
-    p->external_writes++;
-    changed = TRUE;
+  if (cur_min != st->seen_min) {
+    /* The kernel pulls the shown minimum down to a lowered maximum: that is no write. */
+    if (!(cur_max != st->seen_max && cur_min == cur_max)) {
+      g_warning ("policy%u: scaling_min_freq changed by another writer: %u kHz (freqhintd had "
+                 "%u); it is the host's floor now",
+                 p->id, cur_min, st->seen_min);
+      p->host_min_khz = cur_min;
+      p->external_writes++;
+      changed = TRUE;
+    }
+    p->applied_min_khz = cur_min;
   }
-  p->applied_min_khz = cur_min;
   st->seen_min = cur_min;
   st->seen_max = cur_max;
   if (p->host_min_khz > p->host_max_khz)

@@ -30,15 +30,23 @@
 G_STATIC_ASSERT (sizeof (FhSchedAttr) == FH_SCHED_ATTR_SIZE_VER1);
 
 void
-fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release)
+fh_uclamp_fill_attr_full (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release,
+                          gboolean min_default)
 {
   memset (attr, 0, sizeof *attr);
   attr->size = sizeof *attr;
   attr->sched_policy = policy;
   attr->sched_flags = FH_SCHED_FLAG_KEEP_PARAMS | FH_SCHED_FLAG_UTIL_CLAMP_MIN |
                       FH_SCHED_FLAG_UTIL_CLAMP_MAX | FH_SCHED_FLAG_RESET_ON_FORK;
-  attr->sched_util_min = release ? G_MAXUINT32 : c.min;
+  /* -1: uclamp_reset(), the minimum is the kernel's default and follows its sysctl */
+  attr->sched_util_min = release || min_default ? G_MAXUINT32 : c.min;
   attr->sched_util_max = release ? G_MAXUINT32 : c.max;
+}
+
+void
+fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release)
+{
+  fh_uclamp_fill_attr_full (attr, policy, c, release, FALSE);
 }
 
 static int
@@ -52,6 +60,7 @@ get_attr (guint tid, FhSchedAttr *attr)
 
 typedef struct {
   FhClamp applied;
+  gboolean applied_min_default; /* the last call left the minimum to the kernel (MR-26) */
   gboolean applied_release; /* the last call released (-1/-1) */
   gboolean have_applied;
   gint64 retry_at_us;
@@ -77,7 +86,7 @@ typedef struct {
  * putting those back would make a stale guest request permanent.
  */
 static int
-set_clamp (guint tid, TidState *st, FhClamp c, gboolean release)
+set_clamp (guint tid, TidState *st, FhClamp c, gboolean release, gboolean min_default)
 {
   FhSchedAttr cur, attr;
   int r = get_attr (tid, &cur);
@@ -96,7 +105,7 @@ set_clamp (guint tid, TidState *st, FhClamp c, gboolean release)
   if (release && st->orig_restore)
     fh_uclamp_fill_attr (&attr, cur.sched_policy, st->orig, FALSE);
   else
-    fh_uclamp_fill_attr (&attr, cur.sched_policy, c, release);
+    fh_uclamp_fill_attr_full (&attr, cur.sched_policy, c, release, min_default);
   if (syscall (SYS_sched_setattr, (pid_t) tid, &attr, 0) < 0)
     return -errno;
   return 0;
@@ -107,47 +116,6 @@ uclamp_start (FhBackend *self, GError **error)
 {
   self->priv = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
   return TRUE;
-}
-
-static gboolean still_owned (FhBackend *self, guint tid, pid_t owner);
-
-/* release: an inactive vCPU, back to the kernel defaults (want is ignored). */
-static void
-apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean release, gint64 now_us)
-{
-  int r;
-
-  if (release)
-    want = FH_CLAMP_NONE;
-  if (st->have_applied && st->applied_release == release &&
-      (release || (st->applied.min == want.min && st->applied.max == want.max)))
-    return;
-  /* Threads we never clamped need no release. */
-  if (!st->have_applied && !st->failing && release)
-    return;
-  if (st->failing && now_us < st->retry_at_us)
-    return;
-  /* PA-21: thread ids are reused; set clamps only on a thread that is still
-   * its VM's (checked when writing, not only at the last poll). */
-  if (!still_owned (self, tid, st->owner))
-    return;
-  self->writes++;
-  r = set_clamp (tid, st, want, release);
-  if (r < 0) {
-    self->write_failures++;
-    st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
-    st->retry_at_us = now_us + st->backoff_us;
-    if (!st->failing || st->backoff_us == FH_BACKOFF_MAX_US)
-      g_warning ("sched_setattr(tid %u, util %u..%u): %s%s", tid, want.min, want.max,
-                 g_strerror (-r), r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
-    st->failing = TRUE;
-    return;
-  }
-  st->failing = FALSE;
-  st->backoff_us = 0;
-  st->applied = want;
-  st->applied_release = release;
-  st->have_applied = TRUE;
 }
 
 /*
@@ -164,6 +132,56 @@ still_owned (FhBackend *self, guint tid, pid_t owner)
 
   return tgid && g_ascii_string_to_unsigned (tgid, 10, 1, G_MAXINT32, &v, NULL) &&
          (pid_t) v == owner;
+}
+
+/* release: an inactive vCPU, back to the kernel defaults (want is ignored). */
+static void
+apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, gboolean release,
+           gboolean min_default, gint64 now_us)
+{
+  int r;
+
+  if (release) {
+    want = FH_CLAMP_NONE;
+    min_default = FALSE;
+  }
+  if (st->have_applied && st->applied_release == release &&
+      (release || (st->applied.min == want.min && st->applied.max == want.max &&
+                   st->applied_min_default == min_default)))
+    return;
+  /* Threads we never clamped need no release. */
+  if (!st->have_applied && !st->failing && release)
+    return;
+  if (st->failing && now_us < st->retry_at_us)
+    return;
+  /*
+   * The thread was the VM's when the daemon last looked, up to a poll
+   * interval ago; a thread id is reused once its thread exits.  Look
+   * again right before setting, so a clamp never lands on a thread that
+   * is no longer the VM's (the release path checks the same).
+   */
+  if (owner > 0 && !still_owned (self, tid, owner)) {
+    g_debug ("tid %u no longer belongs to process %d; not clamped", tid, (int) owner);
+    return;
+  }
+  self->writes++;
+  r = set_clamp (tid, st, want, release, min_default);
+  if (r < 0) {
+    self->write_failures++;
+    st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
+    st->retry_at_us = now_us + st->backoff_us;
+    if (!st->failing || st->backoff_us == FH_BACKOFF_MAX_US)
+      g_warning ("sched_setattr(tid %u, util %u..%u): %s%s", tid, want.min, want.max,
+                 g_strerror (-r), r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
+    st->failing = TRUE;
+    return;
+  }
+  st->failing = FALSE;
+  st->backoff_us = 0;
+  st->applied = want;
+  st->applied_min_default = min_default;
+  st->applied_release = release;
+  st->have_applied = TRUE;
 }
 
 static void
@@ -189,7 +207,7 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     }
     st->seen = TRUE;
     st->owner = t->owner;
-    apply_one (self, t->tid, st, t->eff, !t->active, now_us);
+    apply_one (self, t->tid, t->owner, st, t->eff, !t->active, t->min_default, now_us);
   }
 
   /* Threads no longer ours (VM gone, thread exited): release and forget. */
@@ -201,7 +219,7 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       continue;
     if (st->have_applied && !st->applied_release &&
         still_owned (self, GPOINTER_TO_UINT (key), st->owner)) {
-      int r = set_clamp (GPOINTER_TO_UINT (key), st, FH_CLAMP_NONE, TRUE);
+      int r = set_clamp (GPOINTER_TO_UINT (key), st, FH_CLAMP_NONE, TRUE, FALSE);
 
       self->writes++;
       if (r < 0 && r != -ESRCH) {

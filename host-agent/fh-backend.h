@@ -25,6 +25,7 @@ typedef struct {
   pid_t owner;     /* the VM's process: a released tid must still be its thread */
   gboolean active; /* idle or unhinted vCPUs are released (0..1024) */
   FhClamp eff;
+  gboolean min_default; /* RT thread: leave UCLAMP_MIN to the kernel's default (MR-26) */
 } FhTidTarget;
 
 typedef struct _FhBackend FhBackend;
@@ -114,6 +115,9 @@ typedef struct {
  * thread's current policy, clamps c, or -1/-1 (kernel defaults) to release.
  */
 void fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release);
+/* The same, with min_default: sched_util_min = -1, the kernel's own (RT) default (MR-26). */
+void fh_uclamp_fill_attr_full (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release,
+                               gboolean min_default);
 
 /* The cpufreq backend's crash-recovery file inside the state directory. */
 #define FH_CPUFREQ_SAVED_FILE "cpufreq-saved.ini"

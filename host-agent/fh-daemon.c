@@ -89,6 +89,13 @@ vm_probe (FhDaemon *d, FhVm *vm)
       v->cpu = v->info.cpu;
       v->placed_by_config = FALSE;
     }
+    /* PA-18: the class of the CPUs the thread may run on (the widest of several). */
+    if (v->placed_by_config)
+      v->freq_class = fh_host_freq_class_of (d->host, NULL, v->cpu);
+    else if (v->tid_ok)
+      v->freq_class = fh_host_freq_class_of (d->host, v->info.allowed, v->cpu);
+    else
+      v->freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
   }
 }
 
@@ -275,6 +282,47 @@ on_hints (FhConn *conn, const FhHints *hints, gpointer data)
   queue_update (d);
 }
 
+/*
+ * PA-19: the device's vCPU table after hot-plug.  Every thread must be the
+ * peer's, checked as HELLO's are (PA-21); a vCPU whose thread went away loses
+ * its hint.  The connection and everything else about the VM stay.
+ */
+static gboolean
+on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
+{
+  FhDaemon *d = data;
+  FhVm *vm = fh_conn_get_data (conn);
+  g_autofree char *name = NULL;
+  guint present = 0;
+
+  if (!vm)
+    return TRUE;
+  if (!fh_daemon_check_peer_tids (d, conn, vcpus->tids, vm->num_vcpus, err))
+    return FALSE;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+
+    if (vcpus->tids[i] != v->tid) {
+      v->tid = vcpus->tids[i];
+      fh_thread_info_clear (&v->info);
+      v->tid_ok = FALSE;
+    }
+    if (v->tid == 0) {
+      v->hint = (FhGuestHint){ 0 };
+      v->hinted = FALSE;
+    } else {
+      present++;
+    }
+  }
+  vm->vcpus_frames++;
+  vm_probe (d, vm);
+  name = fh_text_sanitize (vm->name, -1);
+  g_message ("VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
+             vm->num_vcpus);
+  queue_update (d);
+  return TRUE;
+}
+
 static void
 on_closed (FhConn *conn, gpointer data)
 {
@@ -331,6 +379,35 @@ send_grants (FhVm *vm)
   }
 }
 
+/* PA-18: sent when its content changes, never because of hints. */
+static void
+send_host_freq (FhDaemon *d, FhVm *vm)
+{
+  static FhHostFreq hf; /* 870 B; the main loop is single-threaded */
+  static uint8_t frame[FH_FRAME_MAX];
+  size_t n;
+  guint32 hash = 2166136261u;
+
+  if (!(vm->features & FH_F_HOST_FREQ))
+    return;
+  memset (&hf, 0, sizeof hf);
+  hf.num_classes = (uint16_t) d->host->n_freq_classes;
+  hf.num_vcpus = (uint16_t) vm->num_vcpus;
+  memcpy (hf.classes, d->host->freq_classes, sizeof hf.classes);
+  for (guint i = 0; i < vm->num_vcpus; i++)
+    hf.freq_class[i] = vm->vcpus[i].freq_class;
+  n = fh_encode_host_freq (frame, sizeof frame, &hf);
+  for (size_t i = 0; i < n; i++)
+    hash = (hash ^ frame[i]) * 16777619u; /* FNV-1a */
+  if (n == 0 || (vm->host_freq_sent && hash == vm->host_freq_hash))
+    return;
+  if (fh_conn_send_host_freq (vm->conn, &hf)) {
+    vm->host_freq_hash = hash;
+    vm->host_freq_sent = TRUE;
+    vm->host_freq_frames++;
+  }
+}
+
 static void
 daemon_update (FhDaemon *d)
 {
@@ -353,6 +430,8 @@ daemon_update (FhDaemon *d)
         chain.levels = (const FhClamp *) v->info.levels->data;
         chain.n_levels = v->info.levels->len;
       }
+      chain.rt = v->info.rt; /* MR-26 */
+      chain.rt_min_default = d->host->rt_min_default;
       /* MR-4: the governor that matters is the one of the vCPU's CPU. */
       if (d->headroom_auto)
         params.perf_headroom = fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
@@ -375,7 +454,7 @@ daemon_update (FhDaemon *d)
         /* The process the thread belongs to now: a release later must find
          * it still there (tid reuse), whether or not that is the socket
          * peer (check_thread_owner=false). */
-        FhTidTarget t = { v->tid, v->info.tgid, active, v->d.eff };
+        FhTidTarget t = { v->tid, v->info.tgid, active, v->d.eff, v->d.min_default };
 
         g_array_append_val (targets, t);
       }
@@ -399,6 +478,10 @@ daemon_update (FhDaemon *d)
 
     if (vm)
       send_grants (vm);
+    /* send_grants() may have closed it */
+    vm = g_hash_table_lookup (d->vms, key);
+    if (vm)
+      send_host_freq (d, vm);
   }
   if (d->notify)
     d->notify (d, d->notify_data);
@@ -553,6 +636,7 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->backend->min_write_interval_us =
       (gint64) config->cpufreq_min_write_interval_ms * G_TIME_SPAN_MILLISECOND;
   d->backend->quantum_khz = config->cpufreq_quantum_khz;
+  fh_host_build_freq_classes (d->host, config->cpufreq_quantum_khz);
   g_ptr_array_add (d->vm_sources, fh_vm_source_config_new (config));
   choose_headroom (d);
   return d;
@@ -576,6 +660,7 @@ fh_daemon_start (FhDaemon *d, GError **error)
   static const FhDeviceCallbacks cb = {
     .hello = on_hello,
     .hints = on_hints,
+    .vcpus = on_vcpus,
     .closed = on_closed,
     .rejected = on_rejected,
   };

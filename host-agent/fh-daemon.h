@@ -31,6 +31,7 @@ typedef struct {
   gboolean placed_by_config;
   FhVcpuDecision d;
   double perf_headroom; /* the factor used for this vCPU (MR-4) */
+  guint8 freq_class;    /* PA-18: host frequency class, or VIRTIO_FREQHINT_NO_FREQ_CLASS */
 } FhVcpu;
 
 typedef struct {
@@ -52,6 +53,10 @@ typedef struct {
   FhGrants grants;
   gboolean grants_sent;
   guint64 grants_frames;
+  guint32 host_freq_hash; /* PA-18: of the HOST_FREQ last sent */
+  gboolean host_freq_sent;
+  guint64 host_freq_frames;
+  guint64 vcpus_frames; /* PA-19: VCPUS applied */
 } FhVm;
 
 typedef void (*FhDaemonNotify) (FhDaemon *daemon, gpointer data);

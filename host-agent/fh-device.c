@@ -30,7 +30,7 @@
 
 /* Sending is GRANTS (<= 1032 B), WELCOME, PING: 64 KiB is many seconds of backlog. */
 #define SEND_QUEUE_MAX (64 * 1024)
-#define FH_AGENT_FEATURES (FH_F_PERF | FH_F_GRANTS)
+#define FH_AGENT_FEATURES (FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS)
 
 typedef enum {
   CONN_AWAIT_HELLO,
@@ -333,6 +333,20 @@ fh_conn_send_grants (FhConn *conn, const FhGrants *grants)
   return TRUE;
 }
 
+gboolean
+fh_conn_send_host_freq (FhConn *conn, const FhHostFreq *hf)
+{
+  uint8_t frame[FH_FRAME_MAX];
+  size_t n;
+
+  if (conn->closing || conn->state == CONN_AWAIT_HELLO || !(conn->features & FH_F_HOST_FREQ))
+    return FALSE;
+  n = fh_encode_host_freq (frame, sizeof frame, hf);
+  if (n == 0)
+    return FALSE;
+  return conn_queue (conn, frame, n, "HOST_FREQ");
+}
+
 static gboolean
 hello_timeout (gpointer user_data)
 {
@@ -443,6 +457,15 @@ handle_frame (FhConn *conn, const FhFrame *f)
           server->cb.hints (conn, &hints, server->data);
         /* The callback may have closed conn: conn_in_ready() holds a
          * reference, so reading it here is safe. */
+        return !conn->closing;
+      }
+      if (f->msg_type == FH_MSG_VCPUS && (conn->features & FH_F_VCPUS)) {
+        static FhVcpus vcpus;
+
+        if (!fh_decode_vcpus (f, conn->num_vcpus, &vcpus, &err))
+          goto refuse;
+        if (server->cb.vcpus && !server->cb.vcpus (conn, &vcpus, &err, server->data))
+          goto refuse;
         return !conn->closing;
       }
       if (f->msg_type == FH_MSG_PING || f->msg_type == FH_MSG_PONG) {

@@ -18,6 +18,8 @@ typedef struct {
   /* HELLO arrived and decoded.  Return FALSE with err set to refuse it. */
   gboolean (*hello) (FhConn *conn, const FhHello *hello, FhError *err, gpointer data);
   void (*hints) (FhConn *conn, const FhHints *hints, gpointer data);
+  /* VCPUS (PA-19, only with FH_F_VCPUS accepted).  Return FALSE with err set to refuse it. */
+  gboolean (*vcpus) (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data);
   /* The connection is going away (any reason); conn is unusable afterwards. */
   void (*closed) (FhConn *conn, gpointer data);
   /* A connection was closed by us for a protocol/permission/limit reason. */
@@ -59,6 +61,8 @@ gboolean fh_conn_idle_open (FhConn *conn);
 
 void fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
 gboolean fh_conn_send_grants (FhConn *conn, const FhGrants *grants);
+/* PA-18; only when FH_F_HOST_FREQ was accepted (FALSE otherwise). */
+gboolean fh_conn_send_host_freq (FhConn *conn, const FhHostFreq *hf);
 void fh_conn_set_data (FhConn *conn, gpointer data);
 gpointer fh_conn_get_data (FhConn *conn);
 pid_t fh_conn_peer_pid (FhConn *conn);

@@ -23,6 +23,7 @@ fh_host_new (void)
 
   h->policies = g_ptr_array_new_with_free_func ((GDestroyNotify) policy_free);
   h->sys = (FhClamp){ FH_SCALE, FH_SCALE };
+  h->rt_min_default = FH_SCALE;
   return h;
 }
 
@@ -33,6 +34,7 @@ fh_host_free (FhHost *h)
     return;
   g_ptr_array_unref (h->policies);
   g_free (h->cpu_policy);
+  g_free (h->cpu_class);
   g_free (h->kernel_release);
   g_free (h);
 }
@@ -174,6 +176,123 @@ fh_host_load (FhHost *h, const FhPaths *paths, GError **error)
   return TRUE;
 }
 
+static void
+policy_class (const FhPolicy *p, guint quantum_khz, FhFreqClass *c)
+{
+  g_autoptr (GArray) t = g_array_new (FALSE, FALSE, sizeof (guint));
+  guint gap = G_MAXUINT;
+
+  memset (c, 0, sizeof *c);
+  c->min_khz = p->cpuinfo_min_khz;
+  c->max_khz = p->cpuinfo_max_khz;
+  /* the table ascending, without duplicates, inside the range */
+  for (guint i = 0; i < p->available->len; i++) {
+    guint f = g_array_index (p->available, guint, i);
+
+    if (f >= c->min_khz && f <= c->max_khz)
+      g_array_append_val (t, f);
+  }
+  g_array_sort (t, (GCompareFunc) fh_cmp_uint);
+  for (guint i = 1; i < t->len;) {
+    if (g_array_index (t, guint, i) == g_array_index (t, guint, i - 1))
+      g_array_remove_index (t, i);
+    else
+      i++;
+  }
+  for (guint i = 1; i < t->len; i++)
+    gap = MIN (gap, g_array_index (t, guint, i) - g_array_index (t, guint, i - 1));
+  if (t->len <= VIRTIO_FREQHINT_MAX_FREQS) {
+    c->num_freqs = (uint16_t) t->len;
+    for (guint i = 0; i < t->len; i++)
+      c->freqs_khz[i] = g_array_index (t, guint, i);
+  } else {
+    /* thinned: 16 entries spread over the table, both ends kept */
+    c->num_freqs = VIRTIO_FREQHINT_MAX_FREQS;
+    for (guint i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++)
+      c->freqs_khz[i] = g_array_index (
+          t, guint, (guint) (((guint64) i * (t->len - 1) + (VIRTIO_FREQHINT_MAX_FREQS - 1) / 2) /
+                             (VIRTIO_FREQHINT_MAX_FREQS - 1)));
+  }
+  if (t->len < 2)
+    gap = t->len == 1 ? c->max_khz : quantum_khz;
+  c->perf_step = (uint16_t) CLAMP ((guint64) gap * FH_SCALE / c->max_khz, 1, FH_SCALE);
+}
+
+gint
+fh_cmp_uint (gconstpointer a, gconstpointer b)
+{
+  guint x = *(const guint *) a, y = *(const guint *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+void
+fh_host_build_freq_classes (FhHost *h, guint quantum_khz)
+{
+  gint *policy_class_idx = g_new (gint, MAX (h->policies->len, 1));
+
+  h->n_freq_classes = 0;
+  memset (h->freq_classes, 0, sizeof h->freq_classes);
+  for (guint i = 0; i < h->policies->len; i++) {
+    FhFreqClass c;
+    guint k;
+
+    policy_class (g_ptr_array_index (h->policies, i), quantum_khz, &c);
+    for (k = 0; k < h->n_freq_classes; k++)
+      if (memcmp (&h->freq_classes[k], &c, sizeof c) == 0)
+        break;
+    if (k == h->n_freq_classes) {
+      if (k == VIRTIO_FREQHINT_MAX_FREQ_CLASSES) {
+        g_warning ("policy%u: more than %d frequency classes; its CPUs get none",
+                   ((FhPolicy *) g_ptr_array_index (h->policies, i))->id,
+                   VIRTIO_FREQHINT_MAX_FREQ_CLASSES);
+        policy_class_idx[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+        continue;
+      }
+      h->freq_classes[h->n_freq_classes++] = c;
+    }
+    policy_class_idx[i] = (gint) k;
+  }
+  g_free (h->cpu_class);
+  h->cpu_class = g_new (guint8, MAX (h->n_cpus, 1));
+  for (guint cpu = 0; cpu < h->n_cpus; cpu++)
+    h->cpu_class[cpu] = h->cpu_policy[cpu] < 0 ? VIRTIO_FREQHINT_NO_FREQ_CLASS
+                                                : (guint8) policy_class_idx[h->cpu_policy[cpu]];
+  g_free (policy_class_idx);
+}
+
+guint8
+fh_host_freq_class_of (const FhHost *h, const char *allowed_list, gint cpu)
+{
+  g_autoptr (GArray) cpus = NULL;
+  guint8 best = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+
+  if (!h->cpu_class)
+    return best;
+  if (allowed_list)
+    cpus = fh_parse_cpu_list (allowed_list, FH_MAX_CPUS, NULL);
+  if (!cpus) {
+    if (cpu >= 0 && (guint) cpu < h->n_cpus)
+      return h->cpu_class[cpu];
+    return best;
+  }
+  for (guint i = 0; i < cpus->len; i++) {
+    guint c = g_array_index (cpus, guint, i);
+    guint8 k;
+
+    if (c >= h->n_cpus || (k = h->cpu_class[c]) == VIRTIO_FREQHINT_NO_FREQ_CLASS)
+      continue;
+    if (best == VIRTIO_FREQHINT_NO_FREQ_CLASS ||
+        h->freq_classes[k].max_khz - h->freq_classes[k].min_khz >
+            h->freq_classes[best].max_khz - h->freq_classes[best].min_khz ||
+        (h->freq_classes[k].max_khz - h->freq_classes[k].min_khz ==
+             h->freq_classes[best].max_khz - h->freq_classes[best].min_khz &&
+         k < best))
+      best = k;
+  }
+  return best;
+}
+
 gboolean
 fh_host_refresh_sys (FhHost *h, const FhPaths *paths)
 {
@@ -181,6 +300,7 @@ fh_host_refresh_sys (FhHost *h, const FhPaths *paths)
   FhClamp sys = { FH_SCALE, FH_SCALE };
   gboolean have = TRUE;
   gboolean changed;
+  guint rt;
 
   for (int i = 0; i < 2; i++) {
     g_autofree char *path = fh_path (paths, FH_ROOT_PROC, "sys/kernel/%s", names[i]);
@@ -202,8 +322,21 @@ fh_host_refresh_sys (FhHost *h, const FhPaths *paths)
     else
       sys.max = v;
   }
-  changed = sys.min != h->sys.min || sys.max != h->sys.max;
+  {
+    /* The kernel's default: RT tasks run at full capacity unless told otherwise. */
+    g_autofree char *path = fh_path (paths, FH_ROOT_PROC, "sys/kernel/sched_util_clamp_min_rt_default");
+    g_autofree char *text = fh_read_small_file (path, NULL);
+    g_autoptr (GError) error = NULL;
+
+    rt = FH_SCALE;
+    if (text && !fh_parse_uint_range (text, 0, FH_SCALE, &rt, &error)) {
+      g_warning ("%s: %s; assuming %u", path, error->message, FH_SCALE);
+      rt = FH_SCALE;
+    }
+  }
+  changed = sys.min != h->sys.min || sys.max != h->sys.max || rt != h->rt_min_default;
   h->sys = sys;
+  h->rt_min_default = rt;
   h->have_sys = have;
   return changed;
 }
@@ -224,11 +357,44 @@ fh_host_cpu_governor (const FhHost *h, gint cpu)
   return ((FhPolicy *) g_ptr_array_index (h->policies, h->cpu_policy[cpu]))->governor;
 }
 
+gboolean
+fh_stat_policy (const char *stat, guint *policy)
+{
+  const char *p = strrchr (stat, ')');
+  guint field = 2;
+
+  if (!p)
+    return FALSE;
+  p++;
+  /* fields are separated by single spaces; field 3 follows ") " */
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    if (!*p)
+      break;
+    field++;
+    if (field == 41) {
+      guint64 v;
+      char *end = NULL;
+
+      v = g_ascii_strtoull (p, &end, 10);
+      if (end == p || (*end && *end != ' ' && *end != '\n') || v > 7)
+        return FALSE;
+      *policy = (guint) v;
+      return TRUE;
+    }
+    while (*p && *p != ' ')
+      p++;
+  }
+  return FALSE;
+}
+
 void
 fh_thread_info_clear (FhThreadInfo *info)
 {
   g_clear_pointer (&info->cgroup, g_free);
   g_clear_pointer (&info->levels, g_array_unref);
+  g_clear_pointer (&info->allowed, g_free);
   memset (info, 0, sizeof *info);
   info->cpu = -1;
 }
@@ -338,6 +504,8 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
   }
 
   allowed = fh_parse_status_field (status, "Cpus_allowed_list", NULL);
+  if (allowed)
+    info->allowed = g_strdup (allowed);
   if (allowed) {
     g_autoptr (GArray) cpus = fh_parse_cpu_list (allowed, MAX (n_cpus, 1), &error);
 
@@ -349,14 +517,16 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
       g_clear_error (&error);
     }
   }
+  stat = fh_read_small_file (stat_path, NULL);
   if (!info->pinned) {
     guint cpu;
 
-    stat = fh_read_small_file (stat_path, NULL);
     if (stat && fh_parse_stat_processor (stat, &cpu, &error) && cpu < n_cpus)
       info->cpu = (gint) cpu;
     g_clear_error (&error);
   }
+  if (stat && fh_stat_policy (stat, &info->policy))
+    info->rt = info->policy == 1 || info->policy == 2;
 
   cgroup = fh_read_small_file (cgroup_path, NULL);
   cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;

@@ -11,6 +11,7 @@
 
 #include "fh-merge.h"
 #include "fh-paths.h"
+#include "fh-protocol.h"
 
 #define FH_MAX_CPUS 4096
 
@@ -38,17 +39,39 @@ typedef struct {
   GPtrArray *policies; /* FhPolicy* */
   gint *cpu_policy;    /* n_cpus entries: index into policies, -1 none */
   FhClamp sys;         /* sched_util_clamp_{min,max}; 1024/1024 when absent */
+  guint rt_min_default; /* sched_util_clamp_min_rt_default; 1024 when absent (MR-26) */
   gboolean have_sys;
   char *kernel_release; /* PROC/sys/kernel/osrelease, NULL when unreadable */
+  /* Frequency classes for HOST_FREQ (PA-18): fh_host_build_freq_classes() */
+  guint n_freq_classes;
+  FhFreqClass freq_classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+  guint8 *cpu_class; /* n_cpus entries: class index or VIRTIO_FREQHINT_NO_FREQ_CLASS */
 } FhHost;
 
 FhHost *fh_host_new (void);
 void fh_host_free (FhHost *host);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhHost, fh_host_free)
 
+/*
+ * PA-18: group the policies into frequency classes (same cpuinfo range and
+ * table; tables thinned to VIRTIO_FREQHINT_MAX_FREQS keeping both ends).
+ * perf_step: the smallest table gap x 1024 / max_khz, or without a table
+ * quantum_khz x 1024 / max_khz (0: 1), at least 1.  Policies past the
+ * eighth distinct class get none.
+ */
+void fh_host_build_freq_classes (FhHost *host, guint quantum_khz);
+/*
+ * The class of a thread allowed on the CPUs in allowed_list (a
+ * Cpus_allowed_list): its CPUs' class, or among several the widest range
+ * (lowest index on a tie).  allowed_list NULL: the class of cpu.  No class:
+ * VIRTIO_FREQHINT_NO_FREQ_CLASS.
+ */
+gint fh_cmp_uint (gconstpointer a, gconstpointer b);
+guint8 fh_host_freq_class_of (const FhHost *host, const char *allowed_list, gint cpu);
+
 /* CPUs and cpufreq policies; a host without cpufreq has no policies. */
 gboolean fh_host_load (FhHost *host, const FhPaths *paths, GError **error);
-/* Re-read /proc/sys/kernel/sched_util_clamp_*; TRUE when they changed. */
+/* Re-read /proc/sys/kernel/sched_util_clamp_* (and _min_rt_default); TRUE when they changed. */
 gboolean fh_host_refresh_sys (FhHost *host, const FhPaths *paths);
 const char *fh_host_governor (const FhHost *host);
 /* The governor of the policy covering cpu; NULL when no policy covers it. */
@@ -61,9 +84,14 @@ typedef struct {
   GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
   gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
+  guint policy;   /* field 41 of PROC/<tid>/stat: SCHED_OTHER 0, FIFO 1, RR 2, ... */
+  char *allowed;  /* Cpus_allowed_list as read, NULL when unknown */
+  gboolean rt;    /* SCHED_FIFO or SCHED_RR (MR-26) */
 } FhThreadInfo;
 
 void fh_thread_info_clear (FhThreadInfo *info);
+/* Field 41 (policy) of a PROC/<tid>/stat line, counted after comm's last ')'. */
+gboolean fh_stat_policy (const char *stat, guint *policy);
 /* Never fails: what cannot be read is left unknown and logged at debug level. */
 void fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info);
 /*

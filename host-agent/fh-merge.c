@@ -135,6 +135,24 @@ fh_merge_grant (FhClamp op, FhClamp chain_eff, FhClamp sys)
   return fh_merge_restrict (o, chain_eff, sys);
 }
 
+/*
+ * MR-26.  A SCHED_FIFO/SCHED_RR task whose UCLAMP_MIN request is not
+ * user-defined takes sysctl_sched_uclamp_util_min_rt_default: on a policy
+ * change or a reset with sched_util_min == -1 (__setscheduler_uclamp() with
+ * uclamp_reset(), kernel/sched/syscalls.c since 6.10, core.c before), at
+ * fork (uclamp_fork()) and whenever the sysctl changes
+ * (__uclamp_update_util_min_rt_default()).  It is then an ordinary
+ * request: uclamp_tg_restrict() clamps it into the task group's effective
+ * range and uclamp_eff_get() caps it by sched_util_clamp_min.
+ */
+guint
+fh_merge_rt_default_min (const FhChain *chain, FhClamp chain_eff)
+{
+  guint v = CLAMP (MIN (chain->rt_min_default, FH_SCALE), chain_eff.min, chain_eff.max);
+
+  return MIN (v, chain->sys.min);
+}
+
 FhVcpuDecision
 fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
                const FhMergeParams *params)
@@ -147,6 +165,23 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
   d.req = fh_merge_guest_request (hint, params);
   d.eff = fh_merge_restrict (fh_merge_operator (d.req, op), d.chain, chain->sys);
   d.grant = fh_merge_grant (op, d.chain, chain->sys);
+  /*
+   * MR-26: a guest clamp floor (MIN_VALID) is the thread's user-defined
+   * request, as sched_setattr() would make it; without one, a real-time
+   * thread keeps the kernel's RT default minimum, and a perf floor can
+   * only add to it.  The host's default is not the guest's request, so
+   * the operator bounds do not apply to it.  Should it end above the
+   * ceiling, the minimum wins, as in uclamp_rq_util_with().
+   */
+  if (chain->rt && !(hint->flags & VIRTIO_FREQHINT_R_MIN_VALID)) {
+    guint rt_min = fh_merge_rt_default_min (chain, d.chain);
+
+    if (rt_min >= d.eff.min) {
+      d.eff.min = rt_min;
+      d.min_default = TRUE;
+    }
+    d.eff.max = MAX (d.eff.max, d.eff.min);
+  }
   return d;
 }
 

@@ -41,6 +41,10 @@ typedef struct {
   FhClamp sys; /* /proc/sys/kernel/sched_util_clamp_{min,max} */
   const FhClamp *levels;
   gsize n_levels;
+  /* MR-26: the thread is SCHED_FIFO or SCHED_RR, and the kernel's default
+   * minimum for such threads (sched_util_clamp_min_rt_default). */
+  gboolean rt;
+  guint rt_min_default;
 } FhChain;
 
 typedef struct {
@@ -49,6 +53,7 @@ typedef struct {
   FhClamp chain;   /* L: effective range of the deepest cgroup level (MR-10) */
   FhClamp grant;   /* what the vCPU is granted (MR-13) */
   FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12) */
+  gboolean min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
 } FhVcpuDecision;
 
 /* Turn a guest record into a request (MR-3..MR-5). */
@@ -62,6 +67,14 @@ FhClamp fh_merge_operator (FhClamp req, FhClamp op);
 
 /* uclamp_tg_restrict() then uclamp_eff_get() (MR-12). */
 FhClamp fh_merge_restrict (FhClamp req, FhClamp chain_eff, FhClamp sys);
+
+/*
+ * The minimum the kernel gives a real-time thread whose request sets none
+ * (MR-26): __setscheduler_uclamp() / __uclamp_update_util_min_rt_default()
+ * take sched_util_clamp_min_rt_default, then uclamp_eff_get() restricts it
+ * like any request.
+ */
+guint fh_merge_rt_default_min (const FhChain *chain, FhClamp chain_eff);
 
 /* Everything for one vCPU; op is the VM's operator floor/ceiling. */
 FhVcpuDecision fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,

@@ -69,7 +69,7 @@ fh_error_set (FhError *err, uint16_t reason, const char *fmt, ...)
 static const char *const msg_names[] = {
   [FH_MSG_HELLO] = "HELLO",   [FH_MSG_WELCOME] = "WELCOME", [FH_MSG_HINTS] = "HINTS",
   [FH_MSG_GRANTS] = "GRANTS", [FH_MSG_PING] = "PING",       [FH_MSG_PONG] = "PONG",
-  [FH_MSG_CLOSE] = "CLOSE",
+  [FH_MSG_CLOSE] = "CLOSE",   [FH_MSG_HOST_FREQ] = "HOST_FREQ", [FH_MSG_VCPUS] = "VCPUS",
 };
 
 const char *
@@ -385,6 +385,128 @@ fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhErr
   return true;
 }
 
+#define FREQ_CLASS_SIZE ((size_t) sizeof (struct virtio_freqhint_freq_class))
+
+bool
+fh_freq_class_check (const FhFreqClass *c, FhError *err)
+{
+  if (c->min_khz == 0 || c->min_khz > c->max_khz) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "frequency class range %u..%u kHz", c->min_khz,
+                  c->max_khz);
+    return false;
+  }
+  if (c->perf_step < 1 || c->perf_step > VIRTIO_FREQHINT_SCALE) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "frequency class perf_step %u", c->perf_step);
+    return false;
+  }
+  if (c->num_freqs > VIRTIO_FREQHINT_MAX_FREQS) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "frequency class with %u frequencies", c->num_freqs);
+    return false;
+  }
+  for (unsigned i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++) {
+    uint32_t f = c->freqs_khz[i];
+
+    if (i >= c->num_freqs) {
+      if (f != 0) {
+        fh_error_set (err, FH_CLOSE_MALFORMED, "frequency %u past num_freqs is %u", i, f);
+        return false;
+      }
+      continue;
+    }
+    if (f < c->min_khz || f > c->max_khz || (i > 0 && f <= c->freqs_khz[i - 1])) {
+      fh_error_set (err, FH_CLOSE_MALFORMED,
+                    "frequency %u (%u kHz) not ascending within %u..%u kHz", i, f, c->min_khz,
+                    c->max_khz);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool
+fh_decode_host_freq (const FhFrame *frame, uint16_t num_vcpus, FhHostFreq *out, FhError *err)
+{
+  const uint8_t *p = frame->payload;
+  size_t want;
+
+  if (frame->msg_type != FH_MSG_HOST_FREQ || frame->len < sizeof (struct fh_msg_host_freq)) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ of %u bytes", frame->len);
+    return false;
+  }
+  out->num_classes = get_le16 (p);
+  out->num_vcpus = get_le16 (p + 2);
+  if (get_le32 (p + 4) != 0) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ reserved field is non-zero");
+    return false;
+  }
+  if (out->num_classes > VIRTIO_FREQHINT_MAX_FREQ_CLASSES || out->num_vcpus != num_vcpus) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ with %u classes for %u vCPUs (HELLO: %u)",
+                  out->num_classes, out->num_vcpus, num_vcpus);
+    return false;
+  }
+  want = sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * out->num_classes + out->num_vcpus;
+  if (frame->len != want) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ of %u bytes, want %zu", frame->len, want);
+    return false;
+  }
+  for (unsigned i = 0; i < out->num_classes; i++) {
+    const uint8_t *q = p + sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * i;
+    FhFreqClass *c = &out->classes[i];
+
+    c->min_khz = get_le32 (q);
+    c->max_khz = get_le32 (q + 4);
+    c->perf_step = get_le16 (q + 8);
+    c->num_freqs = get_le16 (q + 10);
+    for (unsigned j = 0; j < VIRTIO_FREQHINT_MAX_FREQS; j++)
+      c->freqs_khz[j] = get_le32 (q + 12 + 4 * j);
+    if (!fh_freq_class_check (c, err)) {
+      char text[FH_TEXT_MAX];
+
+      if (err) {
+        g_strlcpy (text, err->text, sizeof text);
+        fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ class %u: %s", i, text);
+      }
+      return false;
+    }
+  }
+  for (unsigned i = 0; i < out->num_vcpus; i++) {
+    uint8_t k = p[sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * out->num_classes + i];
+
+    if (k >= out->num_classes && k != VIRTIO_FREQHINT_NO_FREQ_CLASS) {
+      fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ vCPU %u in class %u of %u", i, k,
+                    out->num_classes);
+      return false;
+    }
+    out->freq_class[i] = k;
+  }
+  return true;
+}
+
+bool
+fh_decode_vcpus (const FhFrame *frame, uint16_t num_vcpus, FhVcpus *out, FhError *err)
+{
+  const uint8_t *p = frame->payload;
+
+  if (frame->msg_type != FH_MSG_VCPUS || frame->len < sizeof (struct fh_msg_vcpus)) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "VCPUS of %u bytes", frame->len);
+    return false;
+  }
+  out->num_vcpus = get_le16 (p);
+  if (get_le16 (p + 2) != 0 || get_le32 (p + 4) != 0) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "VCPUS reserved fields are non-zero");
+    return false;
+  }
+  if (out->num_vcpus != num_vcpus ||
+      frame->len != sizeof (struct fh_msg_vcpus) + 4 * (size_t) out->num_vcpus) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "VCPUS of %u bytes with %u vCPUs (HELLO: %u)",
+                  frame->len, out->num_vcpus, num_vcpus);
+    return false;
+  }
+  for (unsigned i = 0; i < out->num_vcpus; i++)
+    out->tids[i] = get_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i);
+  return true;
+}
+
 bool
 fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err)
 {
@@ -552,6 +674,61 @@ fh_encode_grants (uint8_t *out, size_t out_size, const FhGrants *grants)
     put_le16 (p + 8 + 4 * i, grants->grants[i].floor);
     put_le16 (p + 10 + 4 * i, grants->grants[i].ceiling);
   }
+  return FH_FRAME_HDR_SIZE + len;
+}
+
+size_t
+fh_encode_host_freq (uint8_t *out, size_t out_size, const FhHostFreq *hf)
+{
+  size_t len;
+  uint8_t *p;
+  FhError err;
+
+  if (hf->num_classes > VIRTIO_FREQHINT_MAX_FREQ_CLASSES ||
+      hf->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS || hf->num_vcpus == 0)
+    return 0;
+  for (unsigned i = 0; i < hf->num_classes; i++)
+    if (!fh_freq_class_check (&hf->classes[i], &err))
+      return 0;
+  for (unsigned i = 0; i < hf->num_vcpus; i++)
+    if (hf->freq_class[i] >= hf->num_classes && hf->freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS)
+      return 0;
+  len = sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * hf->num_classes + hf->num_vcpus;
+  p = begin_frame (out, out_size, FH_MSG_HOST_FREQ, len);
+  if (!p)
+    return 0;
+  put_le16 (p, hf->num_classes);
+  put_le16 (p + 2, hf->num_vcpus);
+  for (unsigned i = 0; i < hf->num_classes; i++) {
+    uint8_t *q = p + sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * i;
+    const FhFreqClass *c = &hf->classes[i];
+
+    put_le32 (q, c->min_khz);
+    put_le32 (q + 4, c->max_khz);
+    put_le16 (q + 8, c->perf_step);
+    put_le16 (q + 10, c->num_freqs);
+    for (unsigned j = 0; j < c->num_freqs; j++)
+      put_le32 (q + 12 + 4 * j, c->freqs_khz[j]);
+  }
+  memcpy (p + sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * hf->num_classes,
+          hf->freq_class, hf->num_vcpus);
+  return FH_FRAME_HDR_SIZE + len;
+}
+
+size_t
+fh_encode_vcpus (uint8_t *out, size_t out_size, const FhVcpus *vcpus)
+{
+  size_t len = sizeof (struct fh_msg_vcpus) + 4 * (size_t) vcpus->num_vcpus;
+  uint8_t *p;
+
+  if (vcpus->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS || vcpus->num_vcpus == 0)
+    return 0;
+  p = begin_frame (out, out_size, FH_MSG_VCPUS, len);
+  if (!p)
+    return 0;
+  put_le16 (p, vcpus->num_vcpus);
+  for (unsigned i = 0; i < vcpus->num_vcpus; i++)
+    put_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i, vcpus->tids[i]);
   return FH_FRAME_HDR_SIZE + len;
 }
 

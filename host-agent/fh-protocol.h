@@ -88,6 +88,29 @@ typedef struct {
   char text[FH_TEXT_MAX];
 } FhClose;
 
+/* struct virtio_freqhint_freq_class in host order (DEV-4 rules: fh_freq_class_check()). */
+typedef struct {
+  uint32_t min_khz;
+  uint32_t max_khz;
+  uint16_t perf_step;
+  uint16_t num_freqs;
+  uint32_t freqs_khz[VIRTIO_FREQHINT_MAX_FREQS];
+} FhFreqClass;
+
+/* HOST_FREQ (agent -> device, PA-18): classes, and each vCPU's class or 0xff. */
+typedef struct {
+  uint16_t num_classes;
+  uint16_t num_vcpus;
+  FhFreqClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+  uint8_t freq_class[VIRTIO_FREQHINT_MAX_VCPUS];
+} FhHostFreq;
+
+/* VCPUS (device -> agent, PA-19): the vCPU thread table after hot-plug. */
+typedef struct {
+  uint16_t num_vcpus;
+  uint32_t tids[VIRTIO_FREQHINT_MAX_VCPUS];
+} FhVcpus;
+
 const char *fh_msg_type_name (uint16_t msg_type);
 const char *fh_close_reason_name (uint16_t reason);
 /* Reverse of fh_close_reason_name(); -1 when unknown. */
@@ -112,6 +135,11 @@ bool fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t feature
                       FhError *err);
 bool fh_decode_welcome (const FhFrame *frame, FhWelcome *out, FhError *err);
 bool fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhError *err);
+/* num_vcpus is HELLO's: HOST_FREQ and VCPUS must carry the same count. */
+bool fh_decode_host_freq (const FhFrame *frame, uint16_t num_vcpus, FhHostFreq *out, FhError *err);
+bool fh_decode_vcpus (const FhFrame *frame, uint16_t num_vcpus, FhVcpus *out, FhError *err);
+/* A class as DEV-4 wants it: 0 < min <= max, 1 <= perf_step <= 1024, table ascending in range. */
+bool fh_freq_class_check (const FhFreqClass *c, FhError *err);
 bool fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err);
 /* Any CLOSE of the right length is accepted (PB-9); see fh_text_sanitize() for its text. */
 bool fh_decode_close (const FhFrame *frame, FhClose *out, FhError *err);
@@ -138,6 +166,9 @@ size_t fh_encode_hello (uint8_t *out, size_t out_size, const FhHello *hello);
 size_t fh_encode_welcome (uint8_t *out, size_t out_size, const FhWelcome *welcome);
 size_t fh_encode_hints (uint8_t *out, size_t out_size, const FhHints *hints);
 size_t fh_encode_grants (uint8_t *out, size_t out_size, const FhGrants *grants);
+/* 0 also when a class or a vCPU's class is invalid: the agent never sends what the device would refuse. */
+size_t fh_encode_host_freq (uint8_t *out, size_t out_size, const FhHostFreq *hf);
+size_t fh_encode_vcpus (uint8_t *out, size_t out_size, const FhVcpus *vcpus);
 size_t fh_encode_ping (uint8_t *out, size_t out_size, uint16_t msg_type, uint64_t cookie);
 size_t fh_encode_close (uint8_t *out, size_t out_size, uint16_t reason, const char *text);
 /* A raw frame with any header values, for tests that must break the rules. */

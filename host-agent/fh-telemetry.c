@@ -202,6 +202,8 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
            : v->cpu >= 0       ? "last-cpu"
                                : "unknown");
   add_str (b, "cgroup", v->info.cgroup);
+  add_int (b, "sched_policy", v->info.policy);
+  add_bool (b, "rt_default_min", v->d.min_default); /* MR-26 */
   json_builder_set_member_name (b, "cgroup_levels");
   json_builder_begin_array (b);
   for (guint i = 0; v->info.levels && i < v->info.levels->len; i++) {

@@ -373,6 +373,12 @@ main (int argc, char **argv)
 
   if (!fh_daemon_start (app.daemon, &error))
     goto out;
+  /* The first scrape must not find an empty page: publish before anyone
+   * can learn (from the control socket) that the daemon is up. */
+  if (app.metrics) {
+    app.metrics_published_us = g_get_monotonic_time ();
+    fh_metrics_publish (app.metrics, fh_telemetry_metrics (app.daemon));
+  }
   control = fh_control_new (app.daemon, app.daemon->config->control_socket_path, &error);
   if (!control) {
     fh_daemon_stop (app.daemon);

@@ -24,9 +24,9 @@ live_vm() {
 	mkfifo "$T/in-$id"
 	( exec 3>"$T/in-$id"; sleep 120 ) & CLIENTS+=($!)
 	(
-		for t in ${tids//,/ }; do "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
+		for t in ${tids//,/ }; do [ "$t" = 0 ] || "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
 		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "$name" --uuid "$uuid" \
-			--vcpus "$n" --tids "$tids" "${hints[@]}" --stdin <"$T/in-$id"
+			--vcpus "$n" --tids "$tids" "${hints[@]}" ${LIVE_ARGS:-} --stdin <"$T/in-$id"
 	) >"$T/client-$id.out" 2>&1 & CLIENTS+=($!)
 	eval "VM_$id=$!"
 	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
@@ -37,7 +37,7 @@ send() { echo "$2" >"$T/in-$1"; }
 metric_is() {
 	local port
 	port=$(ctl --json status | jq -r .metrics_port)
-	curl -sf "http://127.0.0.1:$port/metrics" | grep -qxF "$1 $2"
+	curl -sf "http://127.0.0.1:$port/metrics" | grep -xF "$1 $2" >/dev/null
 }
 
 # --- issue 15 item 4: a state file that cannot lie ---------------------------
@@ -121,6 +121,24 @@ case_cpuinfo_clamp() {
 	stop_daemon
 	file_is "$POL/policy4/scaling_min_freq" 800000 || fail "restored a minimum below cpuinfo_min_freq"
 	file_is "$POL/policy4/scaling_max_freq" 3200000 || fail "restored a maximum above cpuinfo_max_freq"
+}
+
+# Issue 15 item 5: the uclamp backend checks that a thread is still the VM's
+# right before setting its clamps, not only when releasing them.
+case_uclamp_owner_at_set() {
+	EXTRA_DAEMON='poll_interval_ms=60000' fixture     # no poll re-reads the thread meanwhile
+	thread 2301 3 3
+	start_daemon uclamp
+	live_vm a vm-a $U1 2301 0:none
+	expect_jq '.[0].state' no-hint vcpus vm-a
+	"$MKFIXTURE" tgid "$FX" 2301 1                     # the tid now names another process's thread
+	send a "hint 0:512:1024"
+	expect_jq '.[0].state' active vcpus vm-a
+	sleep 0.3
+	jq_is '.backend_writes_total' 0 status && jq_is '.write_failures_total' 0 status ||
+		fail "sched_setattr was tried on a thread that is not the VM's: $(ctl --json status |
+			jq -c '{backend_writes_total, write_failures_total}')"
+	grep -q 'tid 2301 no longer belongs to process' "$T/daemon.log" || fail "skip not logged"
 }
 
 # --- issue 15 item 6: other writers of scaling_min/max_freq ------------------
@@ -257,6 +275,94 @@ case_default_backend() {
 	EXTRA_DAEMON='backend=none' fixture                 # the policies are back; none still wins
 	start_auto
 	expect_jq '.backend' none status
+}
+
+# --- issue 16 item 1: real-time vCPU threads (MR-26) --------------------------
+
+# set_policy TID POLICY: field 41 of the fixture's /proc/TID/stat (1 FIFO, 2 RR)
+set_policy() {
+	local f=$FX/proc/$1/stat line head tail
+	line=$(cat "$f"); head=${line%)*}; tail=${line##*)}
+	tail=$(echo "$tail" | awk -v p="$2" '{ $39 = p; print }')   # field 3 is the first after ')'
+	echo "$head) $tail" >"$f"
+}
+
+# An RT vCPU thread whose guest sets no floor has the kernel's RT default
+# minimum, as the kernel itself would give it; a guest floor replaces it.
+case_rt_vcpu() {
+	fixture; thread 2101 2 2; thread 2102 4 4; thread 2103 6 6
+	set_policy 2101 1; set_policy 2103 2
+	echo 800 >"$FX/proc/sys/kernel/sched_util_clamp_min_rt_default"
+	start_daemon cpufreq
+	start_vm a vm-a $U1 2101,2102,2103 --hint 0:-:1024 --hint 1:-:1024 --hint 2:100:1024
+	expect_jq '.[0].sched_policy' 1 vcpus vm-a
+	expect_jq '.[0].effective.min' 800 vcpus vm-a
+	expect_jq '.[0].rt_default_min' true vcpus vm-a
+	expect_jq '.[1].effective.min' 0 vcpus vm-a             # SCHED_OTHER: no default floor
+	expect_jq '.[2].sched_policy' 2 vcpus vm-a
+	expect_jq '.[2].effective.min' 100 vcpus vm-a           # the guest's floor is a request
+	expect_jq '.[2].rt_default_min' false vcpus vm-a
+	expect_file "$POL/policy2/scaling_min_freq" 2800000      # 800 -> 2500 MHz, snapped up
+	expect_file "$POL/policy4/scaling_min_freq" 800000
+	expect_file "$POL/policy6/scaling_min_freq" 800000
+	echo 512 >"$FX/proc/sys/kernel/sched_util_clamp_min_rt_default"   # the sysctl moves
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	echo 300 >"$FX/proc/sys/kernel/sched_util_clamp_min"     # and caps it (uclamp_eff_get)
+	expect_jq '.[0].effective.min' 300 vcpus vm-a
+}
+
+# --- agent protocol: HOST_FREQ (PA-18) and VCPUS (PA-19) -----------------------
+
+# host_freq_is ID REGEX: the client's last HOST_FREQ line matches
+host_freq_is() { grep '^host-freq' "$T/client-$1.out" | tail -1 | grep -E "$2" >/dev/null; }
+expect_host_freq() {
+	eventually host_freq_is "$1" "$2" ||
+		fail "client $1: last HOST_FREQ is '$(grep '^host-freq' "$T/client-$1.out" | tail -1)', want /$2/"
+}
+
+case_host_freq_vcpus() {
+	local tab='800000,1200000,1600000,2000000,2400000,2800000,3200000'
+	fixture; thread 2201 2 2; thread 2202 6 6; thread 2203 0-7 3; thread 2204 4 4; thread 2205 4 4
+	echo 400000 >"$POL/policy4/cpuinfo_min_freq"           # a wider class of its own
+	start_daemon cpufreq
+	LIVE_ARGS="--features perf,grants,host-freq,vcpus" \
+		live_vm a vm-a $U1 2201,2202,2203 0:512:1024 1:1024:1024 2:-:1024
+	grep -q '^welcome features=0xf ' "$T/client-a.out" || fail "HOST_FREQ/VCPUS not accepted"
+	# classes: policies 0+2 (table), 4 (wider range), 6 (no table: 100 MHz steps = 32);
+	# vCPU 2 may run anywhere: the widest class
+	expect_host_freq a "^host-freq classes=3 0:800000\.\.3200000/128/7:$tab 1:400000\.\.3200000/128/7:$tab 2:800000\.\.3200000/32/0 vcpus=0,2,1$"
+	expect_file "$POL/policy6/scaling_min_freq" 3200000
+	# hints never cause one
+	send a "hint 0:300:1024"; send a "hint 0:700:1024"
+	expect_file "$POL/policy2/scaling_min_freq" 2400000
+	sleep 0.5
+	[ "$(grep -c '^host-freq' "$T/client-a.out")" = 1 ] || fail "HOST_FREQ sent because of hints"
+	# the thread's affinity changes: sent again
+	sed -i 's/^Cpus_allowed_list:.*/Cpus_allowed_list:\t6/' "$FX/proc/2203/status"
+	expect_host_freq a 'vcpus=0,2,2$'
+	# hot-unplug of vCPU 1: its hint goes, the connection stays
+	send a "vcpus 2201,0,2203"
+	expect_host_freq a 'vcpus=0,255,2$'
+	expect_file "$POL/policy6/scaling_min_freq" 800000
+	expect_jq '.[1].state' no-thread vcpus vm-a
+	# hot-plug on CPU 4: a thread of the peer, a new class; hints follow
+	"$MKFIXTURE" tgid "$FX" 2204 "$VM_a"
+	send a "vcpus 2201,2204,2203"
+	expect_host_freq a 'vcpus=0,1,2$'
+	expect_jq '.[1].tid' 2204 vcpus vm-a
+	send a "hint 1:512:1024"
+	expect_file "$POL/policy4/scaling_min_freq" 1600000
+	expect_jq '.vm_connections_total' 1 status
+	expect_jq '.connected_vms' 1 status
+	# without FH_F_VCPUS accepted, VCPUS is a protocol error
+	live_vm b vm-b $U2 0 0:-:1024
+	send b "vcpus 0"
+	eventually grep -q '^close reason=protocol' "$T/client-b.out" || fail "VCPUS without the feature accepted"
+	# a thread that is not the peer's closes that connection only
+	send a "vcpus 2201,2205,2203"
+	eventually grep -q '^close reason=permission' "$T/client-a.out" || fail "foreign thread accepted"
+	expect_jq '.rejected.permission' 1 status
+	expect_file "$POL/policy4/scaling_min_freq" 800000
 }
 
 # integration.sh runs the case named in $1 with its helpers.

@@ -10,7 +10,8 @@
  * GRANTS until --hold expires, stdin ends (--stdin) or a signal arrives.
  *
  * --stdin reads commands, one a line:  "hint SPEC..."  (partial HINTS),
- * "full SPEC..." (FULL HINTS), "close" (send CLOSE and exit), "sleep MS".
+ * "full SPEC..." (FULL HINTS), "vcpus TID,..." (VCPUS), "close" (send CLOSE and
+ * exit), "sleep MS".  HOST_FREQ frames are printed as "host-freq ...".
  *
  * --malformed KIND sends one bad frame (see --help) and then waits for the
  * agent's CLOSE; the exit status says whether its reason matched
@@ -187,6 +188,33 @@ print_grants (const FhFrame *f, uint16_t num_vcpus)
   fflush (stdout);
 }
 
+/* "host-freq classes=N K:MIN..MAX/STEP/NFREQS[:F1,F2,...] ... vcpus=C0,C1,..." (PA-18) */
+static void
+print_host_freq (const FhFrame *f, uint16_t num_vcpus)
+{
+  static FhHostFreq hf;
+  FhError err;
+
+  if (!fh_decode_host_freq (f, num_vcpus, &hf, &err)) {
+    printf ("bad-host-freq %s\n", err.text);
+    fflush (stdout);
+    return;
+  }
+  printf ("host-freq classes=%u", hf.num_classes);
+  for (unsigned i = 0; i < hf.num_classes; i++) {
+    const FhFreqClass *c = &hf.classes[i];
+
+    printf (" %u:%u..%u/%u/%u", i, c->min_khz, c->max_khz, c->perf_step, c->num_freqs);
+    for (unsigned j = 0; j < c->num_freqs; j++)
+      printf ("%c%u", j ? ',' : ':', c->freqs_khz[j]);
+  }
+  printf (" vcpus=");
+  for (unsigned i = 0; i < hf.num_vcpus; i++)
+    printf ("%s%u", i ? "," : "", hf.freq_class[i]);
+  printf ("\n");
+  fflush (stdout);
+}
+
 /* Answer what the agent sends.  Returns -1 on error/close, 0 otherwise. */
 static int
 handle_agent_frame (FhTestClient *c, const FhFrame *f, uint16_t num_vcpus, gboolean no_pong)
@@ -210,6 +238,9 @@ handle_agent_frame (FhTestClient *c, const FhFrame *f, uint16_t num_vcpus, gbool
     }
     case FH_MSG_GRANTS:
       print_grants (f, num_vcpus);
+      return 0;
+    case FH_MSG_HOST_FREQ:
+      print_host_freq (f, num_vcpus);
       return 0;
     case FH_MSG_CLOSE: {
       FhClose cl;
@@ -391,7 +422,8 @@ main (int argc, char **argv)
     { "tids", 't', 0, G_OPTION_ARG_STRING, &tids, "Comma-separated vCPU thread ids", "TID,..." },
     { "pid", 0, 0, G_OPTION_ARG_INT, &pid, "qemu_pid in HELLO (default our pid)", "PID" },
     { "features", 0, 0, G_OPTION_ARG_STRING, &features,
-      "Offered features: perf,grants (default both; \"none\" for none)", "LIST" },
+      "Offered features: perf,grants,host-freq,vcpus (default perf,grants; \"none\" for none)",
+      "LIST" },
     { "hint", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &hints,
       "vcpu:min:max[:perf][:idle] or vcpu:none; '-' for an invalid field", "SPEC" },
     { "hold", 0, 0, G_OPTION_ARG_INT, &hold,
@@ -461,6 +493,10 @@ main (int argc, char **argv)
       hello.features |= FH_F_PERF;
     if (strstr (features, "grants"))
       hello.features |= FH_F_GRANTS;
+    if (strstr (features, "host-freq"))
+      hello.features |= FH_F_HOST_FREQ;
+    if (strstr (features, "vcpus"))
+      hello.features |= FH_F_VCPUS;
   }
   hello.qemu_pid = pid ? (uint32_t) pid : (uint32_t) getpid ();
   if (uuid && !fhtc_parse_uuid (uuid, hello.uuid)) {
@@ -654,6 +690,22 @@ main (int argc, char **argv)
         continue;
       if (strcmp (words[0], "hint") == 0 || strcmp (words[0], "full") == 0) {
         if (!send_specs (c, words + 1, words[0][0] == 'f', hello.num_vcpus, &seq, &error))
+          goto fail;
+        printf ("sent\n");
+        fflush (stdout);
+      } else if (strcmp (words[0], "vcpus") == 0 && words[1]) {
+        /* "vcpus TID,TID,...": a VCPUS frame (PA-19), 0 for an absent vCPU */
+        static FhVcpus v;
+        g_auto (GStrv) table = g_strsplit (words[1], ",", -1);
+        uint8_t frame[FH_FRAME_MAX];
+        size_t len;
+
+        memset (&v, 0, sizeof v);
+        v.num_vcpus = hello.num_vcpus;
+        for (guint i = 0; table[i] && i < v.num_vcpus; i++)
+          v.tids[i] = (uint32_t) g_ascii_strtoull (table[i], NULL, 10);
+        len = fh_encode_vcpus (frame, sizeof frame, &v);
+        if (!fhtc_send (c, frame, len, &error))
           goto fail;
         printf ("sent\n");
         fflush (stdout);

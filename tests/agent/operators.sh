@@ -42,7 +42,7 @@ metrics() {
 hex() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
 
 # metrics_has REGEX: a line of /metrics matches (grep -E, whole line).
-metrics_has() { metrics | grep -qxE "$1"; }
+metrics_has() { metrics | grep -xE "$1" >/dev/null; }
 
 # Display column where FIELD starts on each line of FILE that contains it.
 columns_of() {
@@ -86,7 +86,7 @@ case_cli_errors() {
 	grep -q 'no connected VM "no-such-vm"' "$T/err" || fail "daemon error: $(cat "$T/err")"
 	run_ctl 0 --socket "$T/ctl.sock" vcpus vm-a
 	# the help text promises these codes
-	"$FREQHINTCTL" --help | grep -q '2 bad usage, 3 freqhintd unreachable' || fail "help lacks exit codes"
+	"$FREQHINTCTL" --help | grep '2 bad usage, 3 freqhintd unreachable' >/dev/null || fail "help lacks exit codes"
 }
 
 case_cli_tables() {
@@ -111,13 +111,13 @@ case_cli_tables() {
 	grep -E '^vm-é .* 50\.00\.\.max +config +on ' "$T/vms.txt" || fail "vm-é row: config source, 50..max"
 	grep -E '^虚拟机-1 .* 0\.00\.\.max +default +on ' "$T/vms.txt" || fail "second row: default source"
 	ctl vcpus >"$T/vcpus.txt"; cat "$T/vcpus.txt" >&2
-	head -1 "$T/vcpus.txt" | grep -q 'REQUEST(%)' || fail "vcpus header names no unit"
+	head -1 "$T/vcpus.txt" | grep 'REQUEST(%)' >/dev/null || fail "vcpus header names no unit"
 	grep -qE '^vm-é +0 .* 29\.30\.\.58\.59 ' "$T/vcpus.txt" || fail "request not in percent"
 	grep -qE '^vm-é +0 .* 29\.30\.\.58\.59 +50\.00\.\.max +50\.00\.\.58\.59 ' "$T/vcpus.txt" ||
 		fail "granted/effective not 50..max / 50..58.59 percent"
 	[ "$(columns_of "$T/vcpus.txt" " active " | sort -u | wc -l)" = 1 ] || fail "vcpus STATE not aligned"
 	ctl cpus >"$T/cpus.txt"; cat "$T/cpus.txt" >&2
-	head -1 "$T/cpus.txt" | grep -q 'FLOOR(%).*MIN(kHz)' || fail "cpus header names no units"
+	head -1 "$T/cpus.txt" | grep 'FLOOR(%).*MIN(kHz)' >/dev/null || fail "cpus header names no units"
 	grep -qE '^ +4 +4 +max +max ' "$T/cpus.txt" || fail "cpu 4 row: max/max"
 	grep -qF '虚拟机-1/1' "$T/cpus.txt" || fail "holder not named"
 	# JSON keeps capacity units (documented)
@@ -132,7 +132,7 @@ case_libvirt_state() {
 	start_daemon_with none --libvirt-uri test:///default
 	expect_jq '.libvirt.connected' true status
 	expect_jq '.libvirt.uri' test:///default status
-	ctl status | grep -q '^libvirt: *test:///default, connected$' || fail "status: $(ctl status)"
+	ctl status | grep '^libvirt: *test:///default, connected$' >/dev/null || fail "status: $(ctl status)"
 	eventually metrics_has 'freqhint_libvirt_connected\{uri="test:///default"\} 1' ||
 		fail "metrics lack libvirt connected 1"
 	stop_daemon
@@ -140,15 +140,15 @@ case_libvirt_state() {
 	rm -f "$T/ctl.sock"
 	start_daemon_with none --libvirt-uri "qemu+unix:///system?socket=$T/no-libvirt.sock"
 	expect_jq '.libvirt.connected' false status
-	ctl status | grep -q '^libvirt: .*, not connected (retrying)$' || fail "status: $(ctl status)"
+	ctl status | grep '^libvirt: .*, not connected (retrying)$' >/dev/null || fail "status: $(ctl status)"
 	eventually metrics_has 'freqhint_libvirt_connected\{.*\} 0' ||
 		fail "metrics lack libvirt connected 0"
 	stop_daemon
 	rm -f "$T/ctl.sock"
 	start_daemon_with none --libvirt-uri none
 	expect_jq '.libvirt' null status
-	ctl status | grep -q '^libvirt: *not followed$' || fail "status: $(ctl status)"
-	! metrics | grep -q freqhint_libvirt_connected || fail "libvirt metric without libvirt"
+	ctl status | grep '^libvirt: *not followed$' >/dev/null || fail "status: $(ctl status)"
+	! metrics | grep freqhint_libvirt_connected >/dev/null || fail "libvirt metric without libvirt"
 }
 
 # Everything a dashboard joins on (item 6), checked by promtool and by value.
@@ -215,7 +215,7 @@ case_metrics_ipv6() {
 	start_daemon_with none --libvirt-uri none
 	port=$(ctl --json status | jq -r .metrics_port)
 	expect_jq '.metrics_address' '[::1]' status
-	curl -sfg "http://[::1]:$port/metrics" | grep -q '^freqhint_build_info' || fail "no metrics on [::1]"
+	curl -sfg "http://[::1]:$port/metrics" | grep '^freqhint_build_info' >/dev/null || fail "no metrics on [::1]"
 	! curl -sf -m 5 "http://127.0.0.1:$port/metrics" >/dev/null || fail "served on IPv4 too"
 	stop_daemon; rm -f "$T/ctl.sock"
 	# a name is not an address: refused at start, exit 1, message names it

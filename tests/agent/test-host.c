@@ -270,6 +270,25 @@ test_config (void)
  * Issue 15 item 5, issue 17 item 4: no value is read loosely and no key is
  * ignored; the error names file, line, key and value.
  */
+/* MR-26: the policy is field 41, counted after the last ')' of comm. */
+static void
+test_stat_policy (void)
+{
+  guint policy = 99;
+  g_autoptr (GString) line = g_string_new ("1234 (CPU 0/K)M) S 1 1 1 0 -1 4194560");
+
+  for (guint f = 10; f <= 38; f++)
+    g_string_append (line, " 0");
+  g_string_append (line, " 5 0 1"); /* 39 processor, 40 rt_priority, 41 policy */
+  for (guint f = 42; f <= 52; f++)
+    g_string_append (line, " 0");
+  g_string_append_c (line, '\n');
+  g_assert_true (fh_stat_policy (line->str, &policy));
+  g_assert_cmpuint (policy, ==, 1);
+  g_assert_false (fh_stat_policy ("1 (x) S 1 2 3", &policy));
+  g_assert_false (fh_stat_policy ("no parenthesis", &policy));
+}
+
 static void
 test_config_strict (void)
 {
@@ -344,6 +363,13 @@ test_uclamp_attr (void)
   g_assert_cmpint (a.sched_nice, ==, 0);
   g_assert_cmpuint (a.sched_priority, ==, 0);
 
+  /* MR-26: an RT thread's minimum left to the kernel (-1), the maximum set */
+  fh_uclamp_fill_attr_full (&a, 1 /* SCHED_FIFO */, (FhClamp){ 1024, 700 }, FALSE, TRUE);
+  g_assert_cmpuint (a.sched_policy, ==, 1);
+  g_assert_cmpuint (a.sched_flags, ==, 0x71);
+  g_assert_cmpuint (a.sched_util_min, ==, 0xffffffffu);
+  g_assert_cmpuint (a.sched_util_max, ==, 700);
+
   fh_uclamp_fill_attr (&a, 0, (FhClamp){ 300, 700 }, TRUE);
   g_assert_cmpuint (a.sched_policy, ==, 0);
   g_assert_cmpuint (a.sched_flags, ==, 0x71);
@@ -365,6 +391,7 @@ main (int argc, char **argv)
   g_test_add_func ("/host/probe-v1", test_probe_v1);
   g_test_add_func ("/host/config", test_config);
   g_test_add_func ("/host/config-strict", test_config_strict);
+  g_test_add_func ("/host/stat-policy", test_stat_policy);
   g_test_add_func ("/host/uclamp-attr", test_uclamp_attr);
   ret = g_test_run ();
   {

@@ -234,6 +234,74 @@ test_auto_headroom (void)
   }
 }
 
+/*
+ * MR-26: real-time vCPU threads.  Expected values are what the kernel's
+ * effective UCLAMP_MIN/MAX would be for a SCHED_FIFO/RR task that the
+ * uclamp backend set up (sched_util_min -1 when the guest sets no floor):
+ * __setscheduler_uclamp()/uclamp_reset() give it
+ * sched_util_clamp_min_rt_default, uclamp_tg_restrict() clamps it into the
+ * group's range, uclamp_eff_get() caps it by sched_util_clamp_min.
+ */
+typedef struct {
+  const char *rule;
+  gboolean rt;
+  guint rt_default;
+  FhClamp sys;
+  gsize n_levels;
+  FhClamp levels[2];
+  FhClamp op;
+  FhGuestHint hint;
+  gboolean perf_as_floor;
+  /* expected */
+  FhClamp eff;
+  gboolean min_default;
+} RtCase;
+
+static const RtCase rt_cases[] = {
+  { "normal thread: no RT default, floor 0",
+    FALSE, 1024, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 0, 600 }, FALSE },
+  { "RT thread, guest sets no floor: the RT default (1024), max raised to it",
+    TRUE, 1024, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 1024, 1024 }, TRUE },
+  { "RT default lowered by the sysctl",
+    TRUE, 300, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 300, 600 }, TRUE },
+  { "RT default 0: like a normal thread",
+    TRUE, 0, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 0, 600 }, TRUE },
+  { "a guest floor is a user-defined request: it replaces the RT default",
+    TRUE, 1024, DEF, 0, { }, OP_NONE, { MIN_V | MAX_V, 100, 600, 0 }, FALSE, { 100, 600 }, FALSE },
+  { "uclamp_tg_restrict: the group's ceiling caps the RT default",
+    TRUE, 1024, DEF, 1, { { 0, 512 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, FALSE, { 512, 512 }, TRUE },
+  { "uclamp_tg_restrict: the group's floor lifts a low RT default",
+    TRUE, 100, DEF, 1, { { 205, 1024 } }, OP_NONE, { MAX_V, 0, 1024, 0 }, FALSE, { 205, 1024 }, TRUE },
+  { "uclamp_eff_get: sched_util_clamp_min caps the RT default",
+    TRUE, 1024, { 400, 1024 }, 0, { }, OP_NONE, { MAX_V, 0, 1024, 0 }, FALSE, { 400, 1024 }, TRUE },
+  { "a perf floor above the RT default is the guest's (no -1)",
+    TRUE, 300, DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 700 }, TRUE, { 700, 1024 }, FALSE },
+  { "a perf floor below the RT default adds nothing",
+    TRUE, 800, DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 700 }, TRUE, { 800, 1024 }, TRUE },
+  { "the operator bounds the guest, not the host's RT default",
+    TRUE, 1024, DEF, 0, { }, { 0, 512 }, { MAX_V, 0, 1024, 0 }, FALSE, { 1024, 1024 }, TRUE },
+  { "no hint on an RT thread: the default, inactive",
+    TRUE, 600, DEF, 0, { }, OP_NONE, { 0, 0, 0, 0 }, FALSE, { 600, 1024 }, TRUE },
+};
+
+static void
+test_rt (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (rt_cases); i++) {
+    const RtCase *c = &rt_cases[i];
+    FhChain chain = { c->sys, c->levels, c->n_levels, c->rt, c->rt_default };
+    FhMergeParams params = { c->perf_as_floor, 1.0 };
+    FhVcpuDecision d;
+
+    g_test_message ("MR-26 case: %s", c->rule);
+    d = fh_merge_vcpu (&c->hint, &chain, c->op, &params);
+    g_assert_cmpuint (d.eff.min, ==, c->eff.min);
+    g_assert_cmpuint (d.eff.max, ==, c->eff.max);
+    g_assert_cmpint (d.min_default, ==, c->min_default);
+    g_assert_cmpuint (d.eff.min, <=, d.eff.max);
+  }
+}
+
 typedef struct {
   const char *rule;
   gsize n;
@@ -399,6 +467,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/merge/vcpu-table", test_vcpu_table);
   g_test_add_func ("/merge/grant", test_grant);
+  g_test_add_func ("/merge/rt", test_rt);
   g_test_add_func ("/merge/auto-headroom", test_auto_headroom);
   g_test_add_func ("/merge/aggregate", test_aggregate);
   g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);

@@ -371,6 +371,169 @@ test_welcome_grants_close (void)
   g_assert_cmpuint (fh_encode_close (buf, 20, FH_CLOSE_NORMAL, ""), ==, 0);
 }
 
+/* PA-18: HOST_FREQ layout (8 + 76 x classes + vCPUs) and every DEV-4 rule. */
+static void
+test_host_freq (void)
+{
+  static FhHostFreq hf, out;
+  FhError err;
+  FhFrame f;
+  size_t n;
+
+  memset (&hf, 0, sizeof hf);
+  hf.num_classes = 2;
+  hf.num_vcpus = 3;
+  hf.classes[0] = (FhFreqClass){ 800000, 3200000, 128, 3, { 800000, 1600000, 3200000 } };
+  hf.classes[1] = (FhFreqClass){ 400000, 2000000, 51, 0, { 0 } };
+  hf.freq_class[0] = 0;
+  hf.freq_class[1] = 1;
+  hf.freq_class[2] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+  n = fh_encode_host_freq (buf, sizeof buf, &hf);
+  g_assert_cmpuint (n, ==, 8 + 8 + 2 * 76 + 3);
+  /* byte layout: header, then class 0 at 16, class 1 at 92, classes at 168 */
+  g_assert_cmpuint (buf[4], ==, FH_MSG_HOST_FREQ);
+  g_assert_cmpuint (buf[8], ==, 2);
+  g_assert_cmpuint (buf[10], ==, 3);
+  g_assert_cmpuint (buf[16] | buf[17] << 8 | buf[18] << 16, ==, 800000);
+  g_assert_cmpuint (buf[16 + 8], ==, 128);
+  g_assert_cmpuint (buf[16 + 10], ==, 3);
+  g_assert_cmpuint (buf[16 + 12 + 8] | buf[16 + 12 + 9] << 8 | buf[16 + 12 + 10] << 16, ==,
+                    3200000);
+  g_assert_cmpuint (buf[16 + 12 + 12], ==, 0); /* past num_freqs: zero */
+  g_assert_cmpuint (buf[92 + 8], ==, 51);
+  g_assert_cmpuint (buf[168], ==, 0);
+  g_assert_cmpuint (buf[169], ==, 1);
+  g_assert_cmpuint (buf[170], ==, 0xff);
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_host_freq (&f, 3, &out, &err));
+  g_assert_cmpuint (out.num_classes, ==, 2);
+  g_assert_cmpuint (out.classes[0].freqs_khz[1], ==, 1600000);
+  g_assert_cmpuint (out.classes[1].max_khz, ==, 2000000);
+  g_assert_cmpuint (out.freq_class[2], ==, 0xff);
+  g_assert_false (fh_decode_host_freq (&f, 4, &out, &err)); /* HELLO said 4 */
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_MALFORMED);
+  buf[12] = 1; /* reserved */
+  g_assert_false (fh_decode_host_freq (&f, 3, &out, &err));
+  buf[12] = 0;
+  buf[170] = 2; /* a class that does not exist */
+  g_assert_false (fh_decode_host_freq (&f, 3, &out, &err));
+  buf[170] = 0xff;
+  buf[16 + 12 + 12] = 1; /* non-zero past num_freqs */
+  g_assert_false (fh_decode_host_freq (&f, 3, &out, &err));
+  buf[16 + 12 + 12] = 0;
+  g_assert_true (fh_decode_host_freq (&f, 3, &out, &err));
+  f.len--; /* length must be exact */
+  g_assert_false (fh_decode_host_freq (&f, 3, &out, &err));
+
+  /* zero classes: every vCPU unknown; 9 bytes for one vCPU */
+  {
+    static FhHostFreq none;
+
+    none.num_vcpus = 1;
+    none.freq_class[0] = 0xff;
+    n = fh_encode_host_freq (buf, sizeof buf, &none);
+    g_assert_cmpuint (n, ==, 8 + 9);
+    f = parse_ok (buf, n);
+    g_assert_true (fh_decode_host_freq (&f, 1, &out, &err));
+    none.freq_class[0] = 0;
+    g_assert_cmpuint (fh_encode_host_freq (buf, sizeof buf, &none), ==, 0);
+  }
+
+  /* DEV-4: the encoder refuses, and the decoder rejects, each bad class */
+  {
+    static const FhFreqClass bad[] = {
+      { 0, 3200000, 1, 0, { 0 } },                      /* min 0 */
+      { 3200000, 800000, 1, 0, { 0 } },                 /* min > max */
+      { 800000, 3200000, 0, 0, { 0 } },                 /* perf_step 0 */
+      { 800000, 3200000, 1025, 0, { 0 } },              /* perf_step > 1024 */
+      { 800000, 3200000, 1, 17, { 0 } },                /* table too long */
+      { 800000, 3200000, 1, 2, { 1600000, 1600000 } },  /* not strictly ascending */
+      { 800000, 3200000, 1, 2, { 1600000, 1200000 } },  /* descending */
+      { 800000, 3200000, 1, 1, { 700000 } },            /* below min */
+      { 800000, 3200000, 1, 1, { 3300000 } },           /* above max */
+      { 800000, 3200000, 1, 1, { 800000, 900000 } },    /* non-zero past num_freqs */
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS (bad); i++) {
+      static FhHostFreq h;
+      uint8_t *q;
+
+      g_test_message ("bad class %zu", i);
+      g_assert_false (fh_freq_class_check (&bad[i], &err));
+      memset (&h, 0, sizeof h);
+      h.num_classes = 1;
+      h.num_vcpus = 1;
+      h.classes[0] = bad[i];
+      g_assert_cmpuint (fh_encode_host_freq (buf, sizeof buf, &h), ==, 0);
+      /* the same bytes written raw: the decoder refuses them too */
+      h.classes[0] = hf.classes[1];
+      n = fh_encode_host_freq (buf, sizeof buf, &h);
+      g_assert_cmpuint (n, >, 0);
+      q = buf + 16;
+      q[0] = bad[i].min_khz & 0xff; q[1] = bad[i].min_khz >> 8 & 0xff; q[2] = bad[i].min_khz >> 16 & 0xff; q[3] = bad[i].min_khz >> 24;
+      q[4] = bad[i].max_khz & 0xff; q[5] = bad[i].max_khz >> 8 & 0xff; q[6] = bad[i].max_khz >> 16 & 0xff; q[7] = bad[i].max_khz >> 24;
+      q[8] = bad[i].perf_step & 0xff; q[9] = bad[i].perf_step >> 8;
+      q[10] = bad[i].num_freqs & 0xff; q[11] = bad[i].num_freqs >> 8;
+      for (int j = 0; j < VIRTIO_FREQHINT_MAX_FREQS; j++)
+        for (int b = 0; b < 4; b++)
+          q[12 + 4 * j + b] = bad[i].freqs_khz[j] >> (8 * b) & 0xff;
+      f = parse_ok (buf, n);
+      g_assert_false (fh_decode_host_freq (&f, 1, &out, &err));
+      g_assert_cmpuint (err.reason, ==, FH_CLOSE_MALFORMED);
+    }
+  }
+  hf.num_classes = VIRTIO_FREQHINT_MAX_FREQ_CLASSES + 1;
+  g_assert_cmpuint (fh_encode_host_freq (buf, sizeof buf, &hf), ==, 0);
+  /* a full one fits a frame */
+  memset (&hf, 0, sizeof hf);
+  hf.num_classes = VIRTIO_FREQHINT_MAX_FREQ_CLASSES;
+  hf.num_vcpus = VIRTIO_FREQHINT_MAX_VCPUS;
+  for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++) {
+    hf.classes[i] = (FhFreqClass){ 100000, 5000000, 1, VIRTIO_FREQHINT_MAX_FREQS, { 0 } };
+    for (int j = 0; j < VIRTIO_FREQHINT_MAX_FREQS; j++)
+      hf.classes[i].freqs_khz[j] = 100000 + 300000 * (uint32_t) j;
+  }
+  n = fh_encode_host_freq (buf, sizeof buf, &hf);
+  g_assert_cmpuint (n, ==, 8 + 8 + 8 * 76 + 256);
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_host_freq (&f, VIRTIO_FREQHINT_MAX_VCPUS, &out, &err));
+}
+
+/* PA-19: VCPUS layout (8 + 4 x vCPUs), count and reserved fields checked. */
+static void
+test_vcpus (void)
+{
+  static FhVcpus v = { 3, { 101, 0, 103 } }, out;
+  FhError err;
+  FhFrame f;
+  size_t n;
+
+  n = fh_encode_vcpus (buf, sizeof buf, &v);
+  g_assert_cmpuint (n, ==, 8 + 8 + 12);
+  g_assert_cmpuint (buf[4], ==, FH_MSG_VCPUS);
+  g_assert_cmpuint (buf[8], ==, 3);
+  g_assert_cmpuint (buf[16], ==, 101);
+  g_assert_cmpuint (buf[24], ==, 103);
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_vcpus (&f, 3, &out, &err));
+  g_assert_cmpuint (out.tids[0], ==, 101);
+  g_assert_cmpuint (out.tids[1], ==, 0);
+  g_assert_cmpuint (out.tids[2], ==, 103);
+  g_assert_false (fh_decode_vcpus (&f, 2, &out, &err));
+  buf[10] = 1;
+  g_assert_false (fh_decode_vcpus (&f, 3, &out, &err));
+  buf[10] = 0;
+  buf[12] = 1;
+  g_assert_false (fh_decode_vcpus (&f, 3, &out, &err));
+  buf[12] = 0;
+  f.len -= 4;
+  g_assert_false (fh_decode_vcpus (&f, 3, &out, &err));
+  v.num_vcpus = 0;
+  g_assert_cmpuint (fh_encode_vcpus (buf, sizeof buf, &v), ==, 0);
+  v.num_vcpus = VIRTIO_FREQHINT_MAX_VCPUS + 1;
+  g_assert_cmpuint (fh_encode_vcpus (buf, sizeof buf, &v), ==, 0);
+}
+
 static void
 test_names (void)
 {
@@ -379,6 +542,9 @@ test_names (void)
   g_assert_cmpint (fh_close_reason_from_name ("nonsense"), ==, -1);
   g_assert_cmpstr (fh_msg_type_name (0), ==, "unknown");
   g_assert_cmpstr (fh_msg_type_name (FH_MSG_GRANTS), ==, "GRANTS");
+  g_assert_cmpstr (fh_msg_type_name (FH_MSG_HOST_FREQ), ==, "HOST_FREQ");
+  g_assert_cmpstr (fh_msg_type_name (FH_MSG_VCPUS), ==, "VCPUS");
+  g_assert_cmpstr (fh_msg_type_name (FH_MSG_MAX + 1), ==, "unknown");
 }
 
 /* Random bytes never crash the decoders and never read past the buffer (ASan). */
@@ -399,7 +565,7 @@ test_random (void)
     if (n >= 8) { /* make plausible headers common */
       b[0] = (uint8_t) (n - 8);
       b[1] = b[2] = b[3] = 0;
-      b[4] = (uint8_t) g_rand_int_range (r, 0, 9);
+      b[4] = (uint8_t) g_rand_int_range (r, 0, FH_MSG_MAX + 2);
       b[5] = b[6] = b[7] = 0;
     }
     if (fh_frame_parse (b, n, &f, &size, &err) == FH_PARSE_FRAME) {
@@ -417,6 +583,13 @@ test_random (void)
       (void) fh_decode_grants (&f, 8, &grants, &err);
       (void) fh_decode_ping (&f, &cookie, &err);
       (void) fh_decode_close (&f, &c, &err);
+      {
+        static FhHostFreq hf;
+        static FhVcpus vc;
+
+        (void) fh_decode_host_freq (&f, 1, &hf, &err);
+        (void) fh_decode_vcpus (&f, (uint16_t) ((n - 16) / 4), &vc, &err);
+      }
     }
     g_free (b);
   }
@@ -465,6 +638,8 @@ main (int argc, char **argv)
   g_test_add_func ("/protocol/text-sanitize", test_text_sanitize);
   g_test_add_func ("/protocol/hello", test_hello);
   g_test_add_func ("/protocol/hints", test_hints);
+  g_test_add_func ("/protocol/host-freq", test_host_freq);
+  g_test_add_func ("/protocol/vcpus", test_vcpus);
   g_test_add_func ("/protocol/welcome-grants-close", test_welcome_grants_close);
   g_test_add_func ("/protocol/names", test_names);
   g_test_add_func ("/protocol/random", test_random);

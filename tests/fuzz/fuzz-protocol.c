@@ -58,6 +58,24 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
           memcmp (out, data + off, frame_size) != 0)
         __builtin_trap ();
     }
+    {
+      static FhHostFreq hf;
+      static FhVcpus vc;
+
+      /* PA-18, PA-19: what decodes is valid and encodes to the same bytes */
+      if (fh_decode_host_freq (&f, num_vcpus, &hf, &err)) {
+        for (unsigned i = 0; i < hf.num_classes; i++)
+          if (!fh_freq_class_check (&hf.classes[i], NULL))
+            __builtin_trap ();
+        if (fh_encode_host_freq (out, sizeof out, &hf) != frame_size ||
+            memcmp (out, data + off, frame_size) != 0)
+          __builtin_trap ();
+      }
+      if (fh_decode_vcpus (&f, num_vcpus, &vc, &err) &&
+          (fh_encode_vcpus (out, sizeof out, &vc) != frame_size ||
+           memcmp (out, data + off, frame_size) != 0))
+        __builtin_trap ();
+    }
     (void) fh_decode_welcome (&f, &w, &err);
     (void) fh_decode_grants (&f, num_vcpus, &grants, &err);
     (void) fh_decode_ping (&f, &cookie, &err);

@@ -13,7 +13,7 @@ import os
 import struct
 import sys
 
-HELLO, WELCOME, HINTS, GRANTS, PING, PONG, CLOSE = range(1, 8)
+HELLO, WELCOME, HINTS, GRANTS, PING, PONG, CLOSE, HOST_FREQ, VCPUS = range(1, 10)
 MIN_V, MAX_V, PERF_V, IDLE = 1, 2, 4, 8
 
 
@@ -51,6 +51,14 @@ def protocol_seeds():
     yield 'agent-frames', two + frame(WELCOME, struct.pack('<HHIII', 1, 0, 3, 10000, 0)) + frame(
         GRANTS, struct.pack('<HHHH', 0, 1024, 2, 0) + struct.pack('<HHHH', 0, 512, 100, 1024)) + frame(
         PING, struct.pack('<Q', 1)) + frame(CLOSE, struct.pack('<HHI', 2, 0, 0) + b'bad'.ljust(128, b'\0'))
+    # PA-18: two classes (a table, a continuous range), vCPU 1 unknown
+    table = [800000, 1600000, 3200000]
+    cls0 = struct.pack('<IIHH', 800000, 3200000, 128, len(table)) + b''.join(
+        struct.pack('<I', f) for f in table + [0] * (16 - len(table)))
+    cls1 = struct.pack('<IIHH', 400000, 2000000, 51, 0) + bytes(64)
+    yield 'host-freq', bytes([1]) + frame(HOST_FREQ, struct.pack('<HHI', 2, 2, 0) + cls0 + cls1 + bytes([1, 0xff]))
+    # PA-19: the vCPU table after an unplug
+    yield 'vcpus', bytes([1]) + hello(2, features=15) + frame(VCPUS, struct.pack('<HHIII', 2, 0, 0, 1000, 0))
     yield 'one-vcpu-no-features', bytes([0]) + hello(1, b'', 0, [0]) + hints([record(0, MIN_V, 1024)])
     yield 'too-big', two + frame(HINTS, b'', length=0x7fffffff)
     yield 'truncated', two + hello(2)[:50]

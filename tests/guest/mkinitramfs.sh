@@ -51,7 +51,7 @@ done
 
 BUSYBOX=/bin/busybox
 UCLAMPSET=/usr/bin/uclampset
-if ! [ -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
+if ! [ -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep 'statically linked' >/dev/null; then
 	die "$BUSYBOX is not a static busybox (install busybox-static)"
 fi
 [ -x "$UCLAMPSET" ] || die "$UCLAMPSET not found (install util-linux)"

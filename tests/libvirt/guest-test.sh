@@ -22,7 +22,7 @@ src=$1
 for v in FREQHINTD FREQHINTCTL MKFIXTURE; do
 	[ -x "${!v:-}" ] || { echo "FAIL: \$$v is not an executable"; exit 1; }
 done
-"$FREQHINTD" --help | grep -q -- --libvirt-uri ||
+"$FREQHINTD" --help | grep -- --libvirt-uri >/dev/null ||
 	{ echo "FAIL: freqhintd is built without the libvirt watcher (no --libvirt-uri)"; exit 1; }
 
 uri=$FH_LIBVIRT_URI
