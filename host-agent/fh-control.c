@@ -13,6 +13,7 @@
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 
+#include "fh-listen.h"
 #include "fh-telemetry.h"
 
 #define REQUEST_MAX 4096
@@ -22,6 +23,8 @@ struct _FhControl {
   GSocketService *service;
   char *path;
   GCancellable *cancel;
+  gboolean activated; /* passed by systemd: the path is the socket unit's */
+  gid_t group;        /* the socket file's group: its members may ask */
 };
 
 typedef struct {
@@ -177,7 +180,8 @@ on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, 
   c->control = control;
   c->conn = g_object_ref (conn);
   /* A refused peer still gets its request read, so that it sees the answer. */
-  if (uid == (uid_t) -1 || !fh_config_uid_allowed (control->daemon->config, uid, gid)) {
+  if (uid == (uid_t) -1 || (!fh_config_uid_allowed (control->daemon->config, uid, gid) &&
+                            !fh_listen_peer_in_group (g_socket_get_fd (sock), control->group))) {
     g_warning ("control socket: refusing uid %d", (int) uid);
     c->refused = TRUE;
   }
@@ -202,6 +206,26 @@ restrict_socket (FhDaemon *daemon, const char *path, GError **error)
   return TRUE;
 }
 
+/* Socket activation: the socket unit's socket, with its group and mode (TRUE when taken). */
+static gboolean
+take_passed (FhControl *control, const char *path, gboolean *taken, GError **error)
+{
+  g_autoptr (GSocket) sock = NULL;
+  int fd = fh_listen_take ("control", path, error);
+
+  *taken = fd >= 0;
+  if (fd == -1)
+    return TRUE;
+  if (fd < 0)
+    return FALSE;
+  sock = g_socket_new_from_fd (fd, error);
+  if (!sock) {
+    close (fd);
+    return FALSE;
+  }
+  return g_socket_listener_add_socket (G_SOCKET_LISTENER (control->service), sock, NULL, error);
+}
+
 FhControl *
 fh_control_new (FhDaemon *daemon, const char *path, GError **error)
 {
@@ -210,31 +234,40 @@ fh_control_new (FhDaemon *daemon, const char *path, GError **error)
   FhControl *control;
   struct stat st;
 
-  if (g_mkdir_with_parents (dir, 0755) < 0) {
-    int e = errno;
-
-    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
-    return NULL;
-  }
-  if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
-    unlink (path);
   control = g_new0 (FhControl, 1);
   control->daemon = daemon;
   control->path = g_strdup (path);
   control->cancel = g_cancellable_new ();
   control->service = g_socket_service_new ();
-  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (control->service), addr,
-                                      G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL,
-                                      error)) {
+  if (!take_passed (control, path, &control->activated, error)) {
     g_prefix_error (error, "%s: ", path);
     fh_control_free (control);
     return NULL;
   }
-  /* Like the device socket (PA-1); credentials are checked per connection too. */
-  if (!restrict_socket (daemon, path, error)) {
-    fh_control_free (control);
-    return NULL;
+  if (!control->activated) {
+    if (g_mkdir_with_parents (dir, 0755) < 0) {
+      int e = errno;
+
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
+      fh_control_free (control);
+      return NULL;
+    }
+    if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
+      unlink (path);
+    if (!g_socket_listener_add_address (G_SOCKET_LISTENER (control->service), addr,
+                                        G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL,
+                                        NULL, error)) {
+      g_prefix_error (error, "%s: ", path);
+      fh_control_free (control);
+      return NULL;
+    }
+    /* Like the device socket (PA-1); credentials are checked per connection too. */
+    if (!restrict_socket (daemon, path, error)) {
+      fh_control_free (control);
+      return NULL;
+    }
   }
+  control->group = stat (path, &st) == 0 ? st.st_gid : (gid_t) -1;
   g_signal_connect (control->service, "incoming", G_CALLBACK (on_incoming), control);
   g_socket_service_start (control->service);
   return control;
@@ -250,7 +283,9 @@ fh_control_free (FhControl *control)
   g_socket_listener_close (G_SOCKET_LISTENER (control->service));
   g_object_unref (control->service);
   g_object_unref (control->cancel);
-  unlink (control->path);
+  /* A socket unit's path outlives us: systemd listens on it while we are down. */
+  if (!control->activated)
+    unlink (control->path);
   g_free (control->path);
   g_free (control);
 }

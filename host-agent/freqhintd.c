@@ -16,6 +16,7 @@
 
 #include "fh-control.h"
 #include "fh-daemon.h"
+#include "fh-listen.h"
 #include "fh-metrics.h"
 #include "fh-telemetry.h"
 #ifdef HAVE_LIBVIRT
@@ -241,6 +242,8 @@ main (int argc, char **argv)
     return 2;
   }
   g_log_set_default_handler (log_handler, NULL);
+  /* Socket activation: LISTEN_* read and unset before any thread exists. */
+  fh_listen_init ();
 
   config = fh_config_new ();
   if (!fh_config_load (config, config_path ? config_path : FH_DEFAULT_CONFIG, config_path != NULL,
@@ -316,6 +319,7 @@ main (int argc, char **argv)
     fh_daemon_stop (app.daemon);
     goto out;
   }
+  fh_listen_close_unused ();
   g_main_loop_run (app.loop);
   fh_control_free (control);
   fh_daemon_stop (app.daemon);
