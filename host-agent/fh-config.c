@@ -270,6 +270,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
     if (g_str_has_prefix (*g, "vm ")) {
       if (!load_vm (c, kf, *g, error))
         return FALSE;
+    } else if (g_str_has_prefix (*g, "nova-flavor ")) {
+      /* OpenStack flavor mappings: read by the libvirt watcher (libvirt/fh-nova.c). */
     } else if (strcmp (*g, "daemon") != 0 && strcmp (*g, "metrics") != 0 &&
                strcmp (*g, "merge") != 0 && strcmp (*g, "cpufreq") != 0) {
       g_warning ("%s: ignoring unknown section [%s]", path, *g);
