@@ -109,6 +109,8 @@ uclamp_start (FhBackend *self, GError **error)
   return TRUE;
 }
 
+static gboolean still_owned (FhBackend *self, guint tid, pid_t owner);
+
 /* release: an inactive vCPU, back to the kernel defaults (want is ignored). */
 static void
 apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean release, gint64 now_us)
@@ -124,6 +126,10 @@ apply_one (FhBackend *self, guint tid, TidState *st, FhClamp want, gboolean rele
   if (!st->have_applied && !st->failing && release)
     return;
   if (st->failing && now_us < st->retry_at_us)
+    return;
+  /* PA-19: thread ids are reused; set clamps only on a thread that is still
+   * its VM's (checked when writing, not only at the last poll). */
+  if (!still_owned (self, tid, st->owner))
     return;
   self->writes++;
   r = set_clamp (tid, st, want, release);

@@ -2,6 +2,7 @@
 /*
  * Actuation backends behind one small interface.
  *
+ *   auto     (a name only) the first the host offers: cpufreq, uclamp, none
  *   none     decide and report only
  *   cpufreq  scaling_min_freq/scaling_max_freq of each policy
  *   uclamp   sched_setattr(UTIL_CLAMP_MIN|MAX) on each vCPU thread
@@ -54,6 +55,8 @@ struct _FhBackend {
 FhBackend *fh_backend_new (const char *name, FhHost *host, const FhPaths *paths,
                            const char *state_dir, GError **error);
 void fh_backend_free (FhBackend *self);
+/* backend=auto: cpufreq, uclamp or none, whichever the host offers; *reason says why. */
+const char *fh_backend_choose (const FhHost *host, const FhPaths *paths, char **reason);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhBackend, fh_backend_free)
 
 static inline gboolean

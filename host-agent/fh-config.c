@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fh-backend.h"
 #include "fh-parse.h"
 
 static void
@@ -25,7 +26,7 @@ fh_config_new (void)
   c->sysfs_root = g_strdup ("/sys");
   c->proc_root = g_strdup ("/proc");
   c->cgroup_root = g_strdup ("/sys/fs/cgroup");
-  c->backend = g_strdup ("none");
+  c->backend = g_strdup ("auto");
   c->socket_path = g_strdup (FH_DEFAULT_SOCKET);
   c->socket_mode = 0660;
   c->control_socket_path = g_strdup (FH_DEFAULT_CONTROL_SOCKET);
@@ -36,6 +37,13 @@ fh_config_new (void)
   c->keepalive_ms = FH_KEEPALIVE_MS;
   c->hello_timeout_ms = FH_HELLO_TIMEOUT_MS;
   c->max_connections = 256;
+  c->max_connections_per_process = 4;
+  c->max_connections_per_uid = 0;
+  c->max_vcpus = 16384;
+  c->control_max_clients = 16;
+  c->control_timeout_ms = 5000;
+  c->metrics_max_connections = 16;
+  c->metrics_timeout_ms = 3000;
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
@@ -71,6 +79,119 @@ fh_config_free (FhConfig *c)
   g_free (c);
 }
 
+/*
+ * Every key freqhintd knows, by section.  Anything else is an error that
+ * names file, line and key: a misspelled key must not be ignored (a typo
+ * in backend= would leave the daemon doing nothing, silently).
+ */
+static const char *const daemon_keys[] = {
+  "sysfs_root", "proc_root", "cgroup_root", "backend", "socket", "socket_mode", "socket_group",
+  "control_socket", "state_dir", "poll_interval_ms", "keepalive_ms", "hello_timeout_ms",
+  "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_vcpus",
+  "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
+  "check_thread_owner", NULL,
+};
+static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", NULL };
+static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
+static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
+static const char *const metrics_keys[] = {
+  "enabled", "address", "port", "max_connections", "timeout_ms", NULL,
+};
+static const char *const vm_keys[] = { "floor", "ceiling", "cpus", NULL };
+/* OpenStack flavor mappings: values read by the libvirt watcher (libvirt/fh-nova.c). */
+static const char *const nova_flavor_keys[] = { "floor", "ceiling", "guest-hints", NULL };
+
+static const struct {
+  const char *group; /* "vm " matches as a prefix */
+  const char *const *keys;
+} sections[] = {
+  { "daemon", daemon_keys },   { "merge", merge_keys },     { "cpufreq", cpufreq_keys },
+  { "libvirt", libvirt_keys }, { "metrics", metrics_keys }, { "vm ", vm_keys },
+  { "nova-flavor ", nova_flavor_keys },
+};
+
+/* The file as read, to say on which line a key or section is. */
+typedef struct {
+  const char *path;
+  char **lines;
+} Src;
+
+static gboolean
+line_group (const char *l, const char *group)
+{
+  const char *end;
+
+  if (*l != '[' || !(end = strrchr (l, ']')))
+    return FALSE;
+  return (gsize) (end - l - 1) == strlen (group) && strncmp (l + 1, group, end - l - 1) == 0;
+}
+
+/* 1-based line of [group] (key NULL) or of key in [group]; 0 when not found. */
+static guint
+src_line (const Src *src, const char *group, const char *key)
+{
+  gboolean in = FALSE;
+  guint found = 0;
+
+  if (!src->lines)
+    return 0;
+  for (guint i = 0; src->lines[i]; i++) {
+    const char *l = src->lines[i];
+
+    while (*l == ' ' || *l == '\t')
+      l++;
+    if (*l == '#' || *l == '\0')
+      continue;
+    if (*l == '[') {
+      in = line_group (l, group);
+      if (in && !key)
+        return i + 1;
+      continue;
+    }
+    if (in && key) {
+      const char *eq = strchr (l, '=');
+      gsize n = eq ? (gsize) (eq - l) : 0;
+
+      while (n > 0 && (l[n - 1] == ' ' || l[n - 1] == '\t'))
+        n--;
+      if (eq && n == strlen (key) && strncmp (l, key, n) == 0)
+        found = i + 1; /* GKeyFile keeps the last of duplicate keys */
+    }
+  }
+  return found;
+}
+
+/* "FILE:LINE: [group] key: message" */
+static void G_GNUC_PRINTF (5, 6)
+cfg_error (GError **error, const Src *src, const char *group, const char *key, const char *fmt,
+           ...)
+{
+  g_autofree char *msg = NULL;
+  g_autofree char *where = NULL;
+  guint line = src_line (src, group, key);
+  va_list ap;
+
+  va_start (ap, fmt);
+  msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  where = line ? g_strdup_printf ("%s:%u", src->path, line) : g_strdup (src->path);
+  if (key)
+    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "%s: [%s] %s: %s", where,
+                 group, key, msg);
+  else
+    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "%s: [%s]: %s", where,
+                 group, msg);
+}
+
+/* The value as written, escaped for a message. */
+static char *
+raw_value (GKeyFile *kf, const char *group, const char *key)
+{
+  g_autofree char *v = g_key_file_get_value (kf, group, key, NULL);
+
+  return g_strescape (v ? v : "", NULL);
+}
+
 static void
 take_string (GKeyFile *kf, const char *group, const char *key, char **dst)
 {
@@ -83,26 +204,47 @@ take_string (GKeyFile *kf, const char *group, const char *key, char **dst)
 }
 
 static gboolean
-take_uint (GKeyFile *kf, const char *group, const char *key, guint min, guint max, guint *dst,
+take_uint (const Src *src, GKeyFile *kf, const char *group, const char *key, guint min, guint max,
+           guint *dst, GError **error)
+{
+  g_autofree char *v = g_key_file_get_value (kf, group, key, NULL);
+  guint64 n;
+
+  if (!v)
+    return TRUE;
+  if (!g_ascii_string_to_unsigned (g_strstrip (v), 10, min, max, &n, NULL)) {
+    g_autofree char *raw = raw_value (kf, group, key);
+
+    cfg_error (error, src, group, key, "\"%s\" is not an integer in %u..%u", raw, min, max);
+    return FALSE;
+  }
+  *dst = (guint) n;
+  return TRUE;
+}
+
+/* GKeyFile's own rules: true/false (or 1/0); anything else is an error, never false. */
+static gboolean
+take_bool (const Src *src, GKeyFile *kf, const char *group, const char *key, gboolean *dst,
            GError **error)
 {
   g_autoptr (GError) local = NULL;
-  guint64 v;
+  gboolean v;
 
   if (!g_key_file_has_key (kf, group, key, NULL))
     return TRUE;
-  v = g_key_file_get_uint64 (kf, group, key, &local);
-  if (local || v < min || v > max) {
-    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                 "[%s] %s must be an integer in %u..%u", group, key, min, max);
+  v = g_key_file_get_boolean (kf, group, key, &local);
+  if (local) {
+    g_autofree char *raw = raw_value (kf, group, key);
+
+    cfg_error (error, src, group, key, "\"%s\" is not a boolean (true or false)", raw);
     return FALSE;
   }
-  *dst = (guint) v;
+  *dst = v;
   return TRUE;
 }
 
 static gboolean
-take_ids (GKeyFile *kf, const char *key, GArray *dst, GError **error)
+take_ids (const Src *src, GKeyFile *kf, const char *key, GArray *dst, GError **error)
 {
   g_autoptr (GError) local = NULL;
   gsize n = 0;
@@ -113,9 +255,10 @@ take_ids (GKeyFile *kf, const char *key, GArray *dst, GError **error)
   for (gsize i = 0; i < n; i++) {
     guint64 v;
 
-    if (!g_ascii_string_to_unsigned (list[i], 10, 0, G_MAXUINT32 - 1, &v, NULL)) {
-      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "[daemon] %s: \"%s\" is not a numeric id", key, list[i]);
+    if (!g_ascii_string_to_unsigned (g_strstrip (list[i]), 10, 0, G_MAXUINT32 - 1, &v, NULL)) {
+      g_autofree char *raw = g_strescape (list[i], NULL);
+
+      cfg_error (error, src, "daemon", key, "\"%s\" is not a numeric id", raw);
       return FALSE;
     }
     guint32 id = (guint32) v;
@@ -126,7 +269,8 @@ take_ids (GKeyFile *kf, const char *key, GArray *dst, GError **error)
 
 /* Operator values are written like cgroup files: "max" or a percentage. */
 static gboolean
-take_percent (GKeyFile *kf, const char *group, const char *key, guint *dst, GError **error)
+take_percent (const Src *src, GKeyFile *kf, const char *group, const char *key, guint *dst,
+              GError **error)
 {
   g_autofree char *v = g_key_file_get_string (kf, group, key, NULL);
   g_autoptr (GError) local = NULL;
@@ -134,27 +278,29 @@ take_percent (GKeyFile *kf, const char *group, const char *key, guint *dst, GErr
   if (!v)
     return TRUE;
   if (!fh_parse_uclamp (v, dst, &local)) {
-    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "[%s] %s: %s", group, key,
-                 local->message);
+    cfg_error (error, src, group, key, "%s", local->message);
     return FALSE;
   }
   return TRUE;
 }
 
 static gboolean
-load_vm (FhConfig *c, GKeyFile *kf, const char *group, GError **error)
+load_vm (const Src *src, FhConfig *c, GKeyFile *kf, const char *group, GError **error)
 {
   FhVmConfig *vm = g_new0 (FhVmConfig, 1);
   g_autofree char *cpus = NULL;
 
   vm->key = g_strstrip (g_strdup (group + strlen ("vm ")));
   vm->op = FH_CLAMP_NONE;
-  if (!take_percent (kf, group, "floor", &vm->op.min, error) ||
-      !take_percent (kf, group, "ceiling", &vm->op.max, error))
+  if (*vm->key == '\0') {
+    cfg_error (error, src, group, NULL, "needs a VM name or UUID");
+    goto fail;
+  }
+  if (!take_percent (src, kf, group, "floor", &vm->op.min, error) ||
+      !take_percent (src, kf, group, "ceiling", &vm->op.max, error))
     goto fail;
   if (vm->op.min > vm->op.max) {
-    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                 "[%s] floor is above ceiling", group);
+    cfg_error (error, src, group, "floor", "floor is above ceiling");
     goto fail;
   }
   cpus = g_key_file_get_string (kf, group, "cpus", NULL);
@@ -166,18 +312,14 @@ load_vm (FhConfig *c, GKeyFile *kf, const char *group, GError **error)
       guint64 v;
 
       if (!g_ascii_string_to_unsigned (g_strstrip (*p), 10, 0, 4095, &v, NULL)) {
-        g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                     "[%s] cpus: \"%s\" is not a CPU number", group, *p);
+        g_autofree char *raw = g_strescape (*p, NULL);
+
+        cfg_error (error, src, group, "cpus", "\"%s\" is not a CPU number", raw);
         goto fail;
       }
       guint cpu = (guint) v;
       g_array_append_val (vm->cpus, cpu);
     }
-  }
-  if (*vm->key == '\0') {
-    g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                 "[%s] needs a VM name or UUID", group);
-    goto fail;
   }
   g_hash_table_replace (c->vms, vm->key, vm);
   return TRUE;
@@ -186,66 +328,137 @@ fail:
   return FALSE;
 }
 
+/* Unknown sections and keys are errors (file, line, name). */
+static gboolean
+check_known (const Src *src, GKeyFile *kf, GError **error)
+{
+  g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
+
+  for (char **g = groups; *g; g++) {
+    const char *const *known = NULL;
+    g_auto (GStrv) keys = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS (sections) && !known; i++)
+      if (g_str_has_suffix (sections[i].group, " ") ? g_str_has_prefix (*g, sections[i].group)
+                                                    : strcmp (*g, sections[i].group) == 0)
+        known = sections[i].keys;
+    if (!known) {
+      g_autofree char *name = g_strescape (*g, NULL);
+
+      cfg_error (error, src, *g, NULL,
+                 "unknown section \"%s\" (daemon, merge, cpufreq, libvirt, metrics, vm NAME, "
+                 "nova-flavor NAME)",
+                 name);
+      return FALSE;
+    }
+    keys = g_key_file_get_keys (kf, *g, NULL, NULL);
+    for (char **k = keys; keys && *k; k++) {
+      if (!g_strv_contains (known, *k)) {
+        g_autofree char *name = g_strescape (*k, NULL);
+        guint line = src_line (src, *g, *k);
+
+        if (line)
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_KEY_NOT_FOUND,
+                       "%s:%u: [%s] unknown key \"%s\"", src->path, line, *g, name);
+        else
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_KEY_NOT_FOUND,
+                       "%s: [%s] unknown key \"%s\"", src->path, *g, name);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
 gboolean
 fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error)
 {
   g_autoptr (GKeyFile) kf = g_key_file_new ();
   g_autoptr (GError) local = NULL;
   g_auto (GStrv) groups = NULL;
-  g_autofree char *headroom = NULL;
+  g_auto (GStrv) lines = NULL;
+  g_autofree char *headroom = NULL, *text = NULL;
+  gsize len = 0;
   guint port;
+  gboolean metrics_enabled = TRUE;
+  Src src = { path, NULL };
 
-  if (!g_key_file_load_from_file (kf, path, G_KEY_FILE_NONE, &local)) {
+  if (!g_file_get_contents (path, &text, &len, &local)) {
     if (!required && g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
       return TRUE;
     g_propagate_prefixed_error (error, g_steal_pointer (&local), "%s: ", path);
     return FALSE;
   }
+  if (!g_key_file_load_from_data (kf, text, len, G_KEY_FILE_NONE, &local)) {
+    g_propagate_prefixed_error (error, g_steal_pointer (&local), "%s: ", path);
+    return FALSE;
+  }
+  lines = g_strsplit (text, "\n", -1);
+  src.lines = lines;
+  if (!check_known (&src, kf, error))
+    return FALSE;
 
   take_string (kf, "daemon", "sysfs_root", &c->sysfs_root);
   take_string (kf, "daemon", "proc_root", &c->proc_root);
   take_string (kf, "daemon", "cgroup_root", &c->cgroup_root);
   take_string (kf, "daemon", "backend", &c->backend);
+  if (!fh_config_backend_valid (c->backend)) {
+    g_autofree char *raw = raw_value (kf, "daemon", "backend");
+
+    cfg_error (error, &src, "daemon", "backend", "\"%s\" is not a backend (%s)", raw,
+               FH_BACKEND_NAMES);
+    return FALSE;
+  }
   take_string (kf, "daemon", "socket", &c->socket_path);
   take_string (kf, "daemon", "socket_group", &c->socket_group);
   take_string (kf, "daemon", "control_socket", &c->control_socket_path);
   take_string (kf, "daemon", "state_dir", &c->state_dir);
   take_string (kf, "metrics", "address", &c->metrics_address);
   port = c->metrics_port < 0 ? 0 : (guint) c->metrics_port;
-  if (!take_uint (kf, "metrics", "port", 0, 65535, &port, error) ||
-      !take_uint (kf, "daemon", "poll_interval_ms", 50, 60000, &c->poll_interval_ms, error) ||
-      !take_uint (kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
-      !take_uint (kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms, error) ||
-      !take_uint (kf, "daemon", "max_connections", 1, 4096, &c->max_connections, error) ||
-      !take_uint (kf, "cpufreq", "min_write_interval_ms", 0, 10000,
+  if (!take_uint (&src, kf, "metrics", "port", 0, 65535, &port, error) ||
+      !take_uint (&src, kf, "daemon", "poll_interval_ms", 50, 60000, &c->poll_interval_ms, error) ||
+      !take_uint (&src, kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
+      !take_uint (&src, kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms,
+                  error) ||
+      !take_uint (&src, kf, "daemon", "max_connections", 1, 65536, &c->max_connections, error) ||
+      !take_uint (&src, kf, "daemon", "max_connections_per_process", 0, 65536,
+                  &c->max_connections_per_process, error) ||
+      !take_uint (&src, kf, "daemon", "max_connections_per_uid", 0, 65536,
+                  &c->max_connections_per_uid, error) ||
+      !take_uint (&src, kf, "daemon", "max_vcpus", 1, 1048576, &c->max_vcpus, error) ||
+      !take_uint (&src, kf, "daemon", "control_max_clients", 1, 1024, &c->control_max_clients,
+                  error) ||
+      !take_uint (&src, kf, "daemon", "control_timeout_ms", 100, 600000, &c->control_timeout_ms,
+                  error) ||
+      !take_uint (&src, kf, "metrics", "max_connections", 1, 1024, &c->metrics_max_connections,
+                  error) ||
+      !take_uint (&src, kf, "metrics", "timeout_ms", 100, 600000, &c->metrics_timeout_ms, error) ||
+      !take_uint (&src, kf, "cpufreq", "min_write_interval_ms", 0, 10000,
                   &c->cpufreq_min_write_interval_ms, error) ||
-      !take_uint (kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||
-      !take_ids (kf, "allowed_uids", c->allowed_uids, error) ||
-      !take_ids (kf, "allowed_gids", c->allowed_gids, error))
+      !take_uint (&src, kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||
+      !take_ids (&src, kf, "allowed_uids", c->allowed_uids, error) ||
+      !take_ids (&src, kf, "allowed_gids", c->allowed_gids, error) ||
+      !take_bool (&src, kf, "metrics", "enabled", &metrics_enabled, error) ||
+      !take_bool (&src, kf, "libvirt", "mirror_ceiling", &c->mirror_ceiling, error) ||
+      !take_bool (&src, kf, "daemon", "check_thread_owner", &c->check_thread_owner, error) ||
+      !take_bool (&src, kf, "merge", "perf_as_floor", &c->perf_as_floor, error))
     return FALSE;
-  c->metrics_port = (int) port;
+  c->metrics_port = metrics_enabled ? (int) port : -1;
   {
     /* octal, like chmod(1) */
-    g_autofree char *mode = g_key_file_get_string (kf, "daemon", "socket_mode", NULL);
+    g_autofree char *mode = g_key_file_get_value (kf, "daemon", "socket_mode", NULL);
     guint64 m;
 
     if (mode && !g_ascii_string_to_unsigned (g_strstrip (mode), 8, 0, 0777, &m, NULL)) {
-      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "[daemon] socket_mode must be an octal mode like 0660");
+      g_autofree char *raw = raw_value (kf, "daemon", "socket_mode");
+
+      cfg_error (error, &src, "daemon", "socket_mode",
+                 "\"%s\" is not an octal mode like 0660", raw);
       return FALSE;
     }
     if (mode)
       c->socket_mode = (guint) m;
   }
-  if (g_key_file_has_key (kf, "metrics", "enabled", NULL) &&
-      !g_key_file_get_boolean (kf, "metrics", "enabled", NULL))
-    c->metrics_port = -1;
-  if (g_key_file_has_key (kf, "libvirt", "mirror_ceiling", NULL))
-    c->mirror_ceiling = g_key_file_get_boolean (kf, "libvirt", "mirror_ceiling", NULL);
-  if (g_key_file_has_key (kf, "daemon", "check_thread_owner", NULL))
-    c->check_thread_owner = g_key_file_get_boolean (kf, "daemon", "check_thread_owner", NULL);
-  if (g_key_file_has_key (kf, "merge", "perf_as_floor", NULL))
-    c->perf_as_floor = g_key_file_get_boolean (kf, "merge", "perf_as_floor", NULL);
   headroom = g_key_file_get_string (kf, "merge", "perf_headroom", NULL);
   if (headroom) {
     char *end = NULL;
@@ -257,8 +470,10 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
     } else {
       h = g_ascii_strtod (headroom, &end);
       if (!end || *end || end == headroom || !(h >= 0.1 && h <= 2.0)) {
-        g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                     "[merge] perf_headroom must be auto or a number from 0.1 to 2.0");
+        g_autofree char *raw = g_strescape (headroom, NULL);
+
+        cfg_error (error, &src, "merge", "perf_headroom",
+                   "\"%s\": must be auto or a number from 0.1 to 2.0", raw);
         return FALSE;
       }
       c->perf_headroom = h;
@@ -266,18 +481,18 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   }
 
   groups = g_key_file_get_groups (kf, NULL);
-  for (char **g = groups; *g; g++) {
-    if (g_str_has_prefix (*g, "vm ")) {
-      if (!load_vm (c, kf, *g, error))
-        return FALSE;
-    } else if (g_str_has_prefix (*g, "nova-flavor ")) {
-      /* OpenStack flavor mappings: read by the libvirt watcher (libvirt/fh-nova.c). */
-    } else if (strcmp (*g, "daemon") != 0 && strcmp (*g, "metrics") != 0 &&
-               strcmp (*g, "merge") != 0 && strcmp (*g, "cpufreq") != 0) {
-      g_warning ("%s: ignoring unknown section [%s]", path, *g);
-    }
-  }
+  for (char **g = groups; *g; g++)
+    if (g_str_has_prefix (*g, "vm ") && !load_vm (&src, c, kf, *g, error))
+      return FALSE;
   return TRUE;
+}
+
+gboolean
+fh_config_backend_valid (const char *name)
+{
+  static const char *const names[] = { "auto", "none", "cpufreq", "uclamp", NULL };
+
+  return name && g_strv_contains (names, name);
 }
 
 const FhVmConfig *
@@ -328,4 +543,38 @@ fh_config_socket_gid (const FhConfig *c, gid_t *gid, GError **error)
   g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
                "[daemon] socket_group: no group \"%s\"", c->socket_group);
   return FALSE;
+}
+
+/*
+ * freqhintd --check-config: the file parsed (by then), the options applied;
+ * say what the daemon would run with, start nothing.  Exit status.
+ */
+int
+fh_config_check (const FhConfig *c, const char *path)
+{
+  g_autoptr (FhHost) host = fh_host_new ();
+  g_autoptr (GError) error = NULL;
+  g_autofree char *reason = NULL;
+  FhPaths paths;
+  const char *backend = c->backend;
+  gid_t gid;
+  int ret = 0;
+
+  if (!fh_config_socket_gid (c, &gid, &error)) {
+    g_printerr ("freqhintd: %s: %s\n", path, error->message);
+    return 2;
+  }
+  fh_paths_init (&paths, c->sysfs_root, c->proc_root, c->cgroup_root);
+  if (!fh_host_load (host, &paths, &error)) {
+    g_printerr ("freqhintd: host: %s\n", error->message);
+    ret = 1;
+  } else {
+    if (strcmp (backend, "auto") == 0)
+      backend = fh_backend_choose (host, &paths, &reason);
+    g_print ("%s: valid; backend %s%s%s%s; %u VM sections\n", path, backend,
+             reason ? " (auto: " : "", reason ? reason : "", reason ? ")" : "",
+             g_hash_table_size (c->vms));
+  }
+  fh_paths_clear (&paths);
+  return ret;
 }

@@ -26,7 +26,7 @@ typedef struct {
 
 typedef struct {
   char *sysfs_root, *proc_root, *cgroup_root;
-  char *backend; /* none | cpufreq | uclamp */
+  char *backend; /* auto | none | cpufreq | uclamp */
   char *socket_path;
   guint socket_mode;
   char *socket_group; /* NULL: "freqhint" if that group exists, else our gid (PA-1) */
@@ -38,6 +38,14 @@ typedef struct {
   guint keepalive_ms;
   guint hello_timeout_ms;
   guint max_connections;
+  /* Resource bounds (threat model G-13): what one peer and all peers may hold. */
+  guint max_connections_per_process; /* [daemon], 0: no limit */
+  guint max_connections_per_uid;     /* [daemon], 0: no limit */
+  guint max_vcpus;                   /* [daemon] vCPUs of all connected VMs together */
+  guint control_max_clients;         /* [daemon] control_max_clients */
+  guint control_timeout_ms;          /* [daemon] control_timeout_ms: request and answer */
+  guint metrics_max_connections;     /* [metrics] max_connections */
+  guint metrics_timeout_ms;          /* [metrics] timeout_ms: a request's headers and answer */
   GArray *allowed_uids; /* uid_t; root and our own uid are always allowed */
   GArray *allowed_gids; /* gid_t */
   gboolean check_thread_owner;
@@ -58,6 +66,13 @@ gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, 
 
 /* A VM's operator settings by name, then by UUID; NULL when none. */
 const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name, const char *uuid);
+
+/* auto: the host decides (fh_backend_choose()); none, cpufreq, uclamp. */
+#define FH_BACKEND_NAMES "auto, none, cpufreq, uclamp"
+gboolean fh_config_backend_valid (const char *name);
+
+/* freqhintd --check-config: report what the configuration selects; 0 valid, 1 host unreadable, 2 invalid. */
+int fh_config_check (const FhConfig *config, const char *path);
 
 gboolean fh_config_uid_allowed (const FhConfig *config, uid_t uid, gid_t gid);
 

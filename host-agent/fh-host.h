@@ -25,8 +25,11 @@ typedef struct {
   gboolean have_applied;
   guint applied_min_khz, applied_max_khz; /* last values known to be in sysfs */
   guint64 write_failures;
-  /* Writes by another program noticed in scaling_min/max_freq (metric
-   * freqhint_cpufreq_external_writes_total); counted by the cpufreq backend. */
+  /* cpufreq backend: the host's own limits, the bounds of every decision
+   * (found at start, moved by other writers), and how often another
+   * writer (tuned, power-profiles-daemon, cpupower) changed the files
+   * (metric freqhint_cpufreq_external_writes_total). */
+  guint host_min_khz, host_max_khz;
   guint64 external_writes;
 } FhPolicy;
 

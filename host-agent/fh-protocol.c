@@ -69,7 +69,7 @@ fh_error_set (FhError *err, uint16_t reason, const char *fmt, ...)
 static const char *const msg_names[] = {
   [FH_MSG_HELLO] = "HELLO",   [FH_MSG_WELCOME] = "WELCOME", [FH_MSG_HINTS] = "HINTS",
   [FH_MSG_GRANTS] = "GRANTS", [FH_MSG_PING] = "PING",       [FH_MSG_PONG] = "PONG",
-  [FH_MSG_CLOSE] = "CLOSE",
+  [FH_MSG_CLOSE] = "CLOSE",   [FH_MSG_HOST_FREQ] = "HOST_FREQ", [FH_MSG_VCPUS] = "VCPUS",
 };
 
 const char *

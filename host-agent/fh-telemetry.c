@@ -122,7 +122,18 @@ fh_telemetry_status (FhDaemon *d)
   add_int (b, "updates_total", d->updates_total);
   add_int (b, "backend_writes_total", d->backend->writes);
   add_int (b, "write_failures_total", d->backend->write_failures);
+  {
+    guint64 ext = 0;
+
+    for (guint i = 0; i < d->host->policies->len; i++)
+      ext += ((FhPolicy *) g_ptr_array_index (d->host->policies, i))->external_writes;
+    add_int (b, "external_writes_total", ext);
+  }
   add_int (b, "rejected_total", fh_daemon_rejected_total (d));
+  add_int (b, "identity_rejected_total", d->identity_rejected);
+  add_int (b, "accept_failures_total",
+           d->device ? fh_device_server_accept_failures (d->device) : 0);
+  add_int (b, "max_vcpus", d->config->max_vcpus);
   json_builder_set_member_name (b, "rejected");
   json_builder_begin_object (b);
   for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
@@ -320,6 +331,7 @@ fh_telemetry_cpus (FhDaemon *d)
       else
         json_builder_add_null_value (b);
       add_int (b, "write_failures", p->write_failures);
+      add_int (b, "external_writes", p->external_writes);
     } else {
       json_builder_add_null_value (b);
     }
@@ -443,6 +455,14 @@ fh_telemetry_metrics (FhDaemon *d)
     if (r != FH_CLOSE_NORMAL)
       g_string_append_printf (s, FH_METRIC_REJECTIONS "{reason=\"%s\"} %" G_GUINT64_FORMAT "\n",
                               fh_close_reason_name (r), d->rejected[r]);
+  family (s, "freqhint_identity_rejections_total", "counter",
+          "HELLOs refused because the name, UUID or a thread id is not the peer process's.");
+  g_string_append_printf (s, "freqhint_identity_rejections_total %" G_GUINT64_FORMAT "\n",
+                          d->identity_rejected);
+  family (s, "freqhint_accept_failures_total", "counter",
+          "Device socket accept() failures for lack of descriptors or memory (each pauses accepting).");
+  g_string_append_printf (s, "freqhint_accept_failures_total %" G_GUINT64_FORMAT "\n",
+                          d->device ? fh_device_server_accept_failures (d->device) : 0);
   family (s, "freqhint_backend_writes_total", "counter", "Writes the backend attempted.");
   g_string_append_printf (s,
                           "freqhint_backend_writes_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
@@ -451,6 +471,15 @@ fh_telemetry_metrics (FhDaemon *d)
   g_string_append_printf (s,
                           "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
                           d->backend->ops->name, d->backend->write_failures);
+  family (s, FH_METRIC_EXTERNAL_WRITES, "counter",
+          "Changes another writer (tuned, power-profiles-daemon, cpupower) made to a policy's "
+          "scaling_min_freq or scaling_max_freq; each becomes the host's limit.");
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+
+    g_string_append_printf (s, FH_METRIC_EXTERNAL_WRITES "{policy=\"%u\"} %" G_GUINT64_FORMAT "\n",
+                            p->id, p->external_writes);
+  }
 
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
@@ -570,15 +599,6 @@ fh_telemetry_metrics (FhDaemon *d)
       g_string_append_printf (
           s, "freqhint_cpu_scaling_frequency_max_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
           (guint64) p->applied_max_khz * 1000);
-  }
-  family (s, FH_METRIC_EXTERNAL_WRITES, "counter",
-          "Times freqhintd found a policy's scaling_min_freq or scaling_max_freq changed by "
-          "another program (tuned, power-profiles-daemon, an admin) since its own last write.");
-  for (guint i = 0; i < d->host->policies->len; i++) {
-    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
-
-    g_string_append_printf (s, FH_METRIC_EXTERNAL_WRITES "{policy=\"%u\"} %" G_GUINT64_FORMAT "\n",
-                            p->id, p->external_writes);
   }
   return g_string_free (s, FALSE);
 }

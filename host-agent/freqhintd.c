@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <glib-unix.h>
 #include <glib.h>
@@ -136,6 +137,51 @@ publish_metrics (FhDaemon *daemon, gpointer data)
   fh_metrics_publish (app->metrics, fh_telemetry_metrics (daemon));
 }
 
+/*
+ * Descriptors besides the connections the limits allow: listening sockets,
+ * the log, pidfds' neighbours, /proc and sysfs files being read, libvirt,
+ * the metrics thread's own.
+ */
+#define FH_FD_RESERVE 64
+
+/*
+ * Every connection limit is a descriptor count (G-13): raise the soft
+ * RLIMIT_NOFILE to the hard one and refuse a configuration it cannot hold,
+ * naming the key, rather than run out of descriptors under load.  A device
+ * connection holds two (its socket and the pidfd of its peer).
+ */
+static gboolean
+fit_descriptor_limit (const FhConfig *c, GError **error)
+{
+  struct rlimit rl;
+  guint64 need = (guint64) c->max_connections * 2 + c->control_max_clients + FH_FD_RESERVE;
+
+  if (c->metrics_port >= 0)
+    need += c->metrics_max_connections;
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return TRUE;
+  if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+    struct rlimit want = { MIN (rl.rlim_max, MAX (need, rl.rlim_cur)), rl.rlim_max };
+
+    if (setrlimit (RLIMIT_NOFILE, &want) == 0)
+      rl = want;
+  }
+  if (rl.rlim_cur < need) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                 "[daemon] max_connections=%u needs %" G_GUINT64_FORMAT
+                 " descriptors (2 per device connection, plus control_max_clients=%u, [metrics] "
+                 "max_connections=%u and %u in reserve) but RLIMIT_NOFILE is %llu: lower "
+                 "max_connections or raise the limit (LimitNOFILE=)",
+                 c->max_connections, need, c->control_max_clients,
+                 c->metrics_port >= 0 ? c->metrics_max_connections : 0, FH_FD_RESERVE,
+                 (unsigned long long) rl.rlim_cur);
+    return FALSE;
+  }
+  g_debug ("descriptor limit %llu, limits need %" G_GUINT64_FORMAT, (unsigned long long) rl.rlim_cur,
+           need);
+  return TRUE;
+}
+
 static gboolean verbose;
 
 static void
@@ -178,7 +224,7 @@ main (int argc, char **argv)
   g_autofree char *libvirt_uri = NULL;
 #endif
   int metrics_port = -2;
-  gboolean no_metrics = FALSE, foreground = FALSE, version = FALSE;
+  gboolean no_metrics = FALSE, foreground = FALSE, version = FALSE, check_config = FALSE;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (FhConfig) config = NULL;
@@ -189,7 +235,8 @@ main (int argc, char **argv)
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
       "Configuration file (default " FH_DEFAULT_CONFIG ")", "FILE" },
     { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend,
-      "Actuation: none (report only), cpufreq (scaling_min/max_freq), uclamp (sched_setattr)",
+      "Actuation: auto (default: what the host offers), none (report only), cpufreq "
+      "(scaling_min/max_freq), uclamp (sched_setattr)",
       "NAME" },
     { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socket_path,
       "Device socket QEMU connects to (default " FH_DEFAULT_SOCKET ")", "PATH" },
@@ -215,6 +262,8 @@ main (int argc, char **argv)
       "Stay in the foreground (freqhintd never forks; accepted for compatibility)", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+    { "check-config", 0, 0, G_OPTION_ARG_NONE, &check_config,
+      "Check the configuration (and which backend it selects) and exit: 0 valid, 2 not", NULL },
     { NULL }
   };
 
@@ -275,6 +324,17 @@ main (int argc, char **argv)
   }
   if (no_metrics)
     config->metrics_port = -1;
+  if (!fh_config_backend_valid (config->backend)) {
+    g_printerr ("freqhintd: --backend: \"%s\" is not a backend (%s)\n", config->backend,
+                FH_BACKEND_NAMES);
+    return 2;
+  }
+  if (check_config)
+    return fh_config_check (config, config_path ? config_path : FH_DEFAULT_CONFIG);
+  if (!fit_descriptor_limit (config, &error)) {
+    g_printerr ("freqhintd: %s\n", error->message);
+    return 2;
+  }
 
   app.daemon = fh_daemon_new (g_steal_pointer (&config), &error);
   if (!app.daemon) {
@@ -313,7 +373,9 @@ main (int argc, char **argv)
   app.daemon->metrics_port = -1;
   if (app.daemon->config->metrics_port >= 0) {
     app.metrics = fh_metrics_new (app.daemon->config->metrics_address,
-                                  (guint) app.daemon->config->metrics_port, &error);
+                                  (guint) app.daemon->config->metrics_port,
+                                  app.daemon->config->metrics_max_connections,
+                                  app.daemon->config->metrics_timeout_ms, &error);
     if (!app.metrics)
       goto out;
     app.daemon->metrics_port = (int) fh_metrics_port (app.metrics);

@@ -61,6 +61,8 @@ expect_jq() {
 
 fixture() {
 	"$MKFIXTURE" host "$FX"
+	# fh-testclient links $FX/proc/<its pid>/cmdline to its real one (PA-18)
+	export FH_PROC_FIXTURE=$FX/proc
 	cat >"$T/freqhintd.conf" <<-EOC
 	[daemon]
 	poll_interval_ms=100
@@ -76,7 +78,7 @@ fixture() {
 
 start_daemon() {
 	local backend=${1:-cpufreq}
-	"$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
+	${DAEMON_WRAP:-} "$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
 		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
 		-v >>"$T/daemon.log" 2>&1 &
@@ -432,8 +434,10 @@ case_peer_credentials() {
 	kill "$DPID"; wait "$DPID"; DPID=
 	EXTRA_DAEMON="allowed_uids=65534"; fixture
 	start_daemon cpufreq
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
-		--malformed bad-record --expect-close malformed >"$T/client-nobody.out" 2>&1 ||
+	# (the fixture's cmdline link is made as root: uid 65534 cannot write there)
+	( mkdir -p "$FX/proc/$BASHPID"; ln -sf "/proc/$BASHPID/cmdline" "$FX/proc/$BASHPID/cmdline"
+	exec setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
+		--malformed bad-record --expect-close malformed ) >"$T/client-nobody.out" 2>&1 ||
 		fail "allowed uid 65534 did not get past the handshake"
 }
 
@@ -907,7 +911,7 @@ case_load() {
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 }
 
-# Other scripts (operators.sh) reuse the helpers above with their own cases.
+# Other scripts (security.sh, core.sh, operators.sh) source this file for its helpers.
 [ -n "${FH_IT_LIBRARY:-}" ] && return 0
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }

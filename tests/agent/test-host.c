@@ -267,6 +267,64 @@ test_config (void)
 }
 
 /*
+ * Issue 15 item 5, issue 17 item 4: no value is read loosely and no key is
+ * ignored; the error names file, line, key and value.
+ */
+static void
+test_config_strict (void)
+{
+  g_autofree char *path = g_build_filename (root, "strict.conf", NULL);
+  static const struct {
+    const char *text;
+    const char *want; /* in the message, after "PATH:" */
+  } cases[] = {
+    { "[daemon]\ncheck_thread_owner=yes\n", "2: [daemon] check_thread_owner: \"yes\" is not a boolean" },
+    { "[daemon]\n# c\n\ncheck_thread_owner = on\n", "4: [daemon] check_thread_owner: \"on\"" },
+    { "[daemon]\ncheck_thread_owner=banana\n", "2: [daemon] check_thread_owner: \"banana\"" },
+    { "[merge]\nperf_as_floor=False\n", "2: [merge] perf_as_floor: \"False\"" },
+    { "[metrics]\nenabled=no\n", "2: [metrics] enabled: \"no\"" },
+    { "[libvirt]\nmirror_ceiling=1x\n", "2: [libvirt] mirror_ceiling: \"1x\"" },
+    { "[daemon]\nbackedn=cpufreq\n", "2: [daemon] unknown key \"backedn\"" },
+    { "[daemon]\npoll_interval_ms=100\n[merge]\nperf_as_flor=true\n", "4: [merge] unknown key \"perf_as_flor\"" },
+    { "[vm web]\nfloor=10\nceil=20\n", "3: [vm web] unknown key \"ceil\"" },
+    { "[daemon]\n[deamon]\nbackend=none\n", "2: [deamon]: unknown section" },
+    { "[daemon]\nbackend=cpufrq\n", "2: [daemon] backend: \"cpufrq\" is not a backend" },
+    { "[daemon]\npoll_interval_ms=10s\n", "2: [daemon] poll_interval_ms: \"10s\" is not an integer" },
+    { "[daemon]\nsocket_mode=rw\n", "2: [daemon] socket_mode: \"rw\"" },
+    { "[vm a]\nfloor=101\n", "2: [vm a] floor: " },
+  };
+  static const char *const good_bools[] = { "true", "false", "1", "0" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (FhConfig) c = fh_config_new ();
+    g_autoptr (GError) e = NULL;
+    g_autofree char *want = g_strdup_printf ("%s:%s", path, cases[i].want);
+
+    g_test_message ("config: %s", cases[i].text);
+    g_assert_true (g_file_set_contents (path, cases[i].text, -1, NULL));
+    g_assert_false (fh_config_load (c, path, TRUE, &e));
+    g_assert_nonnull (e);
+    if (!g_str_has_prefix (e->message, want))
+      g_error ("message \"%s\", want it to start with \"%s\"", e->message, want);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS (good_bools); i++) {
+    g_autoptr (FhConfig) c = fh_config_new ();
+    g_autoptr (GError) e = NULL;
+    g_autofree char *text = g_strdup_printf ("[daemon]\ncheck_thread_owner=%s\n", good_bools[i]);
+
+    g_assert_true (g_file_set_contents (path, text, -1, NULL));
+    g_assert_true (fh_config_load (c, path, TRUE, &e));
+    g_assert_no_error (e);
+    g_assert_cmpint (c->check_thread_owner, ==, i % 2 == 0);
+  }
+  {
+    g_autoptr (FhConfig) c = fh_config_new ();
+
+    g_assert_cmpstr (c->backend, ==, "auto");
+  }
+}
+
+/*
  * MR-21/MR-22: the thread's own policy, KEEP_PARAMS | RESET_ON_FORK |
  * UTIL_CLAMP_MIN | UTIL_CLAMP_MAX and never KEEP_POLICY (which would make
  * the kernel ignore RESET_ON_FORK); release is -1/-1.
@@ -306,6 +364,7 @@ main (int argc, char **argv)
   g_test_add_func ("/host/probe-v2", test_probe_v2);
   g_test_add_func ("/host/probe-v1", test_probe_v1);
   g_test_add_func ("/host/config", test_config);
+  g_test_add_func ("/host/config-strict", test_config_strict);
   g_test_add_func ("/host/uclamp-attr", test_uclamp_attr);
   ret = g_test_run ();
   {

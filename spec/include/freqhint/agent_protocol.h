@@ -25,13 +25,17 @@ enum fh_msg_type {
 	FH_MSG_PING	= 5,	/* either direction */
 	FH_MSG_PONG	= 6,	/* answer to PING */
 	FH_MSG_CLOSE	= 7,	/* either direction, last frame */
-	FH_MSG_MAX	= FH_MSG_CLOSE,
+	FH_MSG_HOST_FREQ = 8,	/* agent -> device, with FH_F_HOST_FREQ */
+	FH_MSG_VCPUS	= 9,	/* device -> agent, with FH_F_VCPUS */
+	FH_MSG_MAX	= FH_MSG_VCPUS,
 };
 
 /* Feature bits in HELLO (offered) and WELCOME (accepted). */
 #define FH_F_PERF	(1u << 0)	/* records may carry perf requests */
 #define FH_F_GRANTS	(1u << 1)	/* device relays GRANTS to the guest */
-#define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS)
+#define FH_F_HOST_FREQ	(1u << 2)	/* agent sends HOST_FREQ, device relays it */
+#define FH_F_VCPUS	(1u << 3)	/* device sends VCPUS after vCPU hot-plug */
+#define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS)
 
 /* Close reasons carried by FH_MSG_CLOSE. */
 enum fh_close_reason {
@@ -101,6 +105,26 @@ struct fh_msg_grants {
 	/* struct virtio_freqhint_grant grants[num_grants], by vCPU index */
 };
 
+/*
+ * The host frequency classes and which one each vCPU's thread runs on; sent
+ * after WELCOME and whenever a class or a vCPU's placement changes.
+ */
+struct fh_msg_host_freq {
+	uint16_t num_classes;	/* 0 .. VIRTIO_FREQHINT_MAX_FREQ_CLASSES */
+	uint16_t num_vcpus;	/* == num_vcpus of HELLO */
+	uint32_t reserved;	/* must be zero */
+	/* struct virtio_freqhint_freq_class classes[num_classes]; */
+	/* uint8_t freq_class[num_vcpus]: < num_classes or VIRTIO_FREQHINT_NO_FREQ_CLASS */
+};
+
+/* The vCPU thread table again, after a vCPU was hot-plugged or unplugged. */
+struct fh_msg_vcpus {
+	uint16_t num_vcpus;	/* == num_vcpus of HELLO */
+	uint16_t reserved;	/* must be zero */
+	uint32_t reserved2;	/* must be zero */
+	/* uint32_t vcpu_tid[num_vcpus]: host thread id, 0 if not present */
+};
+
 struct fh_msg_ping {
 	uint64_t cookie;	/* echoed in PONG */
 };
@@ -124,6 +148,8 @@ _Static_assert(__builtin_offsetof(struct fh_msg_hello, uuid) == 16,
 _Static_assert(sizeof(struct fh_msg_welcome) == 16, "fh_msg_welcome is 16 bytes");
 _Static_assert(sizeof(struct fh_msg_hints) == 16, "fh_msg_hints is 16 bytes");
 _Static_assert(sizeof(struct fh_msg_grants) == 8, "fh_msg_grants is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_host_freq) == 8, "fh_msg_host_freq is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_vcpus) == 8, "fh_msg_vcpus is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_ping) == 8, "fh_msg_ping is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_close) == 8 + FH_TEXT_MAX,
 	       "fh_msg_close size");
@@ -131,5 +157,10 @@ _Static_assert(FH_MAX_PAYLOAD == 4112, "FH_MAX_PAYLOAD");
 _Static_assert(sizeof(struct fh_msg_hello) +
 	       4 * VIRTIO_FREQHINT_MAX_VCPUS <= FH_MAX_PAYLOAD,
 	       "a full HELLO fits in a frame");
+_Static_assert(sizeof(struct fh_msg_host_freq) +
+	       VIRTIO_FREQHINT_MAX_FREQ_CLASSES *
+	       sizeof(struct virtio_freqhint_freq_class) +
+	       VIRTIO_FREQHINT_MAX_VCPUS <= FH_MAX_PAYLOAD,
+	       "a full HOST_FREQ fits in a frame");
 
 #endif /* FREQHINT_AGENT_PROTOCOL_H */

@@ -27,6 +27,11 @@
 #define VIRTIO_FREQHINT_F_PERF		0
 /* Device publishes per-vCPU granted values in the configuration space. */
 #define VIRTIO_FREQHINT_F_GRANTS	1
+/*
+ * Device publishes the host's frequency classes (range, table, step) and
+ * which class each vCPU currently runs on.
+ */
+#define VIRTIO_FREQHINT_F_HOST_FREQ	2
 
 /* Virtqueue indices. */
 #define VIRTIO_FREQHINT_VQ_HINT		0
@@ -37,6 +42,14 @@
 
 /* Largest vCPU count a device may expose (bounds the config space). */
 #define VIRTIO_FREQHINT_MAX_VCPUS	256
+
+/* Host frequency classes a device can publish, and frequencies per class. */
+#define VIRTIO_FREQHINT_MAX_FREQ_CLASSES	8
+#define VIRTIO_FREQHINT_MAX_FREQS	16
+/* freq_class[] entry of a vCPU whose host frequencies are unknown. */
+#define VIRTIO_FREQHINT_NO_FREQ_CLASS	0xff
+/* cpu_id[] entry of an index that names no possible vCPU. */
+#define VIRTIO_FREQHINT_CPU_ID_NONE	0xffffffffu
 
 /* Fewest records a device may advertise in max_records. */
 #define VIRTIO_FREQHINT_MIN_BATCH	1
@@ -82,6 +95,19 @@ struct virtio_freqhint_grant {
 	__le16 ceiling;		/* 0 .. VIRTIO_FREQHINT_SCALE */
 };
 
+/*
+ * A set of physical CPUs that share one frequency range and table, as the
+ * host agent sees it (one or more host cpufreq policies).  Frequencies in
+ * kHz, like cpufreq's sysfs files.
+ */
+struct virtio_freqhint_freq_class {
+	__le32 min_khz;		/* lowest frequency the host may set, > 0 */
+	__le32 max_khz;		/* highest, >= min_khz; capacity 1024 */
+	__le16 perf_step;	/* capacity units between adjacent host levels, 1 .. 1024 */
+	__le16 num_freqs;	/* 0 (continuous range) .. VIRTIO_FREQHINT_MAX_FREQS */
+	__le32 freqs_khz[VIRTIO_FREQHINT_MAX_FREQS];	/* ascending, in [min, max]; rest zero */
+};
+
 struct virtio_freqhint_config {
 	__le16 num_vcpus;	/* read-only, 1 .. VIRTIO_FREQHINT_MAX_VCPUS */
 	__le16 max_records;	/* read-only, records per buffer */
@@ -89,12 +115,21 @@ struct virtio_freqhint_config {
 	__le16 status;		/* VIRTIO_FREQHINT_S_* */
 	__le16 operator_floor;	/* VM-wide, 0 .. VIRTIO_FREQHINT_SCALE */
 	__le16 operator_ceiling;	/* VM-wide, 0 .. VIRTIO_FREQHINT_SCALE */
-	__u8 reserved[4];
+	__le16 perf_step;	/* read-only, perf moves below this are noise, 1 .. SCALE */
+	__le16 idle_share;	/* read-only, busy share (1/1024) that still counts as idle */
 	/* Only with VIRTIO_FREQHINT_F_GRANTS; num_vcpus entries are valid. */
 	struct virtio_freqhint_grant grants[VIRTIO_FREQHINT_MAX_VCPUS];
+	/* Firmware CPU id of each vCPU index (x86 APIC ID, arm64 MPIDR affinity). */
+	__le32 cpu_id[VIRTIO_FREQHINT_MAX_VCPUS];
+	/* Only with VIRTIO_FREQHINT_F_HOST_FREQ. */
+	__u8 freq_class[VIRTIO_FREQHINT_MAX_VCPUS];	/* per vCPU index */
+	__le16 num_freq_classes;	/* 0 .. VIRTIO_FREQHINT_MAX_FREQ_CLASSES */
+	__u8 reserved2[6];
+	struct virtio_freqhint_freq_class freq_classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
 };
 
 #define VIRTIO_FREQHINT_CONFIG_HDR_SIZE	16
+#define VIRTIO_FREQHINT_CONFIG_SIZE	2936
 
 /* Layout checks: these structures are ABI. */
 _Static_assert(sizeof(struct virtio_freqhint_record) == 16,
@@ -108,8 +143,19 @@ _Static_assert(sizeof(struct virtio_freqhint_grant) == 4,
 _Static_assert(__builtin_offsetof(struct virtio_freqhint_config, grants) ==
 	       VIRTIO_FREQHINT_CONFIG_HDR_SIZE,
 	       "virtio_freqhint_config.grants at 16");
+_Static_assert(sizeof(struct virtio_freqhint_freq_class) == 76,
+	       "virtio_freqhint_freq_class is 76 bytes");
+_Static_assert(__builtin_offsetof(struct virtio_freqhint_config, cpu_id) == 1040,
+	       "virtio_freqhint_config.cpu_id at 1040");
+_Static_assert(__builtin_offsetof(struct virtio_freqhint_config, freq_class) == 2064,
+	       "virtio_freqhint_config.freq_class at 2064");
+_Static_assert(__builtin_offsetof(struct virtio_freqhint_config,
+				  num_freq_classes) == 2320,
+	       "virtio_freqhint_config.num_freq_classes at 2320");
+_Static_assert(__builtin_offsetof(struct virtio_freqhint_config,
+				  freq_classes) == 2328,
+	       "virtio_freqhint_config.freq_classes at 2328");
 _Static_assert(sizeof(struct virtio_freqhint_config) ==
-	       VIRTIO_FREQHINT_CONFIG_HDR_SIZE + 4 * VIRTIO_FREQHINT_MAX_VCPUS,
-	       "virtio_freqhint_config size");
+	       VIRTIO_FREQHINT_CONFIG_SIZE, "virtio_freqhint_config size");
 
 #endif /* _LINUX_VIRTIO_FREQHINT_H */

@@ -1,0 +1,263 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# freqhintd integration tests for the state file, other writers of the
+# cpufreq files, configuration checking, the default backend and real-time
+# vCPU threads.  Same harness as integration.sh (its helpers, fixture tree
+# and real daemon): the cases are defined here, then integration.sh runs
+# the one named.
+#
+#   core.sh CASE
+set -uo pipefail
+
+STATE=cpufreq-saved.ini
+
+# kill_daemon: SIGKILL, as a crash would
+kill_daemon() { kill -KILL "$DPID"; wait "$DPID" 2>/dev/null; DPID=; }
+
+# live_vm ID NAME UUID TIDS HINT...: a VM whose hints change with `send ID CMD`
+live_vm() {
+	local id=$1 name=$2 uuid=$3 tids=$4; shift 4
+	local n hints=()
+	n=$(echo "$tids" | tr ',' '\n' | wc -l)
+	for h in "$@"; do hints+=(--hint "$h"); done
+	mkfifo "$T/in-$id"
+	( exec 3>"$T/in-$id"; sleep 120 ) & CLIENTS+=($!)
+	(
+		for t in ${tids//,/ }; do "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "$name" --uuid "$uuid" \
+			--vcpus "$n" --tids "$tids" "${hints[@]}" --stdin <"$T/in-$id"
+	) >"$T/client-$id.out" 2>&1 & CLIENTS+=($!)
+	eval "VM_$id=$!"
+	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
+}
+send() { echo "$2" >"$T/in-$1"; }
+
+# metric NAME_AND_LABELS VALUE: the exposition has that sample
+metric_is() {
+	local port
+	port=$(ctl --json status | jq -r .metrics_port)
+	curl -sf "http://127.0.0.1:$port/metrics" | grep -qxF "$1 $2"
+}
+
+# --- issue 15 item 4: a state file that cannot lie ---------------------------
+
+# After a SIGKILL the policies hold the dead run's floor and cap.  A state
+# file that is empty, cut short, garbage or missing a policy must not make
+# them the host's originals: every policy goes back to its cpuinfo range.
+case_state_corrupt() {
+	local v i=0 f=$T/state/$STATE
+	for v in empty truncated garbage incomplete; do
+		i=$((i + 1))
+		fixture; thread 1501 2 2; thread 1502 6 6
+		start_daemon cpufreq
+		start_vm "$v" "vm-$v" $U1 1501,1502 --hint 0:1024:1024 --hint 1:0:300
+		expect_file "$POL/policy2/scaling_min_freq" 3200000
+		expect_file "$POL/policy6/scaling_max_freq" 900000
+		kill_daemon
+		eval "kill \$VM_$v"
+		case $v in
+		empty) : >"$f" ;;
+		truncated) head -c $(($(stat -c %s "$f") / 2)) "$f" >"$f.cut"; mv "$f.cut" "$f" ;;
+		garbage) printf '\x00\x01[policy2\nscaling_min_freq=\xff\n' >"$f" ;;
+		incomplete) sed -i '/^\[policy6\]/,$d' "$f" ;;    # the last policy is lost
+		esac
+		start_daemon cpufreq
+		expect_file "$POL/policy2/scaling_min_freq" 800000
+		expect_file "$POL/policy2/scaling_max_freq" 3200000
+		expect_file "$POL/policy6/scaling_max_freq" 3200000
+		[ "$(grep -c 'STATE FILE UNUSABLE' "$T/daemon.log")" = $i ] ||
+			fail "$v state file: fallback not logged"
+		[ -f "$f.rejected" ] || fail "$v state file not moved aside"
+		stop_daemon
+		# the dead run's values do not come back on a clean stop either
+		file_is "$POL/policy2/scaling_min_freq" 800000 || fail "$v: stale floor after stop"
+		file_is "$POL/policy6/scaling_max_freq" 3200000 || fail "$v: stale cap after stop"
+	done
+}
+
+# A state file someone else owns is not trusted; a state directory others
+# can write to is not used at all.
+case_state_not_ours() {
+	local f=$T/state/$STATE
+	[ "$(id -u)" = 0 ] || fail "this case needs root (chown)"
+	fixture; thread 1601 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1601 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	[ "$(stat -c %a "$f")" = 600 ] || fail "state file mode $(stat -c %a "$f"), want 600"
+	grep -q '^version=2$' "$f" && grep -q '^checksum=[0-9a-f]\{64\}$' "$f" ||
+		fail "state file has no version or checksum: $(cat "$f")"
+	kill_daemon; kill "$VM_a"
+	chown 65534 "$f"
+	start_daemon cpufreq
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+	grep -q "STATE FILE UNUSABLE.*owned by uid 65534" "$T/daemon.log" || fail "foreign file not refused"
+	start_vm b vm-b $U2 1601 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	kill_daemon; kill "$VM_b"
+	chmod 0777 "$T/state"
+	"$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --sysfs-root "$FX/sys" \
+		--proc-root "$FX/proc" --cgroup-root "$FX/cgroup" --socket "$T/dev.sock" \
+		--control-socket "$T/ctl.sock" --state-dir "$T/state" >"$T/refused.log" 2>&1
+	[ $? = 1 ] || fail "freqhintd started with a world-writable state directory"
+	grep -q "state directory: .*writable by group or others" "$T/refused.log" ||
+		fail "refusal does not name the directory: $(cat "$T/refused.log")"
+	file_is "$POL/policy2/scaling_min_freq" 800000 || fail "stale floor kept with an unusable state dir"
+}
+
+# Whatever the source (a decision, the host's values, a restore), what is
+# written stays inside cpuinfo_min_freq..cpuinfo_max_freq.
+case_cpuinfo_clamp() {
+	fixture; thread 1701 4 4
+	echo 100 >"$POL/policy4/scaling_min_freq"
+	echo 9999999 >"$POL/policy4/scaling_max_freq"
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1701 --hint 0:512:1024
+	expect_file "$POL/policy4/scaling_min_freq" 1600000
+	expect_file "$POL/policy4/scaling_max_freq" 3200000
+	kill "$VM_a"
+	expect_file "$POL/policy4/scaling_min_freq" 800000
+	stop_daemon
+	file_is "$POL/policy4/scaling_min_freq" 800000 || fail "restored a minimum below cpuinfo_min_freq"
+	file_is "$POL/policy4/scaling_max_freq" 3200000 || fail "restored a maximum above cpuinfo_max_freq"
+}
+
+# --- issue 15 item 6: other writers of scaling_min/max_freq ------------------
+
+# Limits the host had at start bound every VM decision.
+case_host_limits_bound() {
+	fixture; thread 1801 2 2; thread 1802 4 4
+	echo 1200000 >"$POL/policy2/scaling_min_freq"   # admin's floor
+	echo 2000000 >"$POL/policy4/scaling_max_freq"   # admin's cap
+	start_daemon cpufreq
+	start_vm a vm-a $U1 1801,1802 --hint 0:0:300 --hint 1:1024:1024
+	expect_file "$POL/policy4/scaling_min_freq" 2000000     # the floor stops at the cap
+	expect_file "$POL/policy4/scaling_max_freq" 2000000     # never raised above it
+	expect_file "$POL/policy2/scaling_max_freq" 1200000     # the cap stops at the floor
+	expect_file "$POL/policy2/scaling_min_freq" 1200000     # never lowered below it
+	stop_daemon
+	file_is "$POL/policy2/scaling_min_freq" 1200000 || fail "admin floor not restored"
+	file_is "$POL/policy2/scaling_max_freq" 3200000 || fail "policy2 max not restored"
+	file_is "$POL/policy4/scaling_min_freq" 800000 || fail "policy4 min not restored"
+	file_is "$POL/policy4/scaling_max_freq" 2000000 || fail "admin cap not restored"
+}
+
+# A write by someone else while we run: noticed, logged once, counted, made
+# the host's limit, never written over (not even on stop).
+case_external_write() {
+	fixture; thread 1901 2 2; thread 1902 6 6
+	start_daemon cpufreq
+	live_vm a vm-a $U1 1901,1902 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	echo 2000000 >"$POL/policy2/scaling_max_freq"            # e.g. tuned
+	eventually grep -q 'policy2: scaling_max_freq changed by another writer' "$T/daemon.log" ||
+		fail "external write not noticed"
+	expect_jq '.external_writes_total' 1 status
+	expect_jq '.[] | select(.cpu==2) | .external_writes' 1 cpus
+	eventually metric_is 'freqhint_cpufreq_external_writes_total{policy="2"}' 1 ||
+		fail "external write not in metrics"
+	send a "hint 0:1024:1024"
+	expect_file "$POL/policy2/scaling_min_freq" 2000000     # the floor stops at their cap
+	file_is "$POL/policy2/scaling_max_freq" 2000000 || fail "their cap was written over"
+	echo 1200000 >"$POL/policy6/scaling_min_freq"            # e.g. cpupower, on an idle policy
+	eventually grep -q 'policy6: scaling_min_freq changed by another writer' "$T/daemon.log" ||
+		fail "external write on policy6 not noticed"
+	send a "hint 1:0:300"
+	expect_file "$POL/policy6/scaling_max_freq" 1200000     # the cap stops at their floor
+	send a "hint 0:none"
+	expect_file "$POL/policy2/scaling_min_freq" 800000      # released: back to the host's
+	sleep 0.5
+	file_is "$POL/policy2/scaling_max_freq" 2000000 || fail "release wrote over their cap"
+	[ "$(grep -c 'changed by another writer' "$T/daemon.log")" = 2 ] ||
+		fail "each external write must be logged once: $(grep 'another writer' "$T/daemon.log")"
+	stop_daemon
+	file_is "$POL/policy2/scaling_max_freq" 2000000 || fail "stop restored over their cap"
+	file_is "$POL/policy6/scaling_min_freq" 1200000 || fail "stop restored over their floor"
+	file_is "$POL/policy6/scaling_max_freq" 3200000 || fail "policy6 max not restored"
+}
+
+# --- issue 15 item 5, issue 17 item 4: configuration ---------------------------
+
+# run_daemon ARGS...: freqhintd on the fixture without --backend, in the
+# foreground for at most 10 s; its output in $T/run.log, its status in $RC
+run_daemon() {
+	timeout 10 "$FREQHINTD" --config "$T/freqhintd.conf" \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		"$@" >"$T/run.log" 2>&1
+	RC=$?
+}
+
+# bad_config LINE_TEXT MESSAGE: a config holding LINE_TEXT is refused (exit 2)
+# by the daemon and by --check-config, naming file, line, key and value.
+bad_config() {
+	local line
+	EXTRA_DAEMON=$1 fixture
+	line=$(grep -nxF "$1" "$T/freqhintd.conf" | cut -d: -f1)
+	run_daemon
+	[ $RC = 2 ] || fail "'$1': freqhintd exited $RC, want 2: $(cat "$T/run.log")"
+	grep -qF "$T/freqhintd.conf:$line: $2" "$T/run.log" ||
+		fail "'$1': message does not name file, line $line and key: $(cat "$T/run.log")"
+	[ ! -e "$T/dev.sock" ] || fail "'$1': the daemon started"
+	run_daemon --check-config
+	[ $RC = 2 ] || fail "'$1': --check-config exited $RC, want 2"
+	grep -qF "$T/freqhintd.conf:$line: $2" "$T/run.log" || fail "'$1': --check-config message"
+}
+
+case_config_strict() {
+	bad_config 'check_thread_owner=yes' '[daemon] check_thread_owner: "yes" is not a boolean'
+	bad_config 'check_thread_owner=banana' '[daemon] check_thread_owner: "banana" is not a boolean'
+	bad_config 'backedn=cpufreq' '[daemon] unknown key "backedn"'
+	bad_config 'backend=cpufrq' '[daemon] backend: "cpufrq" is not a backend'
+	# a good file: valid, names the backend it selects, starts nothing
+	EXTRA_DAEMON='check_thread_owner=false' fixture
+	run_daemon --check-config
+	[ $RC = 0 ] || fail "--check-config on a valid file exited $RC: $(cat "$T/run.log")"
+	grep -q "freqhintd.conf: valid; backend cpufreq (auto: 4 of 4 cpufreq policies" "$T/run.log" ||
+		fail "--check-config does not say what it selects: $(cat "$T/run.log")"
+	[ ! -e "$T/dev.sock" ] && [ ! -e "$T/ctl.sock" ] && [ ! -e "$T/state" ] ||
+		fail "--check-config started something"
+	run_daemon --check-config --backend bogus
+	[ $RC = 2 ] || fail "--backend bogus: exit $RC, want 2"
+}
+
+# start_auto: start_daemon without --backend
+start_auto() {
+	"$FREQHINTD" --config "$T/freqhintd.conf" \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		-v >>"$T/daemon.log" 2>&1 &
+	DPID=$!
+	eventually ctl status >/dev/null || fail "freqhintd does not answer"
+}
+
+# No backend configured: the host decides, and says so; none stays selectable.
+case_default_backend() {
+	fixture; thread 2001 2 2
+	start_auto
+	expect_jq '.backend' cpufreq status
+	grep -q 'backend auto: cpufreq (4 of 4 cpufreq policies under .* have writable limits)' \
+		"$T/daemon.log" || fail "choice not logged"
+	start_vm a vm-a $U1 2001 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	kill "$VM_a"
+	stop_daemon; rm -f "$T/ctl.sock"
+	rm -r "$POL"                                        # no cpufreq: uclamp if the kernel has it
+	start_auto
+	expect_jq '.backend' uclamp status
+	grep -q 'backend auto: uclamp (no writable cpufreq policy' "$T/daemon.log" || fail "uclamp not logged"
+	stop_daemon; rm -f "$T/ctl.sock"
+	rm "$FX"/proc/sys/kernel/sched_util_clamp_*         # nor uclamp: none
+	start_auto
+	expect_jq '.backend' none status
+	grep -q 'backend auto: none (no writable cpufreq policy .* and no uclamp' "$T/daemon.log" ||
+		fail "none not logged"
+	stop_daemon; rm -f "$T/ctl.sock"
+	EXTRA_DAEMON='backend=none' fixture                 # the policies are back; none still wins
+	start_auto
+	expect_jq '.backend' none status
+}
+
+# integration.sh runs the case named in $1 with its helpers.
+source "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
