@@ -207,6 +207,86 @@ case_monitoring_names() {
 		fail "freqhint_vcpu_info lacks the labels the rules join on"
 }
 
+# start_activated ORDER [NAMES]: freqhintd under systemd-socket-activate,
+# which binds the sockets (mode 0660, group nogroup) and execs freqhintd
+# at the first connection -- a freqhintctl that connected before freqhintd
+# existed.  ORDER "dc": device socket first; "cd": control first.
+start_activated() {
+	local order=$1 names=${2:-} l=()
+	case $order in
+	dc) l=(-l "$T/dev.sock" -l "$T/ctl.sock") ;;
+	cd) l=(-l "$T/ctl.sock" -l "$T/dev.sock") ;;
+	esac
+	[ -z "$names" ] || l+=(--fdname="$names")
+	(
+		umask 0117
+		exec setpriv --regid="$(getent group nogroup | cut -d: -f3)" --clear-groups \
+			systemd-socket-activate "${l[@]}" "$FREQHINTD" --config "$T/freqhintd.conf" \
+			--backend cpufreq --libvirt-uri none \
+			--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+			--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" -v
+	) >>"$T/daemon.log" 2>&1 &
+	DPID=$!
+	eventually test -S "$T/dev.sock" -a -S "$T/ctl.sock" || fail "systemd-socket-activate did not listen"
+	# (what SocketMode= does; systemd-socket-activate has no option for it)
+	chmod 0660 "$T/dev.sock" "$T/ctl.sock"
+	# connects to systemd-socket-activate's socket; answered by the freqhintd it starts
+	ctl --json status >"$T/first.json" 2>"$T/first.err" || fail "first client: $(cat "$T/first.err")"
+	jq -e '.backend == "cpufreq"' "$T/first.json" >/dev/null || fail "first answer: $(cat "$T/first.json")"
+}
+
+# Item 2: sockets made by systemd (mode, group) are taken as they are, by
+# name or by path; members of a socket's group may connect (monitoring users
+# on the control socket without joining QEMU's group); the paths stay when
+# freqhintd stops.  Without LISTEN_FDS it still makes its own.
+case_socket_activation() {
+	local nog
+	command -v systemd-socket-activate >/dev/null || fail "systemd-socket-activate is not installed"
+	nog=$(getent group nogroup | cut -d: -f3)
+	[ -n "$nog" ] || fail "this test needs the group nogroup"
+	# what freqhintd would do itself: 0600, group root -- not what systemd made
+	EXTRA_DAEMON=$'socket_mode=0600\nsocket_group=root'
+	fixture; thread 801 2 2
+	chmod 0755 "$T"
+	for run in "dc device:control" "cd"; do
+		set -- $run
+		rm -f "$T/dev.sock" "$T/ctl.sock"
+		start_activated "$@"
+		grep -q 'device socket: taken from systemd' "$T/daemon.log" || fail "device socket not taken ($run)"
+		grep -q 'control socket: taken from systemd' "$T/daemon.log" || fail "control socket not taken ($run)"
+		! grep -q 'has no use for' "$T/daemon.log" || fail "a passed socket left unused ($run)"
+		[ "$(stat -c '%a %g' "$T/dev.sock")" = "660 $nog" ] ||
+			fail "device socket is $(stat -c '%a %g' "$T/dev.sock") after start ($run)"
+		[ "$(stat -c '%a %g' "$T/ctl.sock")" = "660 $nog" ] ||
+			fail "control socket is $(stat -c '%a %g' "$T/ctl.sock") after start ($run)"
+		start_vm a vm-a $U1 801 --hint 0:512:1024
+		expect_file "$POL/policy2/scaling_min_freq" 1600000
+		# a monitoring user: not root, not allowed_uids, member of the socket's group
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$FREQHINTCTL" --socket "$T/ctl.sock" \
+			vms >"$T/mon.out" 2>&1 || fail "group member (primary) refused: $(cat "$T/mon.out")"
+		grep -q '^vm-a ' "$T/mon.out" || fail "monitoring user's vms: $(cat "$T/mon.out")"
+		setpriv --reuid=65534 --regid=12345 --groups="$nog" "$FREQHINTCTL" --socket "$T/ctl.sock" \
+			status >"$T/mon.out" 2>&1 || fail "group member (supplementary) refused: $(cat "$T/mon.out")"
+		setpriv --reuid=65534 --regid=12345 --clear-groups "$FREQHINTCTL" --socket "$T/ctl.sock" \
+			status >"$T/mon.out" 2>&1
+		# (the file mode keeps it out before freqhintd is asked: connect fails, exit 3)
+		[ $? = 3 ] || fail "a non-member reached the control socket: $(cat "$T/mon.out")"
+		kill "$VM_a"; CLIENTS=()
+		expect_file "$POL/policy2/scaling_min_freq" 800000
+		stop_daemon
+		test -S "$T/dev.sock" && test -S "$T/ctl.sock" || fail "a socket unit's path was removed ($run)"
+		: >"$T/daemon.log"
+	done
+	# by hand: its own sockets, as configured, removed on exit
+	rm -f "$T/dev.sock" "$T/ctl.sock"
+	start_daemon none
+	[ "$(stat -c '%a %G' "$T/dev.sock")" = "600 root" ] || fail "own socket is $(stat -c '%a %G' "$T/dev.sock")"
+	! grep -q 'taken from systemd' "$T/daemon.log" || fail "took a socket nobody passed"
+	stop_daemon
+	[ ! -e "$T/dev.sock" ] || fail "own socket left behind"
+	start_daemon none
+}
+
 # [metrics] address: an IPv6 literal (bracketed or not) is served there only.
 case_metrics_ipv6() {
 	local port
