@@ -149,7 +149,7 @@ out:
 	mutex_unlock(&fh_lock);
 }
 
-/* Probe/restore: the vq exists and the device is ready. */
+/* Probe: the sender thread; the link stays down until fh_transport_link(). */
 int fh_transport_start(struct virtio_freqhint *vi)
 {
 	struct kthread_worker *w;
@@ -160,26 +160,29 @@ int fh_transport_start(struct virtio_freqhint *vi)
 	mutex_lock(&fh_lock);
 	fh_worker = w;
 	fh_dev = vi;
-	vi->in_flight = false;
-	WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
-	WRITE_ONCE(fh_link_up, true);
 	mutex_unlock(&fh_lock);
 	fh_gather_set_sender(w->task);
 	return 0;
 }
 
 /*
- * Remove/freeze, after gathering stopped: no send touches the queue once
- * this returns (the device is reset next).
+ * Probe/restore (up, the queue exists) and remove/freeze (down, before the
+ * device is reset): once the link is down no send touches the queue.
  */
-void fh_transport_stop(struct virtio_freqhint *vi)
+void fh_transport_link(struct virtio_freqhint *vi, bool up)
 {
 	mutex_lock(&fh_lock);
-	WRITE_ONCE(fh_link_up, false);
+	if (up) {
+		vi->in_flight = false;
+		WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
+	}
+	WRITE_ONCE(fh_link_up, up);
 	mutex_unlock(&fh_lock);
+	if (!up && fh_worker)
+		kthread_cancel_delayed_work_sync(&fh_send_work);
 }
 
-/* After the reset: no callback kicks any more. */
+/* Remove, after the reset: no callback kicks any more. */
 void fh_transport_release(struct virtio_freqhint *vi)
 {
 	if (fh_worker) {
