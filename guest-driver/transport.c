@@ -37,7 +37,7 @@ static bool fh_link_up;
 static unsigned long fh_last_send;
 
 static void fh_send_fn(struct kthread_work *work);
-static DEFINE_KTHREAD_DELAYED_WORK(fh_send_work, fh_send_fn);
+static struct kthread_delayed_work fh_send_work;
 
 static size_t fh_buf_size(unsigned int n)
 {
@@ -157,6 +157,8 @@ int fh_transport_start(struct virtio_freqhint *vi)
 	w = kthread_create_worker(0, "virtio_freqhint");
 	if (IS_ERR(w))
 		return PTR_ERR(w);
+	/* A work remembers its worker: a new worker needs a new work. */
+	kthread_init_delayed_work(&fh_send_work, fh_send_fn);
 	mutex_lock(&fh_lock);
 	fh_worker = w;
 	fh_dev = vi;
