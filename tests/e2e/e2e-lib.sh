@@ -193,7 +193,7 @@ snap_down() {
 
 qom_stats() {
 	printf '%s\n' '{"execute":"qmp_capabilities"}' \
-		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"stats"}}' |
+		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"x-stats"}}' |
 		socat -t 2 - "UNIX-CONNECT:$E2E_DIR/qmp.sock" |
 		jq -c --arg t "$(date +%s%N)" 'select(.return.notifications? != null) | .return + {host_ns: ($t | tonumber)}'
 }
