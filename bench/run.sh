@@ -161,7 +161,7 @@ under -m 200, and one has its floor changed with \`uclampset -p\` every 250 ms.
 *Requests* are schedutil's calls into the driver's cpufreq callbacks, counted by kprobes on
 \`fh_cpufreq_fast_switch\` and \`fh_cpufreq_target\` (\`kprobe_profile\` hits): each is one frequency change of one vCPU's policy,
 which a trap-per-change design (Linux virtual-cpufreq + crosvm) turns into one MMIO trap (a vmexit) and one host \`sched_setattr\`.
-*Notifications* are the kicks the virtio-freqhint device handled (\`qom-get stats\` → \`notifications\`, sampled by the host before and after):
+*Notifications* are the kicks the virtio-freqhint device handled (\`qom-get x-stats\` → \`notifications\`, sampled by the host before and after):
 the vmexits freqhint costs. The driver sent $(val burst_default_buffers) buffers carrying $(val burst_default_records) records; the device
 forwarded $(val device_default_forwarded) records to freqhintd.
 Equal information: after the load one steady task (\`uclampset -m 700 -M 900\`) runs on vCPU1; the guest module's view and freqhintd's

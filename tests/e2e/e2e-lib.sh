@@ -290,7 +290,7 @@ qom_stats() {
 	local t0 out
 	t0=$(date +%s%N)
 	out=$(printf '%s\n' '{"execute":"qmp_capabilities"}' \
-		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"stats"}}' |
+		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"x-stats"}}' |
 		socat -t 5 - "UNIX-CONNECT:$E2E_DIR/qmp.sock") || return 1
 	jq -c --argjson t0 "$t0" --argjson t1 "$(date +%s%N)" \
 		'select(.return.notifications? != null) | .return + {host_ns_before: $t0, host_ns_after: $t1}' <<<"$out"
