@@ -53,7 +53,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 qemu_bin=$("$here/qemu-device/build-qemu.sh" --print-binary)
 qemu_version=$("$qemu_bin" --version | head -n1)
-kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)
+kdir=$("$here/tests/harness/build-kernel.sh" --print-dir)
 [ -r "$kdir/bzImage" ] || die "guest kernel not built: run scripts/setup.sh"
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$here" status --porcelain 2>/dev/null | grep . >/dev/null && echo " (with local changes)" || true)

@@ -104,8 +104,8 @@ main() {
 	[ "${1:-all}" = packages ] && return 0
 
 	"$here/qemu-device/build-qemu.sh"
-	"$here/tests/guest/build-kernel.sh"
-	"$here/tests/guest/fetch-stock-kernel.sh"
+	"$here/tests/harness/build-kernel.sh"
+	"$here/tests/harness/fetch-stock-kernel.sh"
 	log "setup complete; cache in $FREQHINT_CACHE"
 }
 

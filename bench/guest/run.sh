@@ -19,7 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
-. "$here/tests/e2e/e2e-lib.sh"
+. "$here/tests/harness/e2e-lib.sh"
 
 freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only=
 while [ $# -gt 0 ]; do
