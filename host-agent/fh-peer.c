@@ -134,7 +134,11 @@ fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id)
       k++;
     } else if (strcmp (opt, "-uuid") == 0) {
       if (parse_uuid (val, id->uuid)) {
-        id->have_uuid = TRUE;
+        /* An all-zero UUID means "no UUID" (spec/agent-protocol.md, 3), as
+         * the nil UUID in HELLO does. */
+        id->have_uuid = strcmp (id->uuid, "00000000-0000-0000-0000-000000000000") != 0;
+        if (!id->have_uuid)
+          id->uuid[0] = '\0';
       } else {
         ok = FALSE;
       }

@@ -58,12 +58,7 @@ main() {
 	local build_failed=0 passed=0 failed=0 skipped=0 name want s p f log_json
 	local failures=()
 	for name in main fuzz; do
-		if ! setup_build "$name" "${builds[$name]}"; then
-			log "build '$name' failed"
-			build_failed=$((build_failed + 1))
-			failures+=("build '$name' (log: $FREQHINT_BUILD/$name.setup.log, $FREQHINT_BUILD/$name/meson-logs/meson-log.txt)")
-			continue
-		fi
+		# The suites this build runs; a build none of them needs is not made.
 		want=()
 		if [ ${#suites[@]} -gt 0 ]; then
 			for s in "${suites[@]}"; do
@@ -74,6 +69,12 @@ main() {
 			[ ${#want[@]} -gt 0 ] || continue
 		elif [ "$name" = fuzz ]; then
 			want=(fuzz)
+		fi
+		if ! setup_build "$name" "${builds[$name]}"; then
+			log "build '$name' failed"
+			build_failed=$((build_failed + 1))
+			failures+=("build '$name' (log: $FREQHINT_BUILD/$name.setup.log, $FREQHINT_BUILD/$name/meson-logs/meson-log.txt)")
+			continue
 		fi
 		rm -f "$FREQHINT_BUILD/$name/meson-logs/testlog.json"
 		run_suites "$name" "${want[@]}"

@@ -55,6 +55,8 @@ test_cmdline (void)
     { { "qemu", "-m", "1G", NULL }, NULL, NULL },
     { { "qemu", "-name", NULL }, NULL, NULL }, /* option without its value */
     { { "qemu", "-name", "", NULL }, "", NULL },
+    /* the nil UUID means no UUID, as in HELLO */
+    { { "qemu", "-name", "vm4", "-uuid", "00000000-0000-0000-0000-000000000000", NULL }, "vm4", NULL },
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {

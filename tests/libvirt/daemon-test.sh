@@ -101,6 +101,10 @@ domain_xml() { # NAME [EXTRA-METADATA]
 # --- freqhintd on a fixture tree, following the private libvirtd ------------
 "$MKFIXTURE" host "$FX"
 "$MKFIXTURE" thread "$FX" 801 2 2 /machine.slice
+# freqhintd takes a peer's identity from <proc-root>/<pid>/cmdline (PA-18):
+# fh-testclient links its own into the fixture (FH_PROC_FIXTURE), QEMU's is
+# linked below once libvirt has started it.
+export FH_PROC_FIXTURE=$FX/proc
 printf '[daemon]\npoll_interval_ms=100\n' >"$T/freqhintd.conf"
 "$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$uri" --no-metrics \
 	--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
@@ -126,7 +130,21 @@ virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | grep -q 'virtio-freqhint-pci,c
 	fail "libvirt dropped the device arguments"
 virsh -q -c "$uri" start fh-dev-vm >/dev/null || fail "the device domain did not start"
 dev_uuid=$(virsh -q -c "$uri" domuuid fh-dev-vm)
-within 20 "the device's VM is listed" jq_is ".[] | select(.uuid==\"$dev_uuid\") | .name" fh-dev-vm vms
+# QEMU in the fixture /proc: the process (its identity, PA-18) and its
+# threads (vCPU thread ids are checked at HELLO, PA-7) link to the real
+# ones.  QEMU reconnects every second until freqhintd accepts it.
+qpid=$(cat "/run/libvirt/qemu/fh-dev-vm.pid") || fail "no pid file for fh-dev-vm"
+link_qemu() {
+	local t
+	for t in "$qpid" $(ls "/proc/$qpid/task"); do
+		[ -e "$FX/proc/$t" ] || ln -s "/proc/$t" "$FX/proc/$t"
+	done
+}
+dev_listed() {
+	link_qemu
+	jq_is ".[] | select(.uuid==\"$dev_uuid\") | .name" fh-dev-vm vms
+}
+within 20 "the device's VM is listed" dev_listed
 within $LIVE "its settings come from libvirt" jq_is ".[] | select(.name==\"fh-dev-vm\") | .operator_source" libvirt vms
 set_md fh-dev-vm '<freqhint><ceiling>40</ceiling></freqhint>'
 within $LIVE "its ceiling follows virsh metadata" jq_is ".[] | select(.name==\"fh-dev-vm\") | .operator.max" 410 vms
