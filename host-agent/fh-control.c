@@ -130,10 +130,21 @@ handle_request (FhDaemon *d, const char *line)
   return json_to_string (reply, FALSE);
 }
 
+static gboolean client_timeout (gpointer data);
+
+/* While an answer goes out, the deadline counts from the last progress. */
+static void
+restart_deadline (Client *c)
+{
+  g_clear_handle_id (&c->timer, g_source_remove);
+  c->timer = g_timeout_add (c->control->daemon->config->control_timeout_ms, client_timeout, c);
+}
+
 static gboolean
 client_out (gint fd, GIOCondition cond, gpointer data)
 {
   Client *c = data;
+  gsize before = c->reply_off;
 
   while (c->reply_off < c->reply_len) {
     ssize_t n = send (fd, c->reply + c->reply_off, c->reply_len - c->reply_off,
@@ -141,8 +152,11 @@ client_out (gint fd, GIOCondition cond, gpointer data)
 
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (c->reply_off > before)
+        restart_deadline (c);
       return G_SOURCE_CONTINUE;
+    }
     if (n <= 0) {
       g_debug ("control client: %s", g_strerror (errno));
       break;
@@ -161,6 +175,7 @@ reply_and_close (Client *c, char *reply)
   c->reply = g_strconcat (reply, "\n", NULL);
   c->reply_len = strlen (c->reply);
   g_free (reply);
+  restart_deadline (c); /* building a big answer may have taken a while */
   c->out_watch = g_unix_fd_add (c->fd, G_IO_OUT, client_out, c);
 }
 

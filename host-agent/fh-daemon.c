@@ -11,6 +11,7 @@
 
 #include "fh-daemon.h"
 
+#include <malloc.h>
 #include <string.h>
 
 #include "fh-peer.h"
@@ -551,6 +552,12 @@ poll_tick (gpointer data)
   g_clear_pointer (&d->cg_cache, g_hash_table_unref);
   /* Also the backends' retry point. */
   daemon_update (d);
+  /* Memory freed by VMs that left and by big telemetry answers goes back to
+   * the system (G-13), at most every 10 s. */
+  if (g_get_monotonic_time () - d->last_trim_us >= 10 * G_USEC_PER_SEC) {
+    d->last_trim_us = g_get_monotonic_time ();
+    malloc_trim (0);
+  }
   return G_SOURCE_CONTINUE;
 }
 
