@@ -3,10 +3,11 @@
  * virtio_freqhint: debugfs view of what each vCPU would report.
  *
  * virtio_freqhint/vcpus has one line per possible CPU:
- *   cpu<N> online=<0|1> idle=<0|1> min=<> max=<> perf=<> busy=<permille>
- *   switches=<> windows=<> publishes=<>
+ *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1> min=<> max=<> perf=<> busy=<of 1024>
+ *   switches=<> windows=<> publishes=<> leading=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
- * closed window's busy time in per mille.  For tests, not ABI.
+ * closed window's busy time in 1/1024; leading counts leading-edge
+ * publications.  It exists while a device is bound.  For tests, not ABI.
  */
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
@@ -32,7 +33,8 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 
 	for_each_possible_cpu(cpu) {
 		fh_gather_stats(cpu, &st);
-		seq_printf(m, "cpu%u online=%d idle=%d", cpu, st.online,
+		seq_printf(m, "cpu%u vcpu=%d online=%d idle=%d", cpu,
+			   fh_debug_vcpu_index(cpu), st.online,
 			   !!(FIELD_GET(FH_REP_FLAGS, st.report) &
 			      VIRTIO_FREQHINT_R_IDLE));
 		fh_show_value(m, "min", st.report, VIRTIO_FREQHINT_R_MIN_VALID,
@@ -42,9 +44,9 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 		fh_show_value(m, "perf", st.report,
 			      VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
-		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu\n",
-			   st.busy_permille, st.switches, st.windows,
-			   st.publishes);
+		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu\n",
+			   st.busy, st.switches, st.windows, st.publishes,
+			   st.leading);
 	}
 	return 0;
 }

@@ -2,26 +2,42 @@
 /*
  * virtio_freqhint: interfaces between the module's parts.
  *
- *   gather.c     per-vCPU clamp/idle values (sched_switch probe + sampler)
- *   perf.c       cpufreq driver: schedutil's request, operator ceiling
- *   transport.c  virtio device: batching, rate window, config space
- *   debugfs.c    debug view of the per-vCPU state
+ *   main.c          the virtio driver: probe/remove/freeze/restore, one
+ *                   device, configuration snapshots, vCPU index mapping
+ *   window.c        pure logic: window accounting, bucket pick, idle rule,
+ *                   publish decisions, the publish/consume protocol
+ *   clamp_switch.c  the clamp source: a sched_switch tracepoint probe
+ *   gather.c        per-vCPU state: sampler, hotplug, leading edge
+ *   perf.c          cpufreq driver: the governor's request, the host's
+ *                   frequencies and grants as the policy's limits
+ *   transport.c     sending: batching, rate window, sysfs
+ *   debugfs.c       debug view of the per-vCPU state
  *
  * The gathering side never calls into the device: it publishes a packed
- * report per vCPU, marks the vCPU dirty and kicks the transport, which
- * decides when to send.
+ * report per vCPU, marks it dirty and kicks the transport, which decides
+ * when to send.  Everything runs between probe and remove of the one
+ * device; without a device the module does nothing.
  */
 #ifndef _FREQHINT_H
 #define _FREQHINT_H
 
 #include <linux/bitfield.h>
+#include <linux/atomic.h>
+#include <linux/bitops.h>
+#include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/virtio_freqhint.h>
+
+struct attribute_group;
+struct task_struct;
+struct virtio_device;
+struct virtqueue;
 
 /*
  * One vCPU's report, packed so it can be published and read with a single
  * atomic64 access: no torn records between the CPU writing it and the
- * send work reading it.  Values are 0..1024 (11 bits).
+ * sender reading it.  Values are 0..1024 (11 bits).
  */
 #define FH_REP_MIN		GENMASK_ULL(10, 0)
 #define FH_REP_MAX		GENMASK_ULL(21, 11)
@@ -34,44 +50,195 @@ static inline u64 fh_rep_pack(u16 flags, u16 min, u16 max, u16 perf)
 	       FIELD_PREP(FH_REP_PERF, perf) | FIELD_PREP(FH_REP_FLAGS, flags);
 }
 
-/* Module parameters (main.c). */
-extern unsigned int fh_rate_window_ms;
-extern unsigned int fh_hysteresis;
-extern unsigned int fh_min_share;
-extern unsigned int fh_idle_share;
+/*
+ * Publish/consume protocol of one vCPU's report (message passing):
+ *
+ *   producer (the vCPU)             consumer (the sender)
+ *   store report                    test_and_clear dirty bit
+ *   [barrier]                       (value-returning RMW: fully ordered)
+ *   set dirty bit                   load report
+ *
+ * set_bit() is an unordered RMW (Documentation/atomic_bitops.txt), so
+ * without the barrier a weakly ordered CPU may make the dirty bit visible
+ * before the report: the sender then clears the bit, reads the previous
+ * report and nothing marks the vCPU dirty again, so the stale value stays
+ * on the host.  smp_mb__before_atomic() orders the report store before the
+ * bit; it pairs with the full ordering of test_and_clear_bit(), which
+ * orders the bit's clearing before the report load.  If the sender sees
+ * the bit, it sees at least the report stored before it.  If it misses a
+ * bit set concurrently, that bit stays set and the next pass sends the
+ * report.  See tests/fh-publish.litmus.
+ */
+static inline void fh_slot_publish(atomic64_t *rep, unsigned long *dirty,
+				   unsigned int bit, u64 val)
+{
+	atomic64_set(rep, val);
+	/* Report before bit; pairs with test_and_clear_bit() in fh_slot_take(). */
+	smp_mb__before_atomic();
+	set_bit(bit, dirty);
+}
+
+static inline bool fh_slot_take(atomic64_t *rep, unsigned long *dirty,
+				unsigned int bit, u64 *val)
+{
+	if (!test_and_clear_bit(bit, dirty))
+		return false;
+	*val = atomic64_read(rep);
+	return true;
+}
+
+/* Tuning: from the device's configuration (window, idle share, step). */
+struct fh_tuning {
+	unsigned int window_ms;		/* 1..1000 */
+	unsigned int idle_share;	/* of 1024: busy share still idle */
+	unsigned int min_share;		/* of 1024: weight a clamp needs */
+	unsigned int perf_step;		/* 1..1024 without a frequency class */
+};
+
+/* window.c: one vCPU's window, pure logic (KUnit-tested). */
+#define FH_BUCKETS	16
+enum { FH_MIN, FH_MAX, FH_NR_CLAMPS };
+
+struct fh_win {
+	u64 start;
+	u64 seg_start;
+	u64 busy_ns;
+	u64 ns[FH_NR_CLAMPS][FH_BUCKETS];
+	u16 val[FH_NR_CLAMPS][FH_BUCKETS];
+	u16 cur_val[FH_NR_CLAMPS];
+	bool cur_has[FH_NR_CLAMPS];
+	bool cur_idle;
+};
+
+struct fh_win_result {
+	u16 min;
+	u16 max;
+	u32 busy;		/* per 1024 of the window */
+	bool idle;
+};
+
+void fh_win_reset(struct fh_win *w, u64 now);
+void fh_win_charge(struct fh_win *w, u64 now);
+void fh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
+		  bool has_max, u16 max);
+unsigned int fh_win_bucket(u16 value);
+void fh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
+		  struct fh_win_result *r);
+
+/*
+ * A vCPU's host levels in capacity units: thr[i] is the highest perf that
+ * the host serves with its i-th table frequency; without a table, step.
+ */
+struct fh_levels {
+	u16 step;
+	u8 n;
+	u16 thr[VIRTIO_FREQHINT_MAX_FREQS];
+};
+
+bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
+bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
+
+/* clamp_switch.c: the clamp source. */
+struct fh_clamp_source {
+	const char *name;
+	int (*start)(void);
+	void (*stop)(void);
+};
+
+extern const struct fh_clamp_source fh_clamp_switch;
 
 /* gather.c */
-int fh_gather_init(void);
-void fh_gather_exit(void);
+#define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
+int fh_gather_init(const struct fh_tuning *t);
+int fh_gather_start(void);
+void fh_gather_stop(void);
+void fh_gather_switch(struct task_struct *next);
 void fh_gather_set_perf(unsigned int cpu, unsigned int perf);
-void fh_gather_set_window_ms(unsigned int ms);
-unsigned int fh_gather_window_ms(void);
-u64 fh_gather_report(unsigned int cpu);
-bool fh_gather_test_and_clear_dirty(unsigned int cpu);
+void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l);
+void fh_gather_set_sender(struct task_struct *task);
+bool fh_gather_take(unsigned int cpu, u64 *rep);
 void fh_gather_mark_all_dirty(void);
+unsigned int fh_gather_window_ms(void);
 
 struct fh_vcpu_stats {
 	u64 report;
 	bool online;
-	u32 busy_permille;	/* of the last closed window */
+	u32 busy;		/* of the last closed window, per 1024 */
 	unsigned long switches;
 	unsigned long windows;
 	unsigned long publishes;
+	unsigned long leading;
 };
 
 void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st);
 
-/* perf.c */
-#define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
-int fh_perf_init(void);
-void fh_perf_exit(void);
-bool fh_perf_active(void);
-void fh_perf_set_ceiling(unsigned int cpu, unsigned int cap);
+/* perf.c: frequencies of one vCPU as the policy shows them. */
+struct fh_freq {
+	u32 min_khz;
+	u32 max_khz;
+	u16 n;			/* 0: continuous range */
+	u32 khz[VIRTIO_FREQHINT_MAX_FREQS];
+};
 
-/* transport.c */
-int fh_transport_init(void);
-void fh_transport_exit(void);
+int fh_perf_start(void);
+void fh_perf_stop(void);
+bool fh_perf_active(void);
+void fh_perf_synthetic(struct fh_freq *f);
+void fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f);
+void fh_perf_set_limits(unsigned int cpu, unsigned int floor,
+			unsigned int ceiling);
+
+/* main.c / transport.c: the device. */
+struct fh_grant {
+	u16 floor;
+	u16 ceiling;
+};
+
+struct virtio_freqhint {
+	struct virtio_device *vdev;
+	struct virtqueue *vq;
+	struct work_struct config_work;
+
+	/* Read-only after probe. */
+	u16 num_vcpus;
+	u16 max_records;
+	bool old_layout;	/* device predates cpu_id[] (perf_step 0) */
+	u32 *cpu_id;		/* [num_vcpus] */
+	struct fh_tuning tune;
+
+	/* Everything below is protected by fh_lock (transport.c). */
+	struct virtio_freqhint_hints *buf;
+	bool in_flight;
+	bool perf_ok;
+	u32 *seq;		/* [num_vcpus] */
+
+	u16 status;
+	u16 operator_floor;
+	u16 operator_ceiling;
+	struct fh_grant *grants;	/* [num_vcpus] */
+	u8 *freq_class;			/* [num_vcpus] */
+	u16 num_freq_classes;
+	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+
+	unsigned long buffers_sent;
+	unsigned long records_sent;
+	unsigned long send_deferred;
+	unsigned long send_errors;
+	unsigned long config_changes;
+	unsigned long config_invalid;
+	unsigned long unmapped_cpus;
+};
+
+int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu);
+int fh_debug_vcpu_index(unsigned int cpu);
+int fh_transport_start(struct virtio_freqhint *vi);
+void fh_transport_stop(struct virtio_freqhint *vi);
+void fh_transport_release(struct virtio_freqhint *vi);
 void fh_transport_kick(void);
+void fh_transport_resend(void);
+extern const struct attribute_group *fh_groups[];
+extern struct mutex fh_lock;
 
 /* debugfs.c */
 void fh_debugfs_init(void);

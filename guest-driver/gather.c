@@ -5,55 +5,46 @@
  * The scheduler keeps its per-run-queue clamp aggregation private (struct
  * rq), so a module reconstructs it from what is public:
  *
- *  - a probe on the sched_switch tracepoint sees every task that starts
- *    running and reads its effective clamps from task_struct->uclamp[]
- *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and
- *    for runnable tasks when a cgroup or system limit changes);
+ *  - the clamp source (clamp_switch.c) reports every task that starts
+ *    running; its effective clamps are read from task_struct->uclamp[]
+ *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and for
+ *    runnable tasks when a cgroup or system limit changes);
  *  - a per-CPU sampler (hrtimer) reads current's clamps once per window,
  *    so a lone busy task that never switches out is still seen.
  *
- * Over a window each CPU accounts running time per clamp value bucket.  At
- * the end of the window a value counts only if tasks holding it ran for at
- * least fh_min_share per mille of the clamped running time: the run
- * queue's max-of-mins and max-of-maxes, but without letting a kworker that
- * ran for 30us set the whole window's ceiling to 1024.
+ * Window logic is in window.c.  Publication is on the window's end, except
+ * on the leading edge (DRV-26): a user task that starts running on a vCPU
+ * that published nothing within the last window, and whose clamps raise
+ * the vCPU's (or end its idleness), is published at once.
+ *
+ * The module's own sender thread is accounted like the idle task: its work
+ * must not make an empty vCPU look busy (which would be sent, which would
+ * run the sender again).
  *
  * Everything here that runs in scheduler context (probe) or hardirq
- * (sampler) touches only this CPU's state with IRQs off, publishes with one
- * atomic64 store and defers the rest to irq_work.  Nothing allocates, sleeps
- * or takes a lock besides what irq_work_queue() and hrtimer code take.
+ * (sampler) touches only this CPU's state with IRQs off, publishes with
+ * fh_slot_publish() and defers the rest to irq_work.  Nothing allocates,
+ * sleeps or takes a lock besides what irq_work_queue() and hrtimer code
+ * take.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/atomic.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
-#include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
-#include <linux/string.h>
-#include <linux/tracepoint.h>
+#include <linux/sched/prio.h>
 
 #include "freqhint.h"
 
-#define FH_BUCKETS	16
-
-enum { FH_MIN, FH_MAX, FH_NR_CLAMPS };
-
 struct fh_vcpu {
 	/* Window accounting: this CPU only, IRQs off or hardirq. */
-	u64 win_start;
-	u64 seg_start;
-	u64 busy_ns;
-	u64 ns[FH_NR_CLAMPS][FH_BUCKETS];
-	u16 val[FH_NR_CLAMPS][FH_BUCKETS];
-	u16 cur_val[FH_NR_CLAMPS];
-	bool cur_has[FH_NR_CLAMPS];
-	bool cur_idle;
+	struct fh_win win;
+	u64 last_pub;
 	bool timer_armed;
 
 	bool online;
@@ -61,36 +52,35 @@ struct fh_vcpu {
 	struct irq_work arm_work;
 
 	u16 perf;		/* perf.c, FH_PERF_NONE when unknown */
+	struct fh_levels levels;
 	atomic64_t report;	/* last published record */
 
-	u32 busy_permille;
+	u32 busy;
 	unsigned long switches;
 	unsigned long windows;
 	unsigned long publishes;
+	unsigned long leading;
 };
 
 static DEFINE_PER_CPU(struct fh_vcpu, fh_vcpus);
 static struct cpumask fh_dirty;
-static unsigned int fh_dev_window_ms;
-static struct tracepoint *fh_tp_switch;
+static struct fh_tuning fh_tune;
+static struct task_struct *fh_sender;
+static const struct fh_clamp_source *fh_source = &fh_clamp_switch;
 static enum cpuhp_state fh_cpuhp_state;
+static bool fh_started;
 
 static void fh_kick_fn(struct irq_work *work)
 {
 	fh_transport_kick();
 }
 
-/* Not IRQ_WORK_INIT_HARD: the transport queues work, which RT cannot do in hardirq. */
+/* Not IRQ_WORK_INIT_HARD: keep the kick out of hardirq on RT. */
 static struct irq_work fh_kick_work;
 
 unsigned int fh_gather_window_ms(void)
 {
-	return max(READ_ONCE(fh_rate_window_ms), READ_ONCE(fh_dev_window_ms));
-}
-
-void fh_gather_set_window_ms(unsigned int ms)
-{
-	WRITE_ONCE(fh_dev_window_ms, ms);
+	return READ_ONCE(fh_tune.window_ms);
 }
 
 static ktime_t fh_window(void)
@@ -98,39 +88,24 @@ static ktime_t fh_window(void)
 	return ms_to_ktime(fh_gather_window_ms());
 }
 
-static void fh_reset_window(struct fh_vcpu *v, u64 now)
+static u64 fh_window_ns(void)
 {
-	v->win_start = now;
-	v->busy_ns = 0;
-	memset(v->ns, 0, sizeof(v->ns));
-	memset(v->val, 0, sizeof(v->val));
+	return (u64)fh_gather_window_ms() * NSEC_PER_MSEC;
 }
 
-/* Charge the time since the last event to the values that were current. */
-static void fh_account(struct fh_vcpu *v, u64 now)
+/* The module's sender counts as idle time (see above). */
+static bool fh_quiet_task(struct task_struct *p)
 {
-	u64 delta = now > v->seg_start ? now - v->seg_start : 0;
-	int id;
-
-	v->seg_start = now;
-	if (v->cur_idle)
-		return;
-	v->busy_ns += delta;
-	for (id = 0; id < FH_NR_CLAMPS; id++) {
-		unsigned int b;
-
-		if (!v->cur_has[id])
-			continue;
-		b = v->cur_val[id] * FH_BUCKETS / (VIRTIO_FREQHINT_SCALE + 1);
-		v->ns[id][b] += delta;
-		v->val[id][b] = max(v->val[id][b], v->cur_val[id]);
-	}
+	return is_idle_task(p) || p == READ_ONCE(fh_sender);
 }
 
-/* Make @p the task whose values the following running time is charged to. */
-static void fh_track(struct fh_vcpu *v, struct task_struct *p)
+/* Track @p's clamps; returns false if @p counts as idle. */
+static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
 {
-	v->cur_idle = is_idle_task(p);
+	bool idle = fh_quiet_task(p);
+	bool has_min = false, has_max = false;
+	u16 lo = 0, hi = VIRTIO_FREQHINT_SCALE;
+
 #ifdef CONFIG_UCLAMP_TASK
 	{
 		/*
@@ -138,97 +113,51 @@ static void fh_track(struct fh_vcpu *v, struct task_struct *p)
 		 * rest were never refreshed (uclamp unused so far, or a
 		 * class without clamps: deadline, stop).
 		 */
-		struct uclamp_se lo = READ_ONCE(p->uclamp[UCLAMP_MIN]);
-		struct uclamp_se hi = READ_ONCE(p->uclamp[UCLAMP_MAX]);
+		struct uclamp_se cmin = READ_ONCE(p->uclamp[UCLAMP_MIN]);
+		struct uclamp_se cmax = READ_ONCE(p->uclamp[UCLAMP_MAX]);
 
-		v->cur_has[FH_MIN] = lo.active;
-		v->cur_val[FH_MIN] = min_t(unsigned int, lo.value,
-					   VIRTIO_FREQHINT_SCALE);
-		v->cur_has[FH_MAX] = hi.active;
-		v->cur_val[FH_MAX] = min_t(unsigned int, hi.value,
-					   VIRTIO_FREQHINT_SCALE);
+		has_min = cmin.active;
+		lo = cmin.value;
+		has_max = cmax.active;
+		hi = cmax.value;
 	}
 #endif
+	fh_win_track(&v->win, idle, has_min, lo, has_max, hi);
+	return !idle;
 }
 
-#ifdef CONFIG_UCLAMP_TASK
-/*
- * The window's value for one clamp: the highest bucket whose running time
- * reached fh_min_share of all clamped time, else the bucket that ran
- * longest.  @none is what the scheduler applies when no task carried an
- * active clamp (no clamping: 0 for min, 1024 for max).
- */
-static u16 fh_pick(struct fh_vcpu *v, int id, u16 none)
-{
-	u64 total = 0, thr, most = 0;
-	int b, longest = -1;
-
-	for (b = 0; b < FH_BUCKETS; b++)
-		total += v->ns[id][b];
-	if (!total)
-		return none;
-	thr = div_u64(total * READ_ONCE(fh_min_share), 1000);
-	for (b = FH_BUCKETS - 1; b >= 0; b--) {
-		if (v->ns[id][b] && v->ns[id][b] >= thr)
-			return v->val[id][b];
-		if (v->ns[id][b] > most) {
-			most = v->ns[id][b];
-			longest = b;
-		}
-	}
-	return v->val[id][longest];
-}
-#endif
-
-static bool fh_moved(unsigned int a, unsigned int b)
-{
-	if (a == b)
-		return false;
-	/* Always report reaching an end of the scale exactly. */
-	if (b == 0 || b == VIRTIO_FREQHINT_SCALE)
-		return true;
-	return abs((int)a - (int)b) >= READ_ONCE(fh_hysteresis);
-}
-
-static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep)
+static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
 {
 	u64 old = atomic64_read(&v->report);
 
-	if (FIELD_GET(FH_REP_FLAGS, old) == FIELD_GET(FH_REP_FLAGS, rep) &&
-	    !fh_moved(FIELD_GET(FH_REP_MIN, old), FIELD_GET(FH_REP_MIN, rep)) &&
-	    !fh_moved(FIELD_GET(FH_REP_MAX, old), FIELD_GET(FH_REP_MAX, rep)) &&
-	    !fh_moved(FIELD_GET(FH_REP_PERF, old), FIELD_GET(FH_REP_PERF, rep)))
+	if (!fh_rep_needs_publish(old, rep, &v->levels))
 		return;
-	atomic64_set(&v->report, rep);
 	v->publishes++;
-	/* Ordered before the kick by irq_work_queue()'s atomic claim. */
-	cpumask_set_cpu(cpu, &fh_dirty);
+	v->last_pub = now;
+	fh_slot_publish(&v->report, cpumask_bits(&fh_dirty), cpu, rep);
 	irq_work_queue(&fh_kick_work);
+}
+
+static u16 fh_valid_flags(void)
+{
+	return IS_ENABLED(CONFIG_UCLAMP_TASK) ?
+	       VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID : 0;
 }
 
 /* Close the window ending at @now; returns whether the vCPU was idle. */
 static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 {
-	u64 span = now - v->win_start;
-	u16 flags = 0, lo = 0, hi = 0, perf = READ_ONCE(v->perf);
-	bool idle;
+	struct fh_tuning t = fh_tune;
+	struct fh_win_result r;
+	u16 flags = fh_valid_flags(), perf = READ_ONCE(v->perf);
+	u16 lo, hi;
 
 	v->windows++;
-	v->busy_permille = span ? div64_u64(v->busy_ns * 1000, span) : 0;
-#ifdef CONFIG_UCLAMP_TASK
-	lo = fh_pick(v, FH_MIN, 0);
-	hi = fh_pick(v, FH_MAX, VIRTIO_FREQHINT_SCALE);
-	/* The run queue's rule: an aggregated min above the max wins. */
-	if (lo > hi)
-		hi = lo;
-	flags |= VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID;
-#endif
-	/*
-	 * Housekeeping (kworkers, RCU, this module's own send work) must not
-	 * make a vCPU look busy; a boosted task always does.
-	 */
-	idle = v->busy_permille < READ_ONCE(fh_idle_share) && lo == 0;
-	if (idle) {
+	fh_win_close(&v->win, now, &t, &r);
+	v->busy = r.busy;
+	lo = flags ? r.min : 0;
+	hi = flags ? r.max : 0;
+	if (r.idle) {
 		flags = VIRTIO_FREQHINT_R_IDLE;
 		lo = 0;
 		hi = 0;
@@ -238,15 +167,67 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 	} else {
 		perf = 0;
 	}
-	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf));
-	fh_reset_window(v, now);
-	return idle;
+	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
+	fh_win_reset(&v->win, now);
+	return r.idle;
+}
+
+/*
+ * Leading edge (DRV-26): @p, a user task, starts running.  If the vCPU
+ * published nothing within the last window and @p ends an idle report or
+ * raises the published minimum, publish that now and start a new window.
+ * Only what @p proves is published: the run queue's max-of-mins is at
+ * least @p's minimum.  Decreases wait for the window's end, as do kernel
+ * threads (housekeeping, GR-7).
+ */
+static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
+			    struct task_struct *p, u64 now)
+{
+	u64 old = atomic64_read(&v->report);
+	u16 oflags = FIELD_GET(FH_REP_FLAGS, old);
+	u16 flags = fh_valid_flags(), perf = READ_ONCE(v->perf);
+	u16 lo = v->win.cur_has[FH_MIN] ? v->win.cur_val[FH_MIN] : 0;
+	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
+					  VIRTIO_FREQHINT_SCALE;
+
+	if ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO)
+		return;
+	if (now - v->last_pub < fh_window_ns())
+		return;
+	if (oflags & (VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_PERF_VALID)) {
+		/* Active: only a raised minimum is certain. */
+		if (!flags || lo <= FIELD_GET(FH_REP_MIN, old))
+			return;
+		hi = max_t(u16, FIELD_GET(FH_REP_MAX, old), lo);
+		perf = FIELD_GET(FH_REP_PERF, old);
+		flags |= oflags & VIRTIO_FREQHINT_R_PERF_VALID;
+	} else {
+		/* Idle or no hint so far: @p ends it. */
+		hi = max(hi, lo);
+		if (perf != FH_PERF_NONE)
+			flags |= VIRTIO_FREQHINT_R_PERF_VALID;
+		else
+			perf = 0;
+		if (!flags)
+			return;
+		if (!fh_valid_flags()) {
+			lo = 0;
+			hi = 0;
+		}
+	}
+	v->leading++;
+	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
+	/* The window restarts with @p; the sampler is restarted to match. */
+	fh_win_reset(&v->win, now);
+	v->timer_armed = true;
+	irq_work_queue(&v->arm_work);
 }
 
 static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 {
 	struct fh_vcpu *v = container_of(timer, struct fh_vcpu, timer);
 	unsigned int cpu = smp_processor_id();
+	bool busy_now;
 	u64 now;
 
 	if (!READ_ONCE(v->online)) {
@@ -254,9 +235,9 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 		return HRTIMER_NORESTART;
 	}
 	now = local_clock();
-	fh_account(v, now);
-	fh_track(v, current);
-	if (fh_close_window(v, cpu, now) && v->cur_idle) {
+	fh_win_charge(&v->win, now);
+	busy_now = fh_track(v, current);
+	if (fh_close_window(v, cpu, now) && !busy_now) {
 		/* Stay quiet while idle; the next switch-in re-arms. */
 		v->timer_armed = false;
 		return HRTIMER_NORESTART;
@@ -269,18 +250,14 @@ static void fh_arm_fn(struct irq_work *work)
 {
 	struct fh_vcpu *v = container_of(work, struct fh_vcpu, arm_work);
 
-	if (READ_ONCE(v->online) && v->timer_armed &&
-	    !hrtimer_is_queued(&v->timer))
+	/* Also restarts a queued timer (leading edge: new window). */
+	if (READ_ONCE(v->online) && v->timer_armed)
 		hrtimer_start(&v->timer, fh_window(),
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
-/*
- * Prototype of trace_sched_switch() since 5.18 (prev_state added); the
- * tracepoint core does not check it, so it must match by hand.
- */
-static void fh_sched_switch(void *data, bool preempt, struct task_struct *prev,
-			    struct task_struct *next, unsigned int prev_state)
+/* The clamp source: @next starts running on this CPU. */
+void fh_gather_switch(struct task_struct *next)
 {
 	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
 	u64 now;
@@ -289,14 +266,16 @@ static void fh_sched_switch(void *data, bool preempt, struct task_struct *prev,
 		return;
 	now = local_clock();
 	v->switches++;
-	fh_account(v, now);
-	fh_track(v, next);
-	if (!v->cur_idle && !v->timer_armed) {
+	fh_win_charge(&v->win, now);
+	if (!fh_track(v, next))
+		return;
+	if (!v->timer_armed) {
 		/* hrtimer_start() under the rq lock is legal but deferred anyway. */
 		v->timer_armed = true;
-		fh_reset_window(v, now);
+		fh_win_reset(&v->win, now);
 		irq_work_queue(&v->arm_work);
 	}
+	fh_leading_edge(v, smp_processor_id(), next, now);
 }
 
 static int fh_cpu_online(unsigned int cpu)
@@ -308,9 +287,9 @@ static int fh_cpu_online(unsigned int cpu)
 	/* AP hotplug callbacks run on @cpu itself. */
 	local_irq_save(flags);
 	now = local_clock();
-	fh_reset_window(v, now);
-	v->seg_start = now;
+	fh_win_reset(&v->win, now);
 	fh_track(v, current);
+	v->last_pub = now - fh_window_ns();
 	v->timer_armed = true;
 	WRITE_ONCE(v->online, true);
 	hrtimer_start(&v->timer, fh_window(), HRTIMER_MODE_REL_PINNED_HARD);
@@ -326,9 +305,9 @@ static int fh_cpu_offline(unsigned int cpu)
 	irq_work_sync(&v->arm_work);
 	hrtimer_cancel(&v->timer);
 	v->timer_armed = false;
-	/* Spec DRV-17: an offline vCPU has "no hint" (flags 0). */
+	/* DRV-17: an offline vCPU has "no hint" (flags 0). */
 	preempt_disable();
-	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0));
+	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0), local_clock());
 	preempt_enable();
 	return 0;
 }
@@ -339,14 +318,28 @@ void fh_gather_set_perf(unsigned int cpu, unsigned int perf)
 		   min_t(unsigned int, perf, FH_PERF_NONE));
 }
 
-u64 fh_gather_report(unsigned int cpu)
+/* Process context; a sampler reading a half-updated table only publishes or skips one record. */
+void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l)
 {
-	return atomic64_read(&per_cpu_ptr(&fh_vcpus, cpu)->report);
+	struct fh_levels *d = &per_cpu_ptr(&fh_vcpus, cpu)->levels;
+	unsigned int i;
+
+	WRITE_ONCE(d->n, 0);
+	WRITE_ONCE(d->step, l->step);
+	for (i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++)
+		WRITE_ONCE(d->thr[i], l->thr[i]);
+	WRITE_ONCE(d->n, l->n);
 }
 
-bool fh_gather_test_and_clear_dirty(unsigned int cpu)
+void fh_gather_set_sender(struct task_struct *task)
 {
-	return cpumask_test_and_clear_cpu(cpu, &fh_dirty);
+	WRITE_ONCE(fh_sender, task);
+}
+
+bool fh_gather_take(unsigned int cpu, u64 *rep)
+{
+	return fh_slot_take(&per_cpu_ptr(&fh_vcpus, cpu)->report,
+			    cpumask_bits(&fh_dirty), cpu, rep);
 }
 
 void fh_gather_mark_all_dirty(void)
@@ -363,28 +356,30 @@ void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st)
 
 	st->report = atomic64_read(&v->report);
 	st->online = READ_ONCE(v->online);
-	st->busy_permille = READ_ONCE(v->busy_permille);
+	st->busy = READ_ONCE(v->busy);
 	st->switches = READ_ONCE(v->switches);
 	st->windows = READ_ONCE(v->windows);
 	st->publishes = READ_ONCE(v->publishes);
+	st->leading = READ_ONCE(v->leading);
 }
 
-static void fh_find_switch(struct tracepoint *tp, void *priv)
-{
-	if (!strcmp(tp->name, "sched_switch"))
-		*(struct tracepoint **)priv = tp;
-}
-
-int fh_gather_init(void)
+/*
+ * Reset the per-CPU state; before the cpufreq driver registers, whose
+ * policy init sets the first perf value (it must not be wiped here).
+ */
+int fh_gather_init(const struct fh_tuning *t)
 {
 	unsigned int cpu;
-	int ret;
 
+	fh_tune = *t;
 	init_irq_work(&fh_kick_work, fh_kick_fn);
+	cpumask_clear(&fh_dirty);
 	for_each_possible_cpu(cpu) {
 		struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
 
+		memset(v, 0, sizeof(*v));
 		v->perf = FH_PERF_NONE;
+		v->levels.step = t->perf_step;
 		/* Offline CPUs keep this: "no hint". */
 		atomic64_set(&v->report, fh_rep_pack(0, 0, 0, 0));
 		hrtimer_init(&v->timer, CLOCK_MONOTONIC,
@@ -392,34 +387,35 @@ int fh_gather_init(void)
 		v->timer.function = fh_sample;
 		v->arm_work = IRQ_WORK_INIT_HARD(fh_arm_fn);
 	}
-
-	for_each_kernel_tracepoint(fh_find_switch, &fh_tp_switch);
-	if (!fh_tp_switch) {
-		pr_err("sched_switch tracepoint not found\n");
-		return -ENODEV;
-	}
-	ret = tracepoint_probe_register(fh_tp_switch, (void *)fh_sched_switch,
-					NULL);
-	if (ret)
-		return ret;
-
-	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
-				fh_cpu_online, fh_cpu_offline);
-	if (ret < 0)
-		goto err_unregister_probe;
-	fh_cpuhp_state = ret;
 	return 0;
-
-err_unregister_probe:
-	tracepoint_probe_unregister(fh_tp_switch, (void *)fh_sched_switch, NULL);
-	tracepoint_synchronize_unregister();
-	return ret;
 }
 
-void fh_gather_exit(void)
+int fh_gather_start(void)
 {
+	int ret;
+
+	ret = fh_source->start();
+	if (ret)
+		return ret;
+	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
+				fh_cpu_online, fh_cpu_offline);
+	if (ret < 0) {
+		fh_source->stop();
+		return ret;
+	}
+	fh_cpuhp_state = ret;
+	fh_started = true;
+	pr_info("clamp source %s\n", fh_source->name);
+	return 0;
+}
+
+void fh_gather_stop(void)
+{
+	if (!fh_started)
+		return;
+	fh_started = false;
+	/* Offline callbacks publish "no hint" and stop the samplers. */
 	cpuhp_remove_state(fh_cpuhp_state);
-	tracepoint_probe_unregister(fh_tp_switch, (void *)fh_sched_switch, NULL);
-	tracepoint_synchronize_unregister();
+	fh_source->stop();
 	irq_work_sync(&fh_kick_work);
 }

@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * virtio_freqhint: the governor's performance request.
+ * virtio_freqhint: the guest governor's request and the host's frequencies.
  *
  * A vCPU has no frequency of its own, but schedutil only runs when some
  * cpufreq driver is registered, and then hands that driver a frequency that
- * already folds in the run queue's clamps.  So the module is that driver:
- * one policy per vCPU over a synthetic range where 1000 kHz is one unit of
- * capacity, i.e. cpuinfo_max_freq = 1024000 and perf = freq / 1000.  The
- * range has no table: schedutil's request reaches .fast_switch unrounded.
+ * already folds in the run queue's clamps.  So the module is that driver,
+ * one policy per vCPU.  Its range is the host's: with
+ * VIRTIO_FREQHINT_F_HOST_FREQ, the frequency class of the physical CPUs
+ * the vCPU runs on (cpuinfo_{min,max}_freq and, where the host has one, its
+ * frequency table), the way virtual-cpufreq shows its host's perf table.
+ * Without a class the range is synthetic: 1000 kHz per capacity unit,
+ * 1000..1024000 kHz.  perf = frequency * 1024 / cpuinfo_max_freq.
  *
- * No frequency ever changes, so .target sends no transition notifications
- * (they would make x86 rescale its TSC on CPUs without constant_tsc).
+ * The host's grants are the policy's limits: FREQ_QOS_MIN at the granted
+ * floor, FREQ_QOS_MAX at the granted ceiling (each also bounded by the
+ * operator's), so scaling_min_freq/scaling_max_freq show them and the
+ * governor stays within them.
  *
- * The host's ceiling for a vCPU becomes a FREQ_QOS_MAX request on its
- * policy, so scaling_max_freq shows it and schedutil stays under it.
+ * Transition notifications: .target (the governors' slow path) brackets
+ * each change with cpufreq_freq_transition_begin()/end() as the core
+ * expects of a ->target driver; the fast path (.fast_switch) sends none,
+ * as the core expects there.  CPUFREQ_CONST_LOOPS: the vCPU's loops per
+ * jiffy do not follow these frequencies.
  *
  * If another cpufreq driver owns the system, this part stays off and
  * records carry no perf value.
@@ -21,6 +29,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpufreq.h>
+#include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
@@ -30,27 +39,52 @@
 #include "freqhint.h"
 
 #define FH_KHZ_PER_UNIT		1000
-#define FH_MAX_KHZ		(VIRTIO_FREQHINT_SCALE * FH_KHZ_PER_UNIT)
 
-/* Serialises the ceiling values with adding/removing the QoS requests. */
+struct fh_cpu {
+	struct fh_freq freq;
+	struct cpufreq_frequency_table table[VIRTIO_FREQHINT_MAX_FREQS + 1];
+	struct freq_qos_request min_req;
+	struct freq_qos_request max_req;
+	u16 floor;
+	u16 ceiling;
+	unsigned int cur_khz;
+};
+
+/* Serialises frequencies and limits with adding/removing QoS requests. */
 static DEFINE_MUTEX(fh_perf_lock);
-static DEFINE_PER_CPU(struct freq_qos_request, fh_max_req);
-static DEFINE_PER_CPU(u16, fh_ceiling) = VIRTIO_FREQHINT_SCALE;
-static DEFINE_PER_CPU(unsigned int, fh_cur_khz);
+static DEFINE_PER_CPU(struct fh_cpu, fh_cpus);
 static bool fh_perf_registered;
 
-static unsigned int fh_cap_to_khz(unsigned int cap)
+void fh_perf_synthetic(struct fh_freq *f)
 {
-	return max_t(unsigned int, cap, 1) * FH_KHZ_PER_UNIT;
+	memset(f, 0, sizeof(*f));
+	f->min_khz = FH_KHZ_PER_UNIT;
+	f->max_khz = VIRTIO_FREQHINT_SCALE * FH_KHZ_PER_UNIT;
+}
+
+static unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
+{
+	u64 khz = div_u64((u64)cap * f->max_khz, VIRTIO_FREQHINT_SCALE);
+
+	return clamp_t(u64, khz, f->min_khz, f->max_khz);
+}
+
+static unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
+{
+	u64 perf = div_u64((u64)khz * VIRTIO_FREQHINT_SCALE, f->max_khz);
+
+	return clamp_t(u64, perf, 1, VIRTIO_FREQHINT_SCALE);
 }
 
 static void fh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
 {
-	WRITE_ONCE(*per_cpu_ptr(&fh_cur_khz, policy->cpu), khz);
-	fh_gather_set_perf(policy->cpu, khz / FH_KHZ_PER_UNIT);
+	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, policy->cpu);
+
+	WRITE_ONCE(c->cur_khz, khz);
+	fh_gather_set_perf(policy->cpu, fh_khz_to_perf(&c->freq, khz));
 }
 
-/* Called from scheduler context: a store, nothing else. */
+/* Called from scheduler context: a store, nothing else; no notification. */
 static unsigned int fh_cpufreq_fast_switch(struct cpufreq_policy *policy,
 					   unsigned int target_freq)
 {
@@ -61,47 +95,75 @@ static unsigned int fh_cpufreq_fast_switch(struct cpufreq_policy *policy,
 static int fh_cpufreq_target(struct cpufreq_policy *policy,
 			     unsigned int target_freq, unsigned int relation)
 {
-	target_freq = clamp(target_freq, policy->min, policy->max);
-	fh_set_khz(policy, target_freq);
-	/* Nothing changed in hardware, so no transition is notified. */
-	policy->cur = target_freq;
+	struct cpufreq_freqs freqs;
+
+	freqs.old = policy->cur;
+	freqs.new = clamp(target_freq, policy->min, policy->max);
+	freqs.flags = 0;
+	cpufreq_freq_transition_begin(policy, &freqs);
+	fh_set_khz(policy, freqs.new);
+	cpufreq_freq_transition_end(policy, &freqs, 0);
 	return 0;
 }
 
 static unsigned int fh_cpufreq_get(unsigned int cpu)
 {
-	return READ_ONCE(*per_cpu_ptr(&fh_cur_khz, cpu));
+	return READ_ONCE(per_cpu_ptr(&fh_cpus, cpu)->cur_khz);
 }
 
 static int fh_cpufreq_verify(struct cpufreq_policy_data *policy)
 {
+	if (policy->freq_table)
+		return cpufreq_frequency_table_verify(policy, policy->freq_table);
 	cpufreq_verify_within_cpu_limits(policy);
 	return 0;
 }
 
+/* Lay @c->freq into the policy (policy rwsem held or policy not live). */
+static void fh_apply_freq(struct cpufreq_policy *policy, struct fh_cpu *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->freq.n; i++) {
+		c->table[i].flags = 0;
+		c->table[i].driver_data = i;
+		c->table[i].frequency = c->freq.khz[i];
+	}
+	c->table[i].frequency = CPUFREQ_TABLE_END;
+	policy->cpuinfo.min_freq = c->freq.min_khz;
+	policy->cpuinfo.max_freq = c->freq.max_khz;
+	policy->freq_table = c->freq.n ? c->table : NULL;
+	policy->freq_table_sorted = CPUFREQ_TABLE_SORTED_ASCENDING;
+}
+
 static int fh_cpufreq_init(struct cpufreq_policy *policy)
 {
-	unsigned int cpu = policy->cpu;
+	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, policy->cpu);
 	int ret;
 
-	policy->cpuinfo.min_freq = FH_KHZ_PER_UNIT;
-	policy->cpuinfo.max_freq = FH_MAX_KHZ;
+	mutex_lock(&fh_perf_lock);
+	fh_apply_freq(policy, c);
 	policy->min = policy->cpuinfo.min_freq;
 	policy->max = policy->cpuinfo.max_freq;
 	policy->cpuinfo.transition_latency = 0;
 	/* Every version's default, written down: the host rate-limits anyway. */
 	policy->transition_delay_us = 1000;
 	policy->fast_switch_possible = true;
-	policy->cur = FH_MAX_KHZ;
-	fh_set_khz(policy, FH_MAX_KHZ);
+	policy->cur = policy->cpuinfo.max_freq;
+	fh_set_khz(policy, policy->cur);
 
-	mutex_lock(&fh_perf_lock);
-	ret = freq_qos_add_request(&policy->constraints,
-				   per_cpu_ptr(&fh_max_req, cpu), FREQ_QOS_MAX,
-				   fh_cap_to_khz(per_cpu(fh_ceiling, cpu)));
+	ret = freq_qos_add_request(&policy->constraints, &c->min_req,
+				   FREQ_QOS_MIN,
+				   fh_cap_to_khz(&c->freq, c->floor));
+	if (ret >= 0)
+		ret = freq_qos_add_request(&policy->constraints, &c->max_req,
+					   FREQ_QOS_MAX,
+					   fh_cap_to_khz(&c->freq, c->ceiling));
+	if (ret < 0 && freq_qos_request_active(&c->min_req))
+		freq_qos_remove_request(&c->min_req);
 	mutex_unlock(&fh_perf_lock);
 	if (ret < 0) {
-		fh_gather_set_perf(cpu, FH_PERF_NONE);
+		fh_gather_set_perf(policy->cpu, FH_PERF_NONE);
 		return ret;
 	}
 	return 0;
@@ -109,11 +171,13 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 
 static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
 {
-	struct freq_qos_request *req = per_cpu_ptr(&fh_max_req, policy->cpu);
+	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, policy->cpu);
 
 	mutex_lock(&fh_perf_lock);
-	if (freq_qos_request_active(req))
-		freq_qos_remove_request(req);
+	if (freq_qos_request_active(&c->max_req))
+		freq_qos_remove_request(&c->max_req);
+	if (freq_qos_request_active(&c->min_req))
+		freq_qos_remove_request(&c->min_req);
 	mutex_unlock(&fh_perf_lock);
 	fh_gather_set_perf(policy->cpu, FH_PERF_NONE);
 }
@@ -132,6 +196,11 @@ static int fh_cpufreq_exit(struct cpufreq_policy *policy)
 }
 #endif
 
+static struct freq_attr *fh_cpufreq_attr[] = {
+	&cpufreq_freq_attr_scaling_available_freqs,
+	NULL
+};
+
 static struct cpufreq_driver fh_cpufreq_driver = {
 	.name		= "virtio-freqhint",
 	.flags		= CPUFREQ_CONST_LOOPS,
@@ -141,20 +210,62 @@ static struct cpufreq_driver fh_cpufreq_driver = {
 	.target		= fh_cpufreq_target,
 	.fast_switch	= fh_cpufreq_fast_switch,
 	.get		= fh_cpufreq_get,
+	.attr		= fh_cpufreq_attr,
 };
 
-/* Reflect the host's ceiling for @cpu (0..1024) into its policy. */
-void fh_perf_set_ceiling(unsigned int cpu, unsigned int cap)
+static void fh_update_qos(struct fh_cpu *c)
 {
-	struct freq_qos_request *req = per_cpu_ptr(&fh_max_req, cpu);
+	if (freq_qos_request_active(&c->min_req))
+		freq_qos_update_request(&c->min_req,
+					fh_cap_to_khz(&c->freq, c->floor));
+	if (freq_qos_request_active(&c->max_req))
+		freq_qos_update_request(&c->max_req,
+					fh_cap_to_khz(&c->freq, c->ceiling));
+}
 
-	cap = min_t(unsigned int, cap, VIRTIO_FREQHINT_SCALE);
+/*
+ * The host's frequencies for @cpu changed (process context).  Lock order
+ * as the cpufreq core's: policy rwsem (held around ->init/->exit), then
+ * fh_perf_lock.
+ */
+void fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f)
+{
+	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
+	struct cpufreq_policy *policy = NULL;
+
+	if (READ_ONCE(fh_perf_registered))
+		policy = cpufreq_cpu_get(cpu);
+	if (policy)
+		down_write(&policy->rwsem);
 	mutex_lock(&fh_perf_lock);
-	if (per_cpu(fh_ceiling, cpu) != cap) {
-		per_cpu(fh_ceiling, cpu) = cap;
-		if (freq_qos_request_active(req))
-			freq_qos_update_request(req, fh_cap_to_khz(cap));
+	if (memcmp(&c->freq, f, sizeof(*f))) {
+		c->freq = *f;
+		if (policy) {
+			fh_apply_freq(policy, c);
+			policy->cur = clamp(policy->cur, f->min_khz, f->max_khz);
+			fh_set_khz(policy, policy->cur);
+		}
+		fh_update_qos(c);
 	}
+	mutex_unlock(&fh_perf_lock);
+	if (policy) {
+		/* New cpuinfo limits and QoS: the policy's min/max follow. */
+		refresh_frequency_limits(policy);
+		up_write(&policy->rwsem);
+		cpufreq_cpu_put(policy);
+	}
+}
+
+/* The host's floor and ceiling for @cpu (0..1024) as the policy's limits. */
+void fh_perf_set_limits(unsigned int cpu, unsigned int floor,
+			unsigned int ceiling)
+{
+	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
+
+	mutex_lock(&fh_perf_lock);
+	c->floor = min_t(unsigned int, floor, VIRTIO_FREQHINT_SCALE);
+	c->ceiling = min_t(unsigned int, ceiling, VIRTIO_FREQHINT_SCALE);
+	fh_update_qos(c);
 	mutex_unlock(&fh_perf_lock);
 }
 
@@ -163,7 +274,11 @@ bool fh_perf_active(void)
 	return fh_perf_registered;
 }
 
-int fh_perf_init(void)
+/*
+ * Register the cpufreq driver.  Frequencies and limits set before this
+ * (fh_perf_set_freq/limits) are what the policies start with.
+ */
+int fh_perf_start(void)
 {
 	const char *other = cpufreq_get_current_driver();
 	int ret;
@@ -180,13 +295,25 @@ int fh_perf_init(void)
 			ret);
 		return 0;
 	}
-	fh_perf_registered = true;
+	WRITE_ONCE(fh_perf_registered, true);
 	return 0;
 }
 
-void fh_perf_exit(void)
+void fh_perf_stop(void)
 {
-	if (fh_perf_registered)
+	unsigned int cpu;
+
+	if (fh_perf_registered) {
+		WRITE_ONCE(fh_perf_registered, false);
 		cpufreq_unregister_driver(&fh_cpufreq_driver);
-	fh_perf_registered = false;
+	}
+	mutex_lock(&fh_perf_lock);
+	for_each_possible_cpu(cpu) {
+		struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
+
+		fh_perf_synthetic(&c->freq);
+		c->floor = 0;
+		c->ceiling = VIRTIO_FREQHINT_SCALE;
+	}
+	mutex_unlock(&fh_perf_lock);
 }

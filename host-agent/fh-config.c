@@ -37,6 +37,13 @@ fh_config_new (void)
   c->keepalive_ms = FH_KEEPALIVE_MS;
   c->hello_timeout_ms = FH_HELLO_TIMEOUT_MS;
   c->max_connections = 256;
+  c->max_connections_per_process = 4;
+  c->max_connections_per_uid = 0;
+  c->max_vcpus = 16384;
+  c->control_max_clients = 16;
+  c->control_timeout_ms = 5000;
+  c->metrics_max_connections = 16;
+  c->metrics_timeout_ms = 3000;
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
@@ -80,12 +87,16 @@ fh_config_free (FhConfig *c)
 static const char *const daemon_keys[] = {
   "sysfs_root", "proc_root", "cgroup_root", "backend", "socket", "socket_mode", "socket_group",
   "control_socket", "state_dir", "poll_interval_ms", "keepalive_ms", "hello_timeout_ms",
-  "max_connections", "allowed_uids", "allowed_gids", "check_thread_owner", NULL,
+  "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_vcpus",
+  "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
+  "check_thread_owner", NULL,
 };
 static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", NULL };
 static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
 static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
-static const char *const metrics_keys[] = { "enabled", "address", "port", NULL };
+static const char *const metrics_keys[] = {
+  "enabled", "address", "port", "max_connections", "timeout_ms", NULL,
+};
 static const char *const vm_keys[] = { "floor", "ceiling", "cpus", NULL };
 
 static const struct {
@@ -405,7 +416,19 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_uint (&src, kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
       !take_uint (&src, kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms,
                   error) ||
-      !take_uint (&src, kf, "daemon", "max_connections", 1, 4096, &c->max_connections, error) ||
+      !take_uint (&src, kf, "daemon", "max_connections", 1, 65536, &c->max_connections, error) ||
+      !take_uint (&src, kf, "daemon", "max_connections_per_process", 0, 65536,
+                  &c->max_connections_per_process, error) ||
+      !take_uint (&src, kf, "daemon", "max_connections_per_uid", 0, 65536,
+                  &c->max_connections_per_uid, error) ||
+      !take_uint (&src, kf, "daemon", "max_vcpus", 1, 1048576, &c->max_vcpus, error) ||
+      !take_uint (&src, kf, "daemon", "control_max_clients", 1, 1024, &c->control_max_clients,
+                  error) ||
+      !take_uint (&src, kf, "daemon", "control_timeout_ms", 100, 600000, &c->control_timeout_ms,
+                  error) ||
+      !take_uint (&src, kf, "metrics", "max_connections", 1, 1024, &c->metrics_max_connections,
+                  error) ||
+      !take_uint (&src, kf, "metrics", "timeout_ms", 100, 600000, &c->metrics_timeout_ms, error) ||
       !take_uint (&src, kf, "cpufreq", "min_write_interval_ms", 0, 10000,
                   &c->cpufreq_min_write_interval_ms, error) ||
       !take_uint (&src, kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||

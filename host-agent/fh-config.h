@@ -38,6 +38,14 @@ typedef struct {
   guint keepalive_ms;
   guint hello_timeout_ms;
   guint max_connections;
+  /* Resource bounds (threat model G-13): what one peer and all peers may hold. */
+  guint max_connections_per_process; /* [daemon], 0: no limit */
+  guint max_connections_per_uid;     /* [daemon], 0: no limit */
+  guint max_vcpus;                   /* [daemon] vCPUs of all connected VMs together */
+  guint control_max_clients;         /* [daemon] control_max_clients */
+  guint control_timeout_ms;          /* [daemon] control_timeout_ms: request and answer */
+  guint metrics_max_connections;     /* [metrics] max_connections */
+  guint metrics_timeout_ms;          /* [metrics] timeout_ms: a request's headers and answer */
   GArray *allowed_uids; /* uid_t; root and our own uid are always allowed */
   GArray *allowed_gids; /* gid_t */
   gboolean check_thread_owner;

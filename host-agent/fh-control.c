@@ -4,41 +4,69 @@
 #include "fh-control.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
-#include <gio/gunixsocketaddress.h>
+#include <glib-unix.h>
 #include <glib/gstdio.h>
 
+#include "fh-listener.h"
 #include "fh-telemetry.h"
 
 #define REQUEST_MAX 4096
+/* Answers bigger than this give their memory back to the system when done. */
+#define TRIM_THRESHOLD (1024 * 1024)
 
+/*
+ * Bounded (threat model G-13): at most control_max_clients clients; each
+ * must send its request and take its answer within control_timeout_ms of
+ * being accepted.  At the cap a new client displaces the oldest one that
+ * has not finished sending its request, so idle connections cannot lock
+ * freqhintctl out.  Accepting never spins when descriptors run out
+ * (fh-listener.c).
+ */
 struct _FhControl {
   FhDaemon *daemon;
-  GSocketService *service;
+  FhListener *listener;
   char *path;
-  GCancellable *cancel;
+  GQueue clients; /* Client*, oldest first */
+  guint64 evicted;
+  guint64 timed_out;
 };
 
 typedef struct {
   FhControl *control;
-  GSocketConnection *conn;
+  GList *link; /* in control->clients */
+  int fd;
+  guint in_watch, out_watch, timer;
   char buf[REQUEST_MAX];
   gsize len;
   char *reply;
+  gsize reply_len, reply_off;
   gboolean refused;
 } Client;
 
 static void
 client_free (Client *c)
 {
-  g_io_stream_close (G_IO_STREAM (c->conn), NULL, NULL);
-  g_object_unref (c->conn);
-  g_free (c->reply);
+  FhControl *control = c->control;
+
+  g_clear_handle_id (&c->in_watch, g_source_remove);
+  g_clear_handle_id (&c->out_watch, g_source_remove);
+  g_clear_handle_id (&c->timer, g_source_remove);
+  g_queue_delete_link (&control->clients, c->link);
+  close (c->fd);
+  if (c->reply_len >= TRIM_THRESHOLD) {
+    g_free (c->reply);
+    malloc_trim (0);
+  } else {
+    g_free (c->reply);
+  }
   g_free (c);
 }
 
@@ -99,90 +127,127 @@ handle_request (FhDaemon *d, const char *line)
   return json_to_string (reply, FALSE);
 }
 
-static void
-write_done (GObject *source, GAsyncResult *res, gpointer user_data)
+static gboolean
+client_out (gint fd, GIOCondition cond, gpointer data)
 {
-  Client *c = user_data;
-  g_autoptr (GError) error = NULL;
+  Client *c = data;
 
-  if (!g_output_stream_write_all_finish (G_OUTPUT_STREAM (source), res, NULL, &error))
-    g_debug ("control client: %s", error->message);
+  while (c->reply_off < c->reply_len) {
+    ssize_t n = send (fd, c->reply + c->reply_off, c->reply_len - c->reply_off,
+                      MSG_NOSIGNAL | MSG_DONTWAIT);
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return G_SOURCE_CONTINUE;
+    if (n <= 0) {
+      g_debug ("control client: %s", g_strerror (errno));
+      break;
+    }
+    c->reply_off += (gsize) n;
+  }
+  c->out_watch = 0;
   client_free (c);
+  return G_SOURCE_REMOVE;
 }
 
 static void
 reply_and_close (Client *c, char *reply)
 {
-  GOutputStream *out = g_io_stream_get_output_stream (G_IO_STREAM (c->conn));
-
+  g_clear_handle_id (&c->in_watch, g_source_remove);
   c->reply = g_strconcat (reply, "\n", NULL);
+  c->reply_len = strlen (c->reply);
   g_free (reply);
-  g_output_stream_write_all_async (out, c->reply, strlen (c->reply), G_PRIORITY_DEFAULT,
-                                   c->control->cancel, write_done, c);
-}
-
-static void read_more (Client *c);
-
-static void
-read_done (GObject *source, GAsyncResult *res, gpointer user_data)
-{
-  Client *c = user_data;
-  g_autoptr (GError) error = NULL;
-  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (source), res, &error);
-  char *nl;
-
-  if (n <= 0) {
-    client_free (c);
-    return;
-  }
-  c->len += (gsize) n;
-  nl = memchr (c->buf, '\n', c->len);
-  if (nl) {
-    *nl = '\0';
-    reply_and_close (c, c->refused ? reply_error ("permission denied")
-                                   : handle_request (c->control->daemon, c->buf));
-  } else if (c->len >= sizeof c->buf - 1) {
-    reply_and_close (c, reply_error ("request too long"));
-  } else {
-    read_more (c);
-  }
-}
-
-static void
-read_more (Client *c)
-{
-  GInputStream *in = g_io_stream_get_input_stream (G_IO_STREAM (c->conn));
-
-  g_input_stream_read_async (in, c->buf + c->len, sizeof c->buf - 1 - c->len, G_PRIORITY_DEFAULT,
-                             c->control->cancel, read_done, c);
+  c->out_watch = g_unix_fd_add (c->fd, G_IO_OUT, client_out, c);
 }
 
 static gboolean
-on_incoming (GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+client_in (gint fd, GIOCondition cond, gpointer data)
+{
+  Client *c = data;
+  ssize_t n = recv (fd, c->buf + c->len, sizeof c->buf - 1 - c->len, MSG_DONTWAIT);
+  char *nl;
+
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n <= 0) {
+    c->in_watch = 0;
+    client_free (c);
+    return G_SOURCE_REMOVE;
+  }
+  c->len += (gsize) n;
+  c->buf[c->len] = '\0';
+  nl = memchr (c->buf, '\n', c->len);
+  if (nl) {
+    *nl = '\0';
+    c->in_watch = 0;
+    reply_and_close (c, c->refused ? reply_error ("permission denied")
+                                   : handle_request (c->control->daemon, c->buf));
+    return G_SOURCE_REMOVE;
+  }
+  if (c->len >= sizeof c->buf - 1) {
+    c->in_watch = 0;
+    reply_and_close (c, reply_error ("request too long"));
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+client_timeout (gpointer data)
+{
+  Client *c = data;
+
+  c->timer = 0;
+  c->control->timed_out++;
+  g_debug ("control client: no request and answer within %u ms; closed",
+           c->control->daemon->config->control_timeout_ms);
+  client_free (c);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_accept (int fd, gpointer data)
 {
   FhControl *control = data;
-  GSocket *sock = g_socket_connection_get_socket (conn);
-  g_autoptr (GCredentials) cred = g_socket_get_credentials (sock, NULL);
+  struct ucred cred = { 0, (uid_t) -1, (gid_t) -1 };
+  socklen_t len = sizeof cred;
   Client *c;
-  uid_t uid = cred ? g_credentials_get_unix_user (cred, NULL) : (uid_t) -1;
-  gid_t gid = (gid_t) -1;
 
-  if (cred) {
-    const struct ucred *uc = g_credentials_get_native (cred, G_CREDENTIALS_TYPE_LINUX_UCRED);
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+    cred.uid = (uid_t) -1;
+    cred.gid = (gid_t) -1;
+  }
+  /* At the cap: the oldest client still sending its request makes room. */
+  if (control->clients.length >= control->daemon->config->control_max_clients) {
+    Client *victim = NULL;
 
-    if (uc)
-      gid = uc->gid;
+    for (GList *l = control->clients.head; l; l = l->next)
+      if (((Client *) l->data)->in_watch) {
+        victim = l->data;
+        break;
+      }
+    if (!victim) {
+      /* every slot is answering: refuse the newcomer */
+      close (fd);
+      control->evicted++;
+      return;
+    }
+    control->evicted++;
+    client_free (victim);
   }
   c = g_new0 (Client, 1);
   c->control = control;
-  c->conn = g_object_ref (conn);
+  c->fd = fd;
+  g_queue_push_tail (&control->clients, c);
+  c->link = control->clients.tail;
   /* A refused peer still gets its request read, so that it sees the answer. */
-  if (uid == (uid_t) -1 || !fh_config_uid_allowed (control->daemon->config, uid, gid)) {
-    g_warning ("control socket: refusing uid %d", (int) uid);
+  if (cred.uid == (uid_t) -1 || !fh_config_uid_allowed (control->daemon->config, cred.uid, cred.gid)) {
+    g_warning ("control socket: refusing uid %d", (int) cred.uid);
     c->refused = TRUE;
   }
-  read_more (c);
-  return TRUE;
+  c->in_watch = g_unix_fd_add (fd, G_IO_IN | G_IO_HUP | G_IO_ERR, client_in, c);
+  c->timer = g_timeout_add (control->daemon->config->control_timeout_ms, client_timeout, c);
 }
 
 /* Root and the socket group only: owner root, group socket_group, mode 0660. */
@@ -205,11 +270,17 @@ restrict_socket (FhDaemon *daemon, const char *path, GError **error)
 FhControl *
 fh_control_new (FhDaemon *daemon, const char *path, GError **error)
 {
-  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (path);
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
   g_autofree char *dir = g_path_get_dirname (path);
   FhControl *control;
   struct stat st;
+  int fd;
 
+  if (strlen (path) >= sizeof addr.sun_path) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s", path);
+    return NULL;
+  }
+  strcpy (addr.sun_path, path);
   if (g_mkdir_with_parents (dir, 0755) < 0) {
     int e = errno;
 
@@ -218,25 +289,26 @@ fh_control_new (FhDaemon *daemon, const char *path, GError **error)
   }
   if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
     unlink (path);
-  control = g_new0 (FhControl, 1);
-  control->daemon = daemon;
-  control->path = g_strdup (path);
-  control->cancel = g_cancellable_new ();
-  control->service = g_socket_service_new ();
-  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (control->service), addr,
-                                      G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL,
-                                      error)) {
-    g_prefix_error (error, "%s: ", path);
-    fh_control_free (control);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 64) < 0) {
+    int e = errno;
+
+    if (fd >= 0)
+      close (fd);
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
     return NULL;
   }
   /* Like the device socket (PA-1); credentials are checked per connection too. */
   if (!restrict_socket (daemon, path, error)) {
-    fh_control_free (control);
+    close (fd);
+    unlink (path);
     return NULL;
   }
-  g_signal_connect (control->service, "incoming", G_CALLBACK (on_incoming), control);
-  g_socket_service_start (control->service);
+  control = g_new0 (FhControl, 1);
+  control->daemon = daemon;
+  control->path = g_strdup (path);
+  g_queue_init (&control->clients);
+  control->listener = fh_listener_new (fd, path, on_accept, control);
   return control;
 }
 
@@ -245,12 +317,22 @@ fh_control_free (FhControl *control)
 {
   if (!control)
     return;
-  g_cancellable_cancel (control->cancel);
-  g_socket_service_stop (control->service);
-  g_socket_listener_close (G_SOCKET_LISTENER (control->service));
-  g_object_unref (control->service);
-  g_object_unref (control->cancel);
+  while (control->clients.head)
+    client_free (control->clients.head->data);
+  fh_listener_free (control->listener);
   unlink (control->path);
   g_free (control->path);
   g_free (control);
+}
+
+guint
+fh_control_n_clients (FhControl *control)
+{
+  return control->clients.length;
+}
+
+guint64
+fh_control_evicted (FhControl *control)
+{
+  return control->evicted;
 }

@@ -16,3 +16,6 @@ typedef struct _FhControl FhControl;
 
 FhControl *fh_control_new (FhDaemon *daemon, const char *path, GError **error);
 void fh_control_free (FhControl *control);
+guint fh_control_n_clients (FhControl *control);
+/* Clients closed to make room at control_max_clients. */
+guint64 fh_control_evicted (FhControl *control);

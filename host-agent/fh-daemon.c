@@ -13,6 +13,8 @@
 
 #include <string.h>
 
+#include "fh-peer.h"
+
 #include <linux/virtio_freqhint.h>
 
 static void queue_update (FhDaemon *d);
@@ -20,6 +22,7 @@ static void queue_update (FhDaemon *d);
 static void
 vm_free (FhVm *vm)
 {
+  vm->daemon->n_vcpus -= vm->num_vcpus;
   for (guint i = 0; i < vm->num_vcpus; i++)
     fh_thread_info_clear (&vm->vcpus[i].info);
   g_free (vm->vcpus);
@@ -104,6 +107,68 @@ format_uuid (const uint8_t *u, char out[37])
               u[14], u[15]);
 }
 
+/*
+ * PA-21: every thread id the peer announces is one of its own threads (or 0,
+ * "no thread yet").  The pidfd says the process still lives, so its pid is
+ * not reused and a Tgid equal to it means this process.  Used for HELLO and
+ * for every later table of thread ids.
+ */
+gboolean
+fh_daemon_check_peer_tids (FhDaemon *d, FhConn *conn, const uint32_t *tids, guint n, FhError *err)
+{
+  pid_t pid = fh_conn_peer_pid (conn);
+
+  if (!fh_peer_alive (fh_conn_peer_pidfd (conn))) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "peer process %d has exited", (int) pid);
+    return FALSE;
+  }
+  if (!d->config->check_thread_owner)
+    return TRUE;
+  for (guint i = 0; i < n; i++) {
+    FhThreadInfo info = { 0 };
+    gboolean ours;
+
+    if (tids[i] == 0)
+      continue;
+    fh_host_probe_thread (&d->paths, tids[i], d->host->n_cpus, &info);
+    ours = info.exists && info.tgid == pid;
+    fh_thread_info_clear (&info);
+    if (!ours) {
+      fh_error_set (err, FH_CLOSE_PERMISSION, "vCPU %u: thread %u is not a thread of process %d", i,
+                    tids[i], (int) pid);
+      d->identity_rejected++;
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* PA-20: the HELLO's name and UUID are what the host says the peer is. */
+static gboolean
+check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uuid, FhError *err)
+{
+  g_auto (FhPeerIdentity) id = { 0 };
+  g_autoptr (GError) error = NULL;
+  char why[160];
+  pid_t pid = fh_conn_peer_pid (conn);
+
+  if (!fh_peer_alive (fh_conn_peer_pidfd (conn))) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "peer process %d has exited", (int) pid);
+  } else if (!fh_peer_read_identity (&d->paths, pid, &id, &error)) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "cannot tell who process %d is: %s", (int) pid,
+                  error->message);
+  } else if (!fh_peer_alive (fh_conn_peer_pidfd (conn))) {
+    /* read after the check: the pid might have been reused meanwhile */
+    fh_error_set (err, FH_CLOSE_PERMISSION, "peer process %d has exited", (int) pid);
+  } else if (!fh_peer_check_hello (&id, hello->name, uuid, why, sizeof why)) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
+  } else {
+    return TRUE;
+  }
+  d->identity_rejected++;
+  return FALSE;
+}
+
 static gboolean
 on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
 {
@@ -111,6 +176,28 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   FhVm *vm, *old;
   static const uint8_t nil[16];
   g_autofree char *log_name = NULL; /* the peer's bytes, escaped (PA-6) */
+  char uuid[37];
+  guint n_vcpus = hello->num_vcpus;
+
+  /* Refusals here close this connection only; no existing VM is touched. */
+  format_uuid (hello->uuid, uuid);
+  if (!check_identity (d, conn, hello, uuid, err) ||
+      !fh_daemon_check_peer_tids (d, conn, hello->tids, hello->num_vcpus, err))
+    return FALSE;
+  /* The VM this HELLO replaces (PA-8) gives its vCPUs back. */
+  old = NULL;
+  {
+    g_autofree char *key = memcmp (hello->uuid, nil, 16) != 0 ? g_strdup (uuid)
+                           : hello->name[0] ? g_strdup_printf ("name:%s", hello->name)
+                                            : g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
+
+    old = g_hash_table_lookup (d->vms, key);
+  }
+  if (d->n_vcpus - (old ? old->num_vcpus : 0) + n_vcpus > d->config->max_vcpus) {
+    fh_error_set (err, FH_CLOSE_OVERLOAD, "%u vCPUs would exceed max_vcpus=%u (%u connected)",
+                  n_vcpus, d->config->max_vcpus, d->n_vcpus);
+    return FALSE;
+  }
 
   vm = g_new0 (FhVm, 1);
   vm->daemon = d;
@@ -134,6 +221,7 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   vm->features = fh_conn_features (conn);
   vm->connected_realtime_us = g_get_real_time ();
   vm->vcpus = g_new0 (FhVcpu, vm->num_vcpus);
+  d->n_vcpus += vm->num_vcpus;
   for (guint i = 0; i < vm->num_vcpus; i++) {
     vm->vcpus[i].index = i;
     vm->vcpus[i].tid = hello->tids[i];
@@ -195,8 +283,8 @@ on_hints (FhConn *conn, const FhHints *hints, gpointer data)
 }
 
 /*
- * PA-19: the device's vCPU table after hot-plug.  Every new thread must be
- * the peer's (as HELLO's are, PA-7); a vCPU whose thread went away loses
+ * PA-19: the device's vCPU table after hot-plug.  Every thread must be the
+ * peer's (as HELLO's are, PA-21); a vCPU whose thread went away loses
  * its hint.  The connection and everything else about the VM stay.
  */
 static gboolean
@@ -209,21 +297,9 @@ on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
 
   if (!vm)
     return TRUE;
-  for (guint i = 0; i < vm->num_vcpus; i++) {
-    FhThreadInfo info = { 0 };
-    gboolean ok;
-
-    if (vcpus->tids[i] == 0 || vcpus->tids[i] == vm->vcpus[i].tid || !d->config->check_thread_owner)
-      continue;
-    fh_host_probe_thread (&d->paths, vcpus->tids[i], d->host->n_cpus, &info);
-    ok = info.exists && info.tgid == vm->pid;
-    fh_thread_info_clear (&info);
-    if (!ok) {
-      fh_error_set (err, FH_CLOSE_PERMISSION, "VCPUS: thread %u of vCPU %u is not the peer's",
-                    vcpus->tids[i], i);
-      return FALSE;
-    }
-  }
+  /* PA-21: every new thread is the pinned peer's, as HELLO's are */
+  if (!fh_daemon_check_peer_tids (d, conn, vcpus->tids, vm->num_vcpus, err))
+    return FALSE;
   for (guint i = 0; i < vm->num_vcpus; i++) {
     FhVcpu *v = &vm->vcpus[i];
 
@@ -453,6 +529,22 @@ poll_tick (gpointer data)
 
   if (fh_host_refresh_sys (d->host, &d->paths))
     g_message ("system clamp defaults now %u..%u", d->host->sys.min, d->host->sys.max);
+  /* A connection whose process exited (its socket passed on to another
+   * process) no longer says who is there: its pid may be anyone's now. */
+  {
+    g_autoptr (GPtrArray) gone = g_ptr_array_new ();
+
+    g_hash_table_iter_init (&iter, d->vms);
+    while (g_hash_table_iter_next (&iter, NULL, &value))
+      /* (a process's sockets close before its pidfd reports the exit: an
+       * ordinary disconnect shows as EOF here and is left to the reader) */
+      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)) &&
+          fh_conn_idle_open (((FhVm *) value)->conn))
+        g_ptr_array_add (gone, ((FhVm *) value)->conn);
+    for (guint i = 0; i < gone->len; i++)
+      fh_conn_close (g_ptr_array_index (gone, i), FH_CLOSE_PERMISSION,
+                     "the peer process has exited; its pid is no longer the VM's");
+  }
   d->cg_cache = fh_cgroup_cache_new ();
   g_hash_table_iter_init (&iter, d->vms);
   while (g_hash_table_iter_next (&iter, NULL, &value))
@@ -561,6 +653,8 @@ fh_daemon_start (FhDaemon *d, GError **error)
     .hello_timeout_ms = d->config->hello_timeout_ms,
     .keepalive_ms = d->config->keepalive_ms,
     .max_connections = d->config->max_connections,
+    .max_per_process = d->config->max_connections_per_process,
+    .max_per_uid = d->config->max_connections_per_uid,
     .socket_mode = d->config->socket_mode,
     .peer_allowed = peer_allowed,
   };

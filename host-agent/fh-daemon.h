@@ -83,6 +83,8 @@ struct _FhDaemon {
   guint64 vm_connections_total;
   guint64 hints_frames_total;
   guint64 updates_total;
+  guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20, PA-21) */
+  guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   int metrics_port; /* -1: disabled; set by main for telemetry */
   /* called after every update (metrics snapshot) */
   FhDaemonNotify notify;
@@ -117,4 +119,7 @@ gboolean fh_daemon_reload_vm_config (FhDaemon *daemon, const char *path, GError 
 GPtrArray *fh_daemon_sorted_vms (FhDaemon *daemon);
 FhVm *fh_daemon_find_vm (FhDaemon *daemon, const char *name_or_uuid);
 guint64 fh_daemon_rejected_total (FhDaemon *daemon);
+/* PA-21: FALSE (PERMISSION) unless each non-zero tid is a thread of the pinned peer. */
+gboolean fh_daemon_check_peer_tids (FhDaemon *daemon, FhConn *conn, const uint32_t *tids, guint n,
+                                    FhError *err);
 const char *fh_vcpu_state (const FhVcpu *v);

@@ -11,6 +11,9 @@
 
 #include "fh-device.h"
 
+#include "fh-listener.h"
+#include "fh-peer.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -37,7 +40,11 @@ typedef enum {
 
 struct _FhConn {
   FhDeviceServer *server;
+  /* One reference for the server's list (dropped by fh_conn_close()), one
+   * for each caller that reads conn after a callback (fh_conn_ref()). */
+  guint ref;
   int fd;
+  int pidfd; /* the peer process, pinned at accept (PA-20) */
   guint in_watch;
   guint out_watch;
   guint hello_timer;
@@ -59,8 +66,7 @@ struct _FhConn {
 
 struct _FhDeviceServer {
   char *path;
-  int fd;
-  guint watch;
+  FhListener *listener;
   FhDeviceParams params;
   FhDeviceCallbacks cb;
   gpointer data;
@@ -68,6 +74,41 @@ struct _FhDeviceServer {
 };
 
 static void conn_free (FhConn *conn);
+
+FhConn *
+fh_conn_ref (FhConn *conn)
+{
+  conn->ref++;
+  return conn;
+}
+
+void
+fh_conn_unref (FhConn *conn)
+{
+  if (--conn->ref == 0)
+    conn_free (conn);
+}
+
+gboolean
+fh_conn_is_closed (FhConn *conn)
+{
+  return conn->closing;
+}
+
+int
+fh_conn_peer_pidfd (FhConn *conn)
+{
+  return conn->pidfd;
+}
+
+gboolean
+fh_conn_idle_open (FhConn *conn)
+{
+  char b;
+  ssize_t n = recv (conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
 
 void
 fh_conn_set_data (FhConn *conn, gpointer data)
@@ -109,6 +150,12 @@ guint
 fh_device_server_n_connections (FhDeviceServer *server)
 {
   return g_list_length (server->conns);
+}
+
+guint64
+fh_device_server_accept_failures (FhDeviceServer *server)
+{
+  return fh_listener_failures (server->listener);
 }
 
 static gboolean conn_out_ready (gint fd, GIOCondition cond, gpointer user_data);
@@ -193,6 +240,38 @@ conn_flush_now (FhConn *conn)
   return conn->out->len == 0;
 }
 
+/*
+ * Refusals are logged, but a peer that reconnects in a loop must not fill
+ * the journal: at most REFUSAL_LOG_BURST lines per REFUSAL_LOG_INTERVAL_S,
+ * then one line saying how many were left out (all are counted anyway).
+ */
+#define REFUSAL_LOG_BURST 20
+#define REFUSAL_LOG_INTERVAL_S 10
+
+static gboolean
+refusal_log_allowed (void)
+{
+  static gint64 window_start;
+  static guint in_window;
+  static guint64 suppressed;
+  gint64 now = g_get_monotonic_time ();
+
+  if (now - window_start >= REFUSAL_LOG_INTERVAL_S * G_USEC_PER_SEC) {
+    if (suppressed)
+      g_warning ("%" G_GUINT64_FORMAT " more refused connections were not logged in the last %d s",
+                 suppressed, REFUSAL_LOG_INTERVAL_S);
+    window_start = now;
+    in_window = 0;
+    suppressed = 0;
+  }
+  if (in_window < REFUSAL_LOG_BURST) {
+    in_window++;
+    return TRUE;
+  }
+  suppressed++;
+  return FALSE;
+}
+
 void
 fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
 {
@@ -211,7 +290,7 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
 
   if (reason == FH_CLOSE_NORMAL)
     g_message ("%s: closing: %s", conn->desc, text);
-  else
+  else if (refusal_log_allowed ())
     g_warning ("%s: closing (%s): %s", conn->desc, fh_close_reason_name (reason), text);
 
   /*
@@ -228,9 +307,14 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
   if (reason != FH_CLOSE_NORMAL && server->cb.rejected)
     server->cb.rejected (reason, server->data);
   server->conns = g_list_remove (server->conns, conn);
+  /* No more events for a closing connection; memory goes with the last reference. */
+  g_clear_handle_id (&conn->in_watch, g_source_remove);
+  g_clear_handle_id (&conn->out_watch, g_source_remove);
+  g_clear_handle_id (&conn->hello_timer, g_source_remove);
+  g_clear_handle_id (&conn->keepalive_timer, g_source_remove);
   if (server->cb.closed)
     server->cb.closed (conn, server->data);
-  conn_free (conn);
+  fh_conn_unref (conn);
 }
 
 gboolean
@@ -347,6 +431,8 @@ handle_frame (FhConn *conn, const FhFrame *f)
       g_clear_handle_id (&conn->hello_timer, g_source_remove);
       if (server->cb.hello && !server->cb.hello (conn, &hello, &err, server->data))
         goto refuse;
+      if (conn->closing)
+        return FALSE; /* the callback closed it; our caller holds a reference */
       w.features = conn->features;
       n = fh_encode_welcome (frame, sizeof frame, &w);
       if (!conn_queue (conn, frame, n, "WELCOME"))
@@ -369,6 +455,8 @@ handle_frame (FhConn *conn, const FhFrame *f)
         conn->state = CONN_RUNNING;
         if (server->cb.hints)
           server->cb.hints (conn, &hints, server->data);
+        /* The callback may have closed conn: conn_in_ready() holds a
+         * reference, so reading it here is safe. */
         return !conn->closing;
       }
       if (f->msg_type == FH_MSG_VCPUS && (conn->features & FH_F_VCPUS)) {
@@ -421,6 +509,7 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
   conn->in_len += (size_t) n;
   conn->last_rx_us = g_get_monotonic_time ();
 
+  fh_conn_ref (conn);
   for (;;) {
     FhFrame f;
     size_t size = 0;
@@ -430,16 +519,18 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
     if (r == FH_PARSE_NEED_MORE)
       break;
     if (r == FH_PARSE_ERROR) {
-      conn->in_watch = 0;
       fh_conn_close (conn, err.reason, "%s", err.text);
+      fh_conn_unref (conn);
       return G_SOURCE_REMOVE;
     }
-    if (!handle_frame (conn, &f)) {
-      /* conn is gone; its watch was removed with it */
+    if (!handle_frame (conn, &f) || conn->closing) {
+      /* closed: its watch is removed; our reference keeps conn readable until here */
+      fh_conn_unref (conn);
       return G_SOURCE_REMOVE;
     }
     off += size;
   }
+  fh_conn_unref (conn);
   if (off) {
     memmove (conn->in, conn->in + off, conn->in_len - off);
     conn->in_len -= off;
@@ -456,27 +547,40 @@ conn_free (FhConn *conn)
   g_clear_handle_id (&conn->keepalive_timer, g_source_remove);
   if (conn->fd >= 0)
     close (conn->fd);
+  if (conn->pidfd >= 0)
+    close (conn->pidfd);
   g_byte_array_unref (conn->out);
   g_free (conn);
 }
 
-static gboolean
-server_accept (gint fd, GIOCondition cond, gpointer user_data)
+/* Connections from the same process and from the same user (PA-4). */
+static void
+count_peers (FhDeviceServer *server, FhConn *conn, guint *same_pid, guint *same_uid)
+{
+  *same_pid = *same_uid = 0;
+  for (GList *l = server->conns; l; l = l->next) {
+    FhConn *c = l->data;
+
+    if (c == conn)
+      continue;
+    *same_pid += c->peer.pid == conn->peer.pid;
+    *same_uid += c->peer.uid == conn->peer.uid;
+  }
+}
+
+static void
+server_accept (int cfd, gpointer user_data)
 {
   FhDeviceServer *server = user_data;
   socklen_t len = sizeof (struct ucred);
   FhConn *conn;
-  int cfd;
+  guint same_pid, same_uid;
 
-  cfd = accept4 (fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (cfd < 0) {
-    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-      g_warning ("accept on %s: %s", server->path, g_strerror (errno));
-    return G_SOURCE_CONTINUE;
-  }
   conn = g_new0 (FhConn, 1);
+  conn->ref = 1;
   conn->server = server;
   conn->fd = cfd;
+  conn->pidfd = -1;
   conn->out = g_byte_array_new ();
   conn->last_rx_us = g_get_monotonic_time ();
   if (getsockopt (cfd, SOL_SOCKET, SO_PEERCRED, &conn->peer, &len) < 0) {
@@ -493,17 +597,34 @@ server_accept (gint fd, GIOCondition cond, gpointer user_data)
        !server->params.peer_allowed (conn->peer.uid, conn->peer.gid, server->data))) {
     fh_conn_close (conn, FH_CLOSE_PERMISSION, "uid %d gid %d is not allowed", (int) conn->peer.uid,
                    (int) conn->peer.gid);
-    return G_SOURCE_CONTINUE;
+    return;
   }
   if (g_list_length (server->conns) > server->params.max_connections) {
     fh_conn_close (conn, FH_CLOSE_OVERLOAD, "at the limit of %u connections",
                    server->params.max_connections);
-    return G_SOURCE_CONTINUE;
+    return;
+  }
+  count_peers (server, conn, &same_pid, &same_uid);
+  if (server->params.max_per_process && same_pid >= server->params.max_per_process) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "process %d is at the limit of %u connections",
+                   (int) conn->peer.pid, server->params.max_per_process);
+    return;
+  }
+  if (server->params.max_per_uid && same_uid >= server->params.max_per_uid) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "uid %d is at the limit of %u connections",
+                   (int) conn->peer.uid, server->params.max_per_uid);
+    return;
+  }
+  /* PA-20: pin the peer, so its pid names this process for as long as we look. */
+  conn->pidfd = fh_peer_pin (conn->peer.pid);
+  if (conn->pidfd < 0) {
+    fh_conn_close (conn, FH_CLOSE_PERMISSION, "cannot pin the peer process: %s",
+                   g_strerror (errno));
+    return;
   }
   g_debug ("%s: accepted", conn->desc);
   conn->in_watch = g_unix_fd_add (cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, conn_in_ready, conn);
   conn->hello_timer = g_timeout_add (server->params.hello_timeout_ms, hello_timeout, conn);
-  return G_SOURCE_CONTINUE;
 }
 
 /*
@@ -576,11 +697,10 @@ fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDe
   }
   server = g_new0 (FhDeviceServer, 1);
   server->path = g_strdup (path);
-  server->fd = fd;
   server->params = *params;
   server->cb = *cb;
   server->data = data;
-  server->watch = g_unix_fd_add (fd, G_IO_IN, server_accept, server);
+  server->listener = fh_listener_new (fd, path, server_accept, server);
   return server;
 }
 
@@ -591,8 +711,7 @@ fh_device_server_free (FhDeviceServer *server)
     return;
   while (server->conns)
     fh_conn_close (server->conns->data, FH_CLOSE_NORMAL, "agent shutting down");
-  g_clear_handle_id (&server->watch, g_source_remove);
-  close (server->fd);
+  g_clear_pointer (&server->listener, fh_listener_free);
   unlink (server->path);
   g_free (server->path);
   g_free (server);

@@ -20,7 +20,7 @@ typedef struct {
   void (*hints) (FhConn *conn, const FhHints *hints, gpointer data);
   /* VCPUS (PA-19, only with FH_F_VCPUS accepted).  Return FALSE with err set to refuse it. */
   gboolean (*vcpus) (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data);
-  /* The connection is going away (any reason); conn is freed afterwards. */
+  /* The connection is going away (any reason); conn is unusable afterwards. */
   void (*closed) (FhConn *conn, gpointer data);
   /* A connection was closed by us for a protocol/permission/limit reason. */
   void (*rejected) (uint16_t reason, gpointer data);
@@ -30,6 +30,8 @@ typedef struct {
   guint hello_timeout_ms;
   guint keepalive_ms;
   guint max_connections;
+  guint max_per_process; /* connections from one peer process; 0: no limit */
+  guint max_per_uid;     /* connections from one user; 0: no limit */
   guint socket_mode;
   gid_t socket_gid; /* group of the socket (and of its directory if we create it) */
   /* peer check: return TRUE to accept */
@@ -41,6 +43,21 @@ FhDeviceServer *fh_device_server_new (const char *path, const FhDeviceParams *pa
 /* Closes every connection with FH_CLOSE_NORMAL and removes the socket. */
 void fh_device_server_free (FhDeviceServer *server);
 guint fh_device_server_n_connections (FhDeviceServer *server);
+/* accept() failures for lack of descriptors or memory (each pauses accepting). */
+guint64 fh_device_server_accept_failures (FhDeviceServer *server);
+
+/*
+ * Lifetime: the server holds one reference to each open connection and
+ * drops it in fh_conn_close() (after the closed callback).  Code that reads
+ * conn after calling something that may close it holds its own reference.
+ */
+FhConn *fh_conn_ref (FhConn *conn);
+void fh_conn_unref (FhConn *conn);
+gboolean fh_conn_is_closed (FhConn *conn);
+/* The pidfd pinning the peer process (PA-20); valid while conn is. */
+int fh_conn_peer_pidfd (FhConn *conn);
+/* Still open with nothing to read: no EOF, no data the reader has not seen. */
+gboolean fh_conn_idle_open (FhConn *conn);
 
 void fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
 gboolean fh_conn_send_grants (FhConn *conn, const FhGrants *grants);

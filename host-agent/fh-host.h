@@ -28,7 +28,8 @@ typedef struct {
   guint64 write_failures;
   /* cpufreq backend: the host's own limits, the bounds of every decision
    * (found at start, moved by other writers), and how often another
-   * writer (tuned, power-profiles-daemon, cpupower) changed the files. */
+   * writer (tuned, power-profiles-daemon, cpupower) changed the files
+   * (metric freqhint_cpufreq_external_writes_total). */
   guint host_min_khz, host_max_khz;
   guint64 external_writes;
 } FhPolicy;

@@ -11,8 +11,12 @@
 
 typedef struct _FhMetrics FhMetrics;
 
-FhMetrics *fh_metrics_new (const char *address, guint port, GError **error);
+/* At most max_connections at once, each closed timeout_ms after accept (G-13). */
+FhMetrics *fh_metrics_new (const char *address, guint port, guint max_connections, guint timeout_ms,
+                           GError **error);
 void fh_metrics_free (FhMetrics *metrics);
 /* Takes ownership of text. */
 void fh_metrics_publish (FhMetrics *metrics, char *text);
 guint fh_metrics_port (FhMetrics *metrics);
+/* Connections shut down at their deadline. */
+guint64 fh_metrics_expired (FhMetrics *metrics);

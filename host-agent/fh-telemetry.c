@@ -52,6 +52,39 @@ add_bool (JsonBuilder *b, const char *name, gboolean v)
   json_builder_add_boolean_value (b, v);
 }
 
+/* The first source behind a connection (libvirt), or NULL. */
+static FhVmSource *
+connection_source (FhDaemon *d)
+{
+  for (guint i = 0; i < d->vm_sources->len; i++) {
+    FhVmSource *s = g_ptr_array_index (d->vm_sources, i);
+
+    if (s->connection)
+      return s;
+  }
+  return NULL;
+}
+
+/* "libvirt": {"uri", "connected"}, or null when freqhintd does not follow libvirt. */
+static void
+add_libvirt (JsonBuilder *b, FhDaemon *d)
+{
+  FhVmSource *s = connection_source (d);
+  const char *uri = NULL;
+  gboolean up;
+
+  json_builder_set_member_name (b, "libvirt");
+  if (!s) {
+    json_builder_add_null_value (b);
+    return;
+  }
+  up = s->connection (s, &uri);
+  json_builder_begin_object (b);
+  add_str (b, "uri", uri);
+  add_bool (b, "connected", up);
+  json_builder_end_object (b);
+}
+
 JsonNode *
 fh_telemetry_status (FhDaemon *d)
 {
@@ -80,7 +113,10 @@ fh_telemetry_status (FhDaemon *d)
   add_str (b, "perf_headroom_reason", d->headroom_reason);
   add_str (b, "kernel_release", d->host->kernel_release ? d->host->kernel_release : "");
   add_str (b, "socket", d->config->socket_path);
+  add_str (b, "control_socket", d->config->control_socket_path);
+  add_str (b, "metrics_address", d->config->metrics_address);
   add_int (b, "metrics_port", d->metrics_port);
+  add_libvirt (b, d);
   add_int (b, "vm_connections_total", d->vm_connections_total);
   add_int (b, "hints_frames_total", d->hints_frames_total);
   add_int (b, "updates_total", d->updates_total);
@@ -94,6 +130,10 @@ fh_telemetry_status (FhDaemon *d)
     add_int (b, "external_writes_total", ext);
   }
   add_int (b, "rejected_total", fh_daemon_rejected_total (d));
+  add_int (b, "identity_rejected_total", d->identity_rejected);
+  add_int (b, "accept_failures_total",
+           d->device ? fh_device_server_accept_failures (d->device) : 0);
+  add_int (b, "max_vcpus", d->config->max_vcpus);
   json_builder_set_member_name (b, "rejected");
   json_builder_begin_object (b);
   for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
@@ -131,6 +171,7 @@ fh_telemetry_vms (FhDaemon *d)
     add_str (b, "connected_since", since);
     add_clamp (b, "operator", vm->settings.op);
     add_str (b, "operator_source", vm->settings_source);
+    add_bool (b, "guest_hints", !vm->settings.ignore_hints);
     add_int (b, "hints_frames", vm->hints_frames);
     add_int (b, "hints_records", vm->hints_records);
     add_int (b, "grants_frames", vm->grants_frames);
@@ -337,6 +378,15 @@ family (GString *s, const char *name, const char *type, const char *help)
 }
 
 static void
+vm_labels (GString *s, FhVm *vm)
+{
+  g_string_append_c (s, '{');
+  append_label (s, "domain", vm->name);
+  g_string_append_c (s, ',');
+  append_label (s, "uuid", vm->uuid);
+}
+
+static void
 vcpu_labels (GString *s, FhVm *vm, guint vcpu)
 {
   g_autofree char *idx = g_strdup_printf ("%u", vcpu);
@@ -363,10 +413,32 @@ fh_telemetry_metrics (FhDaemon *d)
     const char *help;
   } clamp_families[] = {
     { "guest_request", "Clamp the guest requested for a vCPU, as a fraction of full capacity." },
+    { "granted",
+      "Range the host grants a vCPU (operator limits within its cgroup chain and the system "
+      "limits), as a fraction of full capacity." },
     { "effective_clamp",
       "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
   };
 
+  family (s, "freqhint_build_info", "gauge",
+          "Always 1; labels: freqhintd's version and the actuation backend in use.");
+  g_string_append_printf (s, "freqhint_build_info{version=\"%s\",backend=\"%s\"} 1\n",
+                          PACKAGE_VERSION, d->backend->ops->name);
+  {
+    FhVmSource *src = connection_source (d);
+
+    if (src) {
+      const char *uri = NULL;
+      gboolean up = src->connection (src, &uri);
+
+      family (s, "freqhint_libvirt_connected", "gauge",
+              "1 while freqhintd holds a connection to libvirt (operator metadata, pinning), "
+              "0 while it retries.");
+      g_string_append (s, "freqhint_libvirt_connected{");
+      append_label (s, "uri", uri ? uri : "");
+      g_string_append_printf (s, "} %d\n", up);
+    }
+  }
   family (s, "freqhint_connected_vms", "gauge", "VMs whose device is connected.");
   g_string_append_printf (s, "freqhint_connected_vms %u\n", g_hash_table_size (d->vms));
   family (s, "freqhint_vm_connections_total", "counter",
@@ -376,13 +448,23 @@ fh_telemetry_metrics (FhDaemon *d)
   family (s, "freqhint_hints_frames_total", "counter", "HINTS frames received.");
   g_string_append_printf (s, "freqhint_hints_frames_total %" G_GUINT64_FORMAT "\n",
                           d->hints_frames_total);
-  family (s, "freqhint_rejected_frames_total", "counter",
-          "Connections closed by the agent, by reason.");
+  family (s, FH_METRIC_REJECTIONS, "counter",
+          "Device connections freqhintd closed because the peer broke the protocol or a "
+          "limit (bad version, malformed, oversized or unknown frame, frame out of order, "
+          "refused credentials, duplicate UUID, handshake or keepalive timeout, connection "
+          "limit), by reason.  Orderly closes are not counted.");
   for (int r = 0; r <= FH_CLOSE_REASON_MAX; r++)
     if (r != FH_CLOSE_NORMAL)
-      g_string_append_printf (
-          s, "freqhint_rejected_frames_total{reason=\"%s\"} %" G_GUINT64_FORMAT "\n",
-          fh_close_reason_name (r), d->rejected[r]);
+      g_string_append_printf (s, FH_METRIC_REJECTIONS "{reason=\"%s\"} %" G_GUINT64_FORMAT "\n",
+                              fh_close_reason_name (r), d->rejected[r]);
+  family (s, "freqhint_identity_rejections_total", "counter",
+          "HELLOs refused because the name, UUID or a thread id is not the peer process's.");
+  g_string_append_printf (s, "freqhint_identity_rejections_total %" G_GUINT64_FORMAT "\n",
+                          d->identity_rejected);
+  family (s, "freqhint_accept_failures_total", "counter",
+          "Device socket accept() failures for lack of descriptors or memory (each pauses accepting).");
+  g_string_append_printf (s, "freqhint_accept_failures_total %" G_GUINT64_FORMAT "\n",
+                          d->device ? fh_device_server_accept_failures (d->device) : 0);
   family (s, "freqhint_backend_writes_total", "counter", "Writes the backend attempted.");
   g_string_append_printf (s,
                           "freqhint_backend_writes_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
@@ -391,18 +473,6 @@ fh_telemetry_metrics (FhDaemon *d)
   g_string_append_printf (s,
                           "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
                           d->backend->ops->name, d->backend->write_failures);
-  family (s, "freqhint_cpufreq_external_writes_total", "counter",
-          "Changes another writer (tuned, power-profiles-daemon, cpupower) made to a policy's "
-          "scaling_min_freq or scaling_max_freq; each becomes the host's limit.");
-  for (guint i = 0; i < d->host->policies->len; i++) {
-    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
-
-    g_string_append_printf (s,
-                            "freqhint_cpufreq_external_writes_total{policy=\"%u\"} %" G_GUINT64_FORMAT
-                            "\n",
-                            p->id, p->external_writes);
-  }
-
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
       g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
@@ -413,13 +483,66 @@ fh_telemetry_metrics (FhDaemon *d)
         FhVm *vm = g_ptr_array_index (vms, i);
 
         for (guint j = 0; j < vm->num_vcpus; j++) {
-          FhClamp c = f == 0 ? vm->vcpus[j].d.req : vm->vcpus[j].d.eff;
+          FhClamp c = f == 0   ? vm->vcpus[j].d.req
+                      : f == 1 ? vm->vcpus[j].d.grant
+                               : vm->vcpus[j].d.eff;
 
           g_string_append (s, name);
           vcpu_labels (s, vm, j);
           g_string_append_printf (s, "} %.6g\n", (double) (m ? c.max : c.min) / FH_SCALE);
         }
       }
+    }
+  }
+  family (s, "freqhint_vm_operator_floor_ratio", "gauge",
+          "The operator's floor for a VM (libvirt metadata, config [vm] section, or 0), as a "
+          "fraction of full capacity.");
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    g_string_append (s, "freqhint_vm_operator_floor_ratio");
+    vm_labels (s, vm);
+    g_string_append_printf (s, "} %.6g\n", (double) vm->settings.op.min / FH_SCALE);
+  }
+  family (s, "freqhint_vm_operator_ceiling_ratio", "gauge",
+          "The operator's ceiling for a VM, as a fraction of full capacity.");
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    g_string_append (s, "freqhint_vm_operator_ceiling_ratio");
+    vm_labels (s, vm);
+    g_string_append_printf (s, "} %.6g\n", (double) vm->settings.op.max / FH_SCALE);
+  }
+  family (s, "freqhint_vm_info", "gauge",
+          "Always 1; labels: where the VM's operator settings come from (libvirt, config, "
+          "default) and whether its guest's hints are followed (guest_hints=\"on\"|\"off\").");
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    g_string_append (s, "freqhint_vm_info");
+    vm_labels (s, vm);
+    g_string_append_printf (s, ",source=\"%s\",guest_hints=\"%s\"} 1\n",
+                            vm->settings_source ? vm->settings_source : "default",
+                            vm->settings.ignore_hints ? "off" : "on");
+  }
+  family (s, "freqhint_vcpu_info", "gauge",
+          "Always 1; maps a VM's vCPU to the host CPU it is placed on (cpu, as in "
+          "node_exporter's node_cpu_* series) and how that was found (pinned, last-cpu, config). "
+          "Absent while the placement is unknown.");
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      FhVcpu *v = &vm->vcpus[j];
+
+      if (v->cpu < 0)
+        continue;
+      g_string_append (s, "freqhint_vcpu_info");
+      vcpu_labels (s, vm, j);
+      g_string_append_printf (s, ",cpu=\"%d\",placement=\"%s\"} 1\n", v->cpu,
+                              v->placed_by_config ? "config"
+                              : v->info.pinned    ? "pinned"
+                                                  : "last-cpu");
     }
   }
   family (s, "freqhint_vcpu_active", "gauge",
@@ -446,27 +569,37 @@ fh_telemetry_metrics (FhDaemon *d)
       g_string_append_printf (s, "freqhint_cpu_ceiling_ratio{cpu=\"%u\"} %.6g\n", c,
                               (double) d->cpus[c].ceiling / FH_SCALE);
 
-  family (s, "freqhint_cpu_scaling_min_frequency_hertz", "gauge",
-          "scaling_min_freq of the CPU's policy as last written or read.");
+  family (s, "freqhint_cpu_scaling_frequency_min_hertz", "gauge",
+          "scaling_min_freq of the CPU's policy as freqhintd last wrote or read it (node_exporter's "
+          "node_cpu_scaling_frequency_min_hertz reads the file).");
   for (guint c = 0; c < d->host->n_cpus; c++) {
     gint pi = d->host->cpu_policy[c];
     FhPolicy *p = pi >= 0 ? g_ptr_array_index (d->host->policies, pi) : NULL;
 
     if (p && p->have_applied)
       g_string_append_printf (
-          s, "freqhint_cpu_scaling_min_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
+          s, "freqhint_cpu_scaling_frequency_min_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
           (guint64) p->applied_min_khz * 1000);
   }
-  family (s, "freqhint_cpu_scaling_max_frequency_hertz", "gauge",
-          "scaling_max_freq of the CPU's policy as last written or read.");
+  family (s, "freqhint_cpu_scaling_frequency_max_hertz", "gauge",
+          "scaling_max_freq of the CPU's policy as freqhintd last wrote or read it.");
   for (guint c = 0; c < d->host->n_cpus; c++) {
     gint pi = d->host->cpu_policy[c];
     FhPolicy *p = pi >= 0 ? g_ptr_array_index (d->host->policies, pi) : NULL;
 
     if (p && p->have_applied)
       g_string_append_printf (
-          s, "freqhint_cpu_scaling_max_frequency_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
+          s, "freqhint_cpu_scaling_frequency_max_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
           (guint64) p->applied_max_khz * 1000);
+  }
+  family (s, FH_METRIC_EXTERNAL_WRITES, "counter",
+          "Times freqhintd found a policy's scaling_min_freq or scaling_max_freq changed by "
+          "another program (tuned, power-profiles-daemon, an admin) since its own last write.");
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+
+    g_string_append_printf (s, FH_METRIC_EXTERNAL_WRITES "{policy=\"%u\"} %" G_GUINT64_FORMAT "\n",
+                            p->id, p->external_writes);
   }
   return g_string_free (s, FALSE);
 }

@@ -27,6 +27,11 @@ struct _FhVmSource {
   /* Fill *out (cpus owned by the caller) and return TRUE if the VM is known. */
   gboolean (*lookup) (FhVmSource *self, const char *name, const char *uuid, FhVmSettings *out);
   void (*free) (FhVmSource *self);
+  /*
+   * Optional, for sources behind a connection (libvirt): whether it is up
+   * now, and *uri (borrowed) what it connects to.  Telemetry only.
+   */
+  gboolean (*connection) (FhVmSource *self, const char **uri);
   gpointer priv;
 };
 

@@ -7,6 +7,7 @@
  * garbage.
  */
 #include <locale.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,18 +81,34 @@ sget (JsonObject *o, const char *name)
   return n && JSON_NODE_HOLDS_VALUE (n) ? json_node_get_string (n) : "-";
 }
 
-/* "300..600" for a {"min","max"} member, "-" when absent. */
+/* Capacity (0..1024) as the cgroup files and the domain XML print it: "max" or a percentage. */
+static char *
+percent (gint64 cap)
+{
+  guint hundredths;
+
+  if (cap < 0)
+    return g_strdup ("-");
+  if (cap >= 1024)
+    return g_strdup ("max");
+  hundredths = (guint) ((cap * 10000 + 512) / 1024);
+  return g_strdup_printf ("%u.%02u", hundredths / 100, hundredths % 100);
+}
+
+/* "29.30..58.59" (percent) for a {"min","max"} member, "-" when absent. */
 static char *
 range (JsonObject *o, const char *name)
 {
   JsonNode *n = json_object_get_member (o, name);
+  g_autofree char *lo = NULL, *hi = NULL;
   JsonObject *r;
 
   if (!n || !JSON_NODE_HOLDS_OBJECT (n))
     return g_strdup ("-");
   r = json_node_get_object (n);
-  return g_strdup_printf ("%" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, iget (r, "min"),
-                          iget (r, "max"));
+  lo = percent (iget (r, "min"));
+  hi = percent (iget (r, "max"));
+  return g_strdup_printf ("%s..%s", lo, hi);
 }
 
 static char *
@@ -104,10 +121,100 @@ opt_int (JsonObject *o, const char *name)
   return g_strdup_printf ("%" G_GINT64_FORMAT, json_node_get_int (n));
 }
 
+static char *
+opt_percent (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (!n || JSON_NODE_HOLDS_NULL (n))
+    return g_strdup ("-");
+  return percent (json_node_get_int (n));
+}
+
+/*
+ * Tables: cells are collected first, then each column is as wide as its
+ * widest cell on the terminal -- counted in display columns, not bytes, so
+ * VM names in any script line up (wide CJK characters take two).
+ */
+typedef struct {
+  guint n_cols;
+  const char *align; /* per column: 'l' or 'r' */
+  GPtrArray *cells;  /* char*, row-major, the header first */
+} Table;
+
+static Table *
+table_new (const char *align, ...)
+{
+  Table *t = g_new0 (Table, 1);
+  va_list ap;
+  const char *h;
+
+  t->align = align;
+  t->n_cols = (guint) strlen (align);
+  t->cells = g_ptr_array_new_with_free_func (g_free);
+  va_start (ap, align);
+  while ((h = va_arg (ap, const char *)))
+    g_ptr_array_add (t->cells, g_strdup (h));
+  va_end (ap);
+  g_assert (t->cells->len == t->n_cols);
+  return t;
+}
+
+/* Takes ownership of the cell. */
+static void
+table_add (Table *t, char *cell)
+{
+  g_ptr_array_add (t->cells, cell);
+}
+
+static gsize
+display_width (const char *s)
+{
+  gsize w = 0;
+
+  for (const char *p = s; *p; p = g_utf8_next_char (p)) {
+    gunichar c = g_utf8_get_char (p);
+
+    if (g_unichar_iszerowidth (c))
+      continue;
+    w += g_unichar_iswide (c) ? 2 : 1;
+  }
+  return w;
+}
+
+static void
+table_print_free (Table *t)
+{
+  g_autofree gsize *width = g_new0 (gsize, t->n_cols);
+
+  g_assert (t->cells->len % t->n_cols == 0);
+  for (guint i = 0; i < t->cells->len; i++)
+    width[i % t->n_cols] = MAX (width[i % t->n_cols], display_width (t->cells->pdata[i]));
+  for (guint i = 0; i < t->cells->len; i++) {
+    guint col = i % t->n_cols;
+    const char *cell = t->cells->pdata[i];
+    gsize pad = width[col] - display_width (cell);
+    gboolean last = col == t->n_cols - 1;
+
+    if (col > 0)
+      fputs (t->align[col] == 'r' ? " " : "  ", stdout);
+    if (t->align[col] == 'r')
+      printf ("%*s", (int) pad, "");
+    fputs (cell, stdout);
+    if (t->align[col] != 'r' && !last)
+      printf ("%*s", (int) pad, "");
+    if (last)
+      putchar ('\n');
+  }
+  g_ptr_array_unref (t->cells);
+  g_free (t);
+}
+
 static void
 print_status (JsonObject *o)
 {
   JsonObject *rej = json_object_get_object_member (o, "rejected");
+  JsonNode *lv = json_object_get_member (o, "libvirt");
   g_autofree char *sys = range (o, "system_defaults");
   GList *members, *l;
 
@@ -119,12 +226,26 @@ print_status (JsonObject *o)
   printf ("CPUs:             %" G_GINT64_FORMAT " in %" G_GINT64_FORMAT
           " cpufreq policies, governor %s\n",
           iget (o, "cpus"), iget (o, "cpufreq_policies"), sget (o, "governor"));
-  printf ("system clamps:    %s\n", sys);
+  printf ("system clamps:    %s %%\n", sys);
   printf ("perf as floor:    %s, headroom %.2f (%s)\n",
           json_object_get_boolean_member (o, "perf_as_floor") ? "yes" : "no",
           json_object_get_double_member (o, "perf_headroom"), sget (o, "perf_headroom_reason"));
+  if (lv && JSON_NODE_HOLDS_OBJECT (lv)) {
+    JsonObject *lo = json_node_get_object (lv);
+
+    printf ("libvirt:          %s, %s\n", sget (lo, "uri"),
+            json_object_get_boolean_member_with_default (lo, "connected", FALSE)
+                ? "connected"
+                : "not connected (retrying)");
+  } else {
+    printf ("libvirt:          not followed\n");
+  }
   printf ("device socket:    %s\n", sget (o, "socket"));
-  printf ("metrics port:     %" G_GINT64_FORMAT "\n", iget (o, "metrics_port"));
+  if (iget (o, "metrics_port") >= 0)
+    printf ("metrics:          %s port %" G_GINT64_FORMAT "\n", sget (o, "metrics_address"),
+            iget (o, "metrics_port"));
+  else
+    printf ("metrics:          off\n");
   printf ("connections:      %" G_GINT64_FORMAT "\n", iget (o, "vm_connections_total"));
   printf ("hint frames:      %" G_GINT64_FORMAT "\n", iget (o, "hints_frames_total"));
   printf ("backend writes:   %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " failed)\n",
@@ -141,52 +262,62 @@ print_status (JsonObject *o)
 static void
 print_vms (JsonArray *a)
 {
-  printf ("%-20s %-36s %7s %5s %6s %-11s %s\n", "NAME", "UUID", "PID", "VCPUS", "ACTIVE",
-          "OPERATOR", "SINCE");
+  Table *t = table_new ("llrrrllll", "NAME", "UUID", "PID", "VCPUS", "ACTIVE", "OPERATOR(%)",
+                        "SOURCE", "GUEST-HINTS", "SINCE", NULL);
+
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
-    g_autofree char *op = range (o, "operator");
+    JsonNode *src = json_object_get_member (o, "operator_source");
 
-    printf ("%-20s %-36s %7" G_GINT64_FORMAT " %5" G_GINT64_FORMAT " %6" G_GINT64_FORMAT
-            " %-11s %s\n",
-            sget (o, "name"), sget (o, "uuid"), iget (o, "pid"), iget (o, "vcpus"),
-            iget (o, "active_vcpus"), op, sget (o, "connected_since"));
+    table_add (t, g_strdup (sget (o, "name")));
+    table_add (t, g_strdup (sget (o, "uuid")));
+    table_add (t, opt_int (o, "pid"));
+    table_add (t, opt_int (o, "vcpus"));
+    table_add (t, opt_int (o, "active_vcpus"));
+    table_add (t, range (o, "operator"));
+    table_add (t, g_strdup (src && JSON_NODE_HOLDS_VALUE (src) ? json_node_get_string (src)
+                                                               : "default"));
+    table_add (t, g_strdup (json_object_get_boolean_member_with_default (o, "guest_hints", TRUE)
+                                ? "on"
+                                : "off"));
+    table_add (t, g_strdup (sget (o, "connected_since")));
   }
+  table_print_free (t);
 }
 
 static void
 print_vcpus (JsonArray *a)
 {
-  printf ("%-16s %4s %7s %-14s %4s %-9s %-11s %-11s %-11s %s\n", "VM", "VCPU", "TID", "STATE",
-          "CPU", "PLACED", "REQUEST", "GRANTED", "EFFECTIVE", "CGROUP");
+  Table *t = table_new ("lrrlrlllll", "VM", "VCPU", "TID", "STATE", "CPU", "PLACED",
+                        "REQUEST(%)", "GRANTED(%)", "EFFECTIVE(%)", "CGROUP", NULL);
+
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
-    g_autofree char *req = range (o, "request");
-    g_autofree char *granted = range (o, "granted");
-    g_autofree char *eff = range (o, "effective");
-    g_autofree char *cpu = opt_int (o, "cpu");
 
-    printf ("%-16s %4" G_GINT64_FORMAT " %7" G_GINT64_FORMAT
-            " %-14s %4s %-9s %-11s %-11s %-11s %s\n",
-            sget (o, "vm"), iget (o, "vcpu"), iget (o, "tid"), sget (o, "state"), cpu,
-            sget (o, "placement"), req, granted, eff, sget (o, "cgroup"));
+    table_add (t, g_strdup (sget (o, "vm")));
+    table_add (t, opt_int (o, "vcpu"));
+    table_add (t, opt_int (o, "tid"));
+    table_add (t, g_strdup (sget (o, "state")));
+    table_add (t, opt_int (o, "cpu"));
+    table_add (t, g_strdup (sget (o, "placement")));
+    table_add (t, range (o, "request"));
+    table_add (t, range (o, "granted"));
+    table_add (t, range (o, "effective"));
+    table_add (t, g_strdup (sget (o, "cgroup")));
   }
+  table_print_free (t);
 }
 
 static void
 print_cpus (JsonArray *a)
 {
-  printf ("%4s %6s %6s %8s %10s %10s  %s\n", "CPU", "POLICY", "FLOOR", "CEILING", "MIN_KHZ",
-          "MAX_KHZ", "HELD BY");
+  Table *t = table_new ("rrrrrrl", "CPU", "POLICY", "FLOOR(%)", "CEILING(%)", "MIN(kHz)",
+                        "MAX(kHz)", "HELD BY", NULL);
+
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
     JsonArray *holders = json_object_get_array_member (o, "holders");
-    g_autofree char *pol = opt_int (o, "policy");
-    g_autofree char *floor = opt_int (o, "floor");
-    g_autofree char *ceil = opt_int (o, "ceiling");
-    g_autofree char *minf = opt_int (o, "min_freq_khz");
-    g_autofree char *maxf = opt_int (o, "max_freq_khz");
-    g_autoptr (GString) held = g_string_new (NULL);
+    GString *held = g_string_new (NULL);
 
     for (guint j = 0; holders && j < json_array_get_length (holders); j++) {
       JsonObject *h = json_array_get_object_element (holders, j);
@@ -194,9 +325,17 @@ print_cpus (JsonArray *a)
       g_string_append_printf (held, "%s%s/%" G_GINT64_FORMAT, j ? ", " : "", sget (h, "vm"),
                               iget (h, "vcpu"));
     }
-    printf ("%4" G_GINT64_FORMAT " %6s %6s %8s %10s %10s  %s\n", iget (o, "cpu"), pol, floor, ceil,
-            minf, maxf, held->len ? held->str : "-");
+    if (held->len == 0)
+      g_string_append (held, "-");
+    table_add (t, opt_int (o, "cpu"));
+    table_add (t, opt_int (o, "policy"));
+    table_add (t, opt_percent (o, "floor"));
+    table_add (t, opt_percent (o, "ceiling"));
+    table_add (t, opt_int (o, "min_freq_khz"));
+    table_add (t, opt_int (o, "max_freq_khz"));
+    table_add (t, g_string_free (held, FALSE));
   }
+  table_print_free (t);
 }
 
 int
@@ -204,7 +343,7 @@ main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL;
   g_autofree char *libvirt_uri = NULL, *device_socket = NULL;
-  gboolean json = FALSE;
+  gboolean json = FALSE, version = FALSE;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -222,6 +361,7 @@ main (int argc, char **argv)
       "libvirt-xml: the libvirt connection (default qemu:///system)", "URI" },
     { "device-socket", 0, 0, G_OPTION_ARG_FILENAME, &device_socket,
       "libvirt-xml: freqhintd's device socket (default " FH_DEFAULT_SOCKET ")", "PATH" },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print freqhintctl's version and exit", NULL },
     { NULL }
   };
 
@@ -237,13 +377,19 @@ main (int argc, char **argv)
       "  libvirt-xml [DOMAIN|FILE|-]\n"
       "                print the domain XML pieces for freqhint, or add them to a domain's XML");
   g_option_context_set_description (
-      ctx, "Clamp values are capacity units, 0..1024.  VM is a name or a UUID.\n"
+      ctx, "Tables show clamps as percentages of full capacity, like cgroup cpu.uclamp.*\n"
+           "files and the domain XML (\"max\" = 100); --json gives capacity units 0..1024.\n"
+           "VM is a name or a UUID.\n"
            "Exit status: 0 success, 1 error reported by freqhintd (e.g. unknown VM),\n"
            "2 bad usage, 3 freqhintd unreachable or its answer unreadable.");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
     g_printerr ("freqhintctl: %s\n", error->message);
     return EXIT_USAGE;
+  }
+  if (version) {
+    printf ("freqhintctl %s\n", PACKAGE_VERSION);
+    return fflush (stdout) == 0 ? EXIT_OK : EXIT_UNREACHABLE;
   }
   cmd = argc > 1 ? argv[1] : "status";
   if (strcmp (cmd, "libvirt-xml") == 0) {
@@ -270,14 +416,20 @@ main (int argc, char **argv)
     return EXIT_USAGE;
 #endif
   }
-  if ((strcmp (cmd, "status") && strcmp (cmd, "vms") && strcmp (cmd, "vcpus") &&
-       strcmp (cmd, "cpus")) ||
-      argc > (strcmp (cmd, "vcpus") == 0 ? 3 : 2)) {
-    g_autofree char *help = g_option_context_get_help (ctx, TRUE, NULL);
-
-    g_printerr ("freqhintctl: bad command line\n%s", help);
+  if (strcmp (cmd, "status") && strcmp (cmd, "vms") && strcmp (cmd, "vcpus") &&
+      strcmp (cmd, "cpus")) {
+    g_printerr ("freqhintctl: unknown command \"%s\" (status, vms, vcpus, cpus, libvirt-xml; "
+                "see --help)\n",
+                cmd);
     return EXIT_USAGE;
   }
+  if (argc > (strcmp (cmd, "vcpus") == 0 ? 3 : 2)) {
+    g_printerr ("freqhintctl: %s takes %s, not \"%s\"\n", cmd,
+                strcmp (cmd, "vcpus") == 0 ? "at most one VM" : "no argument", argv[argc - 1]);
+    return EXIT_USAGE;
+  }
+  if (!socket_path)
+    socket_path = g_strdup (FH_DEFAULT_CONTROL_SOCKET);
 
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "command");
@@ -291,14 +443,14 @@ main (int argc, char **argv)
   req_text = json_to_string (req, FALSE);
   line = g_strconcat (req_text, "\n", NULL);
 
-  reply = request (socket_path ? socket_path : FH_DEFAULT_CONTROL_SOCKET, line, &error);
+  reply = request (socket_path, line, &error);
   if (!reply) {
-    g_printerr ("freqhintctl: cannot reach freqhintd: %s\n", error->message);
+    g_printerr ("freqhintctl: cannot reach freqhintd at %s: %s\n", socket_path, error->message);
     return EXIT_UNREACHABLE;
   }
   if (!json_parser_load_from_data (parser, reply, -1, &error) ||
       !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
-    g_printerr ("freqhintctl: unreadable answer from freqhintd\n");
+    g_printerr ("freqhintctl: unreadable answer from freqhintd at %s\n", socket_path);
     return EXIT_UNREACHABLE;
   }
   root = json_node_get_object (json_parser_get_root (parser));
@@ -309,7 +461,7 @@ main (int argc, char **argv)
   }
   result = json_object_get_member (root, "result");
   if (!result) {
-    g_printerr ("freqhintctl: answer without a result\n");
+    g_printerr ("freqhintctl: answer without a result from %s\n", socket_path);
     return EXIT_UNREACHABLE;
   }
   if (json) {
@@ -328,7 +480,7 @@ main (int argc, char **argv)
     else
       print_cpus (a);
   } else {
-    g_printerr ("freqhintctl: unexpected answer shape\n");
+    g_printerr ("freqhintctl: unexpected answer shape from %s\n", socket_path);
     return EXIT_UNREACHABLE;
   }
   return fflush (stdout) == 0 ? EXIT_OK : EXIT_UNREACHABLE;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <glib-unix.h>
 #include <glib.h>
@@ -134,6 +135,51 @@ publish_metrics (FhDaemon *daemon, gpointer data)
   fh_metrics_publish (app->metrics, fh_telemetry_metrics (daemon));
 }
 
+/*
+ * Descriptors besides the connections the limits allow: listening sockets,
+ * the log, pidfds' neighbours, /proc and sysfs files being read, libvirt,
+ * the metrics thread's own.
+ */
+#define FH_FD_RESERVE 64
+
+/*
+ * Every connection limit is a descriptor count (G-13): raise the soft
+ * RLIMIT_NOFILE to the hard one and refuse a configuration it cannot hold,
+ * naming the key, rather than run out of descriptors under load.  A device
+ * connection holds two (its socket and the pidfd of its peer).
+ */
+static gboolean
+fit_descriptor_limit (const FhConfig *c, GError **error)
+{
+  struct rlimit rl;
+  guint64 need = (guint64) c->max_connections * 2 + c->control_max_clients + FH_FD_RESERVE;
+
+  if (c->metrics_port >= 0)
+    need += c->metrics_max_connections;
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return TRUE;
+  if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+    struct rlimit want = { MIN (rl.rlim_max, MAX (need, rl.rlim_cur)), rl.rlim_max };
+
+    if (setrlimit (RLIMIT_NOFILE, &want) == 0)
+      rl = want;
+  }
+  if (rl.rlim_cur < need) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                 "[daemon] max_connections=%u needs %" G_GUINT64_FORMAT
+                 " descriptors (2 per device connection, plus control_max_clients=%u, [metrics] "
+                 "max_connections=%u and %u in reserve) but RLIMIT_NOFILE is %llu: lower "
+                 "max_connections or raise the limit (LimitNOFILE=)",
+                 c->max_connections, need, c->control_max_clients,
+                 c->metrics_port >= 0 ? c->metrics_max_connections : 0, FH_FD_RESERVE,
+                 (unsigned long long) rl.rlim_cur);
+    return FALSE;
+  }
+  g_debug ("descriptor limit %llu, limits need %" G_GUINT64_FORMAT, (unsigned long long) rl.rlim_cur,
+           need);
+  return TRUE;
+}
+
 static gboolean verbose;
 
 static void
@@ -201,7 +247,7 @@ main (int argc, char **argv)
     { "cgroup-root", 0, 0, G_OPTION_ARG_FILENAME, &cgroup,
       "Root of the cgroup hierarchy (default /sys/fs/cgroup)", "DIR" },
     { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
-      "IPv4 address of the Prometheus endpoint (default 127.0.0.1)", "ADDR" },
+      "IPv4 or IPv6 address of the Prometheus endpoint (default 127.0.0.1; \"::\" for all)", "ADDR" },
     { "metrics-port", 0, 0, G_OPTION_ARG_INT, &metrics_port,
       "TCP port of the Prometheus endpoint, 0 for any free port (default 9484)", "PORT" },
     { "no-metrics", 0, 0, G_OPTION_ARG_NONE, &no_metrics, "Do not serve metrics", NULL },
@@ -281,6 +327,10 @@ main (int argc, char **argv)
   }
   if (check_config)
     return fh_config_check (config, config_path ? config_path : FH_DEFAULT_CONFIG);
+  if (!fit_descriptor_limit (config, &error)) {
+    g_printerr ("freqhintd: %s\n", error->message);
+    return 2;
+  }
 
   app.daemon = fh_daemon_new (g_steal_pointer (&config), &error);
   if (!app.daemon) {
@@ -309,7 +359,9 @@ main (int argc, char **argv)
   app.daemon->metrics_port = -1;
   if (app.daemon->config->metrics_port >= 0) {
     app.metrics = fh_metrics_new (app.daemon->config->metrics_address,
-                                  (guint) app.daemon->config->metrics_port, &error);
+                                  (guint) app.daemon->config->metrics_port,
+                                  app.daemon->config->metrics_max_connections,
+                                  app.daemon->config->metrics_timeout_ms, &error);
     if (!app.metrics)
       goto out;
     app.daemon->metrics_port = (int) fh_metrics_port (app.metrics);

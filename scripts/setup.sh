@@ -41,7 +41,7 @@ BASE_PKGS=(
 	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev
 	clang libclang-rt-14-dev llvm valgrind
 	busybox-static util-linux socat jq libxml2-utils
-	prometheus
+	prometheus stress-ng
 	flex bison bc libelf-dev libssl-dev dwarves kmod
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
 	linux-headers-6.1.0-*-amd64
@@ -58,11 +58,10 @@ BPO_PKGS=(
 # all_installed PKG...: true when dpkg has every PKG (an optional
 # /suite suffix ignored) installed; nothing is changed.
 all_installed() {
-	local p status
-	for p in "$@"; do
-		status=$(dpkg-query -W -f='${db:Status-Status}' "${p%%/*}" 2>/dev/null) || return 1
-		[ "$status" = installed ] || return 1
-	done
+	local names=("${@%%/*}") status
+	# One query for all: dpkg-query fails if it knows one of them not at all.
+	status=$(dpkg-query -W -f='${db:Status-Status}\n' "${names[@]}" 2>/dev/null) || return 1
+	[ "$(grep -cx installed <<<"$status")" = "${#names[@]}" ]
 }
 
 version_at_least() {
@@ -99,11 +98,19 @@ install_packages() {
 	apt-get install -y -q --no-install-recommends "${pkgs[@]}" "${bpo[@]}"
 }
 
-mkdir -p "$FREQHINT_CACHE"
-install_packages
-[ "${1:-all}" = packages ] && exit 0
+main() {
+	mkdir -p "$FREQHINT_CACHE"
+	install_packages
+	[ "${1:-all}" = packages ] && return 0
 
-"$here/qemu-device/build-qemu.sh"
-"$here/tests/guest/build-kernel.sh"
-"$here/tests/guest/fetch-stock-kernel.sh"
-log "setup complete; cache in $FREQHINT_CACHE"
+	"$here/qemu-device/build-qemu.sh"
+	"$here/tests/guest/build-kernel.sh"
+	"$here/tests/guest/fetch-stock-kernel.sh"
+	log "setup complete; cache in $FREQHINT_CACHE"
+}
+
+# bash reads a script as it runs it: a checkout that rewrites this file
+# during a long build would make the rest of the run parse garbage.  Parsed
+# whole as one function, the edit cannot reach the running copy.
+main "$@"
+exit

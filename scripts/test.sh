@@ -17,8 +17,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 suites=("$@")
 : "${FREQHINT_BUILD:=$FREQHINT_CACHE/build}"
 
-bash "$here/scripts/setup.sh" || die "setup failed"
-
 # The main build: gcc with ASan+UBSan and -Werror, every heavy option on.
 # The fuzz build: clang with libFuzzer (fuzz targets need clang).
 declare -A builds=(
@@ -47,38 +45,62 @@ run_suites() {
 	meson test -C "$dir" "${args[@]}"
 }
 
-build_failed=0
-passed=0 failed=0 skipped=0
-for name in main fuzz; do
-	if ! setup_build "$name" "${builds[$name]}"; then
-		log "build '$name' failed"
-		build_failed=$((build_failed + 1))
-		continue
-	fi
-	want=()
-	if [ ${#suites[@]} -gt 0 ]; then
-		for s in "${suites[@]}"; do
-			case $name:$s in
-			fuzz:fuzz | main:*) [ "$name:$s" = main:fuzz ] || want+=("$s") ;;
-			esac
-		done
-		[ ${#want[@]} -gt 0 ] || continue
-	elif [ "$name" = fuzz ]; then
-		want=(fuzz)
-	fi
-	rm -f "$FREQHINT_BUILD/$name/meson-logs/testlog.json"
-	run_suites "$name" "${want[@]}"
-	log_json=$FREQHINT_BUILD/$name/meson-logs/testlog.json
-	[ -f "$log_json" ] || continue
-	p=$(jq -s '[.[] | select(.result == "OK" or .result == "EXPECTEDFAIL")] | length' "$log_json")
-	f=$(jq -s '[.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP")] | length' "$log_json")
-	s=$(jq -s '[.[] | select(.result == "SKIP")] | length' "$log_json")
-	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-done
+# failed_tests DIR: one line per test of the last run in DIR that did not
+# pass or skip: its name and result.
+failed_tests() {
+	jq -r -s '.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP") |
+		"\(.name) (\(.result))"' "$1/meson-logs/testlog.json"
+}
 
-# A build that does not build is a failure of every test it holds; count it.
-failed=$((failed + build_failed))
-# A skipped test is a test that did not run: report it, and fail the run.
-[ "$skipped" -eq 0 ] || log "$skipped test(s) skipped: treated as failure"
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]
+main() {
+	bash "$here/scripts/setup.sh" || die "setup failed"
+
+	local build_failed=0 passed=0 failed=0 skipped=0 name want s p f log_json
+	local failures=()
+	for name in main fuzz; do
+		# The suites this build runs; a build none of them needs is not made.
+		want=()
+		if [ ${#suites[@]} -gt 0 ]; then
+			for s in "${suites[@]}"; do
+				case $name:$s in
+				fuzz:fuzz | main:*) [ "$name:$s" = main:fuzz ] || want+=("$s") ;;
+				esac
+			done
+			[ ${#want[@]} -gt 0 ] || continue
+		elif [ "$name" = fuzz ]; then
+			want=(fuzz)
+		fi
+		if ! setup_build "$name" "${builds[$name]}"; then
+			log "build '$name' failed"
+			build_failed=$((build_failed + 1))
+			failures+=("build '$name' (log: $FREQHINT_BUILD/$name.setup.log, $FREQHINT_BUILD/$name/meson-logs/meson-log.txt)")
+			continue
+		fi
+		rm -f "$FREQHINT_BUILD/$name/meson-logs/testlog.json"
+		run_suites "$name" "${want[@]}"
+		log_json=$FREQHINT_BUILD/$name/meson-logs/testlog.json
+		[ -f "$log_json" ] || continue
+		p=$(jq -s '[.[] | select(.result == "OK" or .result == "EXPECTEDFAIL")] | length' "$log_json")
+		f=$(jq -s '[.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP")] | length' "$log_json")
+		s=$(jq -s '[.[] | select(.result == "SKIP")] | length' "$log_json")
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+		while IFS= read -r t; do
+			[ -n "$t" ] && failures+=("$t (log: $FREQHINT_BUILD/$name/meson-logs/testlog.txt)")
+		done < <(failed_tests "$FREQHINT_BUILD/$name")
+	done
+
+	# A build that does not build is a failure of every test it holds; count it.
+	failed=$((failed + build_failed))
+	# A skipped test is a test that did not run: report it, and fail the run.
+	[ "$skipped" -eq 0 ] || log "$skipped test(s) skipped: treated as failure"
+	# Each failure by name, with where its whole output is (the test's own
+	# lines there say where the guest console and daemon logs were kept).
+	for f in "${failures[@]}"; do log "FAILED: $f"; done
+	echo "$passed passed, $failed failed, $skipped skipped"
+	[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]
+}
+
+# bash reads a script as it runs it: parsed whole as one function, an edit
+# of this file during a run (a checkout, a merge) cannot reach the running copy.
+main
+exit

@@ -38,7 +38,7 @@ for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
 grc=0
 "$tdir/run-guest-test.sh" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
 	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
-	-device virtio-freqhint-pci,chardev=fh0 || grc=$?
+	-device virtio-freqhint-pci,chardev=fh0,rate-window-ms=200 || grc=$?
 arc=0
 wait "$agent_pid" || arc=$?
 agent_pid=

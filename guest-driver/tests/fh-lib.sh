@@ -66,6 +66,18 @@ busy() {
 	fh_busy_pids="$fh_busy_pids $fh_pid"
 }
 
+# pulse CPU: a task pinned to CPU that alternates a short spin with a
+# short sleep, so the vCPU flips between busy and idle windows and
+# publishes (and the module sends) all the time.
+pulse() {
+	taskset -c "$1" sh -c 'while :; do
+		i=0; while [ $i -lt 200 ]; do i=$((i + 1)); done
+		usleep 20000
+	done' </dev/null >/dev/null 2>&1 &
+	fh_pid=$!
+	fh_busy_pids="$fh_busy_pids $fh_pid"
+}
+
 stop_busy() {
 	for p in $fh_busy_pids; do kill "$p" 2>/dev/null; done
 	for p in $fh_busy_pids; do wait "$p" 2>/dev/null; done

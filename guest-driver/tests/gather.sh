@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
-# In-guest: what virtio_freqhint gathers per vCPU, read through debugfs; no
-# device needed.  The kernel command line says which kind of kernel this is:
+# In-guest: what virtio_freqhint gathers per vCPU, read through debugfs,
+# with a virtio-freqhint-pci device (no agent behind it).  The kernel command line says which kind of kernel this is:
 #   freqhint.expect=uclamp     CONFIG_UCLAMP_TASK: clamps are reported
 #   freqhint.expect=nouclamp   Debian's stock kernel: perf + idle only
 # Needs 4 vCPUs.  The test shell pins itself to vCPU3 and spins tasks on
@@ -31,9 +31,12 @@ else
 fi
 
 if [ "$expect" = uclamp ]; then
+	l0=$(vcpu_field 1 leading)
 	busy 1 -m 800 -M 1024
 	check "busy task under -m 800 -M 1024 on vCPU1: min 800, max 1024" \
 		wait_vcpu 1 'f["idle"]==0 && f["min"]==800 && f["max"]==1024 && f["perf"]!="-"'
+	check "it was published on the leading edge (leading $l0 -> $(vcpu_field 1 leading))" \
+		test "$(vcpu_field 1 leading)" -gt "$l0"
 	check "and it stays so for 2 s (kthreads do not pull it around)" \
 		steady_vcpu 1 'f["min"]==800 && f["max"]==1024' 2
 
@@ -89,6 +92,29 @@ else
 	stop_busy
 fi
 
+# Empty vCPUs while others churn (issue 13, bug 3): vCPUs 0 and 1 flip
+# between busy and idle all the time, so records are sent all the time;
+# the module's own sending must not make the empty vCPU2 look busy.
+stop_busy
+pulse 0
+pulse 1
+sleep 1
+e0=$(vcpu_field 2 publishes)
+nidle=0
+k=0
+while [ $k -lt 15 ]; do
+	vcpu_holds 2 'f["idle"]==1' && nidle=$((nidle + 1))
+	sleep 0.2
+	k=$((k + 1))
+done
+e1=$(vcpu_field 2 publishes)
+stop_busy
+echo "empty vCPU2: idle at $nidle of 15 samples, $((e1 - e0)) publications in 3 s"
+check "the empty vCPU2 reports idle while vCPUs 0-1 churn ($nidle/15 samples)" \
+	test "$nidle" -ge 13
+check "and stays quiet ($((e1 - e0)) publications in 3 s, <= 6)" \
+	test "$((e1 - e0))" -le 6
+
 # An idle vCPU's record must not flap: 2 s are 200 windows; a feedback loop
 # (our own send work making a vCPU busy, which sends again) shows as dozens.
 sleep 1
@@ -124,6 +150,7 @@ check "rmmod with a busy vCPU" rmmod virtio_freqhint
 check_fails "debugfs entry gone" test -e "$FH_DBG"
 check_fails "cpufreq driver gone" test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
 check "insmod again" insmod "$FH_KO"
+check "debugfs is back with the device" test -r "$FH_DBG"
 check "the busy vCPU is seen after reload" wait_vcpu 1 'f["idle"]==0'
 stop_busy
 check "vCPU1 idle again" wait_vcpu 1 'f["idle"]==1' 2

@@ -8,6 +8,8 @@
 #     KERNEL   uclamp | stock (see tests/guest/run-guest.sh)
 #     EXPECT   uclamp | nouclamp, passed as freqhint.expect= to the test
 # Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu).
+# The module binds to virtio-freqhint-pci and does nothing without it: tests
+# of its behaviour pass `-- -device virtio-freqhint-pci` (the project's QEMU).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,10 +34,13 @@ case "$kernel" in
 	*) die "KERNEL is uclamp or stock" ;;
 esac
 "$here/guest-driver/tests/build-module.sh" "$(readlink -f "$kdir/build")" \
-	"$work/virtio_freqhint.ko" >&2
+	"$work/virtio_freqhint.ko" "$work/virtio_freqhint_test.ko" >&2
+# The KUnit module exists only for kernels with CONFIG_KUNIT.
+mods=(--module "$work/virtio_freqhint.ko")
+[ -f "$work/virtio_freqhint_test.ko" ] && mods+=(--module "$work/virtio_freqhint_test.ko")
 
 # shellcheck disable=SC2086
 "$here/tests/guest/run-guest.sh" --kernel "$boot" "${extra[@]}" ${FH_RUN_GUEST_ARGS:-} \
-	--test "$test" --module "$work/virtio_freqhint.ko" \
+	--test "$test" "${mods[@]}" \
 	--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh" \
 	--append "freqhint.expect=$expect" --log "$log" --timeout 400 "$@"

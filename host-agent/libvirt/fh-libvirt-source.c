@@ -161,6 +161,15 @@ source_lookup (FhVmSource *self, const char *name, const char *uuid, FhVmSetting
   return TRUE;
 }
 
+static gboolean
+source_connection (FhVmSource *self, const char **uri)
+{
+  FhLibvirtSource *ls = self->priv;
+
+  *uri = fh_libvirt_watcher_get_uri (ls->watcher);
+  return fh_libvirt_watcher_is_connected (ls->watcher);
+}
+
 static void
 source_free (FhVmSource *self)
 {
@@ -190,6 +199,7 @@ fh_libvirt_source_new (const char *uri, FhLibvirtSourceChanged changed, gpointer
   s->name = "libvirt";
   s->lookup = source_lookup;
   s->free = source_free;
+  s->connection = source_connection;
   s->priv = ls;
   fh_libvirt_watcher_start (ls->watcher);
   return s;

@@ -458,6 +458,12 @@ fh_libvirt_watcher_start (FhLibvirtWatcher *w)
     schedule_connect (w);
 }
 
+const char *
+fh_libvirt_watcher_get_uri (FhLibvirtWatcher *w)
+{
+  return w->uri;
+}
+
 gboolean
 fh_libvirt_watcher_is_connected (FhLibvirtWatcher *w)
 {

@@ -54,6 +54,7 @@ FhLibvirtWatcher *fh_libvirt_watcher_new (const char *uri, const FhLibvirtCallba
 /* Connect now if libvirt is there, otherwise keep trying in the background. */
 void fh_libvirt_watcher_start (FhLibvirtWatcher *w);
 gboolean fh_libvirt_watcher_is_connected (FhLibvirtWatcher *w);
+const char *fh_libvirt_watcher_get_uri (FhLibvirtWatcher *w);
 /* Backoff bounds for reconnecting, ms (defaults 500 and 30000); for tests. */
 void fh_libvirt_watcher_set_backoff (FhLibvirtWatcher *w, guint min_ms, guint max_ms);
 void fh_libvirt_watcher_free (FhLibvirtWatcher *w);

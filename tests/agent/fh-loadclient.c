@@ -5,24 +5,33 @@
  *   fh-loadclient --socket PATH --vms N --vcpus M --seconds S [--rate HZ]
  *                 [--proc-fixture DIR] [--tid-base B] [--seed X]
  *
- * Opens N connections from this one process (as N QEMUs would), each with
- * M vCPUs, handshakes all, then for S seconds sends each VM's random hints
+ * Opens N connections, each with M vCPUs, handshakes all, then for S seconds sends each VM's random hints
  * (1..4 records per frame, about HZ frames per second per VM, valid records
  * of every kind: clamps, perf, idle, no hint) and answers every PING.
- * With --proc-fixture, first writes DIR/<tid>/{status,stat,cgroup} for the
- * tids it announces (B + vm * M + vcpu, pinned to tid % 8, Tgid = our pid,
+ * The agent binds a VM's identity to the process that connected (agent
+ * protocol PA-20, one process per QEMU): each VM's socket is connected by a
+ * child process whose command line reads "-name load-NNNN -uuid ...", which
+ * hands the socket over (SCM_RIGHTS) and then waits; this process speaks
+ * for all of them.  With --proc-fixture, writes DIR/<child>/cmdline (a link
+ * to the real one) and DIR/<tid>/{status,stat,cgroup} for the tids it
+ * announces (B + vm * M + vcpu, pinned to tid % 8, Tgid = that VM's child,
  * cgroup /machine.slice), the layout of tests/agent/mkfixture.sh.
  *
  * Prints "connected N" once all are up, then at the end
  *   "vms=N alive=K frames=F records=R pings=P grants=G closed=C"
  * and exits 0 only if every connection stayed up (K == N).
  */
+#define _GNU_SOURCE /* close_range */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -43,13 +52,91 @@ typedef struct {
 
 static guint64 frames, records, pings, grants, closed;
 
+/* Our argv strings' memory: a child rewrites it to change its /proc cmdline. */
+static char *arg_area;
+static size_t arg_area_len;
+
+/*
+ * A child process with the command line "fh-loadclient -name NAME -uuid
+ * UUID" connects to the agent and passes the socket back; it stays (paused)
+ * as the VM's process until we kill it or exit.  Returns the socket.
+ */
+static int
+spawn_peer (const char *socket_path, const char *name, const char *uuid, pid_t *pid)
+{
+  int sv[2], fd = -1;
+  char cbuf[CMSG_SPACE (sizeof (int))] = { 0 };
+  char byte = 0;
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof cbuf };
+  pid_t child;
+
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return -1;
+  child = fork ();
+  if (child == 0) {
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    char cmd[256];
+    int n = snprintf (cmd, sizeof cmd, "fh-loadclient%c-name%c%s%c-uuid%c%s", 0, 0, name, 0, 0,
+                      uuid);
+    struct cmsghdr *cm;
+    int s;
+
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    /* keep stdio and the channel; the other VMs' sockets are not ours */
+    if (dup2 (sv[1], 3) < 0 || close_range (4, ~0U, 0) < 0)
+      _exit (3);
+    if (n < 0 || (size_t) n + 1 > arg_area_len)
+      _exit (4);
+    memset (arg_area, 0, arg_area_len);
+    memcpy (arg_area, cmd, (size_t) n + 1);
+    strncpy (a.sun_path, socket_path, sizeof a.sun_path - 1);
+    s = socket (AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0 || connect (s, (struct sockaddr *) &a, sizeof a) < 0)
+      _exit (5);
+    cm = CMSG_FIRSTHDR (&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN (sizeof (int));
+    memcpy (CMSG_DATA (cm), &s, sizeof s);
+    if (sendmsg (3, &msg, 0) != 1)
+      _exit (6);
+    close (s);
+    close (3);
+    for (;;)
+      pause ();
+  }
+  close (sv[1]);
+  if (child > 0 && recvmsg (sv[0], &msg, MSG_CMSG_CLOEXEC) == 1) {
+    struct cmsghdr *cm = CMSG_FIRSTHDR (&msg);
+
+    if (cm && cm->cmsg_type == SCM_RIGHTS)
+      memcpy (&fd, CMSG_DATA (cm), sizeof fd);
+  }
+  close (sv[0]);
+  *pid = child;
+  return fd;
+}
+
 static gboolean
-write_fixture (const char *dir, guint tid, guint cpu)
+link_cmdline (const char *dir, pid_t pid)
+{
+  g_autofree char *d = g_strdup_printf ("%s/%d", dir, (int) pid);
+  g_autofree char *link = g_build_filename (d, "cmdline", NULL);
+  g_autofree char *target = g_strdup_printf ("/proc/%d/cmdline", (int) pid);
+
+  unlink (link);
+  return g_mkdir_with_parents (d, 0755) == 0 && symlink (target, link) == 0;
+}
+
+static gboolean
+write_fixture (const char *dir, guint tid, guint cpu, pid_t tgid)
 {
   g_autofree char *d = g_strdup_printf ("%s/%u", dir, tid);
   g_autofree char *status =
       g_strdup_printf ("Name:\tCPU %u/KVM\nTgid:\t%d\nPid:\t%u\nCpus_allowed_list:\t%u\n", tid,
-                       (int) getpid (), tid, cpu);
+                       (int) tgid, tid, cpu);
   g_autoptr (GString) stat = g_string_new (NULL);
   g_autofree char *sp = g_build_filename (d, "status", NULL);
   g_autofree char *tp = g_build_filename (d, "stat", NULL);
@@ -161,6 +248,7 @@ main (int argc, char **argv)
   g_autoptr (GRand) r = NULL;
   g_autofree Vm *vms = NULL;
   g_autofree struct pollfd *pfd = NULL;
+  g_autofree pid_t *peers = NULL;
   struct rlimit rl;
   guint alive;
   gint64 end, period_us;
@@ -177,6 +265,8 @@ main (int argc, char **argv)
     { NULL }
   };
 
+  arg_area = argv[0];
+  arg_area_len = (size_t) (argv[argc - 1] + strlen (argv[argc - 1]) + 1 - argv[0]);
   ctx = g_option_context_new ("- many virtio-freqhint devices towards freqhintd");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
@@ -200,16 +290,7 @@ main (int argc, char **argv)
     }
   }
   r = g_rand_new_with_seed ((guint32) seed);
-  if (fixture)
-    for (int v = 0; v < n_vms; v++)
-      for (int i = 0; i < vcpus; i++) {
-        guint tid = (guint) (tid_base + v * vcpus + i);
-
-        if (!write_fixture (fixture, tid, tid % 8)) {
-          g_printerr ("fh-loadclient: cannot write the fixture for tid %u\n", tid);
-          return 1;
-        }
-      }
+  peers = g_new0 (pid_t, n_vms);
 
   vms = g_new0 (Vm, n_vms);
   pfd = g_new0 (struct pollfd, n_vms);
@@ -231,8 +312,38 @@ main (int argc, char **argv)
     for (int i = 0; i < vcpus; i++)
       hello.tids[i] = fixture ? (uint32_t) (tid_base + v * vcpus + i) : 0;
     vms[v].index = (guint) v;
-    vms[v].c = fhtc_connect (socket_path, &error);
-    if (!vms[v].c || !fhtc_handshake (vms[v].c, &hello, &welcome, &error) ||
+    {
+      char uuid[37];
+      const uint8_t *u = hello.uuid;
+      int fd;
+
+      g_snprintf (uuid, sizeof uuid,
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                  u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                  u[15]);
+      fd = spawn_peer (socket_path, hello.name, uuid, &peers[v]);
+      if (fd < 0) {
+        g_printerr ("fh-loadclient: VM %d: no peer process\n", v);
+        return 1;
+      }
+      hello.qemu_pid = (uint32_t) peers[v];
+      if (fixture) {
+        if (!link_cmdline (fixture, peers[v])) {
+          g_printerr ("fh-loadclient: cannot link the cmdline of %d\n", (int) peers[v]);
+          return 1;
+        }
+        for (int i = 0; i < vcpus; i++) {
+          guint tid = (guint) (tid_base + v * vcpus + i);
+
+          if (!write_fixture (fixture, tid, tid % 8, peers[v])) {
+            g_printerr ("fh-loadclient: cannot write the fixture for tid %u\n", tid);
+            return 1;
+          }
+        }
+      }
+      vms[v].c = fhtc_adopt_fd (fd);
+    }
+    if (!fhtc_handshake (vms[v].c, &hello, &welcome, &error) ||
         !send_random (&vms[v], r, (guint) vcpus, TRUE, &error)) {
       g_printerr ("fh-loadclient: VM %d: %s\n", v, error->message);
       return 1;
@@ -281,6 +392,8 @@ main (int argc, char **argv)
   for (int v = 0; v < n_vms; v++) {
     alive += !vms[v].dead;
     fhtc_free (vms[v].c);
+    kill (peers[v], SIGKILL);
+    waitpid (peers[v], NULL, 0);
   }
   printf ("vms=%d alive=%u frames=%" G_GUINT64_FORMAT " records=%" G_GUINT64_FORMAT
           " pings=%" G_GUINT64_FORMAT " grants=%" G_GUINT64_FORMAT " closed=%" G_GUINT64_FORMAT

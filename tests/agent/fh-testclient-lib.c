@@ -20,6 +20,15 @@ struct _FhTestClient {
 };
 
 FhTestClient *
+fhtc_adopt_fd (int fd)
+{
+  FhTestClient *c = g_new0 (FhTestClient, 1);
+
+  c->fd = fd;
+  return c;
+}
+
+FhTestClient *
 fhtc_connect (const char *path, GError **error)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };

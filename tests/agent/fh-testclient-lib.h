@@ -15,6 +15,8 @@
 typedef struct _FhTestClient FhTestClient;
 
 FhTestClient *fhtc_connect (const char *socket_path, GError **error);
+/* A client on a socket connected elsewhere (another process connected it). */
+FhTestClient *fhtc_adopt_fd (int fd);
 void fhtc_free (FhTestClient *c);
 int fhtc_fd (FhTestClient *c);
 

@@ -341,13 +341,65 @@ stream (FhTestClient *c, const FhHello *hello, guint64 bytes, gboolean no_pong, 
   return TRUE;
 }
 
+/*
+ * Be the peer process the agent can recognise (PA-20): the agent reads who
+ * a peer is from its command line, as it would read QEMU's -name/-uuid.  So
+ * re-execute this program (same pid) with QEMU-style arguments after "--",
+ * and, on a fixture tree (FH_PROC_FIXTURE, the agent's --proc-root), link
+ * the fixture's <pid>/cmdline to the real one.  argv_name/argv_uuid NULL:
+ * leave that argument out.
+ */
+static void
+become_qemu_like (char **orig_argv, const char *argv_name, gboolean plain_name,
+                  const char *argv_uuid)
+{
+  const char *fix = g_getenv ("FH_PROC_FIXTURE");
+  g_autoptr (GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+
+  if (fix) {
+    g_autofree char *dir = g_strdup_printf ("%s/%d", fix, (int) getpid ());
+    g_autofree char *link = g_strdup_printf ("%s/cmdline", dir);
+    g_autofree char *target = g_strdup_printf ("/proc/%d/cmdline", (int) getpid ());
+
+    g_mkdir_with_parents (dir, 0755);
+    unlink (link);
+    (void) !symlink (target, link); /* a test may have made it already (other uid) */
+  }
+  if (g_getenv ("FH_TESTCLIENT_REEXEC"))
+    return;
+  for (int i = 0; orig_argv[i]; i++)
+    g_ptr_array_add (args, g_strdup (orig_argv[i]));
+  g_ptr_array_add (args, g_strdup ("--"));
+  if (argv_name) {
+    /* QemuOpts: a comma in a value is written twice */
+    g_auto (GStrv) parts = g_strsplit (argv_name, ",", -1);
+    g_autofree char *escaped = g_strjoinv (",,", parts);
+
+    g_ptr_array_add (args, g_strdup ("-name"));
+    g_ptr_array_add (args, plain_name ? g_strdup (escaped)
+                                      : g_strdup_printf ("guest=%s,debug-threads=on", escaped));
+  }
+  if (argv_uuid) {
+    g_ptr_array_add (args, g_strdup ("-uuid"));
+    g_ptr_array_add (args, g_strdup (argv_uuid));
+  }
+  g_ptr_array_add (args, NULL);
+  g_setenv ("FH_TESTCLIENT_REEXEC", "1", TRUE);
+  execv ("/proc/self/exe", (char **) args->pdata);
+  g_printerr ("fh-testclient: re-exec: %s\n", g_strerror (errno));
+  exit (2);
+}
+
 int
 main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
   g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL, *name_hex = NULL;
+  g_autofree char *argv_name = NULL, *argv_uuid = NULL;
+  gboolean argv_none = FALSE, no_read = FALSE;
+  g_auto (GStrv) orig_argv = g_strdupv (argv);
   g_auto (GStrv) hints = NULL;
-  int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0;
+  int vcpus = 1, hold = -1, pid = 0, flood = 0, stream_mib = 0, fork_holder = 0;
   guint64 flooded = 0;
   gint64 next_flood = 0;
   gboolean use_stdin = FALSE, no_pong = FALSE;
@@ -389,6 +441,18 @@ main (int argc, char **argv)
     { "stream-mib", 0, 0, G_OPTION_ARG_INT, &stream_mib,
       "After the handshake, send this many MiB of FULL HINTS frames as fast as the agent "
       "reads them (answering PINGs), print \"streamed N bytes in S s\", then carry on", "MIB" },
+    { "argv-name", 0, 0, G_OPTION_ARG_STRING, &argv_name,
+      "-name in our own command line, plain form (default: the HELLO name, guest=NAME form)",
+      "NAME" },
+    { "argv-uuid", 0, 0, G_OPTION_ARG_STRING, &argv_uuid,
+      "-uuid in our own command line (default: --uuid)", "UUID" },
+    { "fork-holder", 0, 0, G_OPTION_ARG_INT, &fork_holder,
+      "After the handshake, fork a child that keeps the socket open this many seconds after "
+      "we exit (the peer process is gone, its socket is not)", "S" },
+    { "no-read", 0, 0, G_OPTION_ARG_NONE, &no_read,
+      "After the handshake, never read the socket again (a peer that stopped reading)", NULL },
+    { "argv-none", 0, 0, G_OPTION_ARG_NONE, &argv_none,
+      "No -name or -uuid in our own command line", NULL },
     { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
       "Exit 0 only if the agent closes with this reason (\"none\": without CLOSE)", "REASON" },
     { NULL }
@@ -457,6 +521,16 @@ main (int argc, char **argv)
       }
       hello.name[i] = (char) (hi << 4 | lo);
     }
+  }
+  {
+    static const uint8_t nil[16];
+    const char *an = argv_none ? NULL : argv_name ? argv_name : hello.name[0] ? hello.name : NULL;
+    const char *au = argv_none                            ? NULL
+                     : argv_uuid                          ? argv_uuid
+                     : memcmp (hello.uuid, nil, 16) != 0 ? uuid
+                                                          : NULL;
+
+    become_qemu_like (orig_argv, an, argv_name != NULL, au);
   }
   if (tids) {
     g_auto (GStrv) list = g_strsplit (tids, ",", -1);
@@ -545,6 +619,12 @@ main (int argc, char **argv)
     goto fail;
   printf ("ready\n");
   fflush (stdout);
+  while (no_read && !stop)
+    g_usleep (100 * 1000);
+  if (fork_holder > 0 && fork () == 0) {
+    sleep ((unsigned) fork_holder);
+    _exit (0);
+  }
   if (stream_mib > 0 && !stream (c, &hello, (guint64) stream_mib << 20, no_pong, &seq, &error))
     goto fail;
 
@@ -646,5 +726,14 @@ main (int argc, char **argv)
 fail:
   g_printerr ("fh-testclient: %s\n", error ? error->message : "failed");
   fhtc_free (c);
+  /* A CLOSE during the handshake is what --expect-close may be waiting for. */
+  if (expect_close && error && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED)) {
+    g_autofree char *want = g_strdup_printf ("agent closed: %s: ", expect_close);
+
+    if (g_str_has_prefix (error->message, want)) {
+      printf ("close reason=%s\n", expect_close);
+      return 0;
+    }
+  }
   return 1;
 }

@@ -61,6 +61,8 @@ expect_jq() {
 
 fixture() {
 	"$MKFIXTURE" host "$FX"
+	# fh-testclient links $FX/proc/<its pid>/cmdline to its real one (PA-20)
+	export FH_PROC_FIXTURE=$FX/proc
 	cat >"$T/freqhintd.conf" <<-EOC
 	[daemon]
 	poll_interval_ms=100
@@ -76,7 +78,7 @@ fixture() {
 
 start_daemon() {
 	local backend=${1:-cpufreq}
-	"$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
+	${DAEMON_WRAP:-} "$FREQHINTD" --config "$T/freqhintd.conf" --backend "$backend" \
 		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
 		-v >>"$T/daemon.log" 2>&1 &
@@ -432,8 +434,10 @@ case_peer_credentials() {
 	kill "$DPID"; wait "$DPID"; DPID=
 	EXTRA_DAEMON="allowed_uids=65534"; fixture
 	start_daemon cpufreq
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
-		--malformed bad-record --expect-close malformed >"$T/client-nobody.out" 2>&1 ||
+	# (the fixture's cmdline link is made as root: uid 65534 cannot write there)
+	( mkdir -p "$FX/proc/$BASHPID"; ln -sf "/proc/$BASHPID/cmdline" "$FX/proc/$BASHPID/cmdline"
+	exec setpriv --reuid=65534 --regid=65534 --clear-groups "$FH_TESTCLIENT" --socket "$T/dev.sock" \
+		--malformed bad-record --expect-close malformed ) >"$T/client-nobody.out" 2>&1 ||
 		fail "allowed uid 65534 did not get past the handshake"
 }
 
@@ -524,12 +528,12 @@ case_metrics_promtool() {
 	local port
 	port=$(ctl --json status | jq -r .metrics_port)
 	[ "$port" -gt 0 ] || fail "no metrics port"
-	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_rejected_frames_total{reason=\"too-big\"} 1'" ||
+	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'freqhint_device_connections_rejected_total{reason=\"too-big\"} 1'" ||
 		fail "rejected counter missing"
 	curl -sf "http://127.0.0.1:$port/metrics" >"$T/metrics.txt" || fail "GET /metrics failed"
 	promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics failed"
 	grep -q '^freqhint_connected_vms 1$' "$T/metrics.txt" || fail "connected VMs"
-	grep -q '^freqhint_cpu_scaling_min_frequency_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
+	grep -q '^freqhint_cpu_scaling_frequency_min_hertz{cpu="2"} 1600000000$' "$T/metrics.txt" ||
 		fail "applied frequency in hertz"
 	grep -q "^freqhint_vcpu_effective_clamp_min_ratio{domain=\"vm-a\",uuid=\"$U1\",vcpu=\"0\"} 0.5$" \
 		"$T/metrics.txt" || fail "effective clamp"
@@ -907,6 +911,8 @@ case_load() {
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 }
 
+# Other scripts (security.sh, core.sh, operators.sh) source this file for its helpers.
+[ -n "${FH_IT_LIBRARY:-}" ] && return 0
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f case_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "case_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools

@@ -25,27 +25,49 @@ e2e_cleanup() {
 		log "failed; freqhintd log and console tail follow"
 		tail -n 40 "$E2E_AGENT_LOG" 2>/dev/null | sed 's/^/  agent| /' >&2
 		tail -n 60 "$E2E_CONSOLE" 2>/dev/null | sed 's/^/  guest| /' >&2
+		# A failure keeps everything it needs to be understood.
+		log "full logs kept in $E2E_DIR: freqhintd.log (agent), console.log (guest console), run-guest.out (QEMU and the console judge), fx/ (the fixture sysfs tree)"
+	elif [ "${FREQHINT_KEEP:-0}" = 1 ]; then
+		log "logs kept in $E2E_DIR (FREQHINT_KEEP=1)"
+	else
+		rm -rf "$E2E_DIR"
 	fi
-	[ "${FREQHINT_KEEP:-0}" = 1 ] || rm -rf "$E2E_DIR"
 	return "$rc"
 }
 
-# e2e_prepare_guest STORY SAMPLES: module, workloads and the initramfs.
-e2e_prepare_guest() {
-	local story=$1 samples=$2
+# e2e_static NAME SRC.c: a static guest program, built into the work dir;
+# prints "PATH:/bin/NAME" for e2e_make_initrd.
+e2e_static() {
+	cc -static -O2 -Wall -Werror -o "$E2E_DIR/$1" "$2" >&2 || die "cannot build $2"
+	echo "$E2E_DIR/$1:/bin/$1"
+}
+
+# e2e_make_initrd SCRIPT [HOST:GUEST]...: virtio_freqhint.ko for the uclamp
+# kernel, and the initramfs running SCRIPT as /test.sh with the files
+# given; sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
+# built now if its inputs changed: a build must not run inside the
+# deadline for QEMU's sockets to appear.
+e2e_make_initrd() {
+	local script=$1 a adds=()
+	shift
+	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
-	"$here/guest-driver/tests/build-module.sh" uclamp "$E2E_KO" >/dev/null
-	local w
-	for w in busy clampflood; do
-		cc -static -O2 -Wall -Werror -o "$E2E_DIR/$w" "$here/tests/e2e/$w.c" ||
-			die "cannot build $w"
-	done
-	echo "FREQHINT_E2E_SAMPLES=$samples" >"$E2E_DIR/env"
-	E2E_INITRD=$("$here/tests/guest/mkinitramfs.sh" --test "$story" \
+	"$here/guest-driver/tests/build-module.sh" uclamp "$E2E_KO" >/dev/null ||
+		die "building virtio_freqhint.ko failed"
+	E2E_INITRD=$("$here/tests/guest/mkinitramfs.sh" --test "$script" \
 		--kernel "$("$here/tests/guest/build-kernel.sh" --print-dir)" \
-		--module "$E2E_KO" --add "$E2E_DIR/busy:/bin/busy" \
-		--add "$E2E_DIR/clampflood:/bin/clampflood" \
-		--add "$E2E_DIR/env:/etc/freqhint-e2e.env")
+		--module "$E2E_KO" "${adds[@]}") || die "making the initramfs failed"
+	E2E_QEMU=${FREQHINT_QEMU:-$("$here/qemu-device/build-qemu.sh" --print-binary)} ||
+		die "building the project's QEMU failed"
+}
+
+# e2e_prepare_guest STORY SAMPLES: the story's guest (workloads, settings).
+e2e_prepare_guest() {
+	echo "FREQHINT_E2E_SAMPLES=$2" >"$E2E_DIR/env"
+	e2e_make_initrd "$1" \
+		"$(e2e_static busy "$here/tests/e2e/busy.c")" \
+		"$(e2e_static clampflood "$here/tests/e2e/clampflood.c")" \
+		"$E2E_DIR/env:/etc/freqhint-e2e.env"
 }
 
 e2e_make_fixture() {
@@ -71,7 +93,8 @@ e2e_start_agent() {
 		--control-socket "$E2E_DIR/control.sock" --state-dir "$E2E_DIR/state" \
 		--libvirt-uri none --no-metrics >>"$E2E_AGENT_LOG" 2>&1 &
 	E2E_AGENT_PID=$!
-	eventually 10 test -S "$E2E_DIR/control.sock" || die "freqhintd did not start"
+	eventually 30 test -S "$E2E_DIR/control.sock" ||
+		die "freqhintd did not open $E2E_DIR/control.sock within 30 s (log: $E2E_AGENT_LOG)"
 }
 
 # stop_agent TERM|KILL
@@ -82,15 +105,29 @@ stop_agent() {
 	rm -f "$E2E_DIR/control.sock"
 }
 
+# e2e_start_guest [--timeout S] [--device-props ,K=V...] [-- QEMU ARGS]: boot
+# E2E_INITRD with the device on $E2E_DIR/device.sock, the control port on
+# ttyS1 ($E2E_DIR/guest-ctl.sock) and QMP on $E2E_DIR/qmp.sock; QEMU ARGS
+# come after those (a further -serial is ttyS2).
 e2e_start_guest() {
+	local timeout=900 props= extra=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--timeout) timeout=$2; shift 2 ;;
+		--device-props) props=$2; shift 2 ;;
+		--) shift; extra=("$@"); break ;;
+		*) die "e2e_start_guest: unknown argument $1" ;;
+		esac
+	done
 	"$here/tests/guest/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
-		--smp "$E2E_SMP" --timeout 900 --log "$E2E_CONSOLE" --quiet -- \
+		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
-		-device virtio-freqhint-pci,id=fh,chardev=fh0 \
+		-device "virtio-freqhint-pci,id=fh,chardev=fh0$props" \
 		-chardev "socket,id=ctl,path=$E2E_DIR/guest-ctl.sock,server=on,wait=off" \
 		-serial chardev:ctl \
 		-qmp "unix:$E2E_DIR/qmp.sock,server=on,wait=off" \
+		"${extra[@]}" \
 		>"$E2E_DIR/run-guest.out" 2>&1 &
 	E2E_GUEST_PID=$!
 }
@@ -106,7 +143,8 @@ e2e_wait_guest() {
 
 # The guest's second serial port: one line per step each way.
 e2e_connect_control() {
-	eventually 60 test -S "$E2E_DIR/guest-ctl.sock" || die "QEMU did not start"
+	eventually 60 test -S "$E2E_DIR/guest-ctl.sock" ||
+		die "QEMU did not open $E2E_DIR/guest-ctl.sock within 60 s (see $E2E_DIR/run-guest.out)"
 	coproc E2E_CTL { socat - "UNIX-CONNECT:$E2E_DIR/guest-ctl.sock"; }
 }
 
@@ -118,12 +156,41 @@ ctl_read() {
 
 ctl_send() { printf '%s\n' "$*" >&"${E2E_CTL[1]}"; }
 
-# eventually SECONDS CMD...: poll CMD every 50 ms until it succeeds.
+# Checks on a running guest come in two kinds, as the design guarantees
+# them: "eventually holds" (a state the system reaches and stays in long
+# enough to be seen) and "holds for every sample" (an invariant).  Nothing
+# here samples once what a guest's timing can change.
+
+# eventually SECONDS CMD...: poll CMD every 50 ms until it succeeds; fail
+# after SECONDS.
 eventually() {
 	local deadline=$(($(date +%s%N) + $1 * 1000000000))
 	shift
 	until "$@" >/dev/null 2>&1; do
 		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+
+# each_policy_eventually SECONDS CMD [ARG...]: "eventually CMD ARG... P" for
+# each policy P of the fixture; E2E_FAILED_POLICY names the first that did not.
+each_policy_eventually() {
+	local secs=$1 p
+	shift
+	for p in 0 2 4 6; do
+		E2E_FAILED_POLICY=$p
+		eventually "$secs" "$@" "$p" || return 1
+	done
+	E2E_FAILED_POLICY=
+}
+
+# holds_for SECONDS CMD...: CMD succeeds on every sample (every 50 ms) for
+# SECONDS; fails at the first sample where it does not.
+holds_for() {
+	local deadline=$(($(date +%s%N) + $1 * 1000000000))
+	shift
+	while [ "$(date +%s%N)" -lt "$deadline" ]; do
+		"$@" >/dev/null 2>&1 || return 1
 		sleep 0.05
 	done
 }
@@ -151,26 +218,52 @@ policy_original() {
 policies_at_original() {
 	local p
 	for p in "$@"; do
-		policy_is "$p" min "$(policy_original "$p" min)" || return 1
-		policy_is "$p" max "$(policy_original "$p" max)" || return 1
+		policy_limits_are "$p" "$(policy_original "$p" min)" "$(policy_original "$p" max)" || return 1
 	done
 }
-# Every policy file holds what freqhintd now decides, or the original limits
-# where no active vCPU holds the policy: nothing stale from an earlier run.
-files_match_decisions() {
-	local cpus p active lo hi
-	cpus=$(ctl_json cpus) || return 1
-	for p in 0 2 4 6; do
-		read -r active lo hi < <(jq -r --argjson c "$p" \
-			'.[] | select(.cpu == $c) | "\(.policy_active) \(.min_freq_khz) \(.max_freq_khz)"' <<<"$cpus")
-		# An active policy whose decision equals its original limits has
-		# nothing written (null): the files must then hold the originals.
-		if [ "$active" = true ] && [ "$lo" != null ]; then
-			policy_is "$p" min "$lo" && policy_is "$p" max "$hi" || return 1
-		else
-			policies_at_original "$p" || return 1
-		fi
+# policy_limits_are P MIN MAX: both files, read together.
+policy_limits_are() {
+	local lo hi
+	read -r lo hi < <(policy_pair "$1")
+	[ "$lo" = "$2" ] && [ "$hi" = "$3" ]
+}
+policy_pair() { echo "$(policy_get "$1" min) $(policy_get "$1" max)"; }
+
+# within_operator_ceiling KHZ P...: each policy P holds either its original
+# limits (no active vCPU) or limits no higher than KHZ, the VM's operator
+# ceiling (MR-11: an active vCPU's floor and ceiling are both capped by it).
+within_operator_ceiling() {
+	local cap=$1 p
+	shift
+	for p in "$@"; do
+		policy_at_original_or_capped "$p" "$cap" || return 1
 	done
+}
+policy_at_original_or_capped() {
+	local lo hi
+	read -r lo hi < <(policy_pair "$1")
+	[ "$lo" = "$(policy_original "$1" min)" ] && [ "$hi" = "$(policy_original "$1" max)" ] && return 0
+	[ "$lo" -le "$hi" ] && [ "$hi" -le "$2" ]
+}
+
+# policy_matches_agent P: what freqhintctl reports as policy P's limits
+# ("frequency limits written") is what its files hold.  The agent writes
+# whenever a quiet vCPU wakes or idles, so the files are read before and
+# after freqhintctl answers, and only an unchanged pair is compared.
+policy_matches_agent() {
+	local p=$1 cpus before after lo hi
+	before=$(policy_pair "$p")
+	cpus=$(ctl_json cpus) || return 1
+	after=$(policy_pair "$p")
+	[ "$before" = "$after" ] || return 1
+	read -r lo hi < <(jq -r --argjson c "$p" \
+		'.[] | select(.cpu == $c) | "\(.min_freq_khz) \(.max_freq_khz)"' <<<"$cpus")
+	[ "$after" = "$lo $hi" ]
+}
+# What policy_matches_agent compares, for a failure message.
+agent_limits_summary() {
+	ctl_json cpus 2>/dev/null | jq -r '[.[] | select(.cpu == (0, 2, 4, 6)) |
+		"cpu\(.cpu) active=\(.policy_active) \(.min_freq_khz)..\(.max_freq_khz)"] | join(", ")'
 }
 
 policies_summary() {
@@ -191,11 +284,23 @@ snap_down() {
 		awk -v f="$1" '$1 <= f { v = $1 } END { print v }'
 }
 
+# qom_stats: the device's stats, with host_ns_before/host_ns_after taken
+# just before the question and just after the answer.
 qom_stats() {
-	printf '%s\n' '{"execute":"qmp_capabilities"}' \
+	local t0 out
+	t0=$(date +%s%N)
+	out=$(printf '%s\n' '{"execute":"qmp_capabilities"}' \
 		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"stats"}}' |
-		socat -t 2 - "UNIX-CONNECT:$E2E_DIR/qmp.sock" |
-		jq -c --arg t "$(date +%s%N)" 'select(.return.notifications? != null) | .return + {host_ns: ($t | tonumber)}'
+		socat -t 5 - "UNIX-CONNECT:$E2E_DIR/qmp.sock") || return 1
+	jq -c --argjson t0 "$t0" --argjson t1 "$(date +%s%N)" \
+		'select(.return.notifications? != null) | .return + {host_ns_before: $t0, host_ns_after: $t1}' <<<"$out"
+}
+
+# device_vcpu_near VCPU MIN MAX TOL: the device holds MIN (within TOL)..MAX
+# as VCPU's latest record.
+device_vcpu_near() {
+	qom_stats | jq -e --argjson i "$1" --argjson lo "$2" --argjson hi "$3" --argjson t "$4" \
+		'((.vcpus[$i]["clamp-min"] - $lo) | fabs) < $t and .vcpus[$i]["clamp-max"] == $hi'
 }
 
 # The slowest of N freqhintctl answers, in ms.
@@ -211,12 +316,14 @@ agent_response_ms() {
 	echo "$worst"
 }
 
-# The device's rate bound (spec/virtio-freqhint.md, rate window): guest
+# The device's rate bound (spec/virtio-freqhint.md 6.4, rate window): guest
 # notifications it handled between two samples <= elapsed / window + 1.
+# The elapsed time is taken from before the first question to after the
+# second answer, so a slow answer can only widen the bound, never narrow it.
 E2E_RATE_WINDOW_MS=10
 flood_within_bound() {
 	jq -n -e --argjson b "$1" --argjson a "$2" --argjson w "$E2E_RATE_WINDOW_MS" \
-		'($a.notifications - $b.notifications) <= (($a.host_ns - $b.host_ns) / 1e6 / $w + 1)'
+		'($a.notifications - $b.notifications) <= (($a.host_ns_after - $b.host_ns_before) / 1e6 / $w + 1)'
 }
 
 report_latency() {

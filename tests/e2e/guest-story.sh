@@ -64,8 +64,15 @@ kill "$capped"; wait "$capped" 2>/dev/null
 taskset 8 /bin/clampflood 5 700 1024 >/tmp/flood.out &
 flood=$!
 check "agent answers while the guest floods" step flood-start vcpu=3
-sleep 4
+# The flood lasts 5 s of guest time; it prints its count once the final
+# clamps are set.  Wait for that (with a deadline), not for a guessed time.
+i=0
+until grep -q 'calls in' /tmp/flood.out 2>/dev/null || [ $i -ge 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 cat /tmp/flood.out
+check "clampflood set its final clamps" grep -q 'calls in' /tmp/flood.out
 check "flood ends in the right state within the rate bound" step flood vcpu=3 min=700
 kill "$flood"; wait "$flood" 2>/dev/null
 

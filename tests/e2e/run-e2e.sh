@@ -50,18 +50,28 @@ e2e_connect_control
 latencies=()
 host_failures=0
 
-# verdict OK|message: answer the guest and count our own failures.
+# verdict OK|message: answer the guest and count our own failures.  A
+# message says what was expected and what was seen.
 verdict() {
 	[ "$demo" = 0 ] || e2e_show_table "$name"
 	if [ "$1" = OK ]; then
 		ctl_send GO
 	else
 		host_failures=$((host_failures + 1))
-		log "host check failed: $1"
+		log "host check failed at step '$name': $1"
 		ctl_send "NO $1"
 	fi
 }
 
+# Why a quiet vCPU's policy is checked with "eventually": vCPUs that run no
+# task of the story are not idle all the time.  Kernel threads (RCU,
+# kworkers, the driver's own send work) wake them; a window in which they
+# ran for more than the driver's idle_share makes the vCPU active
+# (GR-7, MR-6), with no clamps and its perf request as floor (MR-4).  Its
+# policy then holds active limits for a while: under the operator's 50 %
+# ceiling that is at most 800000..1600000 instead of the originals.  What the
+# design guarantees is that such a vCPU returns to idle, so its policy
+# returns to the originals: eventually, not at every sample.
 while ctl_read line; do
 	set -- $line
 	[ "${1:-}" = STEP ] || continue
@@ -69,90 +79,137 @@ while ctl_read line; do
 	log "guest step: ${line#STEP }"
 	case $name in
 	connected)
-		if eventually 20 vm_connected; then verdict OK; else verdict "VM not in freqhintctl vms"; fi
+		if eventually 20 vm_connected; then
+			verdict OK
+		else
+			verdict "expected VM $E2E_VM_UUID in freqhintctl vms within 20 s; saw $(ctl_json vms 2>&1 | jq -c '[.[] | {name, uuid}]' 2>&1)"
+		fi
 		;;
 	floor)
 		want=$(snap_up "$(cap_to_khz 800)" 2)
-		if eventually 10 policy_is 2 min "$want" && policies_at_original 4 6; then
-			verdict OK
+		if ! eventually 10 policy_is 2 min "$want"; then
+			verdict "expected policy2 scaling_min_freq $want (vCPU1's floor 800) within 10 s; saw $(policies_summary)"
+		elif ! eventually 10 policies_at_original 4 6; then
+			# vCPUs 2 and 3 are quiet (see above): vCPU1's floor must not be there.
+			verdict "expected policies 4 and 6 (quiet vCPUs 2, 3) back at their original limits within 10 s; saw $(policies_summary)"
 		else
-			verdict "policy2 min $(policy_get 2 min), want $want; $(policies_summary)"
+			verdict OK
 		fi
 		;;
 	operator-ceiling)
 		# Operator config changes: stop the agent cleanly (it must restore
-		# every file), start it with the VM capped at 50%.
+		# every file before it exits: MR-20), start it with the VM capped at 50%.
 		stop_agent TERM
 		if ! policies_at_original 0 2 4 6; then
-			verdict "SIGTERM left limits behind: $(policies_summary)"
+			verdict "expected every policy at its original limits once freqhintd exited on SIGTERM; saw $(policies_summary)"
 			continue
 		fi
 		e2e_write_config 50
 		e2e_start_agent
+		# vCPU1's floor 800 capped by the 50% ceiling: floor and ceiling both 512.
 		want=$(snap_up "$(cap_to_khz 512)" 2)
-		if eventually 20 policy_is 2 min "$want" && policy_is 2 max "$want"; then
+		if eventually 20 policy_limits_are 2 "$want" "$want"; then
 			verdict OK
 		else
-			verdict "policy2 min/max $(policy_get 2 min)/$(policy_get 2 max), want $want"
+			verdict "expected policy2 at $want..$want (floor 800 capped at 50%) within 20 s; saw $(policies_summary)"
 		fi
 		;;
 	released)
-		if eventually 10 policies_at_original 2 4 6; then verdict OK; else verdict "floor kept: $(policies_summary)"; fi
+		if eventually 10 policies_at_original 2 4 6; then
+			verdict OK
+		else
+			verdict "expected policies 2, 4, 6 at their original limits within 10 s (vCPU1's task exited); saw $(policies_summary)"
+		fi
 		;;
 	ceiling)
 		want=$(snap_down "$(cap_to_khz 300)" 4)
-		if eventually 10 policy_is 4 max "$want" && eventually 5 policies_at_original 2 6; then
-			verdict OK
+		if ! eventually 10 policy_is 4 max "$want"; then
+			verdict "expected policy4 scaling_max_freq $want (vCPU2's ceiling 300) within 10 s; saw $(policies_summary)"
+		elif ! { eventually 10 policies_at_original 2 && eventually 10 policies_at_original 6; }; then
+			verdict "expected policies 2 and 6 (quiet vCPUs 1, 3) back at their original limits within 10 s; saw $(policies_summary)"
 		else
-			verdict "policy4 max $(policy_get 4 max), want $want; $(policies_summary)"
+			verdict OK
 		fi
 		;;
 	agent-restart)
 		stop_agent KILL
 		e2e_start_agent
 		want=$(snap_down "$(cap_to_khz 300)" 4)
-		if eventually 20 policy_is 4 max "$want" && policies_at_original 2 &&
-			eventually 5 vm_connected && eventually 5 files_match_decisions; then
-			verdict OK
+		cap=$(snap_down "$(cap_to_khz 512)" 2)
+		if ! eventually 20 policy_is 4 max "$want"; then
+			verdict "expected policy4 scaling_max_freq $want (vCPU2's ceiling, resent on reconnect) within 20 s of the restart; saw $(policies_summary)"
+		elif ! eventually 10 vm_connected; then
+			verdict "expected the VM in freqhintctl vms within 10 s of the restart; saw $(ctl_json vms 2>&1 | jq -c '[.[] | {name, uuid}]' 2>&1)"
+		elif ! { eventually 10 policies_at_original 2 && eventually 10 policies_at_original 6; }; then
+			# Nothing stale: had the new agent taken the killed one's
+			# limits for the originals, a quiet vCPU's policy could never
+			# return to cpuinfo's range.
+			verdict "expected policies 2 and 6 (quiet vCPUs 1, 3) back at their original limits within 10 s of the restart; saw $(policies_summary)"
+		elif ! holds_for 3 within_operator_ceiling "$cap" 0 2 4 6; then
+			verdict "expected every policy at its originals or at most $cap kHz (the operator's 50%) at every sample for 3 s; saw $(policies_summary)"
+		elif ! each_policy_eventually 20 policy_matches_agent; then
+			verdict "expected freqhintctl cpus to report policy$E2E_FAILED_POLICY's limits as its files hold them within 20 s; files: $(policies_summary); freqhintctl: $(agent_limits_summary)"
 		else
-			verdict "after restart: $(policies_summary)"
+			verdict OK
 		fi
 		;;
 	flood-start)
+		# The agent's main loop must keep answering while the guest
+		# floods (the device bounds what reaches it).  The bound is for a
+		# loop that is blocked, not for speed: on a busy 2-core host an
+		# ASan freqhintctl answer can take a few hundred ms on its own.
 		before=$(qom_stats)
 		slow=$(agent_response_ms 8)
-		if [ "$slow" -lt 1000 ]; then verdict OK; else verdict "freqhintctl took ${slow} ms during the flood"; fi
+		log "slowest of 8 freqhintctl answers during the flood: $slow ms"
+		if [ "$slow" -lt 5000 ]; then
+			verdict OK
+		else
+			verdict "expected every freqhintctl answer within 5000 ms during the flood; the slowest took $slow ms"
+		fi
 		;;
 	flood)
-		# The final state: the guest's last clamps (700..1024) are what the
-		# device holds and what the agent merged for vCPU3 — within the
-		# driver's hysteresis (16/1024 by default, spec GR rules): a value
-		# closer than that to the last one sent is not sent again.
+		# The guest says this once clampflood has set its final clamps
+		# (700..1024).  The device and the agent must then hold them,
+		# within the driver's hysteresis (16/1024 by default, spec GR
+		# rules): a value closer than that to the last one sent is not
+		# sent again.
 		after=$(qom_stats)
 		log "device stats before flood: $before"
 		log "device stats after flood: $after"
 		if ! flood_within_bound "$before" "$after" >/dev/null; then
-			verdict "device handled more notifications than its rate bound: $after"
-		elif ! jq -e '(.vcpus[3]["clamp-min"] - 700 | fabs) < 16 and .vcpus[3]["clamp-max"] == 1024' <<<"$after" >/dev/null; then
-			verdict "device's vCPU3 state is not the final 700(±16)..1024: $after"
+			verdict "expected at most one notification per ${E2E_RATE_WINDOW_MS} ms (+1) between the two samples; before: $before; after: $after"
+		elif ! eventually 10 device_vcpu_near 3 700 1024 16; then
+			verdict "expected the device's vCPU3 record at 700(±16)..1024 within 10 s; saw $(qom_stats | jq -c '.vcpus[3]')"
 		elif ! eventually 10 vcpu_hint_near 3 700 1024 16; then
-			verdict "agent's vCPU3 hint is not 700(±16)..1024: $(ctl_json vcpus | jq -c '.[3].hint')"
+			verdict "expected freqhintd's vCPU3 hint at 700(±16)..1024 within 10 s; saw $(ctl_json vcpus | jq -c '.[3].hint')"
 		else
 			verdict OK
 		fi
 		;;
 	mark)
-		eventually 10 policy_is 2 min "$(policy_original 2 min)" || true
-		t0=$(date +%s%N)
-		ctl_send GO
-		raised=$(snap_up "$(cap_to_khz 512)" 2)  # 800 capped by the operator's 50%
-		if eventually 10 policy_is 2 min "$raised"; then
-			t1=$(date +%s%N)
-			latencies+=($(((t1 - t0) / 1000000)))
+		# A sample is the time from the guest's go to the floor written;
+		# it only counts when the previous floor was seen released first.
+		if eventually 10 policy_is 2 min "$(policy_original 2 min)"; then
+			t0=$(date +%s%N)
+			ctl_send GO
+			raised=$(snap_up "$(cap_to_khz 512)" 2)  # 800 capped by the operator's 50%
+			if eventually 10 policy_is 2 min "$raised"; then
+				t1=$(date +%s%N)
+				latencies+=($(((t1 - t0) / 1000000)))
+			else
+				log "latency sample ${3:-?}: policy2 min did not reach $raised within 10 s; not counted"
+			fi
+		else
+			log "latency sample ${3:-?}: policy2 min not back at its original within 10 s; not counted"
+			ctl_send GO
 		fi
 		;;
 	latency-done)
-		if [ ${#latencies[@]} -gt 0 ]; then verdict OK; else verdict "no latency sample"; fi
+		if [ ${#latencies[@]} -gt 0 ]; then
+			verdict OK
+		else
+			verdict "expected at least one latency sample; got none (see the log lines above)"
+		fi
 		;;
 	end)
 		break

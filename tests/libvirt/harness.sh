@@ -59,8 +59,9 @@ set -euo pipefail
 inside() {
 	local emulator=$1
 	shift
-	FH_HARNESS_DIR=$(mktemp -d /tmp/fh-libvirt-XXXXXX)
-	trap 'rm -rf "$FH_HARNESS_DIR"' EXIT
+	FH_HARNESS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/fh-libvirt-XXXXXX")
+	# Removed on success; a failure keeps it (see the end of this function).
+	trap '[ -e "$FH_HARNESS_DIR/.keep" ] || rm -rf "$FH_HARNESS_DIR"' EXIT
 	export FH_HARNESS_DIR FH_EMULATOR=$emulator FH_LIBVIRT_URI=qemu:///system
 	export FH_HARNESS
 	FH_HARNESS=$(readlink -f "$0")
@@ -108,9 +109,19 @@ inside() {
 	if [ "$rc" != 0 ]; then
 		hlog "test failed ($rc); libvirtd log tail:"
 		tail -15 "$FH_HARNESS_DIR/libvirtd.log" >&2 || true
+		# /var/log/libvirt is this namespace's tmpfs: copy what is there.
+		mkdir -p "$FH_HARNESS_DIR/libvirt-qemu-logs"
 		for f in /var/log/libvirt/qemu/*.log; do
-			[ -f "$f" ] && { hlog "$f:"; tail -10 "$f" >&2; }
+			[ -f "$f" ] || continue
+			hlog "$f:"
+			tail -10 "$f" >&2
+			cp "$f" "$FH_HARNESS_DIR/libvirt-qemu-logs/"
 		done
+		touch "$FH_HARNESS_DIR/.keep"
+		hlog "full logs kept in $FH_HARNESS_DIR (libvirtd.log, virtlogd.log, libvirt-qemu-logs/, and the test's own files: daemon.log, console.log, ...)"
+	elif [ "${FREQHINT_KEEP:-0}" = 1 ]; then
+		touch "$FH_HARNESS_DIR/.keep"
+		hlog "logs kept in $FH_HARNESS_DIR (FREQHINT_KEEP=1)"
 	fi
 	return "$rc"
 }

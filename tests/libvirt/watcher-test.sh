@@ -6,8 +6,8 @@
 # The libvirt watcher against a real libvirtd and a TCG domain (no OS needed:
 # metadata, lifecycle and pinning are libvirt's business):
 #   - a running domain's metadata is read when the watcher starts;
-#   - `virsh metadata --live` lowering the ceiling is seen within a second,
-#     raising it back too;
+#   - `virsh metadata --live` lowering the ceiling is seen (live event; the
+#     time taken is logged), raising it back too;
 #   - an invalid value (capacity units) is reported with the domain's name and
 #     ignored (the VM is back to the defaults);
 #   - vcpupin is followed;
@@ -37,6 +37,9 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; retur
 trap cleanup EXIT
 
 now_ms() { date +%s%3N; }
+# Live changes get $LIVE seconds: the watcher does not poll metadata, so a
+# change seen at all came through the live event; expect logs the time.
+LIVE=10
 lines() { wc -l <"$1"; }
 
 # expect FILE FROM-LINE REGEX SECONDS: a line after FROM-LINE matches, in time.
@@ -95,37 +98,40 @@ expect "$out" 0 '^connected$' 10
 expect "$out" 0 "^limits $dom $uuid floor=10.00 ceiling=80.00 guest-hints=on overrides=0 op=102/819$" 10
 expect "$out" 0 "^placement $dom 0:cpu=-?[0-9]+,pinned=-1 1:cpu=-?[0-9]+,pinned=-1$" 10
 
-# 2. Lowering the ceiling live is seen within a second of virsh returning.
+# 2. Lowering the ceiling live is seen.
 m=$(lines "$out")
 set_md '<freqhint><ceiling>25.5</ceiling><vcpu id="1" ceiling="20"/></freqhint>'
-expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=25.50 guest-hints=on overrides=1 op=0/261$" 1
+expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=25.50 guest-hints=on overrides=1 op=0/261$" $LIVE
 
 # 3. Raising it back restores.
 m=$(lines "$out")
 set_md '<freqhint><floor>10</floor><ceiling>max</ceiling></freqhint>'
-expect "$out" "$m" "^limits $dom $uuid floor=10.00 ceiling=max guest-hints=on overrides=0 op=102/1024$" 1
+expect "$out" "$m" "^limits $dom $uuid floor=10.00 ceiling=max guest-hints=on overrides=0 op=102/1024$" $LIVE
 
 # 4. An invalid value (capacity units) is reported with the domain name and ignored.
 m=$(lines "$out")
 set_md '<freqhint><ceiling>800</ceiling></freqhint>'
-expect "$out" "$m" "^limits $dom $uuid invalid: .*800.*percent" 1
+expect "$out" "$m" "^limits $dom $uuid invalid: .*800.*percent" $LIVE
 grep -q "domain \"$dom\" ($uuid): freqhint metadata ignored, defaults apply: .*percent" "$err" ||
 	fail "the warning does not name the domain"
 # A valid value afterwards is taken again.
 m=$(lines "$out")
 set_md '<freqhint><ceiling>50</ceiling><guest-hints>off</guest-hints></freqhint>'
-expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=50.00 guest-hints=off overrides=0 op=0/512$" 1
+expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=50.00 guest-hints=off overrides=0 op=0/512$" $LIVE
 
-# 5. Metadata of other namespaces does not disturb.
+# 5. Metadata of other namespaces does not disturb.  libvirt delivers one
+# connection's events in order, so a change of ours made afterwards is a
+# marker: when its line is there, any reaction to the other one would be too.
 m=$(lines "$out")
 virsh -q -c "$uri" metadata "$dom" urn:example:other --live --key o --set '<o:x/>' >/dev/null
-sleep 0.5
-[ "$(lines "$out")" = "$m" ] || fail "reacted to another namespace: $(tail -n +$((m + 1)) "$out")"
+set_md '<freqhint><ceiling>50</ceiling><guest-hints>off</guest-hints><vcpu id="1" ceiling="20"/></freqhint>'
+expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=50.00 guest-hints=off overrides=1 op=0/512$" $LIVE
+[ "$(lines "$out")" = $((m + 1)) ] || fail "reacted to another namespace: $(tail -n +$((m + 1)) "$out")"
 
 # 6. vcpupin is followed (tunable event).
 m=$(lines "$out")
 virsh -q -c "$uri" vcpupin "$dom" 1 0 --live >/dev/null
-expect "$out" "$m" "^placement $dom 0:cpu=-?[0-9]+,pinned=-1 1:cpu=-?[0-9]+,pinned=0$" 2
+expect "$out" "$m" "^placement $dom 0:cpu=-?[0-9]+,pinned=-1 1:cpu=-?[0-9]+,pinned=0$" $LIVE
 
 # 7. libvirtd restarted mid-test: the watcher reconnects and events flow again.
 m=$(lines "$out")
@@ -140,21 +146,21 @@ grep -q '^connected$' "$out2" && fail "second watcher claims a connection withou
 libvirtd_start
 expect "$out" "$m" '^connected$' 10
 expect "$out2" 0 '^connected$' 10
-expect "$out2" 0 "^limits $dom $uuid floor=0.00 ceiling=50.00 guest-hints=off" 5
+expect "$out2" 0 "^limits $dom $uuid floor=0.00 ceiling=50.00 guest-hints=off" $LIVE
 m=$(lines "$out")
 set_md '<freqhint><ceiling>30</ceiling></freqhint>'
-expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=30.00 guest-hints=on overrides=0 op=0/307$" 1
+expect "$out" "$m" "^limits $dom $uuid floor=0.00 ceiling=30.00 guest-hints=on overrides=0 op=0/307$" $LIVE
 # The domain survived the restart: no "gone" for it.
 grep -q "^gone $dom" "$out" && fail "domain reported gone across a libvirtd restart"
 
 # 8. Destroy: gone (both watchers); a new start is seen with its live metadata reset.
 m=$(lines "$out")
 virsh -q -c "$uri" destroy "$dom" >/dev/null
-expect "$out" "$m" "^gone $dom $uuid$" 2
-expect "$out2" 0 "^gone $dom $uuid$" 2
+expect "$out" "$m" "^gone $dom $uuid$" $LIVE
+expect "$out2" 0 "^gone $dom $uuid$" $LIVE
 m=$(lines "$out")
 virsh -q -c "$uri" start "$dom" >/dev/null
-expect "$out" "$m" "^limits $dom $uuid floor=10.00 ceiling=80.00 guest-hints=on overrides=0 op=102/819$" 5
+expect "$out" "$m" "^limits $dom $uuid floor=10.00 ceiling=80.00 guest-hints=on overrides=0 op=102/819$" $LIVE
 
 # 9. Domain stopped while libvirtd is down: gone after the reconnect.
 m=$(lines "$out")

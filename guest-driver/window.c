@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * virtio_freqhint: the window logic, free of per-CPU state, timers and
+ * locks so it can be unit-tested (virtio_freqhint_test.c).
+ *
+ * Over a window a CPU accounts running time per clamp value bucket.  At the
+ * end of the window a value counts only if tasks holding it ran for at
+ * least min_share of the clamped running time: the run queue's max-of-mins
+ * and max-of-maxes, but without letting a kworker that ran for 30 us set
+ * the whole window's ceiling to 1024 (spec/guest-reporting.md GR-6).
+ */
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/string.h>
+
+#include "freqhint.h"
+
+unsigned int fh_win_bucket(u16 value)
+{
+	return min_t(unsigned int, value, VIRTIO_FREQHINT_SCALE) * FH_BUCKETS /
+	       (VIRTIO_FREQHINT_SCALE + 1);
+}
+
+void fh_win_reset(struct fh_win *w, u64 now)
+{
+	w->start = now;
+	w->seg_start = now;
+	w->busy_ns = 0;
+	memset(w->ns, 0, sizeof(w->ns));
+	memset(w->val, 0, sizeof(w->val));
+}
+
+/* Charge the time since the last event to the values that were current. */
+void fh_win_charge(struct fh_win *w, u64 now)
+{
+	u64 delta = now > w->seg_start ? now - w->seg_start : 0;
+	int id;
+
+	w->seg_start = now;
+	if (w->cur_idle)
+		return;
+	w->busy_ns += delta;
+	for (id = 0; id < FH_NR_CLAMPS; id++) {
+		unsigned int b;
+
+		if (!w->cur_has[id])
+			continue;
+		b = fh_win_bucket(w->cur_val[id]);
+		w->ns[id][b] += delta;
+		w->val[id][b] = max(w->val[id][b], w->cur_val[id]);
+	}
+}
+
+/* Make these values the ones the following running time is charged to. */
+void fh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
+		  bool has_max, u16 max)
+{
+	w->cur_idle = idle;
+	w->cur_has[FH_MIN] = has_min;
+	w->cur_val[FH_MIN] = min_t(u16, min, VIRTIO_FREQHINT_SCALE);
+	w->cur_has[FH_MAX] = has_max;
+	w->cur_val[FH_MAX] = min_t(u16, max, VIRTIO_FREQHINT_SCALE);
+}
+
+/*
+ * The window's value for one clamp: the highest bucket whose running time
+ * reached min_share of all clamped time, else the bucket that ran longest.
+ * @none is what the scheduler applies when no task carried an active clamp
+ * (no clamping: 0 for min, 1024 for max).
+ */
+static u16 fh_win_pick(const struct fh_win *w, int id, u16 none,
+		       unsigned int min_share)
+{
+	u64 total = 0, thr, most = 0;
+	int b, longest = 0;
+
+	for (b = 0; b < FH_BUCKETS; b++)
+		total += w->ns[id][b];
+	if (!total)
+		return none;
+	thr = div_u64(total * min_share, 1024);
+	for (b = FH_BUCKETS - 1; b >= 0; b--) {
+		if (w->ns[id][b] && w->ns[id][b] >= thr)
+			return w->val[id][b];
+		if (w->ns[id][b] > most) {
+			most = w->ns[id][b];
+			longest = b;
+		}
+	}
+	return w->val[id][longest];
+}
+
+void fh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
+		  struct fh_win_result *r)
+{
+	u64 span = now > w->start ? now - w->start : 0;
+
+	r->busy = span ? div64_u64(min(w->busy_ns, span) * 1024, span) : 0;
+	r->min = fh_win_pick(w, FH_MIN, 0, t->min_share);
+	r->max = fh_win_pick(w, FH_MAX, VIRTIO_FREQHINT_SCALE, t->min_share);
+	/* The run queue's rule: an aggregated min above the max wins. */
+	if (r->min > r->max)
+		r->max = r->min;
+	/*
+	 * Housekeeping below idle_share does not make a vCPU busy (GR-7); a
+	 * counted boost always does.
+	 */
+	r->idle = r->busy <= t->idle_share && r->min == 0;
+}
+
+static unsigned int fh_level(const struct fh_levels *l, u16 perf)
+{
+	unsigned int i;
+
+	for (i = 0; i < l->n; i++)
+		if (perf <= READ_ONCE(l->thr[i]))
+			return i;
+	return l->n;
+}
+
+/*
+ * DRV-27: does a perf move from @old to @val change what the host does?
+ * With a table: whether the lowest table entry at or above the request
+ * changes.  Without: whether it moved by at least one step.  Reaching an
+ * end of the scale is always reported.
+ */
+bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
+{
+	unsigned int n = READ_ONCE(l->n);
+
+	if (old == val)
+		return false;
+	if (val == VIRTIO_FREQHINT_SCALE || old == VIRTIO_FREQHINT_SCALE)
+		return true;
+	if (n && n <= VIRTIO_FREQHINT_MAX_FREQS) {
+		struct fh_levels t = *l;
+
+		t.n = n;
+		return fh_level(&t, old) != fh_level(&t, val);
+	}
+	return abs((int)old - (int)val) >= max_t(int, READ_ONCE(l->step), 1);
+}
+
+/*
+ * Whether @rep must be published over @old: any change of the flags or a
+ * clamp (DRV-26; clamp values are exact, not noisy), or a perf move that
+ * can change the host's level (DRV-27).
+ */
+bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
+{
+	if (FIELD_GET(FH_REP_FLAGS, old) != FIELD_GET(FH_REP_FLAGS, rep) ||
+	    FIELD_GET(FH_REP_MIN, old) != FIELD_GET(FH_REP_MIN, rep) ||
+	    FIELD_GET(FH_REP_MAX, old) != FIELD_GET(FH_REP_MAX, rep))
+		return true;
+	return fh_perf_changes_level(l, FIELD_GET(FH_REP_PERF, old),
+				     FIELD_GET(FH_REP_PERF, rep));
+}

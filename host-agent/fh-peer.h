@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Who is on the other end of a device connection, in the host's words
+ * (agent protocol PA-20, PA-21).
+ *
+ * At accept the peer process is pinned with a pidfd: as long as the pidfd
+ * says the process lives, its pid is not reused, so /proc/<pid> is that
+ * process.  Its identity is what the host says it is — QEMU's `-name` and
+ * `-uuid` arguments from /proc/<pid>/cmdline, and libvirt's
+ * machine-qemu…scope cgroup — never what its HELLO claims.
+ *
+ * The parsers are pure (unit-tested); the readers go through the agent's
+ * proc root so fixture trees work.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "fh-paths.h"
+
+typedef struct {
+  gboolean have_name; /* -name given (possibly empty) */
+  char *name;         /* QEMU's guest name, NULL when !have_name */
+  gboolean have_uuid;
+  char uuid[37]; /* lower case "xxxxxxxx-…", "" when !have_uuid */
+  char *scope_name; /* libvirt machine name from the cgroup (machine-qemu\x2dN\x2dNAME.scope), or NULL */
+} FhPeerIdentity;
+
+void fh_peer_identity_clear (FhPeerIdentity *id);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (FhPeerIdentity, fh_peer_identity_clear)
+
+/*
+ * Pure: QEMU's -name/-uuid from a /proc/<pid>/cmdline buffer (NUL-separated
+ * arguments).  Understands `-name NAME`, `-name guest=NAME,debug-threads=on`
+ * (QemuOpts: ",," is a literal comma, the first bare value is "guest"),
+ * `--name`, and `-uuid`/`--uuid`; the last occurrence wins, as in QEMU.
+ * FALSE when a -uuid value is not a UUID.
+ */
+gboolean fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id);
+
+/*
+ * Pure: the libvirt machine name from /proc/<pid>/cgroup text: the last
+ * path component of the form `machine-qemu\x2d<ID>\x2d<NAME>.scope` (with
+ * systemd's \xNN escapes undone) gives NAME; NULL when there is none.
+ * libvirt shortens and filters the name it puts there, so it is compared
+ * as libvirt would derive it (fh_peer_scope_matches).
+ */
+char *fh_peer_parse_scope (const char *cgroup_text);
+
+/* Pure: does a VM name map to this scope name the way libvirt derives it? */
+gboolean fh_peer_scope_matches (const char *scope_name, const char *vm_name);
+
+/*
+ * Pure: may a peer with this identity send a HELLO with this name (bytes up
+ * to the NUL) and UUID ("" or all-zero for none)?  FALSE with a reason.
+ * The HELLO must say exactly what QEMU would say for this process (PD-2):
+ * its -name truncated like the device does, or "" without -name; its -uuid,
+ * or the nil UUID without one; and if the process lives in a libvirt
+ * machine scope, a name that scope was made from.
+ */
+gboolean fh_peer_check_hello (const FhPeerIdentity *id, const char *hello_name,
+                              const char *hello_uuid, char *why, gsize why_len);
+
+/* I/O: read the identity of pid through the proc root. */
+gboolean fh_peer_read_identity (const FhPaths *paths, pid_t pid, FhPeerIdentity *id,
+                                GError **error);
+
+/* pidfd_open(2); -1 with errno on failure. */
+int fh_peer_pin (pid_t pid);
+/* FALSE once the pinned process has exited (its pid may be reused). */
+gboolean fh_peer_alive (int pidfd);

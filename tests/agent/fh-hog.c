@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fh-hog: hold many connections to a socket, idle or trickling bytes, to
+ * test that freqhintd bounds what one client can hold (threat model G-13).
+ *
+ *   fh-hog (--unix PATH | --tcp ADDR:PORT) --count N [--send TEXT]
+ *          [--trickle TEXT --trickle-ms MS] [--hold S]
+ *
+ * Prints "held N" once the connections are opened (N connected), then
+ * "closed M" each time the number the other side has closed changes, and
+ * exits after --hold seconds (default: until killed).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+static int
+open_one (const char *unix_path, const char *tcp)
+{
+  int fd;
+
+  if (unix_path) {
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+    g_strlcpy (a.sun_path, unix_path, sizeof a.sun_path);
+    fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect (fd, (struct sockaddr *) &a, sizeof a) < 0) {
+      close (fd);
+      return -1;
+    }
+  } else {
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    g_autofree char *host = g_strdup (tcp);
+    char *colon = strrchr (host, ':');
+
+    if (!colon)
+      return -1;
+    *colon = '\0';
+    a.sin_port = htons ((uint16_t) atoi (colon + 1));
+    if (inet_pton (AF_INET, host, &a.sin_addr) != 1)
+      return -1;
+    fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect (fd, (struct sockaddr *) &a, sizeof a) < 0) {
+      close (fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *unix_path = NULL, *tcp = NULL, *send_text = NULL, *trickle = NULL;
+  int count = 1, trickle_ms = 0, hold = -1, held = 0, closed = 0, last_closed = -1;
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("- hold connections");
+  g_autoptr (GError) error = NULL;
+  const GOptionEntry entries[] = {
+    { "unix", 0, 0, G_OPTION_ARG_FILENAME, &unix_path, "UNIX socket", "PATH" },
+    { "tcp", 0, 0, G_OPTION_ARG_STRING, &tcp, "IPv4 address:port", "ADDR:PORT" },
+    { "count", 'n', 0, G_OPTION_ARG_INT, &count, "Connections", "N" },
+    { "send", 0, 0, G_OPTION_ARG_STRING, &send_text, "Send this first (\\r\\n escapes)", "TEXT" },
+    { "trickle", 0, 0, G_OPTION_ARG_STRING, &trickle, "Then send this every --trickle-ms", "TEXT" },
+    { "trickle-ms", 0, 0, G_OPTION_ARG_INT, &trickle_ms, "Trickle interval", "MS" },
+    { "hold", 0, 0, G_OPTION_ARG_INT, &hold, "Seconds to hold (default: until killed)", "S" },
+    { NULL }
+  };
+  struct rlimit rl;
+  int *fds;
+  gint64 end, next_trickle;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || (!unix_path == !tcp) || count < 1) {
+    g_printerr ("fh-hog: %s\n", error ? error->message : "need one of --unix/--tcp, --count >= 1");
+    return 2;
+  }
+  if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t) count + 16) {
+    rl.rlim_cur = MIN (rl.rlim_max, (rlim_t) count + 16);
+    setrlimit (RLIMIT_NOFILE, &rl);
+  }
+  if (send_text) {
+    g_autofree char *t = g_strcompress (send_text);
+    g_free (send_text);
+    send_text = g_steal_pointer (&t);
+  }
+  if (trickle) {
+    g_autofree char *t = g_strcompress (trickle);
+    g_free (trickle);
+    trickle = g_steal_pointer (&t);
+  }
+  fds = g_new (int, count);
+  for (int i = 0; i < count; i++) {
+    fds[i] = open_one (unix_path, tcp);
+    if (fds[i] >= 0) {
+      held++;
+      if (send_text)
+        (void) !send (fds[i], send_text, strlen (send_text), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  }
+  printf ("held %d\n", held);
+  fflush (stdout);
+  end = hold >= 0 ? g_get_monotonic_time () + (gint64) hold * G_USEC_PER_SEC : G_MAXINT64;
+  next_trickle = g_get_monotonic_time () + (gint64) trickle_ms * 1000;
+  while (g_get_monotonic_time () < end) {
+    char buf[4096];
+
+    closed = 0;
+    for (int i = 0; i < count; i++) {
+      if (fds[i] < 0) {
+        closed++;
+        continue;
+      }
+      for (;;) {
+        ssize_t n = recv (fds[i], buf, sizeof buf, MSG_DONTWAIT);
+
+        if (n > 0)
+          continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          close (fds[i]);
+          fds[i] = -1;
+          closed++;
+        }
+        break;
+      }
+    }
+    if (closed != last_closed) {
+      printf ("closed %d\n", closed);
+      fflush (stdout);
+      last_closed = closed;
+    }
+    if (trickle && trickle_ms > 0 && g_get_monotonic_time () >= next_trickle) {
+      for (int i = 0; i < count; i++)
+        if (fds[i] >= 0)
+          (void) !send (fds[i], trickle, strlen (trickle), MSG_NOSIGNAL | MSG_DONTWAIT);
+      next_trickle += (gint64) trickle_ms * 1000;
+    }
+    g_usleep (50 * 1000);
+  }
+  return 0;
+}

@@ -1,0 +1,336 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# freqhintd against hostile peers (issue 15 items 1-3; threat model G-13,
+# G-14): identity bound to the peer process, and bounded resources.  Each
+# case runs the real daemon on a fixture tree, like integration.sh, whose
+# helpers it uses; the peers are real processes.
+#
+#   security.sh CASE | --list
+set -uo pipefail
+FH_IT_LIBRARY=1 . "$(dirname "$0")/integration.sh"
+[ -x "${FH_HOG:-}" ] || { echo "FAIL: \$FH_HOG is not an executable" >&2; exit 1; }
+
+# The daemon's user+system CPU time so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
+
+# --- identity (PA-20, PA-21) -------------------------------------------------
+
+# spoof WHAT CLIENT-ARGS...: one more process whose HELLO does not say what
+# its command line (or cgroup) says; it must be refused with PERMISSION,
+# counted, and change nothing for the VMs already there.
+SPOOFS=0
+spoof() {
+	local what=$1; shift
+	(
+		"$MKFIXTURE" thread "$FX" 3009 6 6 /machine.slice "$BASHPID"
+		[ -n "${SPOOF_CGROUP:-}" ] && printf '0::%s\n' "$SPOOF_CGROUP" >"$FX/proc/$BASHPID/cgroup"
+		exec timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --vcpus 1 --tids 3009 \
+			--hint 0:1024:1024 --expect-close permission "$@"
+	) >"$T/client-spoof.out" 2>&1 || { cat "$T/client-spoof.out" >&2; fail "$what: not refused"; }
+	SPOOFS=$((SPOOFS + 1))
+	expect_jq '.identity_rejected_total' $SPOOFS status
+	jq_is '.connected_vms' 2 status || fail "$what: the connected VMs changed"
+	! grep -q 'close reason' "$T/client-a.out" "$T/client-b.out" || fail "$what: a VM was closed"
+	file_is "$POL/policy4/scaling_min_freq" 3200000 || fail "$what: the victim lost its floor"
+	file_is "$POL/policy2/scaling_max_freq" 800000 || fail "$what: vm-a escaped its ceiling"
+	file_is "$POL/policy6/scaling_min_freq" 800000 || fail "$what: the spoofer got a floor"
+}
+
+sec_identity_spoof() {
+	EXTRA_CONF=$'[vm vm-a]\nceiling=25\n[vm vm-b]\nfloor=max\n[vm '$U3$']\nfloor=max'
+	fixture; thread 3001 2 2; thread 3002 4 4
+	start_daemon cpufreq
+	start_vm b vm-b $U2 3002 --hint 0:1024:1024       # the victim: operator floor max
+	start_vm a vm-a $U1 3001 --hint 0:1024:1024       # ceiling 25 %
+	expect_file "$POL/policy4/scaling_min_freq" 3200000
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	# the issue's paths: the process is vm-a (-name vm-a -uuid U1) and claims...
+	local me=(--argv-name vm-a --argv-uuid $U1)
+	spoof "another name" "${me[@]}" --name other --uuid $U1
+	spoof "another UUID" "${me[@]}" --name vm-a --uuid $U3
+	spoof "the victim's name" "${me[@]}" --name vm-b
+	local i
+	for i in 1 2 3 4 5 6 7 8 9 10; do                 # re-announcing the victim, again and again
+		spoof "the victim's UUID and name ($i)" "${me[@]}" --name vm-b --uuid $U2
+	done
+	spoof "anything, without -name/-uuid" --argv-none --name vm-b --uuid $U2
+	spoof "a longer name" "${me[@]}" --name vm-ab --uuid $U1
+	# an argv rewritten to the victim's, but libvirt's scope says vm-a
+	SPOOF_CGROUP='/machine.slice/machine-qemu\x2d7\x2dvm\x2da.scope/emulator' \
+		spoof "forged argv, machine scope of vm-a" --name vm-b --uuid $U2
+	# its own identity, but the victim's vCPU thread (PA-21)
+	( exec timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-c --uuid $U3 --vcpus 1 \
+		--tids 3002 --hint 0:1024:1024 --expect-close permission ) >"$T/client-spoof.out" 2>&1 ||
+		{ cat "$T/client-spoof.out" >&2; fail "a foreign thread id was not refused"; }
+	SPOOFS=$((SPOOFS + 1)); expect_jq '.identity_rejected_total' $SPOOFS status
+	expect_jq '.rejected.permission' $SPOOFS status
+	grep -q 'closing (permission): identity: HELLO UUID differs' "$T/daemon.log" || fail "not logged"
+	grep -q 'is not a thread of process' "$T/daemon.log" || fail "thread refusal not logged"
+	# the honest forms are accepted: -name NAME (plain), guest=NAME, a matching scope
+	SPOOF_CGROUP='/machine.slice/machine-qemu\x2d8\x2dvm\x2dc.scope/emulator'
+	(
+		"$MKFIXTURE" thread "$FX" 3003 6 6 /machine.slice "$BASHPID"
+		printf '0::%s\n' "$SPOOF_CGROUP" >"$FX/proc/$BASHPID/cgroup"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --argv-name vm-c --name vm-c --uuid $U3 \
+			--vcpus 1 --tids 3003 --hint 0:1024:1024
+	) >"$T/client-c.out" 2>&1 & CLIENTS+=($!)
+	expect_jq '.connected_vms' 3 status
+	expect_file "$POL/policy6/scaling_min_freq" 3200000
+	local port; port=$(ctl --json status | jq -r .metrics_port)
+	eventually sh -c "curl -sf http://127.0.0.1:$port/metrics | grep -qx 'freqhint_identity_rejections_total $SPOOFS'" ||
+		fail "metrics do not count identity rejections"
+}
+
+# The pinned process exits while its socket lives on in another process:
+# the connection no longer says who is there and is closed.
+sec_peer_exits() {
+	fixture; thread 3201 2 2
+	start_daemon cpufreq
+	# the client forks a child that keeps the socket open, then exits
+	(
+		"$MKFIXTURE" tgid "$FX" 3201 "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-x --uuid $U1 --vcpus 1 --tids 3201 \
+			--hint 0:1024:1024 --hold 2 --fork-holder 10
+	) >"$T/client-x.out" 2>&1 & CLIENTS+=($!)
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	eventually grep -q 'the peer process has exited' "$T/daemon.log" || fail "exit of the pinned peer not noticed"
+	expect_jq '.connected_vms' 0 status
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+}
+
+# PA-21 at write time: a vCPU thread id that stopped being the VM's between
+# two polls (thread ids are reused) gets no sched_setattr().  No poll runs
+# here (poll interval 60 s); only a new hint triggers a decision.
+sec_uclamp_tid_reuse() {
+	fixture
+	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=60000/' "$T/freqhintd.conf"
+	start_daemon uclamp
+	mkfifo "$T/in"
+	( exec 3>"$T/in"; sleep 60 ) & CLIENTS+=($!)
+	(
+		"$MKFIXTURE" thread "$FX" "$BASHPID" 3 3 /machine.slice "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-u --uuid $U1 --vcpus 1 \
+			--tids "$BASHPID" --hint 0:512:1024 --stdin <"$T/in"
+	) >"$T/client-u.out" 2>&1 & CLIENTS+=($!)
+	local vm=$!
+	exec 4>"$T/in"
+	expect_jq '.backend_writes_total >= 1' true status     # (fails here: no CONFIG_UCLAMP_TASK)
+	sleep 1.2                                             # past the retry backoff
+	echo "hint 0:600:1024" >&4
+	eventually grep -q '^sent' "$T/client-u.out" || fail "hint not sent"
+	expect_jq '.[0].effective.min' 600 vcpus vm-u
+	local w; w=$(ctl --json status | jq .backend_writes_total)
+	[ "$w" -ge 2 ] || fail "the owned thread was not written ($w)"
+	# the thread id now belongs to another process (Tgid 1)
+	sed -i 's/^Tgid:.*/Tgid:\t1/' "$FX/proc/$vm/status"
+	sleep 1.2
+	echo "hint 0:700:1024" >&4
+	expect_jq '.[0].effective.min' 700 vcpus vm-u
+	sleep 0.5
+	jq_is '.backend_writes_total' "$w" status ||
+		fail "sched_setattr on a thread that is no longer the VM's ($(ctl --json status | jq .backend_writes_total) writes, was $w)"
+	exec 4>&-
+}
+
+# --- resource bounds (G-13) ----------------------------------------------------
+
+# PB-13: the agent queues at most 64 KiB for a peer that does not read.  The
+# first GRANTS to vm-s goes out half (fh-sendfault), so nothing more leaves;
+# each operator reload queues one more 256-vCPU GRANTS (1040 bytes): the
+# 63rd would pass 64 KiB (520 + 63 x 1040 > 65536) and closes vm-s with
+# OVERLOAD, not earlier and not later; vm-q is served throughout.
+sec_send_queue_bound() {
+	[ -f "${FH_SENDFAULT_LIB:-}" ] || fail "\$FH_SENDFAULT_LIB is not built"
+	KEEPALIVE_MS=600000
+	fixture; thread 3601 2 2
+	FH_SENDFAULT=grants-half LD_PRELOAD=$FH_SENDFAULT_LIB \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" start_daemon cpufreq
+	start_vm s vm-s $U1 0 --vcpus 256 --hint 0:512:1024 --no-read
+	start_vm q vm-q $U2 3601 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	cp "$T/freqhintd.conf" "$T/base.conf"
+	local i ceiling n=0 g try
+	for i in $(seq 1 70); do
+		ceiling=$((i % 2 ? 25 : 50))
+		{ cat "$T/base.conf"; printf '[vm %s]\nceiling=%s\n' "$U1" "$ceiling"; } >"$T/freqhintd.conf"
+		kill -HUP "$DPID"
+		sleep 0.05
+		# one more GRANTS queued (grants_frames counts them), or vm-s is gone (0)
+		for try in $(seq 100); do
+			g=$(ctl --json vms | jq 'map(select(.name=="vm-s"))[0].grants_frames // 0')
+			{ [ "$g" = $((i + 1)) ] || [ "$g" = 0 ]; } && break
+			sleep 0.1
+		done
+		[ "$g" = 0 ] && { n=$i; break; }
+		[ "$g" = $((i + 1)) ] || fail "reload $i: grants_frames $g, want $((i + 1))"
+	done
+	echo "send_queue_bound: vm-s closed at reload $n" >&2
+	[ "$n" = 63 ] || fail "closed at reload $n, want 63 (the 64 KiB bound)"
+	grep -q 'closing (overload): peer does not read its socket' "$T/daemon.log" || fail "not logged"
+	expect_jq '.rejected.overload' 1 status
+	expect_jq '.connected_vms' 1 status
+	file_is "$POL/policy2/scaling_min_freq" 1600000 || fail "vm-q disturbed"
+	cp "$T/base.conf" "$T/freqhintd.conf"
+}
+
+# 400 idle control connections against a daemon with 256 descriptors: no
+# spinning, no log flood, freqhintctl and new VMs still served.
+sec_control_flood() {
+	EXTRA_DAEMON=$'control_max_clients=4\ncontrol_timeout_ms=1000\nmax_connections=32'
+	DAEMON_WRAP="prlimit --nofile=256:256"
+	fixture; thread 3301 2 2
+	start_daemon cpufreq
+	"$FH_HOG" --unix "$T/ctl.sock" --count 400 >"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
+	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
+	local t0 t1 lines0
+	lines0=$(wc -l <"$T/daemon.log")
+	t0=$(cpu_ticks); sleep 3; t1=$(cpu_ticks)
+	echo "control_flood: daemon used $((t1 - t0)) ticks in 3 s; hog: $(tail -1 "$T/client-hog.out")" >&2
+	[ $((t1 - t0)) -lt 100 ] || fail "daemon busy: $((t1 - t0)) ticks of CPU in 3 s"
+	timeout 5 "$FREQHINTCTL" --socket "$T/ctl.sock" status >/dev/null || fail "freqhintctl not served"
+	start_vm a vm-a $U1 3301 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+	eventually grep -qx 'closed 400' "$T/client-hog.out" || fail "idle control clients kept: $(tail -1 "$T/client-hog.out")"
+	[ $(($(wc -l <"$T/daemon.log") - lines0)) -lt 30 ] || fail "log flooded"
+}
+
+# A configuration the descriptor limit cannot hold is refused, naming the key.
+sec_fd_limit_refused() {
+	EXTRA_DAEMON='max_connections=4096'
+	fixture
+	timeout 20 prlimit --nofile=1024:1024 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+		>"$T/daemon.log" 2>&1
+	local rc=$?
+	[ $rc = 2 ] || fail "exit status $rc, want 2"
+	grep -q 'max_connections=4096 needs' "$T/daemon.log" || fail "message does not name the key"
+	# with a hard limit above the need, the soft limit is raised and it starts
+	DAEMON_WRAP="prlimit --nofile=1024:16384"
+	start_daemon none
+	[ "$(awk '/^Max open files/ { print $4 }' "/proc/$DPID/limits")" -ge 8000 ] ||
+		fail "soft limit not raised: $(grep 'open files' "/proc/$DPID/limits")"
+}
+
+# One process opening many device connections holds at most
+# max_connections_per_process of them; other VMs connect meanwhile.
+sec_device_one_peer() {
+	EXTRA_DAEMON=$'max_connections=16\nmax_connections_per_process=2'
+	HELLO_TIMEOUT_MS=1500
+	fixture; thread 3401 2 2; thread 3402 4 4
+	start_daemon cpufreq
+	"$FH_HOG" --unix "$T/dev.sock" --count 40 >"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
+	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
+	expect_jq '.rejected.overload' 38 status
+	# every refusal counted, at most 20 logged per 10 s
+	local logged; logged=$(grep -c 'closing (overload)' "$T/daemon.log")
+	[ "$logged" -le 20 ] || fail "$logged refusals logged: the log is not rate-limited"
+	start_vm a vm-a $U1 3401 --hint 0:512:1024
+	start_vm b vm-b $U2 3402 --hint 0:512:1024
+	expect_jq '.connected_vms' 2 status
+	expect_file "$POL/policy4/scaling_min_freq" 1600000
+	eventually grep -qx 'closed 40' "$T/client-hog.out" || fail "the hog's last two were not timed out"
+	expect_jq '.rejected.timeout' 2 status
+}
+
+# The total limit: 20 connections against max_connections=8 (no
+# per-process limit): 12 refused; a VM is refused while the slots are held
+# and served once the held ones time out (no HELLO).
+sec_connection_limit() {
+	EXTRA_DAEMON=$'max_connections=8\nmax_connections_per_process=0'
+	HELLO_TIMEOUT_MS=2000
+	fixture; thread 3701 2 2
+	start_daemon cpufreq
+	"$FH_HOG" --unix "$T/dev.sock" --count 20 >"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
+	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
+	expect_jq '.rejected.overload' 12 status
+	timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --malformed silent \
+		--expect-close overload >"$T/client-early.out" 2>&1 ||
+		{ cat "$T/client-early.out" >&2; fail "a ninth connection was not refused"; }
+	eventually grep -qx 'closed 20' "$T/client-hog.out" || fail "held connections not timed out"
+	start_vm a vm-a $U1 3701 --hint 0:512:1024
+	expect_file "$POL/policy2/scaling_min_freq" 1600000
+}
+
+# Slow HTTP clients (a header line every 300 ms) cannot keep the metrics
+# endpoint from answering: each connection has a deadline.
+sec_http_slow() {
+	EXTRA_CONF=$'[metrics]\nmax_connections=4\ntimeout_ms=1000'
+	fixture
+	start_daemon none
+	local port; port=$(ctl --json status | jq -r .metrics_port)
+	"$FH_HOG" --tcp "127.0.0.1:$port" --count 16 --send 'GET /metrics HTTP/1.1\r\nHost: x\r\n' \
+		--trickle 'X-Slow: 1\r\n' --trickle-ms 300 >"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
+	eventually grep -q '^held' "$T/client-hog.out" || fail "hog did not connect"
+	eventually grep -qx 'closed 16' "$T/client-hog.out" ||
+		fail "slow clients not cut at their deadline: $(tail -1 "$T/client-hog.out")"
+	# MHD's thread frees the slots just after the clients see their close
+	local i
+	for i in $(seq 20); do
+		curl -sf -m 5 "http://127.0.0.1:$port/metrics" >"$T/scrape.txt" && break
+		sleep 0.1
+	done
+	[ -s "$T/scrape.txt" ] || fail "no scrape within 2 s of the slow clients being cut"
+	grep -q '^freqhint_connected_vms 0$' "$T/scrape.txt" || fail "scrape incomplete: $(head -c 300 "$T/scrape.txt")"
+	timeout 5 "$FREQHINTCTL" --socket "$T/ctl.sock" status >/dev/null || fail "freqhintctl not served"
+}
+
+# vCPUs of all VMs together are bounded (max_vcpus): the one that would
+# exceed it is refused with OVERLOAD, the others stay.
+sec_vcpus_bound() {
+	EXTRA_DAEMON='max_vcpus=48'
+	fixture
+	start_daemon none
+	start_vm a vm-a $U1 0 --vcpus 32 --hint 0:512:1024
+	timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-b --uuid $U2 --vcpus 32 \
+		--expect-close overload >"$T/client-b.out" 2>&1 || { cat "$T/client-b.out" >&2; fail "33..64 vCPUs accepted"; }
+	start_vm c vm-c $U3 0 --vcpus 16 --hint 0:512:1024
+	expect_jq '.vcpus' 48 status
+	expect_jq '.rejected.overload' 1 status
+	kill "$VM_a"
+	expect_jq '.vcpus' 16 status
+	start_vm b vm-b $U2 0 --vcpus 32 --hint 0:512:1024
+	expect_jq '.vcpus' 48 status
+}
+
+# Nothing listens besides the two UNIX sockets and the metrics address.
+sec_listen_only() {
+	fixture
+	start_daemon none
+	local port inodes=() fd l
+	port=$(ctl --json status | jq -r .metrics_port)
+	for fd in /proc/$DPID/fd/*; do
+		l=$(readlink "$fd") || continue
+		[[ $l =~ ^socket:\[([0-9]+)\]$ ]] && inodes+=("${BASH_REMATCH[1]}")
+	done
+	local want_tcp; want_tcp=$(printf '0100007F:%04X' "$port")
+	local tcp_listen=0 other=0 f
+	for f in tcp tcp6 udp udp6 raw raw6; do
+		while read -r _ local_addr _ st _ _ _ _ _ inode _; do
+			[[ " ${inodes[*]} " == *" $inode "* ]] || continue
+			if [ "$f" = tcp ] && [ "$st" = 0A ] && [ "$local_addr" = "$want_tcp" ]; then
+				tcp_listen=$((tcp_listen + 1))
+			elif [ "$st" = 0A ] || [[ $f == udp* || $f == raw* ]]; then
+				echo "unexpected $f socket $local_addr state $st" >&2; other=$((other + 1))
+			fi
+		done < <(tail -n +2 "/proc/net/$f" 2>/dev/null)
+	done
+	[ $tcp_listen = 1 ] || fail "metrics listener on 127.0.0.1:$port not found ($tcp_listen)"
+	[ $other = 0 ] || fail "$other other listening or datagram sockets"
+	# UNIX listeners (flag __SO_ACCEPTCON): only the device and control sockets
+	local paths
+	paths=$(awk -v ids=" ${inodes[*]} " 'NR > 1 && $4 == "00010000" && index(ids, " " $7 " ") { print $8 }' /proc/net/unix | sort)
+	[ "$paths" = "$(printf '%s\n%s' "$T/ctl.sock" "$T/dev.sock")" ] ||
+		fail "UNIX listeners: $(echo $paths)"
+}
+
+if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f sec_//p'; exit 0; fi
+[ $# = 1 ] && declare -F "sec_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
+check_tools
+T=$(mktemp -d "${TMPDIR:-/tmp}/fh-sec.XXXXXX")
+FX=$T/fx
+POL=$FX/sys/devices/system/cpu/cpufreq
+"sec_$1"
+stop_daemon
+echo "PASS: $1"

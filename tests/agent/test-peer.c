@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests for the agent's connection machinery (issue 15):
+ *   /peer/...     who a peer process is (PA-20): QEMU's -name/-uuid forms,
+ *                libvirt's machine scope, the HELLO comparison, pidfds;
+ *   /listener/... accept() out of descriptors: paused with backoff, logged
+ *                once, never a busy loop (G-13);
+ *   /device/...   a callback that closes its connection (run under ASan:
+ *                the caller must not read freed memory).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "fh-device.h"
+#include "fh-listener.h"
+#include "fh-peer.h"
+#include "fh-protocol.h"
+
+#define U1 "11111111-1111-1111-1111-111111111111"
+
+static gboolean
+parse (const char *const *argv, FhPeerIdentity *id)
+{
+  g_autoptr (GString) buf = g_string_new (NULL);
+
+  for (int i = 0; argv[i]; i++)
+    g_string_append_len (buf, argv[i], (gssize) strlen (argv[i]) + 1);
+  return fh_peer_parse_cmdline (buf->str, buf->len, id);
+}
+
+static void
+test_cmdline (void)
+{
+  static const struct {
+    const char *argv[8];
+    const char *name; /* NULL: no -name */
+    const char *uuid; /* NULL: no -uuid */
+  } cases[] = {
+    { { "qemu-system-x86_64", "-name", "vm1", "-uuid", U1, NULL }, "vm1", U1 },
+    { { "qemu", "-name", "guest=vm1,debug-threads=on", NULL }, "vm1", NULL },
+    { { "qemu", "-name", "debug-threads=on,guest=vm2", NULL }, "vm2", NULL },
+    { { "qemu", "-name", "vm,,with,,commas,process=x", NULL }, "vm,with,commas", NULL },
+    { { "qemu", "--name", "vm3", "--uuid", "11111111-1111-1111-1111-11111111111A", NULL }, "vm3",
+      "11111111-1111-1111-1111-11111111111a" },
+    { { "qemu", "-name", "first", "-name", "guest=second", NULL }, "second", NULL },
+    { { "qemu", "-m", "1G", NULL }, NULL, NULL },
+    { { "qemu", "-name", NULL }, NULL, NULL }, /* option without its value */
+    { { "qemu", "-name", "", NULL }, "", NULL },
+    /* the nil UUID means no UUID, as in HELLO */
+    { { "qemu", "-name", "vm4", "-uuid", "00000000-0000-0000-0000-000000000000", NULL }, "vm4", NULL },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_auto (FhPeerIdentity) id = { 0 };
+
+    g_assert_true (parse (cases[i].argv, &id));
+    g_assert_cmpint (id.have_name, ==, cases[i].name != NULL);
+    g_assert_cmpstr (id.name, ==, cases[i].name);
+    g_assert_cmpint (id.have_uuid, ==, cases[i].uuid != NULL);
+    if (cases[i].uuid)
+      g_assert_cmpstr (id.uuid, ==, cases[i].uuid);
+  }
+  {
+    g_auto (FhPeerIdentity) id = { 0 };
+    const char *bad[] = { "qemu", "-uuid", "not-a-uuid", NULL };
+
+    g_assert_false (parse (bad, &id));
+  }
+}
+
+static void
+test_scope (void)
+{
+  g_autofree char *a = fh_peer_parse_scope ("0::/machine.slice/machine-qemu\\x2d3\\x2dvm\\x2da.scope/libvirt/vcpu0\n");
+  g_autofree char *none = fh_peer_parse_scope ("0::/user.slice/session-1.scope\n");
+  g_autofree char *v1 = fh_peer_parse_scope ("12:cpu,cpuacct:/machine.slice/machine-qemu\\x2d12\\x2dweb.scope\n"
+                                             "1:name=systemd:/machine.slice/machine-qemu\\x2d12\\x2dweb.scope\n");
+
+  g_assert_cmpstr (a, ==, "qemu-3-vm-a");
+  g_assert_null (none);
+  g_assert_cmpstr (v1, ==, "qemu-12-web");
+  g_assert_true (fh_peer_scope_matches ("qemu-3-vm-a", "vm-a"));
+  g_assert_true (fh_peer_scope_matches ("qemu-3-vma", "vm_a")); /* libvirt drops '_' */
+  g_assert_false (fh_peer_scope_matches ("qemu-3-vm-a", "vm-b"));
+  g_assert_false (fh_peer_scope_matches ("qemu-3-vm-a", "vm-ab"));
+  g_assert_false (fh_peer_scope_matches ("lxc-3-vm-a", "vm-a"));
+}
+
+static void
+test_check_hello (void)
+{
+  FhPeerIdentity id = { 0 };
+  char why[160];
+  char long_name[100];
+
+  /* no -name, no -uuid: only the empty name and the nil UUID */
+  g_assert_true (fh_peer_check_hello (&id, "", "00000000-0000-0000-0000-000000000000", why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "", why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "", U1, why, sizeof why));
+  id.have_name = TRUE;
+  id.name = g_strdup ("vm1");
+  id.have_uuid = TRUE;
+  strcpy (id.uuid, U1);
+  g_assert_true (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "vm1", "11111111-1111-1111-1111-111111111111", why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm2", U1, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "", why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "22222222-2222-2222-2222-222222222222", why, sizeof why));
+  /* the device truncates names to 63 bytes (PD-2) */
+  memset (long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  g_free (id.name);
+  id.name = g_strdup (long_name);
+  long_name[63] = '\0';
+  g_assert_true (fh_peer_check_hello (&id, long_name, U1, why, sizeof why));
+  long_name[62] = '\0';
+  g_assert_false (fh_peer_check_hello (&id, long_name, U1, why, sizeof why));
+  /* a machine scope must agree too */
+  g_free (id.name);
+  id.name = g_strdup ("vm1");
+  id.scope_name = g_strdup ("qemu-4-vm2");
+  g_assert_false (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
+  g_assert_nonnull (strstr (why, "machine scope"));
+  fh_peer_identity_clear (&id);
+}
+
+static void
+test_pidfd (void)
+{
+  pid_t child = fork ();
+  int fd;
+
+  if (child == 0) {
+    pause ();
+    _exit (0);
+  }
+  fd = fh_peer_pin (child);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_true (fh_peer_alive (fd));
+  kill (child, SIGKILL);
+  waitpid (child, NULL, 0);
+  g_assert_false (fh_peer_alive (fd));
+  close (fd);
+  g_assert_cmpint (fh_peer_pin (0), <, 0);
+}
+
+/* --- listener ------------------------------------------------------------- */
+
+static int accepted;
+static guint log_lines;
+
+static void
+count_accept (int fd, gpointer data)
+{
+  accepted++;
+  close (fd);
+}
+
+static GLogWriterOutput
+count_logs (GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+  for (gsize i = 0; i < n; i++)
+    if (strcmp (fields[i].key, "MESSAGE") == 0 && strstr (fields[i].value, "pausing new connections"))
+      log_lines++;
+  return g_log_writer_standard_streams (level, fields, n, data);
+}
+
+static gboolean
+quit_cb (gpointer loop)
+{
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+run_for (guint ms)
+{
+  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+
+  g_timeout_add (ms, quit_cb, loop);
+  g_main_loop_run (loop);
+}
+
+static int
+listen_at (const char *path)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+  g_strlcpy (a.sun_path, path, sizeof a.sun_path);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (listen (fd, 16), ==, 0);
+  return fd;
+}
+
+static int
+connect_to (const char *path)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  g_strlcpy (a.sun_path, path, sizeof a.sun_path);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
+  return fd;
+}
+
+static void
+test_listener_emfile (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("fh-listener-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "s", NULL);
+  struct rlimit old, low;
+  GArray *filler = g_array_new (FALSE, FALSE, sizeof (int));
+  FhListener *l;
+  int client, spare;
+  guint64 calls;
+
+  l = fh_listener_new (listen_at (path), "test socket", count_accept, NULL);
+  client = connect_to (path);
+  /* every descriptor in use: accept() fails with EMFILE */
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &old), ==, 0);
+  low = old;
+  low.rlim_cur = 64;
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &low), ==, 0);
+  while ((spare = open ("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+    g_array_append_val (filler, spare);
+  g_assert_cmpint (errno, ==, EMFILE);
+  run_for (1500);
+  calls = fh_listener_accept_calls (l);
+  /* 50 ms doubling to 1 s: a handful of tries in 1.5 s, not a busy loop */
+  g_assert_cmpuint (calls, >=, 2);
+  g_assert_cmpuint (calls, <=, 8);
+  g_assert_cmpuint (fh_listener_failures (l), ==, calls);
+  g_assert_cmpuint (log_lines, ==, 1);
+  g_assert_cmpint (accepted, ==, 0);
+  /* descriptors come back: the waiting connection is taken */
+  for (guint i = 0; i < filler->len; i++)
+    close (g_array_index (filler, int, i));
+  g_array_unref (filler);
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &old), ==, 0);
+  run_for (1200);
+  g_assert_cmpint (accepted, ==, 1);
+  close (client);
+  fh_listener_free (l);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+/* --- device: a callback closes its connection -------------------------------- */
+
+static guint hints_seen, closed_seen;
+
+static gboolean
+hello_ok (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
+{
+  return TRUE;
+}
+
+static void
+hints_close (FhConn *conn, const FhHints *hints, gpointer data)
+{
+  hints_seen++;
+  /* e.g. a refused thread table: the callback ends the connection */
+  fh_conn_close (conn, FH_CLOSE_PERMISSION, "closed from the hints callback");
+}
+
+static void
+on_closed (FhConn *conn, gpointer data)
+{
+  closed_seen++;
+}
+
+static void
+test_close_in_callback (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("fh-device-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "dev.sock", NULL);
+  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
+                            .max_connections = 4, .socket_mode = 0600,
+                            .socket_gid = (gid_t) -1 };
+  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints_close, .closed = on_closed };
+  g_autoptr (GError) error = NULL;
+  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+  static FhHello hello;
+  static FhHints hints;
+  uint8_t buf[3 * FH_FRAME_MAX];
+  size_t n = 0;
+  int fd;
+
+  g_assert_no_error (error);
+  hello.version = FH_PROTO_VERSION;
+  hello.num_vcpus = 1;
+  n += fh_encode_hello (buf + n, sizeof buf - n, &hello);
+  hints.flags = FH_HINTS_F_FULL;
+  hints.num_records = 1; /* vCPU 0, no hint */
+  /* two HINTS in one read: the device loop goes on after the callback */
+  n += fh_encode_hints (buf + n, sizeof buf - n, &hints);
+  n += fh_encode_hints (buf + n, sizeof buf - n, &hints);
+  fd = connect_to (path);
+  run_for (100); /* accepted */
+  g_assert_cmpint (send (fd, buf, n, 0), ==, (ssize_t) n);
+  run_for (300);
+  g_assert_cmpuint (hints_seen, ==, 1);
+  g_assert_cmpuint (closed_seen, ==, 1);
+  g_assert_cmpuint (fh_device_server_n_connections (server), ==, 0);
+  close (fd);
+  fh_device_server_free (server);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  /* closing a connection for a reason is a warning, not a test failure */
+  g_log_set_always_fatal (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL);
+  g_log_set_writer_func (count_logs, NULL, NULL);
+  g_test_add_func ("/peer/cmdline", test_cmdline);
+  g_test_add_func ("/peer/scope", test_scope);
+  g_test_add_func ("/peer/check-hello", test_check_hello);
+  g_test_add_func ("/peer/pidfd", test_pidfd);
+  g_test_add_func ("/device/close-in-callback", test_close_in_callback);
+  g_test_add_func ("/listener/emfile", test_listener_emfile);
+  return g_test_run ();
+}
