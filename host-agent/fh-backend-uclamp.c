@@ -160,7 +160,7 @@ apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, 
    * again right before setting, so a clamp never lands on a thread that
    * is no longer the VM's (the release path checks the same).
    */
-  if (owner > 0 && !still_owned (self, tid, owner)) {
+  if (!still_owned (self, tid, owner)) {
     g_debug ("tid %u no longer belongs to process %d; not clamped", tid, (int) owner);
     return;
   }
