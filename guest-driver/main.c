@@ -6,8 +6,9 @@
  *
  * A per-device driver: everything (per-vCPU gathering, the clamp source,
  * the cpufreq driver, the samplers, the sender) starts at probe and stops
- * in remove and freeze.  Without the device the module does nothing.  The
- * device describes the whole VM, so a second one is refused.
+ * in remove; freeze/restore stop and restart the device side.  Without the
+ * device the module does nothing.  The device describes the whole VM, so a
+ * second one is refused.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
