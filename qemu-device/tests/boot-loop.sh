@@ -9,7 +9,7 @@
 # backtrace of every thread (crash-*.bt) and, for the first crash of each
 # set, the core file, under DIR (default: a new directory under $TMPDIR,
 # printed at the end).  Exit status 1 if any QEMU run crashed, 2 on a
-# usage error.  --kernel as for tests/guest/run-guest.sh (default
+# usage error.  --kernel as for tests/harness/run-guest.sh (default
 # uclamp, the project's test kernel).
 set -euo pipefail
 
@@ -48,7 +48,7 @@ for set in with without; do
 				-device virtio-freqhint-pci,chardev=fh)
 		fi
 		set +e
-		(cd "$dir" && "$here/tests/guest/run-guest.sh" --kernel "$kernel" \
+		(cd "$dir" && "$here/tests/harness/run-guest.sh" --kernel "$kernel" \
 			--test "$here/qemu-device/tests/boot-loop-guest.sh" \
 			--qemu "$qemu" --smp 2 --mem 256M --timeout 180 --quiet \
 			--log "$dir/console.log" \
