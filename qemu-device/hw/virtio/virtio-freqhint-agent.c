@@ -487,12 +487,16 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
             return false;
         }
         /* The device sends no PING: any PONG is unsolicited and ignored. */
+        /*
+         * A PONG the socket did not take is sent when it is writable, for
+         * the latest PING only; a newer one must not overtake it.
+         */
         if (type == FH_MSG_PING &&
-            !fh_link_send(fh, FH_MSG_PONG, p, len) &&
+            (link->pong_pending || !fh_link_send(fh, FH_MSG_PONG, p, len)) &&
             link->state != FREQHINT_LINK_DOWN) {
-            /* Answered when the socket takes it; only the latest cookie. */
             link->pong_pending = true;
             link->pong_cookie = ldq_le_p(p);
+            fh_link_watch(fh);
         }
         return true;
     default:
