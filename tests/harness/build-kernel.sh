@@ -56,6 +56,16 @@ key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment
 entry="$kcache/$key"
 srcdir="$kcache/src/linux-$upstream-$(tr '~+' '__' <<<"$version")"
 
+# A finished entry is read without the lock: a build of another key (another
+# tree's fragment) must not hold up every test that only boots this one.
+if [ "$mode" != rebuild ] && [ -f "$entry/.done" ] && [ -f "$entry/modules/load-order" ]; then
+	[ "$mode" = print ] && echo "$entry"
+	exit 0
+fi
+# setup.sh and a meson test may both ask at once; one builds, the other waits.
+exec 9>"$kcache/.lock"
+flock 9
+
 # fetch_uri NAME: download one file apt named and check its sha256.
 fetch_uri() {
 	local name=$1 url sum
