@@ -53,10 +53,10 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 qemu_bin=$("$here/qemu-device/build-qemu.sh" --print-binary)
 qemu_version=$("$qemu_bin" --version | head -n1)
-kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)
+kdir=$("$here/tests/harness/build-kernel.sh" --print-dir)
 [ -r "$kdir/bzImage" ] || die "guest kernel not built: run scripts/setup.sh"
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$here" status --porcelain 2>/dev/null | grep -q . && echo " (with local changes)" || true)
+dirty=$(git -C "$here" status --porcelain 2>/dev/null | grep . >/dev/null && echo " (with local changes)" || true)
 
 agent_args=()
 guest_args=(--samples 200 --burst-seconds 20)
@@ -161,7 +161,7 @@ under -m 200, and one has its floor changed with \`uclampset -p\` every 250 ms.
 *Requests* are schedutil's calls into the driver's cpufreq callbacks, counted by kprobes on
 \`fh_cpufreq_fast_switch\` and \`fh_cpufreq_target\` (\`kprobe_profile\` hits): each is one frequency change of one vCPU's policy,
 which a trap-per-change design (Linux virtual-cpufreq + crosvm) turns into one MMIO trap (a vmexit) and one host \`sched_setattr\`.
-*Notifications* are the kicks the virtio-freqhint device handled (\`qom-get stats\` → \`notifications\`, sampled by the host before and after):
+*Notifications* are the kicks the virtio-freqhint device handled (\`qom-get x-stats\` → \`notifications\`, sampled by the host before and after):
 the vmexits freqhint costs. The driver sent $(val burst_default_buffers) buffers carrying $(val burst_default_records) records; the device
 forwarded $(val device_default_forwarded) records to freqhintd.
 Equal information: after the load one steady task (\`uclampset -m 700 -M 900\`) runs on vCPU1; the guest module's view and freqhintd's

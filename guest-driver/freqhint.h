@@ -233,7 +233,7 @@ struct virtio_freqhint {
 int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu);
 int fh_debug_vcpu_index(unsigned int cpu);
 int fh_transport_start(struct virtio_freqhint *vi);
-void fh_transport_stop(struct virtio_freqhint *vi);
+void fh_transport_link(struct virtio_freqhint *vi, bool up);
 void fh_transport_release(struct virtio_freqhint *vi);
 void fh_transport_kick(void);
 void fh_transport_resend(void);

@@ -41,6 +41,9 @@
 
 #include "freqhint.h"
 
+/* Idle windows a window woken from idle may reach back over (GR-7). */
+#define FH_IDLE_BACKDATE	4
+
 struct fh_vcpu {
 	/* Window accounting: this CPU only, IRQs off or hardirq. */
 	struct fh_win win;
@@ -270,9 +273,17 @@ void fh_gather_switch(struct task_struct *next)
 	if (!fh_track(v, next))
 		return;
 	if (!v->timer_armed) {
-		/* hrtimer_start() under the rq lock is legal but deferred anyway. */
+		/*
+		 * Woken from idle: the window keeps the idle stretch since the
+		 * last close (up to FH_IDLE_BACKDATE windows), so a kernel
+		 * thread's blip after a long idle (RCU, ~150 us under TCG, 1.5 %
+		 * of a 10 ms window) is weighed against that stretch.  User
+		 * tasks start a fresh window on the leading edge.
+		 * hrtimer_start() under the rq lock is legal but deferred anyway.
+		 */
 		v->timer_armed = true;
-		fh_win_reset(&v->win, now);
+		v->win.start = max(v->win.start,
+				   now - FH_IDLE_BACKDATE * fh_window_ns());
 		irq_work_queue(&v->arm_work);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);

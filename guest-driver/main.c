@@ -6,8 +6,9 @@
  *
  * A per-device driver: everything (per-vCPU gathering, the clamp source,
  * the cpufreq driver, the samplers, the sender) starts at probe and stops
- * in remove and freeze.  Without the device the module does nothing.  The
- * device describes the whole VM, so a second one is refused.
+ * in remove; freeze/restore stop and restart the device side.  Without the
+ * device the module does nothing.  The device describes the whole VM, so a
+ * second one is refused.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -265,14 +266,37 @@ static int fh_feedback_online(unsigned int cpu)
 	return 0;
 }
 
+static int fh_find_vq(struct virtio_freqhint *vi)
+{
+	vi->vq = virtio_find_single_vq(vi->vdev, fh_hintq_done, "hintq");
+	return PTR_ERR_OR_ZERO(vi->vq);
+}
+
+/* The device side: queue up, link up, DRIVER_OK, send everything. */
+static void fh_device_up(struct virtio_freqhint *vi)
+{
+	fh_transport_link(vi, true);
+	virtio_device_ready(vi->vdev);
+	fh_transport_resend();
+}
+
+/* The device side down: no send after this; the device is reset. */
+static void fh_device_down(struct virtio_freqhint *vi)
+{
+	fh_transport_link(vi, false);
+	/* No callbacks after the reset (virtio-pci synchronizes its IRQs). */
+	virtio_reset_device(vi->vdev);
+	cancel_work_sync(&vi->config_work);
+}
+
 static int probe_common(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 	int err;
 
-	vi->vq = virtio_find_single_vq(vdev, fh_hintq_done, "hintq");
-	if (IS_ERR(vi->vq))
-		return PTR_ERR(vi->vq);
+	err = fh_find_vq(vi);
+	if (err)
+		return err;
 
 	/*
 	 * Order matters: per-vCPU state first, then the host's frequencies
@@ -289,31 +313,28 @@ static int probe_common(struct virtio_device *vdev)
 		goto err_del_vqs;
 	vi->perf_ok = fh_perf_active() &&
 		      virtio_has_feature(vdev, VIRTIO_FREQHINT_F_PERF);
-	err = fh_gather_start();
-	if (err)
-		goto err_perf;
 	err = fh_transport_start(vi);
 	if (err)
-		goto err_gather;
+		goto err_perf;
+	err = fh_gather_start();
+	if (err)
+		goto err_transport;
 	WRITE_ONCE(fh_hp_vi, vi);
 	err = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
 					"virtio/freqhint:feedback",
 					fh_feedback_online, NULL);
 	if (err < 0)
-		goto err_transport;
+		goto err_gather;
 	fh_hp_state = err;
 
-	virtio_device_ready(vdev);
-	fh_transport_resend();
+	fh_device_up(vi);
 	return 0;
 
-err_transport:
-	WRITE_ONCE(fh_hp_vi, NULL);
-	fh_transport_stop(vi);
-	virtio_reset_device(vdev);
-	fh_transport_release(vi);
 err_gather:
+	WRITE_ONCE(fh_hp_vi, NULL);
 	fh_gather_stop();
+err_transport:
+	fh_transport_release(vi);
 err_perf:
 	fh_perf_stop();
 err_del_vqs:
@@ -329,10 +350,7 @@ static void remove_common(struct virtio_device *vdev)
 	WRITE_ONCE(fh_hp_vi, NULL);
 	/* Stop producing first, so no kick outlives the sender. */
 	fh_gather_stop();
-	fh_transport_stop(vi);
-	/* No callbacks after the reset; then the sender can go. */
-	virtio_reset_device(vdev);
-	cancel_work_sync(&vi->config_work);
+	fh_device_down(vi);
 	fh_transport_release(vi);
 	fh_perf_stop();
 	vdev->config->del_vqs(vdev);
@@ -498,15 +516,34 @@ static void virtfh_remove(struct virtio_device *vdev)
 }
 
 #ifdef CONFIG_PM_SLEEP
+/*
+ * Suspend: only the device side stops (queue, sends, the device is reset);
+ * the per-vCPU state, the samplers and the cpufreq policies stay, like
+ * virtio-rng's and virtio_balloon's non-device state.  Unregistering the
+ * cpufreq driver and removing CPU hotplug states in the middle of
+ * dpm_suspend() hung the suspend-to-idle test; they are not device state.
+ */
 static int virtfh_freeze(struct virtio_device *vdev)
 {
-	remove_common(vdev);
+	struct virtio_freqhint *vi = vdev->priv;
+
+	fh_device_down(vi);
+	vdev->config->del_vqs(vdev);
 	return 0;
 }
 
 static int virtfh_restore(struct virtio_device *vdev)
 {
-	return probe_common(vdev);
+	struct virtio_freqhint *vi = vdev->priv;
+	int err;
+
+	err = fh_find_vq(vi);
+	if (err)
+		return err;
+	fh_device_up(vi);
+	/* The host may have changed anything meanwhile. */
+	schedule_work(&vi->config_work);
+	return 0;
 }
 #endif
 

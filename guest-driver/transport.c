@@ -37,7 +37,7 @@ static bool fh_link_up;
 static unsigned long fh_last_send;
 
 static void fh_send_fn(struct kthread_work *work);
-static DEFINE_KTHREAD_DELAYED_WORK(fh_send_work, fh_send_fn);
+static struct kthread_delayed_work fh_send_work;
 
 static size_t fh_buf_size(unsigned int n)
 {
@@ -149,7 +149,7 @@ out:
 	mutex_unlock(&fh_lock);
 }
 
-/* Probe/restore: the vq exists and the device is ready. */
+/* Probe: the sender thread; the link stays down until fh_transport_link(). */
 int fh_transport_start(struct virtio_freqhint *vi)
 {
 	struct kthread_worker *w;
@@ -157,29 +157,34 @@ int fh_transport_start(struct virtio_freqhint *vi)
 	w = kthread_create_worker(0, "virtio_freqhint");
 	if (IS_ERR(w))
 		return PTR_ERR(w);
+	/* A work remembers its worker: a new worker needs a new work. */
+	kthread_init_delayed_work(&fh_send_work, fh_send_fn);
 	mutex_lock(&fh_lock);
 	fh_worker = w;
 	fh_dev = vi;
-	vi->in_flight = false;
-	WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
-	WRITE_ONCE(fh_link_up, true);
 	mutex_unlock(&fh_lock);
 	fh_gather_set_sender(w->task);
 	return 0;
 }
 
 /*
- * Remove/freeze, after gathering stopped: no send touches the queue once
- * this returns (the device is reset next).
+ * Probe/restore (up, the queue exists) and remove/freeze (down, before the
+ * device is reset): once the link is down no send touches the queue.
  */
-void fh_transport_stop(struct virtio_freqhint *vi)
+void fh_transport_link(struct virtio_freqhint *vi, bool up)
 {
 	mutex_lock(&fh_lock);
-	WRITE_ONCE(fh_link_up, false);
+	if (up) {
+		vi->in_flight = false;
+		WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
+	}
+	WRITE_ONCE(fh_link_up, up);
 	mutex_unlock(&fh_lock);
+	if (!up && fh_worker)
+		kthread_cancel_delayed_work_sync(&fh_send_work);
 }
 
-/* After the reset: no callback kicks any more. */
+/* Remove, after the reset: no callback kicks any more. */
 void fh_transport_release(struct virtio_freqhint *vi)
 {
 	if (fh_worker) {

@@ -98,6 +98,8 @@ static const char *const metrics_keys[] = {
   "enabled", "address", "port", "max_connections", "timeout_ms", NULL,
 };
 static const char *const vm_keys[] = { "floor", "ceiling", "cpus", NULL };
+/* OpenStack flavor mappings: values read by the libvirt watcher (libvirt/fh-nova.c). */
+static const char *const nova_flavor_keys[] = { "floor", "ceiling", "guest-hints", NULL };
 
 static const struct {
   const char *group; /* "vm " matches as a prefix */
@@ -105,6 +107,7 @@ static const struct {
 } sections[] = {
   { "daemon", daemon_keys },   { "merge", merge_keys },     { "cpufreq", cpufreq_keys },
   { "libvirt", libvirt_keys }, { "metrics", metrics_keys }, { "vm ", vm_keys },
+  { "nova-flavor ", nova_flavor_keys },
 };
 
 /* The file as read, to say on which line a key or section is. */
@@ -343,7 +346,8 @@ check_known (const Src *src, GKeyFile *kf, GError **error)
       g_autofree char *name = g_strescape (*g, NULL);
 
       cfg_error (error, src, *g, NULL,
-                 "unknown section \"%s\" (daemon, merge, cpufreq, libvirt, metrics, vm NAME)",
+                 "unknown section \"%s\" (daemon, merge, cpufreq, libvirt, metrics, vm NAME, "
+                 "nova-flavor NAME)",
                  name);
       return FALSE;
     }

@@ -15,6 +15,7 @@
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 
+#include "fh-listen.h"
 #include "fh-listener.h"
 #include "fh-telemetry.h"
 
@@ -37,6 +38,8 @@ struct _FhControl {
   GQueue clients; /* Client*, oldest first */
   guint64 evicted;
   guint64 timed_out;
+  gboolean activated; /* passed by systemd: the path is the socket unit's */
+  gid_t group;        /* the socket file's group: its members may ask */
 };
 
 typedef struct {
@@ -127,10 +130,21 @@ handle_request (FhDaemon *d, const char *line)
   return json_to_string (reply, FALSE);
 }
 
+static gboolean client_timeout (gpointer data);
+
+/* While an answer goes out, the deadline counts from the last progress. */
+static void
+restart_deadline (Client *c)
+{
+  g_clear_handle_id (&c->timer, g_source_remove);
+  c->timer = g_timeout_add (c->control->daemon->config->control_timeout_ms, client_timeout, c);
+}
+
 static gboolean
 client_out (gint fd, GIOCondition cond, gpointer data)
 {
   Client *c = data;
+  gsize before = c->reply_off;
 
   while (c->reply_off < c->reply_len) {
     ssize_t n = send (fd, c->reply + c->reply_off, c->reply_len - c->reply_off,
@@ -138,8 +152,11 @@ client_out (gint fd, GIOCondition cond, gpointer data)
 
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (c->reply_off > before)
+        restart_deadline (c);
       return G_SOURCE_CONTINUE;
+    }
     if (n <= 0) {
       g_debug ("control client: %s", g_strerror (errno));
       break;
@@ -158,6 +175,7 @@ reply_and_close (Client *c, char *reply)
   c->reply = g_strconcat (reply, "\n", NULL);
   c->reply_len = strlen (c->reply);
   g_free (reply);
+  restart_deadline (c); /* building a big answer may have taken a while */
   c->out_watch = g_unix_fd_add (c->fd, G_IO_OUT, client_out, c);
 }
 
@@ -242,7 +260,9 @@ on_accept (int fd, gpointer data)
   g_queue_push_tail (&control->clients, c);
   c->link = control->clients.tail;
   /* A refused peer still gets its request read, so that it sees the answer. */
-  if (cred.uid == (uid_t) -1 || !fh_config_uid_allowed (control->daemon->config, cred.uid, cred.gid)) {
+  if (cred.uid == (uid_t) -1 ||
+      (!fh_config_uid_allowed (control->daemon->config, cred.uid, cred.gid) &&
+       !fh_listen_peer_in_group (fd, control->group))) {
     g_warning ("control socket: refusing uid %d", (int) cred.uid);
     c->refused = TRUE;
   }
@@ -274,6 +294,7 @@ fh_control_new (FhDaemon *daemon, const char *path, GError **error)
   g_autofree char *dir = g_path_get_dirname (path);
   FhControl *control;
   struct stat st;
+  gboolean activated = FALSE;
   int fd;
 
   if (strlen (path) >= sizeof addr.sun_path) {
@@ -281,6 +302,14 @@ fh_control_new (FhDaemon *daemon, const char *path, GError **error)
     return NULL;
   }
   strcpy (addr.sun_path, path);
+  /* Socket activation: the socket unit's socket, with its group and mode. */
+  fd = fh_listen_take ("control", path, error);
+  if (fd == -2)
+    return NULL;
+  if (fd >= 0) {
+    activated = TRUE;
+    goto have_socket;
+  }
   if (g_mkdir_with_parents (dir, 0755) < 0) {
     int e = errno;
 
@@ -304,9 +333,12 @@ fh_control_new (FhDaemon *daemon, const char *path, GError **error)
     unlink (path);
     return NULL;
   }
+have_socket:
   control = g_new0 (FhControl, 1);
   control->daemon = daemon;
   control->path = g_strdup (path);
+  control->activated = activated;
+  control->group = stat (path, &st) == 0 ? st.st_gid : (gid_t) -1;
   g_queue_init (&control->clients);
   control->listener = fh_listener_new (fd, path, on_accept, control);
   return control;
@@ -320,7 +352,9 @@ fh_control_free (FhControl *control)
   while (control->clients.head)
     client_free (control->clients.head->data);
   fh_listener_free (control->listener);
-  unlink (control->path);
+  /* A socket unit's path outlives us: systemd listens on it while we are down. */
+  if (!control->activated)
+    unlink (control->path);
   g_free (control->path);
   g_free (control);
 }

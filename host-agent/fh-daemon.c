@@ -11,6 +11,7 @@
 
 #include "fh-daemon.h"
 
+#include <malloc.h>
 #include <string.h>
 
 #include "fh-peer.h"
@@ -284,7 +285,7 @@ on_hints (FhConn *conn, const FhHints *hints, gpointer data)
 
 /*
  * PA-19: the device's vCPU table after hot-plug.  Every thread must be the
- * peer's (as HELLO's are, PA-21); a vCPU whose thread went away loses
+ * peer's, checked as HELLO's are (PA-21); a vCPU whose thread went away loses
  * its hint.  The connection and everything else about the VM stay.
  */
 static gboolean
@@ -297,7 +298,6 @@ on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
 
   if (!vm)
     return TRUE;
-  /* PA-21: every new thread is the pinned peer's, as HELLO's are */
   if (!fh_daemon_check_peer_tids (d, conn, vcpus->tids, vm->num_vcpus, err))
     return FALSE;
   for (guint i = 0; i < vm->num_vcpus; i++) {
@@ -552,6 +552,12 @@ poll_tick (gpointer data)
   g_clear_pointer (&d->cg_cache, g_hash_table_unref);
   /* Also the backends' retry point. */
   daemon_update (d);
+  /* Memory freed by VMs that left and by big telemetry answers goes back to
+   * the system (G-13), at most every 10 s. */
+  if (g_get_monotonic_time () - d->last_trim_us >= 10 * G_USEC_PER_SEC) {
+    d->last_trim_us = g_get_monotonic_time ();
+    malloc_trim (0);
+  }
   return G_SOURCE_CONTINUE;
 }
 

@@ -85,6 +85,7 @@ struct _FhDaemon {
   guint64 updates_total;
   guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20, PA-21) */
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
+  gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
   /* called after every update (metrics snapshot) */
   FhDaemonNotify notify;

@@ -10,6 +10,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-device.h"
+#include "fh-listen.h"
 
 #include "fh-listener.h"
 #include "fh-peer.h"
@@ -71,6 +72,8 @@ struct _FhDeviceServer {
   FhDeviceCallbacks cb;
   gpointer data;
   GList *conns; /* FhConn*; small (<= max_connections) */
+  gboolean activated; /* passed by systemd: the path is the socket unit's */
+  gid_t group;        /* the socket file's group: its members may connect */
 };
 
 static void conn_free (FhConn *conn);
@@ -592,9 +595,11 @@ server_accept (int cfd, gpointer user_data)
               (int) conn->peer.uid);
   server->conns = g_list_prepend (server->conns, conn);
 
+  /* Allowed: root, our uid, allowed_uids/gids, and the socket group's members. */
   if (conn->peer.uid == (uid_t) -1 ||
       (server->params.peer_allowed &&
-       !server->params.peer_allowed (conn->peer.uid, conn->peer.gid, server->data))) {
+       !server->params.peer_allowed (conn->peer.uid, conn->peer.gid, server->data) &&
+       !fh_listen_peer_in_group (cfd, server->group))) {
     fh_conn_close (conn, FH_CLOSE_PERMISSION, "uid %d gid %d is not allowed", (int) conn->peer.uid,
                    (int) conn->peer.gid);
     return;
@@ -666,6 +671,7 @@ fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDe
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   g_autofree char *dir = g_path_get_dirname (path);
   FhDeviceServer *server;
+  gboolean activated = FALSE;
   struct stat st;
   int fd;
 
@@ -674,6 +680,14 @@ fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDe
     return NULL;
   }
   strcpy (addr.sun_path, path);
+  /* Socket activation: systemd made the socket with the unit's group and mode. */
+  fd = fh_listen_take ("device", path, error);
+  if (fd == -2)
+    return NULL;
+  if (fd >= 0) {
+    activated = TRUE;
+    goto have_socket;
+  }
   if (!prepare_socket_dir (dir, params->socket_gid, error))
     return NULL;
   /* A socket left by a previous run; anything else at that path is not ours. */
@@ -695,8 +709,11 @@ fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDe
     g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
     return NULL;
   }
+have_socket:
   server = g_new0 (FhDeviceServer, 1);
   server->path = g_strdup (path);
+  server->activated = activated;
+  server->group = stat (path, &st) == 0 ? st.st_gid : params->socket_gid;
   server->params = *params;
   server->cb = *cb;
   server->data = data;
@@ -712,7 +729,9 @@ fh_device_server_free (FhDeviceServer *server)
   while (server->conns)
     fh_conn_close (server->conns->data, FH_CLOSE_NORMAL, "agent shutting down");
   g_clear_pointer (&server->listener, fh_listener_free);
-  unlink (server->path);
+  /* A socket unit's path outlives us: systemd listens on it while we are down. */
+  if (!server->activated)
+    unlink (server->path);
   g_free (server->path);
   g_free (server);
 }

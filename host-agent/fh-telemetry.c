@@ -473,6 +473,16 @@ fh_telemetry_metrics (FhDaemon *d)
   g_string_append_printf (s,
                           "freqhint_write_failures_total{backend=\"%s\"} %" G_GUINT64_FORMAT "\n",
                           d->backend->ops->name, d->backend->write_failures);
+  family (s, FH_METRIC_EXTERNAL_WRITES, "counter",
+          "Times freqhintd found a policy's scaling_min_freq or scaling_max_freq changed by "
+          "another program (tuned, power-profiles-daemon, an admin) since its own last write; "
+          "each such value becomes the host's limit.");
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+
+    g_string_append_printf (s, FH_METRIC_EXTERNAL_WRITES "{policy=\"%u\"} %" G_GUINT64_FORMAT "\n",
+                            p->id, p->external_writes);
+  }
   for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
     for (int m = 0; m < 2; m++) {
       g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
@@ -591,15 +601,6 @@ fh_telemetry_metrics (FhDaemon *d)
       g_string_append_printf (
           s, "freqhint_cpu_scaling_frequency_max_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
           (guint64) p->applied_max_khz * 1000);
-  }
-  family (s, FH_METRIC_EXTERNAL_WRITES, "counter",
-          "Times freqhintd found a policy's scaling_min_freq or scaling_max_freq changed by "
-          "another program (tuned, power-profiles-daemon, an admin) since its own last write.");
-  for (guint i = 0; i < d->host->policies->len; i++) {
-    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
-
-    g_string_append_printf (s, FH_METRIC_EXTERNAL_WRITES "{policy=\"%u\"} %" G_GUINT64_FORMAT "\n",
-                            p->id, p->external_writes);
   }
   return g_string_free (s, FALSE);
 }

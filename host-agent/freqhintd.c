@@ -17,11 +17,13 @@
 
 #include "fh-control.h"
 #include "fh-daemon.h"
+#include "fh-listen.h"
 #include "fh-metrics.h"
 #include "fh-telemetry.h"
 #ifdef HAVE_LIBVIRT
 #include "fh-cgroup-mirror.h"
 #include "fh-libvirt-source.h"
+#include "fh-nova.h"
 #endif
 
 typedef struct {
@@ -290,6 +292,8 @@ main (int argc, char **argv)
     return 2;
   }
   g_log_set_default_handler (log_handler, NULL);
+  /* Socket activation: LISTEN_* read and unset before any thread exists. */
+  fh_listen_init ();
 
   config = fh_config_new ();
   if (!fh_config_load (config, config_path ? config_path : FH_DEFAULT_CONFIG, config_path != NULL,
@@ -339,11 +343,21 @@ main (int argc, char **argv)
   }
 #ifdef HAVE_LIBVIRT
   /* Before the config file: a domain's metadata wins over its [vm] section (LM-11). */
-  if (g_strcmp0 (libvirt_uri, "none") != 0)
-    fh_daemon_add_vm_source (app.daemon,
-                             fh_libvirt_source_new (libvirt_uri, libvirt_settings_changed,
-                                                    &app),
-                             TRUE);
+  if (g_strcmp0 (libvirt_uri, "none") != 0) {
+    /* OpenStack: [nova-flavor NAME] sections, for domains without a freqhint element. */
+    g_autoptr (GHashTable) flavors =
+        fh_nova_flavors_load (config_path ? config_path : FH_DEFAULT_CONFIG, &error);
+    FhVmSource *lv;
+
+    if (!flavors) {
+      g_printerr ("freqhintd: %s\n", error->message);
+      fh_daemon_free (app.daemon);
+      return 2;
+    }
+    lv = fh_libvirt_source_new (libvirt_uri, libvirt_settings_changed, &app);
+    fh_libvirt_source_set_nova_flavors (lv, flavors);
+    fh_daemon_add_vm_source (app.daemon, lv, TRUE);
+  }
 #else
   if (app.daemon->config->mirror_ceiling)
     g_warning ("[libvirt] mirror_ceiling: built without libvirt support; not mirroring");
@@ -373,11 +387,18 @@ main (int argc, char **argv)
 
   if (!fh_daemon_start (app.daemon, &error))
     goto out;
+  /* The first scrape must not find an empty page: publish before anyone
+   * can learn (from the control socket) that the daemon is up. */
+  if (app.metrics) {
+    app.metrics_published_us = g_get_monotonic_time ();
+    fh_metrics_publish (app.metrics, fh_telemetry_metrics (app.daemon));
+  }
   control = fh_control_new (app.daemon, app.daemon->config->control_socket_path, &error);
   if (!control) {
     fh_daemon_stop (app.daemon);
     goto out;
   }
+  fh_listen_close_unused ();
   g_main_loop_run (app.loop);
   fh_control_free (control);
   fh_daemon_stop (app.daemon);

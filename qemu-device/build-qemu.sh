@@ -125,6 +125,15 @@ import_uapi_header() {
 	    "$1" >"$2"
 }
 
+# The agent protocol is not a Linux header, so it does not go to
+# include/standard-headers/: it becomes a QEMU header in QEMU's style (no
+# tabs; qemu/osdep.h already gives stdint.h).
+import_agent_header() {
+	sed -e '/^#include <stdint.h>$/d' \
+	    -e 's/<linux\/\([^>]*\)>/"standard-headers\/linux\/\1"/' \
+	    "$1" | expand -t 4 >"$2"
+}
+
 # Build the set of files that differ from pristine in $1 (a staging dir).
 stage_tree() {
 	local stage=$1 d f p
@@ -136,12 +145,11 @@ stage_tree() {
 		done
 	done
 	mkdir -p "$stage/include/standard-headers/linux" \
-		"$stage/include/standard-headers/freqhint"
+		"$stage/include/hw/virtio"
 	import_uapi_header "$top/spec/include/linux/virtio_freqhint.h" \
 		"$stage/include/standard-headers/linux/virtio_freqhint.h"
-	sed -e 's/<linux\/\([^>]*\)>/"standard-headers\/linux\/\1"/' \
-		"$top/spec/include/freqhint/agent_protocol.h" \
-		>"$stage/include/standard-headers/freqhint/agent_protocol.h"
+	import_agent_header "$top/spec/include/freqhint/agent_protocol.h" \
+		"$stage/include/hw/virtio/virtio-freqhint-agent.h"
 
 	# Patches: the device hook-up series, then build fix-ups for the
 	# Debian tarball.  Patched files start from their pristine version.

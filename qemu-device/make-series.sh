@@ -9,7 +9,7 @@
 # pristine tarball, so every "index" line names the same blobs as in a full
 # QEMU checkout and the series applies there with git am.
 #
-#   1/3 standard-headers: import the virtio-freqhint headers
+#   1/3 standard-headers: import the virtio-freqhint header
 #   2/3 hw/virtio: add the virtio-freqhint device   (+ patches/0001-*)
 #   3/3 tests/qtest: add virtio-freqhint tests      (+ patches/0002-*)
 #
@@ -34,10 +34,11 @@ device_files=(
 	hw/virtio/virtio-freqhint-agent.c
 	hw/virtio/virtio-freqhint-pci.c
 	include/hw/virtio/virtio-freqhint.h
+	include/hw/virtio/virtio-freqhint-agent.h
+	docs/interop/virtio-freqhint-agent.rst
 )
 header_files=(
 	include/standard-headers/linux/virtio_freqhint.h
-	include/standard-headers/freqhint/agent_protocol.h
 )
 test_files=(
 	tests/qtest/libqos/virtio-freqhint.c
@@ -69,13 +70,12 @@ add_files() {
 add_files "${header_files[@]}"
 git add -A
 git commit -q -s -F - <<'MSG'
-standard-headers: import the virtio-freqhint headers
+standard-headers: import the virtio-freqhint header
 
 linux/virtio_freqhint.h is the device's guest interface, imported the way
 scripts/update-linux-headers.sh imports uapi headers.  It is not in Linux
 yet: virtio device ID 63 is experimental, pending allocation by the virtio
-TC.  freqhint/agent_protocol.h defines the frames the device exchanges
-with the host agent over its chardev.
+TC.
 MSG
 
 add_files "${device_files[@]}"
@@ -93,14 +93,26 @@ reach the guest through the configuration space.
 
 The device speaks to the agent only while the VM runs: HELLO waits for a
 paused or incoming VM to run, a VM that stops withdraws its hints and
-sends them again when it runs, and a vCPU hot-plug starts a new
-connection whose HELLO carries the current vCPU threads.
+sends them again when it runs, and a vCPU hot-plug is reported with a
+VCPUS message.  Output never blocks the main loop and nothing stale is
+queued: a frame the socket takes in part is finished from a G_IO_OUT
+watch, and a refused one is regenerated from the current state when the
+socket drains.  The agent protocol is documented in
+docs/interop/virtio-freqhint-agent.rst; its header,
+include/hw/virtio/virtio-freqhint-agent.h, is shared with the agent
+(hence GPL-2.0-or-later OR BSD-3-Clause: the agent links it into a
+BSD-licensable daemon).
+
+The configuration space carries, besides the grants, each possible
+vCPU's APIC ID (so the guest maps its CPUs to the device's vCPU indexes)
+and the host frequency classes the agent reports.
 
   -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
   -device virtio-freqhint-pci,chardev=fh0
 
 Properties: chardev, rate-window-ms (default 10), forward-interval-ms
-(default 5), perf, grants.  Telemetry: qom-get <dev> stats.
+(default 5), perf, grants, host-freq, perf-step, idle-share.  Telemetry:
+qom-get <dev> x-stats (experimental).
 The PCI proxy is modern-only: ID 63 has no transitional device ID.
 MSG
 

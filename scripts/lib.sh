@@ -19,7 +19,7 @@ PYTHON3=/usr/bin/python3
 kernel_tree() {
 	local here_=${here:?}
 	case "$1" in
-	uclamp) echo "$("$here_/tests/guest/build-kernel.sh" --print-dir)/build" ;;
+	uclamp) echo "$("$here_/tests/harness/build-kernel.sh" --print-dir)/build" ;;
 	stock | bookworm)
 		local glob='6.12.*-amd64'
 		[ "$1" = bookworm ] && glob='6.1.*-amd64'

@@ -41,7 +41,7 @@ BASE_PKGS=(
 	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev
 	clang libclang-rt-14-dev llvm valgrind
 	busybox-static util-linux socat jq libxml2-utils
-	prometheus stress-ng
+	prometheus stress-ng systemd debhelper dh-dkms dkms lintian
 	flex bison bc libelf-dev libssl-dev dwarves kmod
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
 	linux-headers-6.1.0-*-amd64
@@ -104,8 +104,8 @@ main() {
 	[ "${1:-all}" = packages ] && return 0
 
 	"$here/qemu-device/build-qemu.sh"
-	"$here/tests/guest/build-kernel.sh"
-	"$here/tests/guest/fetch-stock-kernel.sh"
+	"$here/tests/harness/build-kernel.sh"
+	"$here/tests/harness/fetch-stock-kernel.sh"
 	log "setup complete; cache in $FREQHINT_CACHE"
 }
 

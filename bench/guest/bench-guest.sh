@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Runs inside the benchmark guest (as /test.sh, see tests/guest/mkinitramfs.sh);
+# Runs inside the benchmark guest (as /test.sh, see tests/harness/mkinitramfs.sh);
 # the host side is bench/guest/run.sh.  Steps are reported on the control
 # port (ttyS1) as "STEP <name> key=value..." and wait for the host's "GO".
 #

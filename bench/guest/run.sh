@@ -6,7 +6,7 @@
 # virtio-freqhint-pci, connected to freqhintd (cpufreq backend, fixture
 # sysfs, vCPU i placed on fixture CPU 2i as in tests/e2e).  The guest runs
 # bench-guest.sh; this side answers its steps, samples the device's
-# counters (qom-get stats) and drives the latency benchmark.
+# counters (qom-get x-stats) and drives the latency benchmark.
 #
 #   run.sh --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE
 #          [--samples N] [--burst-seconds S] [--rate-window MS --burst-only TAG]
@@ -19,7 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
-. "$here/tests/e2e/e2e-lib.sh"
+. "$here/tests/harness/e2e-lib.sh"
 
 freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only=
 while [ $# -gt 0 ]; do

@@ -5,7 +5,7 @@
 # scratch copy (Kbuild writes next to the sources).
 #
 #   build-module.sh uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]
-#     uclamp     the project's test kernel (tests/guest/build-kernel.sh)
+#     uclamp     the project's test kernel (tests/harness/build-kernel.sh)
 #     stock      Debian's backports 6.12 headers, /usr/src/linux-headers-6.12.*-amd64
 #     bookworm   Debian's bookworm 6.1 headers, /usr/src/linux-headers-6.1.*-amd64
 #     DIR        any prepared tree

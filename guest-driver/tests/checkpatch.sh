@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The kernel's checkpatch.pl (from the uclamp test kernel's source, see
-# tests/guest/build-kernel.sh) over the module's C files must report
+# tests/harness/build-kernel.sh) over the module's C files must report
 # nothing but the one version check this out-of-tree module needs
 # (cpufreq_driver.exit changed type in 6.11; README.md).
 set -euo pipefail
@@ -10,7 +10,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 
-src=$("$here/tests/guest/build-kernel.sh" --print-dir)/build/source
+src=$("$here/tests/harness/build-kernel.sh" --print-dir)/build/source
 cp=$src/scripts/checkpatch.pl
 [ -f "$cp" ] || die "$cp not found: run scripts/setup.sh"
 cd "$here/guest-driver"

@@ -68,11 +68,14 @@ busy() {
 
 # pulse CPU: a task pinned to CPU that alternates a short spin with a
 # short sleep, so the vCPU flips between busy and idle windows and
-# publishes (and the module sends) all the time.
+# publishes (and the module sends) all the time.  Shell builtins only (the
+# sleep is a read with a timeout on a FIFO nobody writes): no fork/exec
+# housekeeping (exits, RCU callbacks) spreads to other vCPUs.
 pulse() {
+	[ -p /tmp/fh-pulse ] || mkfifo /tmp/fh-pulse
 	taskset -c "$1" sh -c 'while :; do
 		i=0; while [ $i -lt 200 ]; do i=$((i + 1)); done
-		usleep 20000
+		read -t 0.02 x <>/tmp/fh-pulse
 	done' </dev/null >/dev/null 2>&1 &
 	fh_pid=$!
 	fh_busy_pids="$fh_busy_pids $fh_pid"

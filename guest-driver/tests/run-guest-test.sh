@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Build virtio_freqhint.ko for a guest kernel and run an in-guest test with
-# it (tests/guest/run-guest.sh judges the console).
+# it (tests/harness/run-guest.sh judges the console).
 #
 #   run-guest-test.sh KERNEL EXPECT TEST.sh LOG [-- QEMU ARGS]
-#     KERNEL   uclamp | stock (see tests/guest/run-guest.sh)
+#     KERNEL   uclamp | stock (see tests/harness/run-guest.sh)
 #     EXPECT   uclamp | nouclamp, passed as freqhint.expect= to the test
 # Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu).
 # The module binds to virtio-freqhint-pci and does nothing without it: tests
@@ -23,12 +23,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 case "$kernel" in
 	uclamp)
-		kdir=$("$here/tests/guest/build-kernel.sh" --print-dir)
+		kdir=$("$here/tests/harness/build-kernel.sh" --print-dir)
 		boot=uclamp
 		# It has kmemleak: load/unload cycles must not leak.
 		extra=(--kmemleak) ;;
 	stock)
-		kdir=$("$here/tests/guest/fetch-stock-kernel.sh" --print-dir)
+		kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --print-dir)
 		boot=stock
 		extra=() ;;
 	*) die "KERNEL is uclamp or stock" ;;
@@ -40,7 +40,7 @@ mods=(--module "$work/virtio_freqhint.ko")
 [ -f "$work/virtio_freqhint_test.ko" ] && mods+=(--module "$work/virtio_freqhint_test.ko")
 
 # shellcheck disable=SC2086
-"$here/tests/guest/run-guest.sh" --kernel "$boot" "${extra[@]}" ${FH_RUN_GUEST_ARGS:-} \
+"$here/tests/harness/run-guest.sh" --kernel "$boot" "${extra[@]}" ${FH_RUN_GUEST_ARGS:-} \
 	--test "$test" "${mods[@]}" \
 	--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh" \
 	--append "freqhint.expect=$expect" --log "$log" --timeout 400 "$@"

@@ -213,6 +213,12 @@ fh_libvirt_source_get_metadata (FhVmSource *source, const char *name, const char
   return e ? e->md : NULL;
 }
 
+void
+fh_libvirt_source_set_nova_flavors (FhVmSource *source, GHashTable *flavors)
+{
+  fh_libvirt_watcher_set_nova_flavors (((FhLibvirtSource *) source->priv)->watcher, flavors);
+}
+
 FhLibvirtWatcher *
 fh_libvirt_source_get_watcher (FhVmSource *source)
 {

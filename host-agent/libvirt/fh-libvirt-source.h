@@ -29,5 +29,8 @@ FhVmSource *fh_libvirt_source_new (const char *uri, FhLibvirtSourceChanged chang
 const FhMetadata *fh_libvirt_source_get_metadata (FhVmSource *source, const char *name,
                                                   const char *uuid);
 
+/* Nova flavor mappings (fh-nova.h); re-judges running domains. */
+void fh_libvirt_source_set_nova_flavors (FhVmSource *source, GHashTable *flavors);
+
 /* For tests and telemetry. */
 FhLibvirtWatcher *fh_libvirt_source_get_watcher (FhVmSource *source);

@@ -13,6 +13,7 @@
 #include <libvirt/virterror.h>
 
 #include "fh-libvirt-event.h"
+#include "fh-nova.h"
 
 typedef struct {
   char *uuid;
@@ -35,9 +36,11 @@ struct _FhLibvirtWatcher {
   guint backoff_min_ms, backoff_max_ms, backoff_ms;
   gboolean warned_unreachable;
   GHashTable *domains; /* uuid -> FhDomainState* */
+  GHashTable *nova_flavors; /* flavor name -> FhMetadata*; NULL: none */
 };
 
 static void schedule_connect (FhLibvirtWatcher *w);
+static gboolean scan_domains (FhLibvirtWatcher *w);
 static void on_close (virConnectPtr conn, int reason, void *opaque);
 
 static void
@@ -91,6 +94,41 @@ domain_state (FhLibvirtWatcher *w, const char *uuid, const char *name)
   return s;
 }
 
+/*
+ * A domain without a freqhint element: the settings its Nova flavor maps
+ * to in freqhintd.conf ([nova-flavor NAME]), or NULL.
+ */
+static FhMetadata *
+nova_flavor_settings (FhLibvirtWatcher *w, virDomainPtr dom, const char *name)
+{
+  static const char *const ns[] = { FH_NOVA_NS_1_1, FH_NOVA_NS_1_0 };
+  g_autofree char *flavor = NULL;
+  const FhMetadata *md;
+
+  if (!w->nova_flavors || g_hash_table_size (w->nova_flavors) == 0)
+    return NULL;
+  for (gsize i = 0; i < G_N_ELEMENTS (ns) && !flavor; i++) {
+    g_autofree char *xml =
+        virDomainGetMetadata (dom, VIR_DOMAIN_METADATA_ELEMENT, ns[i], VIR_DOMAIN_AFFECT_LIVE);
+    g_autoptr (GError) error = NULL;
+
+    if (!xml)
+      continue;
+    flavor = fh_nova_flavor_name (xml, strlen (xml), &error);
+    if (!flavor)
+      g_debug ("domain \"%s\": Nova metadata without a usable flavor: %s", name, error->message);
+  }
+  if (!flavor)
+    return NULL;
+  md = g_hash_table_lookup (w->nova_flavors, flavor);
+  if (!md) {
+    g_debug ("domain \"%s\": Nova flavor \"%s\" has no [nova-flavor] section", name, flavor);
+    return NULL;
+  }
+  g_message ("domain \"%s\": settings of Nova flavor \"%s\"", name, flavor);
+  return fh_metadata_copy (md);
+}
+
 /* Read the freqhint element of a running domain and report it if it changed. */
 static void
 read_metadata (FhLibvirtWatcher *w, virDomainPtr dom)
@@ -124,6 +162,8 @@ read_metadata (FhLibvirtWatcher *w, virDomainPtr dom)
       g_debug ("domain \"%s\": cannot read metadata: %s", name, last_error ());
       return;
     }
+    /* No element of ours: the freqhint element wins, the flavor comes second. */
+    md = nova_flavor_settings (w, dom, name);
   }
 
   s = domain_state (w, uuid, name);
@@ -260,7 +300,9 @@ on_lifecycle (virConnectPtr conn, virDomainPtr dom, int event, int detail, void 
 static void
 on_metadata_change (virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri, void *opaque)
 {
-  if (type != VIR_DOMAIN_METADATA_ELEMENT || g_strcmp0 (nsuri, FH_METADATA_NS) != 0)
+  if (type != VIR_DOMAIN_METADATA_ELEMENT ||
+      (g_strcmp0 (nsuri, FH_METADATA_NS) != 0 && g_strcmp0 (nsuri, FH_NOVA_NS_1_1) != 0 &&
+       g_strcmp0 (nsuri, FH_NOVA_NS_1_0) != 0))
     return;
   read_metadata (opaque, dom);
 }
@@ -458,6 +500,16 @@ fh_libvirt_watcher_start (FhLibvirtWatcher *w)
     schedule_connect (w);
 }
 
+void
+fh_libvirt_watcher_set_nova_flavors (FhLibvirtWatcher *w, GHashTable *flavors)
+{
+  g_clear_pointer (&w->nova_flavors, g_hash_table_unref);
+  w->nova_flavors = flavors ? g_hash_table_ref (flavors) : NULL;
+  /* Already connected: every running domain is judged again. */
+  if (w->conn)
+    scan_domains (w);
+}
+
 const char *
 fh_libvirt_watcher_get_uri (FhLibvirtWatcher *w)
 {
@@ -480,6 +532,7 @@ fh_libvirt_watcher_free (FhLibvirtWatcher *w)
   w->cb.connection = NULL;
   disconnect (w);
   g_hash_table_unref (w->domains);
+  g_clear_pointer (&w->nova_flavors, g_hash_table_unref);
   g_free (w->uri);
   g_free (w);
 }

@@ -55,6 +55,11 @@ FhLibvirtWatcher *fh_libvirt_watcher_new (const char *uri, const FhLibvirtCallba
 void fh_libvirt_watcher_start (FhLibvirtWatcher *w);
 gboolean fh_libvirt_watcher_is_connected (FhLibvirtWatcher *w);
 const char *fh_libvirt_watcher_get_uri (FhLibvirtWatcher *w);
+/*
+ * Nova flavor name -> FhMetadata* (fh-nova.h) for domains without a
+ * freqhint element; referenced, not copied.  Set before start.
+ */
+void fh_libvirt_watcher_set_nova_flavors (FhLibvirtWatcher *w, GHashTable *flavors);
 /* Backoff bounds for reconnecting, ms (defaults 500 and 30000); for tests. */
 void fh_libvirt_watcher_set_backoff (FhLibvirtWatcher *w, guint min_ms, guint max_ms);
 void fh_libvirt_watcher_free (FhLibvirtWatcher *w);

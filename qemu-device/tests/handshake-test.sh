@@ -72,7 +72,7 @@ got=$(jq -c .vcpu_tids <<<"$hello")
 [ "$want" = "$got" ] || fail "thread ids: HELLO $got, QMP $want"
 [ "$(jq -c 'unique | length' <<<"$got")" = 2 ] || fail "vCPU thread ids not distinct: $got"
 
-stats=$(qmp '{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"stats"}}')
+stats=$(qmp '{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"x-stats"}}')
 echo "stats: $(jq -c 'del(.vcpus)' <<<"$stats")"
 [ "$(jq -r '."agent-connected"' <<<"$stats")" = true ] || fail "device reports no agent"
 [ "$(jq -r '."agent-connects"' <<<"$stats")" = 1 ] || fail "agent-connects"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Runs as /test.sh in the uclamp test kernel (tests/guest/mkinitramfs.sh):
+# Runs as /test.sh in the uclamp test kernel (tests/harness/mkinitramfs.sh):
 # freqhintd --backend uclamp on the guest's real /proc, /sys and
 # /sys/fs/cgroup, fh-testclient playing the device for two "vCPU" threads,
 # and sched_getattr() (uclamp-check) plus /proc/<tid>/sched saying what the

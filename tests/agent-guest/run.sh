@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # freqhintd's uclamp backend against a real kernel: boots the project's
-# uclamp test kernel (tests/guest/build-kernel.sh)
+# uclamp test kernel (tests/harness/build-kernel.sh)
 # under TCG with an
 # initramfs carrying freqhintd, freqhintctl, fh-testclient, uclamp-check and
 # their shared libraries (the ldd closure, under /opt/fh), and runs
@@ -46,7 +46,7 @@ elif command -v qemu-system-x86_64 >/dev/null; then
 	qemu_args=(--qemu "$(command -v qemu-system-x86_64)")
 fi
 
-kdir=$("$here/tests/guest/build-kernel.sh" --print-dir) || die "building the test kernel failed"
-exec "$here/tests/guest/run-guest.sh" --kernel "$kdir" "${qemu_args[@]}" \
+kdir=$("$here/tests/harness/build-kernel.sh" --print-dir) || die "building the test kernel failed"
+exec "$here/tests/harness/run-guest.sh" --kernel "$kdir" "${qemu_args[@]}" \
 	--test "$here/tests/agent-guest/in-guest.sh" --add "$T/fh:/opt/fh" \
 	--timeout 400 --mem 1G "${log_args[@]}"

@@ -37,7 +37,7 @@ send() { echo "$2" >"$T/in-$1"; }
 metric_is() {
 	local port
 	port=$(ctl --json status | jq -r .metrics_port)
-	curl -sf "http://127.0.0.1:$port/metrics" | grep -qxF "$1 $2"
+	curl -sf "http://127.0.0.1:$port/metrics" | grep -xF "$1 $2" >/dev/null
 }
 
 # --- issue 15 item 4: a state file that cannot lie ---------------------------
@@ -314,7 +314,7 @@ case_rt_vcpu() {
 # --- agent protocol: HOST_FREQ (PA-18) and VCPUS (PA-19) -----------------------
 
 # host_freq_is ID REGEX: the client's last HOST_FREQ line matches
-host_freq_is() { grep '^host-freq' "$T/client-$1.out" | tail -1 | grep -qE "$2"; }
+host_freq_is() { grep '^host-freq' "$T/client-$1.out" | tail -1 | grep -E "$2" >/dev/null; }
 expect_host_freq() {
 	eventually host_freq_is "$1" "$2" ||
 		fail "client $1: last HOST_FREQ is '$(grep '^host-freq' "$T/client-$1.out" | tail -1)', want /$2/"

@@ -42,7 +42,7 @@ metrics() {
 hex() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
 
 # metrics_has REGEX: a line of /metrics matches (grep -E, whole line).
-metrics_has() { metrics | grep -qxE "$1"; }
+metrics_has() { metrics | grep -xE "$1" >/dev/null; }
 
 # Display column where FIELD starts on each line of FILE that contains it.
 columns_of() {
@@ -86,7 +86,7 @@ case_cli_errors() {
 	grep -q 'no connected VM "no-such-vm"' "$T/err" || fail "daemon error: $(cat "$T/err")"
 	run_ctl 0 --socket "$T/ctl.sock" vcpus vm-a
 	# the help text promises these codes
-	"$FREQHINTCTL" --help | grep -q '2 bad usage, 3 freqhintd unreachable' || fail "help lacks exit codes"
+	"$FREQHINTCTL" --help | grep '2 bad usage, 3 freqhintd unreachable' >/dev/null || fail "help lacks exit codes"
 }
 
 case_cli_tables() {
@@ -111,13 +111,13 @@ case_cli_tables() {
 	grep -E '^vm-é .* 50\.00\.\.max +config +on ' "$T/vms.txt" || fail "vm-é row: config source, 50..max"
 	grep -E '^虚拟机-1 .* 0\.00\.\.max +default +on ' "$T/vms.txt" || fail "second row: default source"
 	ctl vcpus >"$T/vcpus.txt"; cat "$T/vcpus.txt" >&2
-	head -1 "$T/vcpus.txt" | grep -q 'REQUEST(%)' || fail "vcpus header names no unit"
+	head -1 "$T/vcpus.txt" | grep 'REQUEST(%)' >/dev/null || fail "vcpus header names no unit"
 	grep -qE '^vm-é +0 .* 29\.30\.\.58\.59 ' "$T/vcpus.txt" || fail "request not in percent"
 	grep -qE '^vm-é +0 .* 29\.30\.\.58\.59 +50\.00\.\.max +50\.00\.\.58\.59 ' "$T/vcpus.txt" ||
 		fail "granted/effective not 50..max / 50..58.59 percent"
 	[ "$(columns_of "$T/vcpus.txt" " active " | sort -u | wc -l)" = 1 ] || fail "vcpus STATE not aligned"
 	ctl cpus >"$T/cpus.txt"; cat "$T/cpus.txt" >&2
-	head -1 "$T/cpus.txt" | grep -q 'FLOOR(%).*MIN(kHz)' || fail "cpus header names no units"
+	head -1 "$T/cpus.txt" | grep 'FLOOR(%).*MIN(kHz)' >/dev/null || fail "cpus header names no units"
 	grep -qE '^ +4 +4 +max +max ' "$T/cpus.txt" || fail "cpu 4 row: max/max"
 	grep -qF '虚拟机-1/1' "$T/cpus.txt" || fail "holder not named"
 	# JSON keeps capacity units (documented)
@@ -132,7 +132,7 @@ case_libvirt_state() {
 	start_daemon_with none --libvirt-uri test:///default
 	expect_jq '.libvirt.connected' true status
 	expect_jq '.libvirt.uri' test:///default status
-	ctl status | grep -q '^libvirt: *test:///default, connected$' || fail "status: $(ctl status)"
+	ctl status | grep '^libvirt: *test:///default, connected$' >/dev/null || fail "status: $(ctl status)"
 	eventually metrics_has 'freqhint_libvirt_connected\{uri="test:///default"\} 1' ||
 		fail "metrics lack libvirt connected 1"
 	stop_daemon
@@ -140,15 +140,15 @@ case_libvirt_state() {
 	rm -f "$T/ctl.sock"
 	start_daemon_with none --libvirt-uri "qemu+unix:///system?socket=$T/no-libvirt.sock"
 	expect_jq '.libvirt.connected' false status
-	ctl status | grep -q '^libvirt: .*, not connected (retrying)$' || fail "status: $(ctl status)"
+	ctl status | grep '^libvirt: .*, not connected (retrying)$' >/dev/null || fail "status: $(ctl status)"
 	eventually metrics_has 'freqhint_libvirt_connected\{.*\} 0' ||
 		fail "metrics lack libvirt connected 0"
 	stop_daemon
 	rm -f "$T/ctl.sock"
 	start_daemon_with none --libvirt-uri none
 	expect_jq '.libvirt' null status
-	ctl status | grep -q '^libvirt: *not followed$' || fail "status: $(ctl status)"
-	! metrics | grep -q freqhint_libvirt_connected || fail "libvirt metric without libvirt"
+	ctl status | grep '^libvirt: *not followed$' >/dev/null || fail "status: $(ctl status)"
+	! metrics | grep freqhint_libvirt_connected >/dev/null || fail "libvirt metric without libvirt"
 }
 
 # Everything a dashboard joins on (item 6), checked by promtool and by value.
@@ -207,6 +207,86 @@ case_monitoring_names() {
 		fail "freqhint_vcpu_info lacks the labels the rules join on"
 }
 
+# start_activated ORDER [NAMES]: freqhintd under systemd-socket-activate,
+# which binds the sockets (mode 0660, group nogroup) and execs freqhintd
+# at the first connection -- a freqhintctl that connected before freqhintd
+# existed.  ORDER "dc": device socket first; "cd": control first.
+start_activated() {
+	local order=$1 names=${2:-} l=()
+	case $order in
+	dc) l=(-l "$T/dev.sock" -l "$T/ctl.sock") ;;
+	cd) l=(-l "$T/ctl.sock" -l "$T/dev.sock") ;;
+	esac
+	[ -z "$names" ] || l+=(--fdname="$names")
+	(
+		umask 0117
+		exec setpriv --regid="$(getent group nogroup | cut -d: -f3)" --clear-groups \
+			systemd-socket-activate "${l[@]}" "$FREQHINTD" --config "$T/freqhintd.conf" \
+			--backend cpufreq --libvirt-uri none \
+			--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+			--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" -v
+	) >>"$T/daemon.log" 2>&1 &
+	DPID=$!
+	eventually test -S "$T/dev.sock" -a -S "$T/ctl.sock" || fail "systemd-socket-activate did not listen"
+	# (what SocketMode= does; systemd-socket-activate has no option for it)
+	chmod 0660 "$T/dev.sock" "$T/ctl.sock"
+	# connects to systemd-socket-activate's socket; answered by the freqhintd it starts
+	ctl --json status >"$T/first.json" 2>"$T/first.err" || fail "first client: $(cat "$T/first.err")"
+	jq -e '.backend == "cpufreq"' "$T/first.json" >/dev/null || fail "first answer: $(cat "$T/first.json")"
+}
+
+# Item 2: sockets made by systemd (mode, group) are taken as they are, by
+# name or by path; members of a socket's group may connect (monitoring users
+# on the control socket without joining QEMU's group); the paths stay when
+# freqhintd stops.  Without LISTEN_FDS it still makes its own.
+case_socket_activation() {
+	local nog
+	command -v systemd-socket-activate >/dev/null || fail "systemd-socket-activate is not installed"
+	nog=$(getent group nogroup | cut -d: -f3)
+	[ -n "$nog" ] || fail "this test needs the group nogroup"
+	# what freqhintd would do itself: 0600, group root -- not what systemd made
+	EXTRA_DAEMON=$'socket_mode=0600\nsocket_group=root'
+	fixture; thread 801 2 2
+	chmod 0755 "$T"
+	for run in "dc device:control" "cd"; do
+		set -- $run
+		rm -f "$T/dev.sock" "$T/ctl.sock"
+		start_activated "$@"
+		grep -q 'device socket: taken from systemd' "$T/daemon.log" || fail "device socket not taken ($run)"
+		grep -q 'control socket: taken from systemd' "$T/daemon.log" || fail "control socket not taken ($run)"
+		! grep -q 'has no use for' "$T/daemon.log" || fail "a passed socket left unused ($run)"
+		[ "$(stat -c '%a %g' "$T/dev.sock")" = "660 $nog" ] ||
+			fail "device socket is $(stat -c '%a %g' "$T/dev.sock") after start ($run)"
+		[ "$(stat -c '%a %g' "$T/ctl.sock")" = "660 $nog" ] ||
+			fail "control socket is $(stat -c '%a %g' "$T/ctl.sock") after start ($run)"
+		start_vm a vm-a $U1 801 --hint 0:512:1024
+		expect_file "$POL/policy2/scaling_min_freq" 1600000
+		# a monitoring user: not root, not allowed_uids, member of the socket's group
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$FREQHINTCTL" --socket "$T/ctl.sock" \
+			vms >"$T/mon.out" 2>&1 || fail "group member (primary) refused: $(cat "$T/mon.out")"
+		grep -q '^vm-a ' "$T/mon.out" || fail "monitoring user's vms: $(cat "$T/mon.out")"
+		setpriv --reuid=65534 --regid=12345 --groups="$nog" "$FREQHINTCTL" --socket "$T/ctl.sock" \
+			status >"$T/mon.out" 2>&1 || fail "group member (supplementary) refused: $(cat "$T/mon.out")"
+		setpriv --reuid=65534 --regid=12345 --clear-groups "$FREQHINTCTL" --socket "$T/ctl.sock" \
+			status >"$T/mon.out" 2>&1
+		# (the file mode keeps it out before freqhintd is asked: connect fails, exit 3)
+		[ $? = 3 ] || fail "a non-member reached the control socket: $(cat "$T/mon.out")"
+		kill "$VM_a"; CLIENTS=()
+		expect_file "$POL/policy2/scaling_min_freq" 800000
+		stop_daemon
+		test -S "$T/dev.sock" && test -S "$T/ctl.sock" || fail "a socket unit's path was removed ($run)"
+		: >"$T/daemon.log"
+	done
+	# by hand: its own sockets, as configured, removed on exit
+	rm -f "$T/dev.sock" "$T/ctl.sock"
+	start_daemon none
+	[ "$(stat -c '%a %G' "$T/dev.sock")" = "600 root" ] || fail "own socket is $(stat -c '%a %G' "$T/dev.sock")"
+	! grep -q 'taken from systemd' "$T/daemon.log" || fail "took a socket nobody passed"
+	stop_daemon
+	[ ! -e "$T/dev.sock" ] || fail "own socket left behind"
+	start_daemon none
+}
+
 # [metrics] address: an IPv6 literal (bracketed or not) is served there only.
 case_metrics_ipv6() {
 	local port
@@ -215,7 +295,7 @@ case_metrics_ipv6() {
 	start_daemon_with none --libvirt-uri none
 	port=$(ctl --json status | jq -r .metrics_port)
 	expect_jq '.metrics_address' '[::1]' status
-	curl -sfg "http://[::1]:$port/metrics" | grep -q '^freqhint_build_info' || fail "no metrics on [::1]"
+	curl -sfg "http://[::1]:$port/metrics" | grep '^freqhint_build_info' >/dev/null || fail "no metrics on [::1]"
 	! curl -sf -m 5 "http://127.0.0.1:$port/metrics" >/dev/null || fail "served on IPv4 too"
 	stop_daemon; rm -f "$T/ctl.sock"
 	# a name is not an address: refused at start, exit 1, message names it

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Runs inside the test guest (as /test.sh, see tests/guest/mkinitramfs.sh).
+# Runs inside the test guest (as /test.sh, see tests/harness/mkinitramfs.sh).
 # Each step changes clamps the way a guest owner would (uclampset), then
 # tells the host on the control port (ttyS1) and waits for the host's
 # verdict: "GO" when the host saw what the step should cause, "NO <why>"

@@ -22,7 +22,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
-. "$here/tests/e2e/e2e-lib.sh"
+. "$here/tests/harness/e2e-lib.sh"
 
 freqhintd= freqhintctl= demo=0 samples=10
 while [ $# -gt 0 ]; do

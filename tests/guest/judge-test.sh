@@ -19,7 +19,7 @@ cases=(
 bad=0
 for c in "${cases[@]}"; do
 	read -r name want reason <<<"$c"
-	err=$("$here/run-guest.sh" --judge-log "$here/fixtures/$name.log" --quiet 2>&1 >/dev/null)
+	err=$("$here/../harness/run-guest.sh" --judge-log "$here/fixtures/$name.log" --quiet 2>&1 >/dev/null)
 	rc=$?
 	got=PASS
 	[ "$rc" = 0 ] || got=FAIL

@@ -14,5 +14,5 @@ work=${2:?usage: $0 uclamp|stock WORKDIR}
 shift 2
 mkdir -p "$work"
 "$here/header-check/check.sh" "$kernel" "$work/header_check.ko"
-exec "$here/run-guest.sh" --kernel "$kernel" --module "$work/header_check.ko" \
+exec "$here/../harness/run-guest.sh" --kernel "$kernel" --module "$work/header_check.ko" \
 	--test "$here/module-load.sh" --log "$work/console.log" "$@"

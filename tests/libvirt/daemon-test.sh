@@ -22,9 +22,9 @@ set -uo pipefail
 for v in FREQHINTD FREQHINTCTL FH_TESTCLIENT MKFIXTURE; do
 	[ -x "${!v:-}" ] || { echo "FAIL: \$$v is not an executable"; exit 1; }
 done
-"$FREQHINTD" --help | grep -q -- --libvirt-uri ||
+"$FREQHINTD" --help | grep -- --libvirt-uri >/dev/null ||
 	{ echo "FAIL: freqhintd is built without the libvirt watcher (no --libvirt-uri)"; exit 1; }
-"$FH_EMULATOR" -device help 2>/dev/null | grep -q '"virtio-freqhint-pci"' ||
+"$FH_EMULATOR" -device help 2>/dev/null | grep '"virtio-freqhint-pci"' >/dev/null ||
 	{ echo "FAIL: $FH_EMULATOR has no virtio-freqhint-pci"; exit 1; }
 
 uri=$FH_LIBVIRT_URI
@@ -126,7 +126,7 @@ virsh -q -c "$uri" define "$T/dev-vm-fh.xml" >/dev/null || fail "virsh define re
 # The inserted pieces survive libvirt's own parsing.
 ctl libvirt-xml fh-dev-vm --libvirt-uri "$uri" | cmp -s - <(virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | ctl libvirt-xml -) ||
 	fail "libvirt-xml DOMAIN and libvirt-xml - disagree"
-virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | grep -q 'virtio-freqhint-pci,chardev=freqhint0' ||
+virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | grep 'virtio-freqhint-pci,chardev=freqhint0' >/dev/null ||
 	fail "libvirt dropped the device arguments"
 virsh -q -c "$uri" start fh-dev-vm >/dev/null || fail "the device domain did not start"
 dev_uuid=$(virsh -q -c "$uri" domuuid fh-dev-vm)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Runs inside the test guest (as /test.sh, see tests/guest/mkinitramfs.sh)
+# Runs inside the test guest (as /test.sh, see tests/harness/mkinitramfs.sh)
 # for guest-test.sh: load the module, then keep one task on vCPU 1 asking
 # for a floor of 800 (uclampset) and spinning, until the host destroys the
 # VM.  Says "FH-GUEST-READY" on the console when the load runs.

@@ -4,7 +4,7 @@
 # guest-test.sh SOURCE-ROOT   (run by harness.sh, inside its namespace)
 #
 # Every part real, started by libvirt: the project's uclamp guest kernel with
-# virtio_freqhint.ko (tests/guest), a domain made with `freqhintctl
+# virtio_freqhint.ko (tests/harness), a domain made with `freqhintctl
 # libvirt-xml`, the project's QEMU, and freqhintd (cpufreq backend) on a
 # fixture sysfs tree with the real /proc and cgroup tree.  The guest runs
 # guest-hold.sh: a task on vCPU 1 under `uclampset -m 800` spinning.  The
@@ -22,7 +22,7 @@ src=$1
 for v in FREQHINTD FREQHINTCTL MKFIXTURE; do
 	[ -x "${!v:-}" ] || { echo "FAIL: \$$v is not an executable"; exit 1; }
 done
-"$FREQHINTD" --help | grep -q -- --libvirt-uri ||
+"$FREQHINTD" --help | grep -- --libvirt-uri >/dev/null ||
 	{ echo "FAIL: freqhintd is built without the libvirt watcher (no --libvirt-uri)"; exit 1; }
 
 uri=$FH_LIBVIRT_URI
@@ -79,11 +79,11 @@ set_md() {
 }
 
 # --- guest image (cached by the scripts themselves) ----------------------------
-kdir=$("$src/tests/guest/build-kernel.sh" --print-dir) || fail "no guest kernel"
+kdir=$("$src/tests/harness/build-kernel.sh" --print-dir) || fail "no guest kernel"
 "$src/guest-driver/tests/build-module.sh" uclamp "$T/virtio_freqhint.ko" >/dev/null ||
 	fail "module build"
-cc -static -O2 -Wall -o "$T/busy" "$src/tests/e2e/busy.c" || fail "busy build"
-initrd=$("$src/tests/guest/mkinitramfs.sh" --test "$src/tests/libvirt/guest-hold.sh" \
+cc -static -O2 -Wall -o "$T/busy" "$src/tests/harness/busy.c" || fail "busy build"
+initrd=$("$src/tests/harness/mkinitramfs.sh" --test "$src/tests/libvirt/guest-hold.sh" \
 	--kernel "$kdir" --module "$T/virtio_freqhint.ko" --add "$T/busy:/bin/busy") ||
 	fail "initramfs"
 

@@ -1,7 +1,7 @@
 /*
  * Virtio frequency hint device: the link to the host agent
  *
- * Frames of standard-headers/freqhint/agent_protocol.h on a socket chardev.
+ * Frames of hw/virtio/virtio-freqhint-agent.h on a socket chardev.
  * QEMU is the client; with reconnect-ms the chardev reconnects on its own
  * and every new connection starts with HELLO, sent once the VM runs: a VM
  * that is paused or waiting for an incoming migration does not claim its
@@ -17,6 +17,8 @@
 #include "qemu/cutils.h"
 #include "qemu/timer.h"
 #include "qemu/uuid.h"
+#include "qemu/error-report.h"
+#include "chardev/char-socket.h"
 #include "hw/boards.h"
 #include "hw/core/cpu.h"
 #include "hw/qdev-core.h"
@@ -38,13 +40,78 @@ static uint32_t virtio_freqhint_offered_features(VirtIOFreqHint *fh)
     if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_GRANTS)) {
         f |= FH_F_GRANTS;
     }
-    return f;
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_HOST_FREQ)) {
+        f |= FH_F_HOST_FREQ;
+    }
+    /* vCPU hot-plug without starting over. */
+    return f | FH_F_VCPUS;
+}
+
+static gboolean fh_link_writable(void *do_not_use, GIOCondition cond,
+                                 void *opaque);
+static bool fh_link_send_vcpus(VirtIOFreqHint *fh);
+
+/* Call fh_link_writable() once the socket takes output again. */
+static void fh_link_watch(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+
+    if (!link->tx_watch) {
+        link->tx_watch = qemu_chr_fe_add_watch(&link->chr, G_IO_OUT | G_IO_HUP,
+                                               fh_link_writable, fh);
+    }
+}
+
+static void fh_link_unwatch(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+
+    if (link->tx_watch) {
+        g_source_remove(link->tx_watch);
+        link->tx_watch = 0;
+    }
+}
+
+/* A frame is partly written: nothing else may go out before its end. */
+static bool fh_link_tx_busy(VirtIOFreqHint *fh)
+{
+    return fh->link.tx_off < fh->link.tx_len;
 }
 
 /*
- * Write one frame without blocking the main loop.  A frame the socket does
- * not take whole is lost; a partly written one would leave the stream
- * unframed, so that connection is closed and the next one resends all.
+ * Write what is left of the frame in tx_buf.  Returns true when all of it
+ * is out; otherwise the rest goes when the socket is writable (PB-4: once a
+ * byte of a frame is written, the frame is finished before any other).
+ */
+static bool fh_link_tx_continue(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    int ret;
+
+    if (!fh_link_tx_busy(fh)) {
+        return true;
+    }
+    ret = qemu_chr_fe_write(&link->chr, link->tx_buf + link->tx_off,
+                            link->tx_len - link->tx_off);
+    if (ret > 0) {
+        link->tx_off += ret;
+    } else if (ret < 0 && errno != EAGAIN) {
+        qemu_chr_fe_disconnect(&link->chr);
+        return false;
+    }
+    if (fh_link_tx_busy(fh)) {
+        fh_link_watch(fh);
+        return false;
+    }
+    link->tx_off = link->tx_len = 0;
+    return true;
+}
+
+/*
+ * Write one frame without blocking the main loop.  Returns false if the
+ * socket took none of it: the frame is then gone, never queued, and the
+ * socket is watched so that the caller's state goes out when it can.  A
+ * frame taken in part is finished from the watch.
  */
 static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
                          const void *payload, size_t len)
@@ -54,6 +121,10 @@ static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
     int ret;
 
     assert(len <= FH_MAX_PAYLOAD);
+    if (link->state == FREQHINT_LINK_DOWN || fh_link_tx_busy(fh)) {
+        trace_virtio_freqhint_link_send_failed(fh, type, len, 0);
+        return false;
+    }
     hdr->len = cpu_to_le32(len);
     hdr->msg_type = cpu_to_le16(type);
     hdr->reserved = 0;
@@ -67,10 +138,54 @@ static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
         return true;
     }
     trace_virtio_freqhint_link_send_failed(fh, type, len, ret);
-    if (ret > 0) {
-        qemu_chr_fe_disconnect(&link->chr);
+    if (link->state == FREQHINT_LINK_DOWN) {
+        /* The write found the connection gone and closed it. */
+        return false;
     }
-    return false;
+    if (ret > 0) {
+        link->tx_off = ret;
+        link->tx_len = FH_HDR_SIZE + len;
+    } else if (ret < 0 && errno != EAGAIN) {
+        /* Not a full socket but a broken one: start over. */
+        qemu_chr_fe_disconnect(&link->chr);
+        return false;
+    }
+    fh_link_watch(fh);
+    return ret > 0;
+}
+
+/*
+ * The socket takes output again: the rest of a partly written frame, the
+ * PONG that did not fit, then whatever the device has to say now.
+ */
+static gboolean fh_link_writable(void *do_not_use, GIOCondition cond,
+                                 void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+    VirtIOFreqHintLink *link = &fh->link;
+
+    link->tx_watch = 0;
+    if (link->state == FREQHINT_LINK_DOWN || !fh_link_tx_continue(fh)) {
+        return G_SOURCE_REMOVE;
+    }
+    if (link->pong_pending) {
+        struct fh_msg_ping pong = { .cookie = cpu_to_le64(link->pong_cookie) };
+
+        if (!fh_link_send(fh, FH_MSG_PONG, &pong, sizeof(pong))) {
+            return G_SOURCE_REMOVE;
+        }
+        link->pong_pending = false;
+    }
+    if (link->vcpus_pending) {
+        if (!fh_link_send_vcpus(fh)) {
+            return G_SOURCE_REMOVE;
+        }
+        link->vcpus_pending = false;
+    }
+    if (link->state == FREQHINT_LINK_UP && !fh_link_tx_busy(fh)) {
+        virtio_freqhint_agent_writable(fh);
+    }
+    return G_SOURCE_REMOVE;
 }
 
 /* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
@@ -83,9 +198,14 @@ static void fh_link_down(VirtIOFreqHint *fh)
         return;
     }
     timer_del(link->timeout_timer);
+    fh_link_unwatch(fh);
     link->state = FREQHINT_LINK_DOWN;
+    link->epoch++;
     link->rx_len = 0;
-    trace_virtio_freqhint_link_down(fh, was_up);
+    link->tx_off = link->tx_len = 0;
+    link->pong_pending = false;
+    link->vcpus_pending = false;
+    trace_virtio_freqhint_link_down(fh, was_up, !link->no_reconnect);
     if (was_up) {
         virtio_freqhint_agent_disconnected(fh);
     }
@@ -145,6 +265,34 @@ static void fh_link_copy_name(char *dst, const char *name)
     memcpy(dst, name, len);
 }
 
+/* The host thread of every vCPU index; 0 for vCPUs not plugged. */
+static void fh_link_put_tids(VirtIOFreqHint *fh, uint8_t *tids)
+{
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        CPUState *cpu = qemu_get_cpu(i);
+
+        stl_le_p(tids + 4 * i, cpu ? cpu->thread_id : 0);
+    }
+}
+
+/* PD-17: the current vCPU threads; returns false if the socket refused. */
+static bool fh_link_send_vcpus(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+    struct fh_msg_vcpus *msg = (void *)(link->tx_buf + FH_HDR_SIZE);
+    size_t len = sizeof(*msg) + fh->num_vcpus * sizeof(uint32_t);
+
+    if (fh_link_tx_busy(fh)) {
+        fh_link_watch(fh);
+        return false;
+    }
+    memset(msg, 0, len);
+    msg->num_vcpus = cpu_to_le16(fh->num_vcpus);
+    fh_link_put_tids(fh, (uint8_t *)(msg + 1));
+    trace_virtio_freqhint_link_vcpus(fh);
+    return fh_link_send(fh, FH_MSG_VCPUS, msg, len);
+}
+
 static void fh_link_send_hello(VirtIOFreqHint *fh)
 {
     VirtIOFreqHintLink *link = &fh->link;
@@ -159,12 +307,7 @@ static void fh_link_send_hello(VirtIOFreqHint *fh)
     hello->qemu_pid = cpu_to_le32(getpid());
     memcpy(hello->uuid, qemu_uuid.data, sizeof(hello->uuid));
     fh_link_copy_name(hello->name, qemu_name ? qemu_name : "");
-    /* vCPUs not plugged (yet) have no thread: 0. */
-    for (int i = 0; i < fh->num_vcpus; i++) {
-        CPUState *cpu = qemu_get_cpu(i);
-
-        stl_le_p(tids + 4 * i, cpu ? cpu->thread_id : 0);
-    }
+    fh_link_put_tids(fh, tids);
 
     link->state = FREQHINT_LINK_HELLO_SENT;
     fh_link_arm_timeout(fh);
@@ -249,6 +392,56 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
     return true;
 }
 
+static bool fh_link_handle_host_freq(VirtIOFreqHint *fh, const uint8_t *p,
+                                     uint32_t len)
+{
+    struct fh_msg_host_freq h;
+    const struct virtio_freqhint_freq_class *classes;
+    const uint8_t *freq_class;
+    struct virtio_freqhint_freq_class c;
+    uint16_t n;
+
+    if (len < sizeof(h)) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "short HOST_FREQ");
+        return false;
+    }
+    memcpy(&h, p, sizeof(h));
+    n = le16_to_cpu(h.num_classes);
+    if (n > VIRTIO_FREQHINT_MAX_FREQ_CLASSES ||
+        le16_to_cpu(h.num_vcpus) != fh->num_vcpus || h.reserved ||
+        len != sizeof(h) + n * sizeof(c) + fh->num_vcpus) {
+        fh_link_close(fh, FH_CLOSE_MALFORMED, "bad HOST_FREQ");
+        return false;
+    }
+    classes = (const void *)(p + sizeof(h));
+    freq_class = p + sizeof(h) + n * sizeof(c);
+    for (int i = 0; i < n; i++) {
+        const char *why;
+
+        memcpy(&c, &classes[i], sizeof(c));
+        why = virtio_freqhint_check_freq_class(&c);
+        if (why) {
+            fh_link_close(fh, FH_CLOSE_MALFORMED, why);
+            return false;
+        }
+    }
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        if (freq_class[i] >= n &&
+            freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS) {
+            fh_link_close(fh, FH_CLOSE_MALFORMED, "bad freq_class");
+            return false;
+        }
+    }
+    /* The payload is unaligned in rx_buf: publish from a copy. */
+    {
+        g_autofree struct virtio_freqhint_freq_class *copy =
+            g_memdup2(classes, n * sizeof(c));
+
+        virtio_freqhint_set_host_freq(fh, n, copy, freq_class);
+    }
+    return true;
+}
+
 /* Returns false if the connection was closed. */
 static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
                              const uint8_t *p, uint32_t len)
@@ -281,6 +474,12 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
     switch (type) {
     case FH_MSG_GRANTS:
         return fh_link_handle_grants(fh, p, len);
+    case FH_MSG_HOST_FREQ:
+        if (!(link->features & FH_F_HOST_FREQ)) {
+            fh_link_close(fh, FH_CLOSE_PROTOCOL, "HOST_FREQ not accepted");
+            return false;
+        }
+        return fh_link_handle_host_freq(fh, p, len);
     case FH_MSG_PING:
     case FH_MSG_PONG:
         if (len != sizeof(struct fh_msg_ping)) {
@@ -288,8 +487,12 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
             return false;
         }
         /* The device sends no PING: any PONG is unsolicited and ignored. */
-        if (type == FH_MSG_PING) {
-            fh_link_send(fh, FH_MSG_PONG, p, len);
+        if (type == FH_MSG_PING &&
+            !fh_link_send(fh, FH_MSG_PONG, p, len) &&
+            link->state != FREQHINT_LINK_DOWN) {
+            /* Answered when the socket takes it; only the latest cookie. */
+            link->pong_pending = true;
+            link->pong_cookie = ldq_le_p(p);
         }
         return true;
     default:
@@ -312,6 +515,7 @@ static void fh_link_read(void *opaque, const uint8_t *buf, int size)
 {
     VirtIOFreqHint *fh = opaque;
     VirtIOFreqHintLink *link = &fh->link;
+    unsigned int epoch = link->epoch;
     size_t off = 0;
 
     if (link->state == FREQHINT_LINK_DOWN) {
@@ -341,7 +545,13 @@ static void fh_link_read(void *opaque, const uint8_t *buf, int size)
         if (link->rx_len - off < FH_HDR_SIZE + len) {
             break;
         }
-        if (!fh_link_dispatch(fh, type, p + FH_HDR_SIZE, len)) {
+        /*
+         * A frame's handling may close the connection (a reply the socket
+         * took in part, or a write that found it gone): the rest of the
+         * buffer belongs to a connection that no longer exists.
+         */
+        if (!fh_link_dispatch(fh, type, p + FH_HDR_SIZE, len) ||
+            link->epoch != epoch) {
             return;
         }
         off += FH_HDR_SIZE + len;
@@ -357,8 +567,13 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
 
     switch (event) {
     case CHR_EVENT_OPENED:
+        fh_link_unwatch(fh);
         link->state = FREQHINT_LINK_CONNECTED;
+        link->epoch++;
         link->rx_len = 0;
+        link->tx_off = link->tx_len = 0;
+        link->pong_pending = false;
+        link->vcpus_pending = false;
         link->features = 0;
         link->keepalive_ms = 0;
         trace_virtio_freqhint_link_opened(fh);
@@ -388,8 +603,10 @@ void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh)
 
 /*
  * A vCPU was plugged or unplugged: the thread ids HELLO gave the agent are
- * out of date.  Start over; the chardev reconnects and the new HELLO has
- * the current ones.
+ * out of date.  An agent that accepted FH_F_VCPUS gets the new table and
+ * the connection stays; with any other, or during the handshake, start
+ * over: the chardev reconnects (reconnect-ms) and the new HELLO has the
+ * current ones.
  */
 static void fh_link_cpu_changed(DeviceListener *listener, DeviceState *dev)
 {
@@ -398,6 +615,12 @@ static void fh_link_cpu_changed(DeviceListener *listener, DeviceState *dev)
     VirtIOFreqHint *fh = container_of(link, VirtIOFreqHint, link);
 
     if (!object_dynamic_cast(OBJECT(dev), TYPE_CPU)) {
+        return;
+    }
+    if (link->state == FREQHINT_LINK_UP && (link->features & FH_F_VCPUS)) {
+        /* Not taken now: the table as it is then, when the socket drains. */
+        link->vcpus_pending = !fh_link_send_vcpus(fh) &&
+                              link->state == FREQHINT_LINK_UP;
         return;
     }
     if (link->state == FREQHINT_LINK_HELLO_SENT ||
@@ -415,6 +638,11 @@ bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
     struct virtio_freqhint_record *out = (void *)(msg + 1);
 
     assert(virtio_freqhint_link_up(fh) && num && num <= fh->num_vcpus);
+    if (fh_link_tx_busy(fh)) {
+        /* tx_buf still holds the end of another frame. */
+        fh_link_watch(fh);
+        return false;
+    }
     msg->timestamp_ns = cpu_to_le64(fh->newest_record_ns);
     msg->num_records = cpu_to_le16(num);
     msg->flags = cpu_to_le16(flags);
@@ -442,6 +670,21 @@ void virtio_freqhint_link_realize(VirtIOFreqHint *fh)
     link->cpu_listener.unrealize = fh_link_cpu_changed;
     device_listener_register(&link->cpu_listener);
     if (qemu_chr_fe_backend_connected(&link->chr)) {
+        Chardev *chr = qemu_chr_fe_get_driver(&link->chr);
+        SocketChardev *sock = (SocketChardev *)
+            object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET);
+
+        /*
+         * The device does not reconnect by itself: a client socket without
+         * reconnect-ms stays down after the first close (a protocol error,
+         * a keepalive timeout, an agent restart).
+         */
+        if (sock && !sock->is_listen && !sock->reconnect_time_ms) {
+            warn_report("virtio-freqhint: chardev '%s' has no reconnect-ms: "
+                        "after its first close the device stays without "
+                        "an agent", chr->label);
+            link->no_reconnect = true;
+        }
         qemu_chr_fe_set_handlers(&link->chr, fh_link_can_read, fh_link_read,
                                  fh_link_event, NULL, fh, NULL, true);
     }
@@ -460,6 +703,7 @@ void virtio_freqhint_link_unrealize(VirtIOFreqHint *fh)
         /* The device is going away: no callbacks into it. */
         link->state = FREQHINT_LINK_DOWN;
         timer_del(link->timeout_timer);
+        fh_link_unwatch(fh);
         qemu_chr_fe_disconnect(&link->chr);
     }
     qemu_chr_fe_deinit(&link->chr, false);

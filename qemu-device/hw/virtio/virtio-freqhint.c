@@ -20,6 +20,9 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "hw/boards.h"
+#include "hw/core/cpu.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "hw/virtio/virtio.h"
@@ -29,14 +32,10 @@
 #include "trace.h"
 
 #define FREQHINT_QUEUE_SIZE         64
+/* Buffers taken per wakeup, whatever the driver keeps adding (tx_burst). */
+#define FREQHINT_BURST              16
 #define FREQHINT_MAX_WINDOW_MS      1000
 #define FREQHINT_MAX_INTERVAL_MS    1000
-
-static size_t virtio_freqhint_config_size(VirtIOFreqHint *fh)
-{
-    return VIRTIO_FREQHINT_CONFIG_HDR_SIZE +
-           fh->num_vcpus * sizeof(struct virtio_freqhint_grant);
-}
 
 static void virtio_freqhint_reset_grants(VirtIOFreqHint *fh)
 {
@@ -46,6 +45,38 @@ static void virtio_freqhint_reset_grants(VirtIOFreqHint *fh)
         fh->grants[i].floor = 0;
         fh->grants[i].ceiling = VIRTIO_FREQHINT_SCALE;
     }
+    /* DEV-26: no agent, no host frequencies. */
+    fh->num_freq_classes = 0;
+    memset(fh->freq_classes, 0, sizeof(fh->freq_classes));
+    memset(fh->freq_class, VIRTIO_FREQHINT_NO_FREQ_CLASS,
+           sizeof(fh->freq_class));
+}
+
+const char *virtio_freqhint_check_freq_class(
+    const struct virtio_freqhint_freq_class *c)
+{
+    uint32_t min = le32_to_cpu(c->min_khz), max = le32_to_cpu(c->max_khz);
+    uint16_t step = le16_to_cpu(c->perf_step), n = le16_to_cpu(c->num_freqs);
+    uint32_t prev = 0;
+
+    if (min == 0 || min > max) {
+        return "bad frequency range";
+    }
+    if (step == 0 || step > VIRTIO_FREQHINT_SCALE) {
+        return "bad perf_step";
+    }
+    if (n > VIRTIO_FREQHINT_MAX_FREQS) {
+        return "too many frequencies";
+    }
+    for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++) {
+        uint32_t f = le32_to_cpu(c->freqs_khz[i]);
+
+        if (i >= n ? f != 0 : (f < min || f > max || (i && f <= prev))) {
+            return "bad frequency table";
+        }
+        prev = f;
+    }
+    return NULL;
 }
 
 static void virtio_freqhint_make_record(VirtIOFreqHint *fh, unsigned int vcpu,
@@ -62,11 +93,14 @@ static void virtio_freqhint_make_record(VirtIOFreqHint *fh, unsigned int vcpu,
     rec->seq = cpu_to_le32(v->seq);
 }
 
-/* Send the first @n records of fh->scratch; a frame not taken is lost. */
+/*
+ * Send the first @n records of fh->scratch.  A frame the socket does not
+ * take is lost; the link calls virtio_freqhint_agent_writable() when it
+ * can take the state as it is then.
+ */
 static bool virtio_freqhint_send(VirtIOFreqHint *fh, unsigned int n,
                                  uint16_t flags)
 {
-    fh->last_forward_ms = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
     if (!virtio_freqhint_link_send_hints(fh, fh->scratch, n, flags)) {
         /* The next frame carries the whole state again. */
         fh->stats.dropped += n;
@@ -74,6 +108,7 @@ static bool virtio_freqhint_send(VirtIOFreqHint *fh, unsigned int n,
         trace_virtio_freqhint_forward_dropped(fh, n);
         return false;
     }
+    fh->last_forward_ms = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
     fh->stats.forwarded += n;
     trace_virtio_freqhint_forward(fh, n, flags);
     return true;
@@ -109,8 +144,7 @@ static void virtio_freqhint_forward(VirtIOFreqHint *fh)
     }
 
     if (!virtio_freqhint_send(fh, n, flags)) {
-        timer_mod(fh->forward_timer,
-                  fh->last_forward_ms + MAX(fh->forward_interval_ms, 1));
+        /* No retry from a timer: virtio_freqhint_agent_writable() sends. */
         return;
     }
     fh->resend_full = false;
@@ -133,7 +167,9 @@ static void virtio_freqhint_send_no_hints(VirtIOFreqHint *fh)
         fh->scratch[i].vcpu = cpu_to_le16(i);
     }
     timer_del(fh->forward_timer);
-    virtio_freqhint_send(fh, fh->num_vcpus, FH_HINTS_F_FULL);
+    /* Not taken: it goes out when the socket is writable, if still true. */
+    fh->no_hints_pending = !virtio_freqhint_send(fh, fh->num_vcpus,
+                                                 FH_HINTS_F_FULL);
     fh->resend_full = true;
 }
 
@@ -170,7 +206,8 @@ static void virtio_freqhint_forward_timer(void *opaque)
 static const char *virtio_freqhint_check_record(VirtIOFreqHint *fh,
                                                 uint16_t vcpu, uint16_t flags,
                                                 uint16_t min, uint16_t max,
-                                                uint16_t perf, uint16_t rsvd)
+                                                uint16_t perf, uint16_t rsvd,
+                                                bool check_features)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
 
@@ -199,7 +236,7 @@ static const char *virtio_freqhint_check_record(VirtIOFreqHint *fh,
         (flags & VIRTIO_FREQHINT_R_MAX_VALID) && min > max) {
         return "clamp_min above clamp_max";
     }
-    if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) &&
+    if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) && check_features &&
         !virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_PERF)) {
         return "perf without VIRTIO_FREQHINT_F_PERF";
     }
@@ -218,7 +255,7 @@ static void virtio_freqhint_apply(VirtIOFreqHint *fh,
     VirtIOFreqHintVcpu *v;
 
     why = virtio_freqhint_check_record(fh, vcpu, flags, min, max, perf,
-                                       le16_to_cpu(rec->reserved));
+                                       le16_to_cpu(rec->reserved), true);
     if (why) {
         fh->stats.rejected++;
         trace_virtio_freqhint_record_rejected(fh, vcpu, flags, why);
@@ -301,7 +338,10 @@ static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
     return true;
 }
 
-/* Drain the hint queue.  Returns true if anything was consumed. */
+/*
+ * Take up to FREQHINT_BURST buffers.  Returns true if anything was
+ * consumed; what is left waits for the next wakeup.
+ */
 static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
@@ -313,7 +353,8 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
         return false;
     }
 
-    while ((elem = virtqueue_pop(fh->hintq, sizeof(VirtQueueElement)))) {
+    for (int n = 0; n < FREQHINT_BURST &&
+         (elem = virtqueue_pop(fh->hintq, sizeof(VirtQueueElement))); n++) {
         if (!virtio_freqhint_handle_elem(fh, elem)) {
             virtqueue_detach_element(fh->hintq, elem, 0);
             g_free(elem);
@@ -338,32 +379,12 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
 }
 
 /*
- * A kick: take what is queued, then stay deaf for rate-window-ms.  Whatever
- * the guest does, the hint queue costs at most one exit per window.
+ * Run the hint queue once, then stay deaf for rate-window-ms: the guest's
+ * notifications are off and the rate timer runs the queue next.  Whatever
+ * the guest does, the hint queue costs at most one wakeup per window.
  */
-static void virtio_freqhint_handle_hintq(VirtIODevice *vdev, VirtQueue *vq)
+static void virtio_freqhint_wakeup(VirtIOFreqHint *fh)
 {
-    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
-
-    fh->stats.notifications++;
-    if (timer_pending(fh->rate_timer)) {
-        /* A driver ignoring VRING_USED_F_NO_NOTIFY: the timer drains. */
-        return;
-    }
-    fh->stats.wakeups++;
-    virtio_freqhint_drain(fh);
-    if (vdev->broken) {
-        return;
-    }
-    virtio_queue_set_notification(vq, 0);
-    timer_mod(fh->rate_timer,
-              qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + fh->rate_window_ms);
-    trace_virtio_freqhint_kick(fh);
-}
-
-static void virtio_freqhint_rate_timer(void *opaque)
-{
-    VirtIOFreqHint *fh = opaque;
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
 
     fh->stats.wakeups++;
@@ -371,11 +392,38 @@ static void virtio_freqhint_rate_timer(void *opaque)
     if (vdev->broken) {
         return;
     }
-    virtio_queue_set_notification(fh->hintq, 1);
-    /* A buffer added while notifications were off would wait forever. */
-    if (!virtio_queue_empty(fh->hintq)) {
-        virtio_freqhint_handle_hintq(vdev, fh->hintq);
+    virtio_queue_set_notification(fh->hintq, 0);
+    timer_mod(fh->rate_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + fh->rate_window_ms);
+}
+
+static void virtio_freqhint_handle_hintq(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+
+    fh->stats.notifications++;
+    trace_virtio_freqhint_kick(fh);
+    if (timer_pending(fh->rate_timer)) {
+        /* A driver ignoring VRING_USED_F_NO_NOTIFY: the timer drains. */
+        return;
     }
+    virtio_freqhint_wakeup(fh);
+}
+
+/* The end of a rate window. */
+static void virtio_freqhint_rate_timer(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    if (virtio_queue_empty(fh->hintq)) {
+        virtio_queue_set_notification(fh->hintq, 1);
+        /* A buffer added while notifications were off would wait forever. */
+        if (virtio_queue_empty(fh->hintq)) {
+            return;
+        }
+    }
+    /* Buffers came during the window: a new one starts. */
+    virtio_freqhint_wakeup(fh);
 }
 
 static void virtio_freqhint_get_config(VirtIODevice *vdev, uint8_t *data)
@@ -383,17 +431,26 @@ static void virtio_freqhint_get_config(VirtIODevice *vdev, uint8_t *data)
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
     struct virtio_freqhint_config *cfg = (void *)data;
 
-    memset(data, 0, virtio_freqhint_config_size(fh));
+    memset(data, 0, sizeof(*cfg));
     cfg->num_vcpus = cpu_to_le16(fh->num_vcpus);
     cfg->max_records = cpu_to_le16(fh->num_vcpus);
     cfg->rate_window_ms = cpu_to_le16(fh->rate_window_ms);
     cfg->status = cpu_to_le16(fh->status);
     cfg->operator_floor = cpu_to_le16(fh->operator_floor);
     cfg->operator_ceiling = cpu_to_le16(fh->operator_ceiling);
+    cfg->perf_step = cpu_to_le16(fh->perf_step);
+    cfg->idle_share = cpu_to_le16(fh->idle_share);
+    for (int i = 0; i < VIRTIO_FREQHINT_MAX_VCPUS; i++) {
+        cfg->cpu_id[i] = cpu_to_le32(i < fh->num_vcpus ? fh->cpu_ids[i] :
+                                     VIRTIO_FREQHINT_CPU_ID_NONE);
+    }
     for (int i = 0; i < fh->num_vcpus; i++) {
         cfg->grants[i].floor = cpu_to_le16(fh->grants[i].floor);
         cfg->grants[i].ceiling = cpu_to_le16(fh->grants[i].ceiling);
+        cfg->freq_class[i] = fh->freq_class[i];
     }
+    cfg->num_freq_classes = cpu_to_le16(fh->num_freq_classes);
+    memcpy(cfg->freq_classes, fh->freq_classes, sizeof(cfg->freq_classes));
 }
 
 static uint64_t virtio_freqhint_get_features(VirtIODevice *vdev, uint64_t f,
@@ -413,12 +470,24 @@ static void virtio_freqhint_set_status(VirtIODevice *vdev, uint8_t status)
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
 
-    if (!vdev->vm_running) {
+    if (!vdev->vm_running || !(status & VIRTIO_CONFIG_S_DRIVER_OK)) {
         return;
     }
     vdev->status = status;
-    /* Buffers queued before DRIVER_OK are handled now. */
-    virtio_freqhint_drain(fh);
+    /* Within a window the rate timer runs the queue, whatever the driver. */
+    if (timer_pending(fh->rate_timer)) {
+        return;
+    }
+    /*
+     * No window is open, so notifications must be on.  A guest resumed on
+     * a migration destination may still have VRING_USED_F_NO_NOTIFY in its
+     * ring: the rate timer that would clear it is host state, not migrated.
+     */
+    virtio_queue_set_notification(fh->hintq, 1);
+    /* Buffers queued before DRIVER_OK: run the queue, like a kick. */
+    if (!virtio_queue_empty(fh->hintq)) {
+        virtio_freqhint_wakeup(fh);
+    }
 }
 
 void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
@@ -442,6 +511,23 @@ void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh)
     virtio_freqhint_reset_grants(fh);
     virtio_notify_config(VIRTIO_DEVICE(fh));
     timer_del(fh->forward_timer);
+    fh->no_hints_pending = false;
+}
+
+/*
+ * The agent's socket refused a frame and takes output again: send the
+ * state as it is now (a FULL frame after a drop), within the forwarding
+ * interval, or "no hint" if the VM stopped meanwhile.
+ */
+void virtio_freqhint_agent_writable(VirtIOFreqHint *fh)
+{
+    if (!fh->vm_running) {
+        if (fh->no_hints_pending) {
+            virtio_freqhint_send_no_hints(fh);
+        }
+        return;
+    }
+    virtio_freqhint_schedule_forward(fh);
 }
 
 void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
@@ -474,6 +560,29 @@ void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
     }
 }
 
+void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
+                                   const struct virtio_freqhint_freq_class *c,
+                                   const uint8_t *freq_class)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    struct virtio_freqhint_freq_class classes[
+        VIRTIO_FREQHINT_MAX_FREQ_CLASSES] = {};
+    bool changed;
+
+    memcpy(classes, c, num_classes * sizeof(*c));
+    changed = num_classes != fh->num_freq_classes ||
+              memcmp(classes, fh->freq_classes, sizeof(classes)) ||
+              memcmp(freq_class, fh->freq_class, fh->num_vcpus);
+    fh->num_freq_classes = num_classes;
+    memcpy(fh->freq_classes, classes, sizeof(classes));
+    memcpy(fh->freq_class, freq_class, fh->num_vcpus);
+    trace_virtio_freqhint_host_freq(fh, num_classes, changed);
+    /* DEV-22: a driver without the feature does not read them. */
+    if (changed && virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ)) {
+        virtio_notify_config(vdev);
+    }
+}
+
 static void virtio_freqhint_reset(VirtIODevice *vdev)
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
@@ -496,6 +605,7 @@ static void virtio_freqhint_vm_state_change(void *opaque, bool running,
         return;
     }
     if (running) {
+        fh->no_hints_pending = false;
         fh->resend_full = true;
         timer_del(fh->forward_timer);
         virtio_freqhint_forward(fh);
@@ -567,6 +677,32 @@ out:
     visit_end_struct(v, NULL);
 }
 
+/*
+ * DEV-25: the firmware id (x86: APIC ID) of every possible vCPU, plugged or
+ * not, by vCPU index, so that the driver need not guess which of its CPUs
+ * is which index.
+ */
+static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
+{
+    MachineClass *mc = MACHINE_GET_CLASS(ms);
+    const CPUArchIdList *possible = NULL;
+
+    if (mc->possible_cpu_arch_ids) {
+        possible = mc->possible_cpu_arch_ids(ms);
+    }
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        CPUState *cpu = qemu_get_cpu(i);
+
+        if (possible && i < possible->len) {
+            fh->cpu_ids[i] = possible->cpus[i].arch_id;
+        } else if (cpu) {
+            fh->cpu_ids[i] = CPU_GET_CLASS(cpu)->get_arch_id(cpu);
+        } else {
+            fh->cpu_ids[i] = VIRTIO_FREQHINT_CPU_ID_NONE;
+        }
+    }
+}
+
 static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(dev);
@@ -584,6 +720,16 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
                    FREQHINT_MAX_INTERVAL_MS);
         return;
     }
+    if (fh->perf_step == 0 || fh->perf_step > VIRTIO_FREQHINT_SCALE) {
+        error_setg(errp, "'perf-step' must be between 1 and %d",
+                   VIRTIO_FREQHINT_SCALE);
+        return;
+    }
+    if (fh->idle_share > VIRTIO_FREQHINT_SCALE) {
+        error_setg(errp, "'idle-share' must not exceed %d",
+                   VIRTIO_FREQHINT_SCALE);
+        return;
+    }
     if (ms->smp.max_cpus > VIRTIO_FREQHINT_MAX_VCPUS) {
         error_setg(errp, "virtio-freqhint supports at most %d vCPUs, "
                    "the machine has %u", VIRTIO_FREQHINT_MAX_VCPUS,
@@ -592,7 +738,11 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
     }
     fh->num_vcpus = ms->smp.max_cpus;
 
-    virtio_init(vdev, VIRTIO_ID_FREQHINT, virtio_freqhint_config_size(fh));
+    fh->cpu_ids = g_new(uint32_t, fh->num_vcpus);
+    virtio_freqhint_get_cpu_ids(fh, ms);
+
+    virtio_init(vdev, VIRTIO_ID_FREQHINT,
+                sizeof(struct virtio_freqhint_config));
     fh->hintq = virtio_add_queue(vdev, FREQHINT_QUEUE_SIZE,
                                  virtio_freqhint_handle_hintq);
 
@@ -623,6 +773,7 @@ static void virtio_freqhint_device_unrealize(DeviceState *dev)
     g_free(fh->scratch);
     g_free(fh->grants);
     g_free(fh->vcpus);
+    g_free(fh->cpu_ids);
     virtio_del_queue(vdev, 0);
     virtio_cleanup(vdev);
 }
@@ -630,6 +781,55 @@ static void virtio_freqhint_device_unrealize(DeviceState *dev)
 static int virtio_freqhint_post_load(void *opaque, int version_id)
 {
     VirtIOFreqHint *fh = opaque;
+
+    /* The stream is no more trusted than the guest or the agent. */
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        VirtIOFreqHintVcpu *v = &fh->vcpus[i];
+        const char *why = virtio_freqhint_check_record(fh, i, v->flags,
+                                                       v->clamp_min,
+                                                       v->clamp_max,
+                                                       v->perf, 0, false);
+
+        if (why) {
+            error_report("virtio-freqhint: migrated vCPU %d: %s", i, why);
+            return -EINVAL;
+        }
+        if (fh->grants[i].ceiling > VIRTIO_FREQHINT_SCALE ||
+            fh->grants[i].floor > fh->grants[i].ceiling) {
+            error_report("virtio-freqhint: migrated grant of vCPU %d out of "
+                         "range", i);
+            return -EINVAL;
+        }
+        if (fh->freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS &&
+            fh->freq_class[i] >= fh->num_freq_classes) {
+            error_report("virtio-freqhint: migrated frequency class of vCPU "
+                         "%d out of range", i);
+            return -EINVAL;
+        }
+    }
+    if (fh->operator_ceiling > VIRTIO_FREQHINT_SCALE ||
+        fh->operator_floor > fh->operator_ceiling) {
+        error_report("virtio-freqhint: migrated operator bounds out of range");
+        return -EINVAL;
+    }
+    if (fh->num_freq_classes > VIRTIO_FREQHINT_MAX_FREQ_CLASSES) {
+        error_report("virtio-freqhint: %u migrated frequency classes",
+                     fh->num_freq_classes);
+        return -EINVAL;
+    }
+    for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++) {
+        const char *why = i < fh->num_freq_classes ?
+            virtio_freqhint_check_freq_class(&fh->freq_classes[i]) :
+            (buffer_is_zero(&fh->freq_classes[i],
+                            sizeof(fh->freq_classes[i])) ?
+             NULL : "unused class not zero");
+
+        if (why) {
+            error_report("virtio-freqhint: migrated frequency class %d: %s",
+                         i, why);
+            return -EINVAL;
+        }
+    }
 
     /*
      * The destination's agent has seen nothing of this VM yet.  HELLO waits
@@ -679,6 +879,13 @@ static const VMStateDescription vmstate_virtio_freqhint_device = {
         VMSTATE_STRUCT_VARRAY_POINTER_UINT16(grants, VirtIOFreqHint, num_vcpus,
                                              vmstate_virtio_freqhint_grant,
                                              struct virtio_freqhint_grant),
+        VMSTATE_UINT16(num_freq_classes, VirtIOFreqHint),
+        /* Kept in wire (little-endian) order: the same bytes on any host. */
+        VMSTATE_BUFFER_UNSAFE(freq_classes, VirtIOFreqHint, 0,
+                              sizeof(struct virtio_freqhint_freq_class) *
+                              VIRTIO_FREQHINT_MAX_FREQ_CLASSES),
+        VMSTATE_UINT8_ARRAY(freq_class, VirtIOFreqHint,
+                            VIRTIO_FREQHINT_MAX_VCPUS),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -702,11 +909,15 @@ static const Property virtio_freqhint_properties[] = {
                       VIRTIO_FREQHINT_F_PERF, true),
     DEFINE_PROP_BIT64("grants", VirtIOFreqHint, host_features,
                       VIRTIO_FREQHINT_F_GRANTS, true),
+    DEFINE_PROP_BIT64("host-freq", VirtIOFreqHint, host_features,
+                      VIRTIO_FREQHINT_F_HOST_FREQ, true),
+    DEFINE_PROP_UINT16("perf-step", VirtIOFreqHint, perf_step, 16),
+    DEFINE_PROP_UINT16("idle-share", VirtIOFreqHint, idle_share, 20),
 };
 
 static void virtio_freqhint_instance_init(Object *obj)
 {
-    object_property_add(obj, "stats", "VirtIOFreqHintStats",
+    object_property_add(obj, "x-stats", "VirtIOFreqHintStats",
                         virtio_freqhint_get_stats, NULL, NULL, NULL);
 }
 

@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include "libqtest-single.h"
 #include "qemu/bswap.h"
@@ -20,8 +21,9 @@
 #include "libqos/qgraph.h"
 #include "libqos/virtio-freqhint.h"
 #include "standard-headers/linux/virtio_config.h"
+#include "standard-headers/linux/virtio_ring.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "standard-headers/freqhint/agent_protocol.h"
+#include "hw/virtio/virtio-freqhint-agent.h"
 
 #define NUM_VCPUS           2   /* -smp; the hot-plug test adds one */
 #define MAX_VCPUS           3
@@ -30,6 +32,12 @@
 #define RATE_WINDOW_MS      10
 #define FORWARD_MS          5
 #define MS                  (1000 * 1000)
+
+/* Configuration space offsets (spec/virtio-freqhint.md, 4) */
+#define CFG_CPU_ID          1040
+#define CFG_FREQ_CLASS      2064
+#define CFG_NUM_CLASSES     2320
+#define CFG_CLASSES         2328
 
 #define R_MIN       VIRTIO_FREQHINT_R_MIN_VALID
 #define R_MAX       VIRTIO_FREQHINT_R_MAX_VALID
@@ -42,13 +50,14 @@ typedef struct FakeAgent {
     char *path;
     int listen_fd;
     int fd;
+    int port;                   /* TCP on the loopback instead of UNIX */
     /* What WELCOME answers */
     uint32_t accept_features;   /* ANDed with the offered ones */
     uint32_t keepalive_ms;
     /* What the last HELLO said */
     uint32_t features;
     char name[FH_NAME_MAX];
-    uint32_t tids[MAX_VCPUS];
+    uint32_t tids[8];
 } FakeAgent;
 
 #define FAKE_AGENT_INIT { .listen_fd = -1, .fd = -1,                     \
@@ -133,15 +142,46 @@ static void agent_listen(FakeAgent *a)
     g_assert_cmpint(listen(a->listen_fd, 4), ==, 0);
 }
 
+/*
+ * A TCP agent on the loopback with a small receive buffer: what it does not
+ * read soon fills the device's socket, which then takes frames in part.
+ */
+static void agent_listen_tcp(FakeAgent *a)
+{
+    struct sockaddr_in sin = {
+        .sin_family = AF_INET,
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    socklen_t slen = sizeof(sin);
+    int rcvbuf = 4096;
+
+    agent_reset(a);
+    a->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    g_assert_cmpint(a->listen_fd, >=, 0);
+    /* Set before listen(): accepted sockets inherit it with the window. */
+    g_assert_cmpint(setsockopt(a->listen_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+                               sizeof(rcvbuf)), ==, 0);
+    g_assert_cmpint(bind(a->listen_fd, (struct sockaddr *)&sin,
+                         sizeof(sin)), ==, 0);
+    g_assert_cmpint(getsockname(a->listen_fd, (struct sockaddr *)&sin,
+                                &slen), ==, 0);
+    a->port = ntohs(sin.sin_port);
+    g_assert_cmpint(listen(a->listen_fd, 4), ==, 0);
+}
+
 /* QEMU options connecting the device to agent @a. */
 static void agent_append_args(GString *cmd_line, FakeAgent *a,
                               const char *extra)
 {
+    g_autofree char *addr = a->port ?
+        g_strdup_printf("host=127.0.0.1,port=%d", a->port) :
+        g_strdup_printf("path=%s", a->path);
+
     g_string_append_printf(cmd_line,
-                           " -smp %d -chardev socket,id=fhchr,path=%s,"
+                           " -smp %d -chardev socket,id=fhchr,%s,"
                            "reconnect-ms=100"
                            " -global virtio-freqhint-device.chardev=fhchr %s",
-                           NUM_VCPUS, a->path, extra ? extra : "");
+                           NUM_VCPUS, addr, extra ? extra : "");
 }
 
 static void *agent_before(GString *cmd_line, void *arg)
@@ -151,6 +191,14 @@ static void *agent_before(GString *cmd_line, void *arg)
     agent_cleanup(NULL);
     agent_listen(agent);
     agent_append_args(cmd_line, agent, c ? c->extra_args : NULL);
+    return arg;
+}
+
+static void *agent_before_tcp(GString *cmd_line, void *arg)
+{
+    agent_cleanup(NULL);
+    agent_listen_tcp(agent);
+    agent_append_args(cmd_line, agent, NULL);
     return arg;
 }
 
@@ -358,7 +406,7 @@ static QDict *get_stats(QTestState *qts)
 {
     QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': '/machine/peripheral/" QVIRTIO_FREQHINT_ID
-                           "', 'property': 'stats'}}");
+                           "', 'property': 'x-stats'}}");
     QDict *ret;
 
     g_assert_true(qdict_haskey(rsp, "return"));
@@ -456,6 +504,50 @@ static void test_config(void *obj, void *data, QGuestAllocator *t_alloc)
     }
     g_assert_true(qvirtio_get_features(vdev) &
                   (1ull << VIRTIO_FREQHINT_F_GRANTS));
+    g_assert_true(qvirtio_get_features(vdev) &
+                  (1ull << VIRTIO_FREQHINT_F_HOST_FREQ));
+    /* The tuning the driver takes from the device (DEV-25). */
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 12), ==, 16);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 14), ==, 20);
+    /* -smp 2: APIC IDs 0 and 1; no other index names a vCPU. */
+    for (int i = 0; i < VIRTIO_FREQHINT_MAX_VCPUS; i++) {
+        g_assert_cmphex(qvirtio_config_readl(vdev, CFG_CPU_ID + 4 * i), ==,
+                        i < NUM_VCPUS ? i : VIRTIO_FREQHINT_CPU_ID_NONE);
+    }
+    /* No agent: no host frequencies (DEV-26). */
+    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_NUM_CLASSES), ==, 0);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        g_assert_cmphex(qvirtio_config_readb(vdev, CFG_FREQ_CLASS + i), ==,
+                        VIRTIO_FREQHINT_NO_FREQ_CLASS);
+    }
+    /* The whole structure is there, whatever num_vcpus is. */
+    g_assert_cmphex(qvirtio_config_readl(vdev, VIRTIO_FREQHINT_CONFIG_SIZE - 4),
+                    ==, 0);
+}
+
+/*
+ * DEV-25 with sparse APIC IDs: two sockets of three cores put the second
+ * socket's cores at APIC IDs 4..6, and indexes 2..5 have no vCPU yet.
+ */
+static void test_cpu_ids(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    const uint32_t want[] = { 0, 1, 2, 4, 5, 6 };
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    num_vcpus = ARRAY_SIZE(want);
+    g_assert_cmpuint(qvirtio_config_readw(fh->vdev, 0), ==, num_vcpus);
+    for (int i = 0; i < ARRAY_SIZE(want); i++) {
+        g_assert_cmphex(qvirtio_config_readl(fh->vdev, CFG_CPU_ID + 4 * i),
+                        ==, want[i]);
+    }
+    g_assert_cmphex(qvirtio_config_readl(fh->vdev,
+                                         CFG_CPU_ID + 4 * ARRAY_SIZE(want)),
+                    ==, VIRTIO_FREQHINT_CPU_ID_NONE);
+    /* HELLO knows threads only for the plugged ones. */
+    agent_handshake(global_qtest, true);
+    g_assert_cmpuint(agent->tids[2], ==, 0);
+    g_assert_cmpuint(agent->tids[5], ==, 0);
 }
 
 static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
@@ -725,6 +817,9 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
             { cpu_to_le16(0), cpu_to_le16(1024) },
         },
     };
+    struct virtio_freqhint_record after = REC(1, R_MIN, 700, 0, 0, 9);
+    QVirtioPCIDevice *pci = container_of(fh->vdev, QVirtioPCIDevice, vdev);
+    g_autofree struct virtio_freqhint_record *got = NULL;
     g_autofree char *uri = NULL;
     g_autoptr(GString) dst_cmd = NULL;
     gint64 start;
@@ -736,11 +831,14 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     g_test_queue_destroy(agent_cleanup, NULL);
     qos_invalidate_command_line();
     agent_handshake(src, true);
+    agent_send(FH_MSG_GRANTS, &grants, sizeof(grants));
+    qvirtio_wait_config_isr(fh->vdev, TIMEOUT_MS * 1000);
+    /* The kick opens a rate window, and the migration happens inside it. */
     wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 2, r, 2)));
     qtest_clock_step(src, FORWARD_MS * MS);
     g_free(agent_recv_hints(&num, &flags));
-    agent_send(FH_MSG_GRANTS, &grants, sizeof(grants));
-    qvirtio_wait_config_isr(fh->vdev, TIMEOUT_MS * 1000);
+    g_assert_cmphex(qtest_readw(src, fh->hintq->used) &
+                    VRING_USED_F_NO_NOTIFY, ==, VRING_USED_F_NO_NOTIFY);
 
     /* The destination, with an agent of its own. */
     agent_listen(&agents[1]);
@@ -785,6 +883,24 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(qdict_get_int(stats, "operator-floor"), ==, 100);
     g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 900);
     qobject_unref(stats);
+
+    /*
+     * The source migrated inside a rate window, so the used ring says
+     * VRING_USED_F_NO_NOTIFY; the rate timer that would clear it stayed
+     * behind (host state), and without KVM there is no ioeventfd whose
+     * start-up kick would run the queue.  The destination must open the
+     * queue again by itself, and a driver honouring NO_NOTIFY be heard.
+     */
+    qtest_clock_step(dst, 2 * RATE_WINDOW_MS * MS);
+    g_assert_cmphex(qtest_readw(dst, fh->hintq->used) &
+                    VRING_USED_F_NO_NOTIFY, ==, 0);
+    pci->pdev->bus->qts = dst;
+    wait_used(dst, fh, submit(dst, fh, buf, build_batch(buf, 1, &after, 1)));
+    pci->pdev->bus->qts = src;
+    qtest_clock_step(dst, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 1);
+    assert_record(&got[0], &after);
     qtest_quit(dst);
 }
 
@@ -800,7 +916,7 @@ static void test_rate_bound(void *obj, void *data, QGuestAllocator *t_alloc)
     bool forced = data != NULL;
     const int kicks = 60;   /* below the queue size: no descriptor reuse */
     uint8_t buf[64];
-    int used = 0;
+    int used = 0, notified = 0;
     int64_t notifications, wakeups;
 
     g_test_queue_destroy(agent_cleanup, NULL);
@@ -810,6 +926,9 @@ static void test_rate_bound(void *obj, void *data, QGuestAllocator *t_alloc)
         struct virtio_freqhint_record r = REC(i % NUM_VCPUS, R_MAX, 0,
                                               i % 1024, 0, i);
 
+        /* What libqos's kick does: notify unless NO_NOTIFY is set. */
+        notified += !(qtest_readw(qts, fh->hintq->used) &
+                      VRING_USED_F_NO_NOTIFY);
         submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
         if (forced) {
             fh->vdev->bus->virtqueue_kick(fh->vdev, fh->hintq);
@@ -835,14 +954,87 @@ static void test_rate_bound(void *obj, void *data, QGuestAllocator *t_alloc)
     if (forced) {
         g_assert_cmpint(notifications, >=, kicks);
     } else {
+        /* Only the driver's notifications count, never the timer's runs. */
+        g_assert_cmpint(notifications, ==, notified);
         g_assert_cmpint(notifications, <=, kicks / RATE_WINDOW_MS + 2);
     }
-    /* One run per kick window plus the timer run that closes it. */
-    g_assert_cmpint(wakeups, <=, 2 * (kicks / RATE_WINDOW_MS + 2));
+    /* One run of the queue per window, kicked or not. */
+    g_assert_cmpint(wakeups, <=, kicks / RATE_WINDOW_MS + 2);
     /* Forwarding is bounded too, and nothing was lost. */
     g_assert_cmpint(get_stat(qts, "forwarded") - NUM_VCPUS, <=,
                     NUM_VCPUS * (kicks / FORWARD_MS + 2));
     g_assert_cmpint(get_stat(qts, "dropped"), ==, 0);
+}
+
+/*
+ * A wakeup takes at most a burst of buffers (16), however many the driver
+ * made available: the rest waits for the next window.
+ */
+static void test_rate_burst(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    const int total = 41, burst = 16;
+    uint8_t buf[64];
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+
+    /* The first kick opens a window; the next 40 buffers come inside it. */
+    for (int i = 0; i < total; i++) {
+        struct virtio_freqhint_record r = REC(i % NUM_VCPUS, R_MAX, 0,
+                                              i, 0, i);
+
+        submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
+    }
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 1);
+    g_assert_cmpint(get_stat(qts, "notifications"), ==, 1);
+    for (int w = 1; w <= 3; w++) {
+        qtest_clock_step(qts, RATE_WINDOW_MS * MS);
+        g_assert_cmpint(get_stat(qts, "buffers"), ==,
+                        MIN(1 + w * burst, total));
+        g_assert_cmpint(get_stat(qts, "wakeups"), ==, 1 + w);
+    }
+    /* The last record of each vCPU is what the agent ends up with. */
+    g_assert_cmpint(get_stat(qts, "records"), ==, total);
+}
+
+/*
+ * A driver that rewrites its status register after every buffer gets the
+ * queue run no more often than by kicking: once per rate window.
+ */
+static void test_rate_status(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    const int steps = 30;
+    uint16_t used_idx = 0;
+    int runs = 0;
+    uint8_t buf[64];
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+
+    for (int i = 0; i < steps; i++) {
+        struct virtio_freqhint_record r = REC(i % NUM_VCPUS, R_MAX, 0,
+                                              i, 0, i);
+        uint16_t idx;
+
+        submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
+        vdev->bus->set_status(vdev, vdev->bus->get_status(vdev));
+        idx = qtest_readw(qts, fh->hintq->used + 2);
+        runs += idx != used_idx;
+        used_idx = idx;
+        qtest_clock_step(qts, MS);
+    }
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, steps);
+    g_test_message("%d buffers and status writes in %d ms: the queue ran "
+                   "%d times, %" PRId64 " wakeups", steps, steps,
+                   runs, get_stat(qts, "wakeups"));
+    g_assert_cmpint(runs, <=, steps / RATE_WINDOW_MS + 2);
+    g_assert_cmpint(get_stat(qts, "wakeups"), <=, steps / RATE_WINDOW_MS + 2);
 }
 
 static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
@@ -984,23 +1176,65 @@ static void test_name(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_true(g_utf8_validate(agent->name, -1, NULL));
 }
 
-/* PD-3: a hot-plugged vCPU makes the device say HELLO again. */
+static void plug_cpu2(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                           " {'driver': 'qemu64-x86_64-cpu', 'id': 'cpu-2',"
+                           " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}");
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/*
+ * PD-17: a hot-plugged vCPU is reported with VCPUS and the connection (with
+ * the guest's state on the host) stays.
+ */
 static void test_hotplug(void *obj, void *data, QGuestAllocator *t_alloc)
 {
     QTestState *qts = global_qtest;
-    QDict *rsp;
+    uint16_t type;
+    uint32_t len;
+    g_autofree uint8_t *p = NULL;
 
     g_test_queue_destroy(agent_cleanup, NULL);
     num_vcpus = MAX_VCPUS;
     agent_handshake(qts, true);
     g_assert_cmpuint(agent->tids[2], ==, 0);
 
-    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
-                    " {'driver': 'qemu64-x86_64-cpu', 'id': 'cpu-2',"
-                    " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}");
-    g_assert_true(qdict_haskey(rsp, "return"));
-    qobject_unref(rsp);
+    plug_cpu2(qts);
+    p = agent_recv(&type, &len);
+    g_assert_cmpuint(type, ==, FH_MSG_VCPUS);
+    g_assert_cmpuint(len, ==, sizeof(struct fh_msg_vcpus) + 4 * MAX_VCPUS);
+    g_assert_cmpuint(lduw_le_p(p), ==, MAX_VCPUS);
+    g_assert_cmpuint(lduw_le_p(p + 2), ==, 0);
+    g_assert_cmpuint(ldl_le_p(p + 4), ==, 0);
+    g_assert_cmpuint(ldl_le_p(p + 8), ==, agent->tids[0]);
+    g_assert_cmpuint(ldl_le_p(p + 12), ==, agent->tids[1]);
+    g_assert_cmpuint(ldl_le_p(p + 16), !=, 0);
+    g_assert_cmpuint(ldl_le_p(p + 16), !=, agent->tids[0]);
+    g_assert_cmpuint(ldl_le_p(p + 16), !=, agent->tids[1]);
+    agent_ping(1);
+    g_assert_true(get_stat_bool(qts, "agent-connected"));
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 1);
+}
 
+/*
+ * PD-3, PD-17: an agent without FH_F_VCPUS gets CLOSE NORMAL and a new
+ * HELLO carrying the current threads.
+ */
+static void test_hotplug_reconnect(void *obj, void *data,
+                                   QGuestAllocator *t_alloc)
+{
+    QTestState *qts = global_qtest;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    num_vcpus = MAX_VCPUS;
+    agent->accept_features = FH_F_ALL & ~FH_F_VCPUS;
+    agent_handshake(qts, true);
+    g_assert_cmpuint(agent->tids[2], ==, 0);
+
+    plug_cpu2(qts);
     agent_expect_close(FH_CLOSE_NORMAL);
     agent_handshake(qts, true);
     g_assert_cmpuint(agent->tids[2], !=, 0);
@@ -1016,7 +1250,8 @@ static void test_grants_off(void *obj, void *data, QGuestAllocator *t_alloc)
 
     g_test_queue_destroy(agent_cleanup, NULL);
     agent_handshake(global_qtest, true);
-    g_assert_cmphex(agent->features, ==, FH_F_PERF);
+    g_assert_cmphex(agent->features, ==,
+                    FH_F_PERF | FH_F_HOST_FREQ | FH_F_VCPUS);
     g_assert_false(qvirtio_get_features(fh->vdev) &
                    (1ull << VIRTIO_FREQHINT_F_GRANTS));
 }
@@ -1068,6 +1303,194 @@ static void test_grants_not_accepted(void *obj, void *data,
     g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 0);
     g_assert_cmpuint(qvirtio_config_readw(vdev, 18), ==, 1024);
     g_assert_true(get_stat_bool(global_qtest, "agent-connected"));
+}
+
+static bool config_isr(QVirtioDevice *vdev);
+
+/* A HOST_FREQ frame for NUM_VCPUS vCPUs with up to two classes. */
+typedef struct {
+    struct fh_msg_host_freq h;
+    struct virtio_freqhint_freq_class c[2];
+    uint8_t freq_class[NUM_VCPUS];
+} HostFreqFrame;
+
+static size_t host_freq_frame(HostFreqFrame *f, uint16_t n)
+{
+    *f = (HostFreqFrame) {
+        .h = {
+            .num_classes = cpu_to_le16(n),
+            .num_vcpus = cpu_to_le16(NUM_VCPUS),
+        },
+        .c = {
+            {
+                .min_khz = cpu_to_le32(800000),
+                .max_khz = cpu_to_le32(3000000),
+                .perf_step = cpu_to_le16(273),
+                .num_freqs = cpu_to_le16(3),
+                .freqs_khz = { cpu_to_le32(800000), cpu_to_le32(1600000),
+                               cpu_to_le32(3000000) },
+            },
+            {
+                .min_khz = cpu_to_le32(400000),
+                .max_khz = cpu_to_le32(2000000),
+                .perf_step = cpu_to_le16(8),
+            },
+        },
+        .freq_class = { 1, n > 1 ? 0 : VIRTIO_FREQHINT_NO_FREQ_CLASS },
+    };
+    /* freq_class[] follows the classes actually sent. */
+    memmove((uint8_t *)f + sizeof(f->h) + n * sizeof(f->c[0]), f->freq_class,
+            NUM_VCPUS);
+    return sizeof(f->h) + n * sizeof(f->c[0]) + NUM_VCPUS;
+}
+
+static void assert_no_host_freq(QVirtioDevice *vdev)
+{
+    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_NUM_CLASSES), ==, 0);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        g_assert_cmphex(qvirtio_config_readb(vdev, CFG_FREQ_CLASS + i), ==,
+                        VIRTIO_FREQHINT_NO_FREQ_CLASS);
+    }
+    g_assert_cmphex(qvirtio_config_readl(vdev, CFG_CLASSES), ==, 0);
+}
+
+/*
+ * PD-16, DEV-4, DEV-21, DEV-26: host frequency classes reach the
+ * configuration space with a configuration change; an invalid HOST_FREQ
+ * closes the connection and publishes nothing; a disconnect takes them away.
+ */
+static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    HostFreqFrame f;
+    size_t len;
+    /* Frame offsets: header 0, class 0 at 8, class 1 at 84, classes 160. */
+    struct {
+        const char *what;
+        unsigned int off;
+        unsigned int size;      /* 1, 2 or 4 bytes at off */
+        uint32_t val;
+        int len_delta;
+    } bad[] = {
+        { "num_vcpus", 2, 2, NUM_VCPUS + 1 },
+        { "reserved", 4, 4, 1 },
+        { "min_khz 0", 8, 4, 0 },
+        { "min_khz above max_khz", 8, 4, 3000001 },
+        { "perf_step 0", 16, 2, 0 },
+        { "perf_step 1025", 16, 2, 1025 },
+        { "num_freqs 17", 18, 2, 17 },
+        { "table not ascending", 24, 4, 800000 },
+        { "table out of range", 28, 4, 3000001 },
+        { "entry past num_freqs", 32, 4, 1 },
+        { "freq_class out of range", 160, 1, 2 },
+        { "length", 0, 0, 0, -1 },
+    };
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);     /* S_AGENT */
+    assert_no_host_freq(vdev);
+
+    len = host_freq_frame(&f, 2);
+    agent_send(FH_MSG_HOST_FREQ, &f, len);
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_NUM_CLASSES), ==, 2);
+    g_assert_cmpuint(qvirtio_config_readb(vdev, CFG_FREQ_CLASS), ==, 1);
+    g_assert_cmpuint(qvirtio_config_readb(vdev, CFG_FREQ_CLASS + 1), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES), ==, 800000);
+    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES + 4), ==, 3000000);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_CLASSES + 8), ==, 273);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_CLASSES + 10), ==, 3);
+    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES + 20), ==,
+                     3000000);
+    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES + 76), ==, 400000);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_CLASSES + 76 + 8), ==, 8);
+    g_assert_cmphex(qvirtio_config_readl(vdev, CFG_CLASSES + 2 * 76), ==, 0);
+
+    /* The same again is no news; unchanged, no configuration change. */
+    agent_send(FH_MSG_HOST_FREQ, &f, len);
+    agent_ping(1);
+    g_assert_false(config_isr(vdev));
+
+    /* The agent goes: no host frequencies (DEV-26). */
+    close(agent->fd);
+    agent->fd = -1;
+    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
+    assert_no_host_freq(vdev);
+
+    for (int i = 0; i < ARRAY_SIZE(bad); i++) {
+        uint8_t *b = (uint8_t *)&f;
+
+        g_test_message("bad HOST_FREQ: %s", bad[i].what);
+        agent_handshake(qts, true);
+        len = host_freq_frame(&f, 2);
+        len += bad[i].len_delta;
+        if (bad[i].size == 4) {
+            stl_le_p(b + bad[i].off, bad[i].val);
+        } else if (bad[i].size == 2) {
+            stw_le_p(b + bad[i].off, bad[i].val);
+        } else if (bad[i].size == 1) {
+            b[bad[i].off] = bad[i].val;
+        }
+        agent_send(FH_MSG_HOST_FREQ, &f, len);
+        agent_expect_close(FH_CLOSE_MALFORMED);
+        assert_no_host_freq(vdev);
+    }
+
+    /* Not accepted: not valid at all. */
+    agent->accept_features = FH_F_ALL & ~FH_F_HOST_FREQ;
+    agent_handshake(qts, true);
+    len = host_freq_frame(&f, 1);
+    agent_send(FH_MSG_HOST_FREQ, &f, len);
+    agent_expect_close(FH_CLOSE_PROTOCOL);
+    assert_no_host_freq(vdev);
+    assert_running(qts);
+}
+
+/*
+ * DEV-27: a record arriving when nothing was forwarded within the last
+ * interval goes to the agent at once, with no time passing on the device's
+ * clock; only what follows within a window waits.
+ */
+static void test_leading_edge(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[3] = {
+        REC(0, R_MIN, 300, 0, 0, 1),
+        REC(1, R_MIN, 400, 0, 0, 2),
+        REC(0, R_MIN, 500, 0, 0, 3),
+    };
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+    uint8_t buf[64];
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+
+    for (int i = 0; i < 2; i++) {
+        submit(qts, fh, buf, build_batch(buf, 1, &r[i], 1));
+        got = agent_recv_hints(&num, &flags);
+        g_assert_cmpuint(num, ==, 1);
+        assert_record(&got[0], &r[i]);
+        g_clear_pointer(&got, g_free);
+        qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    }
+
+    /* Two in a row: the first at once, the second at the window's end. */
+    submit(qts, fh, buf, build_batch(buf, 1, &r[1], 1));
+    submit(qts, fh, buf, build_batch(buf, 1, &r[2], 1));
+    got = agent_recv_hints(&num, &flags);
+    g_clear_pointer(&got, g_free);
+    g_assert_false(wait_readable(agent->fd, QUIET_MS));
+    qtest_clock_step(qts, RATE_WINDOW_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 1);
+    assert_record(&got[0], &r[2]);
 }
 
 /* Read and clear the configuration change bit of the ISR (no MSI-X here). */
@@ -1208,23 +1631,16 @@ static void test_broken_ring_withdraws(void *obj, void *data,
 }
 
 /*
- * PD-10: a frame the socket cannot take without blocking is dropped whole
- * and counted, and the next frame carries the whole state.  The agent
- * stops reading and floods PINGs until the PONGs fill the socket.
+ * The agent stops reading and floods PINGs until the PONGs fill the socket
+ * and a HINTS frame is refused.  @last gets each vCPU's latest record.
+ * Returns the number of rounds.
  */
-static void test_backpressure(void *obj, void *data, QGuestAllocator *t_alloc)
+static unsigned int fill_socket(QTestState *qts, QVirtioFreqHint *fh,
+                                struct virtio_freqhint_record *last)
 {
-    QVirtioFreqHint *fh = obj;
-    QTestState *qts = global_qtest;
-    struct virtio_freqhint_record last[NUM_VCPUS];
     struct fh_msg_ping ping = { .cookie = cpu_to_le64(7) };
-    g_autofree struct virtio_freqhint_record *got = NULL;
     uint8_t buf[64];
-    unsigned int round, pongs = 0;
-    uint16_t flags = 0;
-
-    g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(qts, true);
+    unsigned int round;
 
     for (round = 0; get_stat(qts, "dropped") == 0; round++) {
         struct virtio_freqhint_record r = REC(round % NUM_VCPUS, R_MAX, 0,
@@ -1242,41 +1658,189 @@ static void test_backpressure(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpuint(round, >=, NUM_VCPUS);
     g_test_message("socket full after %u PINGs, %" PRId64 " records dropped",
                    round * 200, get_stat(qts, "dropped"));
+    return round;
+}
 
-    /*
-     * Read again.  Frames sent before the socket filled come first; the
-     * one of the last round was dropped, and a FULL frame replaces it.
-     */
+/*
+ * Read what the device wrote while the agent did not read, up to and
+ * including the first FULL frame; returns that frame's records.  PONGs and
+ * delta frames of rounds before @round - 1 may come first.
+ */
+static struct virtio_freqhint_record *agent_read_to_full(unsigned int round)
+{
+    unsigned int pongs = 0;
+
     for (;;) {
         uint16_t type;
         uint32_t len;
-        g_autofree uint8_t *p = NULL;
+        g_autofree uint8_t *p = agent_recv(&type, &len);
 
-        if (!wait_readable(agent->fd, 0)) {
-            qtest_clock_step(qts, FORWARD_MS * MS);
-            g_assert_true(wait_readable(agent->fd, TIMEOUT_MS));
-        }
-        p = agent_recv(&type, &len);
         if (type == FH_MSG_PONG) {
             pongs++;
             continue;
         }
         g_assert_cmpuint(type, ==, FH_MSG_HINTS);
-        flags = lduw_le_p(p + 10);
-        if (flags & FH_HINTS_F_FULL) {
+        if (lduw_le_p(p + 10) & FH_HINTS_F_FULL) {
             g_assert_cmpuint(len, ==, 16 + 16 * NUM_VCPUS);
-            got = g_memdup2(p + 16, 16 * NUM_VCPUS);
-            break;
+            g_assert_cmpuint(pongs, >, 0);
+            return g_memdup2(p + 16, 16 * NUM_VCPUS);
         }
         /* A delta frame: one record of a round before the last. */
         g_assert_cmpuint(len, ==, 16 + 16);
         g_assert_cmpuint(ldl_le_p(p + 16 + 12), <, round - 1);
     }
-    g_assert_cmpuint(pongs, >, 0);
+}
+
+/*
+ * PD-10: a frame the socket cannot take without blocking is dropped whole
+ * and counted, and nothing is retried while the socket stays full; once it
+ * is writable again the current state goes out, as a FULL frame.
+ */
+static void test_backpressure(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record last[NUM_VCPUS];
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int round;
+    int64_t dropped;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    round = fill_socket(qts, fh, last);
+
+    /* No timer keeps trying (and dropping) while the socket is full. */
+    dropped = get_stat(qts, "dropped");
+    qtest_clock_step(qts, 10 * FORWARD_MS * MS);
+    g_assert_cmpint(get_stat(qts, "dropped"), ==, dropped);
+
+    /*
+     * Read again, and let no time pass on the device's clock: the FULL
+     * frame follows as soon as the socket drains.
+     */
+    got = agent_read_to_full(round);
     assert_record(&got[0], &last[0]);
     assert_record(&got[1], &last[1]);
-    g_assert_cmpint(get_stat(qts, "dropped"), >=, 1);
+    g_assert_cmpint(get_stat(qts, "dropped"), ==, dropped);
     g_assert_true(get_stat_bool(qts, "agent-connected"));
+}
+
+/*
+ * PD-9 with a full socket: the "no hint" frame of a stop that the socket
+ * did not take goes out when it drains, though the stopped VM's clock does
+ * not run; the state comes back when the VM runs.
+ */
+static void test_stop_while_full(void *obj, void *data,
+                                 QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record last[NUM_VCPUS];
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int round;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    round = fill_socket(qts, fh, last);
+
+    qtest_qmp_assert_success(qts, "{'execute': 'stop'}");
+    got = agent_read_to_full(round);
+    for (int i = 0; i < NUM_VCPUS; i++) {
+        struct virtio_freqhint_record none = REC(i, 0, 0, 0, 0, 0);
+
+        assert_record(&got[i], &none);
+    }
+    g_assert_false(wait_readable(agent->fd, QUIET_MS));
+
+    qtest_qmp_assert_success(qts, "{'execute': 'cont'}");
+    agent_expect_full(last);
+}
+
+/*
+ * A reply the socket takes only in part.  Over TCP with a small receive
+ * buffer, an agent that floods PINGs, with a GRANTS now and then, and reads
+ * nothing fills the device's socket until frames go out in part.  The
+ * device finishes such a frame when the socket drains and answers the
+ * latest PING (PB-4, PB-13): the link stays up and the stream framed.  Had
+ * it closed the connection, nothing left in the closed connection's
+ * buffer (a GRANTS) may be acted on: the bounds stay at their defaults.
+ */
+static void test_tcp_flood(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    enum { PINGS = 200, BURSTS = 2500 };
+    GrantsFrame g;
+    size_t burst_len = PINGS * 16 + 8 + sizeof(g);
+    g_autofree uint8_t *burst = g_malloc0(burst_len);
+    uint64_t cookie = 0;
+    bool closed = false;
+    unsigned int pongs = 0;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    g_assert_cmpint(fcntl(agent->fd, F_SETFL, O_NONBLOCK), ==, 0);
+
+    grants_frame(&g, 100, 900, 0, 1024);
+    stl_le_p(burst + PINGS * 16, sizeof(g));
+    stw_le_p(burst + PINGS * 16 + 4, FH_MSG_GRANTS);
+    memcpy(burst + PINGS * 16 + 8, &g, sizeof(g));
+    for (int b = 0; b < BURSTS && !closed; b++) {
+        size_t off = 0;
+
+        for (int i = 0; i < PINGS; i++) {
+            stl_le_p(burst + 16 * i, 8);
+            stw_le_p(burst + 16 * i + 4, FH_MSG_PING);
+            stq_le_p(burst + 16 * i + 8, ++cookie);
+        }
+        while (off < burst_len) {
+            struct pollfd pfd = { .fd = agent->fd, .events = POLLOUT };
+            ssize_t n;
+
+            g_assert_cmpint(poll(&pfd, 1, TIMEOUT_MS), ==, 1);
+            n = send(agent->fd, burst + off, burst_len - off, MSG_NOSIGNAL);
+            if (n < 0 && errno == EAGAIN) {
+                continue;
+            }
+            if (n <= 0) {
+                closed = true;
+                break;
+            }
+            off += n;
+        }
+    }
+    if (closed) {
+        /* The closed connection's unread frames must not count. */
+        g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==, 0);
+        g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 0);
+        g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
+        g_assert_false(get_stat_bool(qts, "agent-connected"));
+    }
+    g_assert_false(closed);
+
+    /* Everything the device wrote is whole frames; the last PING answered. */
+    g_assert_cmpint(fcntl(agent->fd, F_SETFL, 0), ==, 0);
+    for (;;) {
+        uint16_t type;
+        uint32_t len;
+        g_autofree uint8_t *p = agent_recv(&type, &len);
+
+        g_assert_cmpuint(type, ==, FH_MSG_PONG);
+        g_assert_cmpuint(len, ==, 8);
+        pongs++;
+        if (ldq_le_p(p) == cookie) {
+            break;
+        }
+    }
+    g_test_message("%" PRIu64 " PINGs, %u PONGs", cookie, pongs);
+    /* The socket was full: some PINGs got no PONG of their own. */
+    g_assert_cmpuint(pongs, <, cookie);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 900);
+    agent_ping(cookie + 1);
+    g_assert_true(get_stat_bool(qts, "agent-connected"));
+    assert_running(qts);
 }
 
 /*
@@ -1367,6 +1931,8 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("config", "virtio-freqhint", test_config, &opts);
     qos_add_test("batch", "virtio-freqhint", test_batch, &opts);
     qos_add_test("rate-bound", "virtio-freqhint", test_rate_bound, &opts);
+    qos_add_test("rate-burst", "virtio-freqhint", test_rate_burst, &opts);
+    qos_add_test("rate-status", "virtio-freqhint", test_rate_status, &opts);
     opts.arg = (void *)&forced_case;
     qos_add_test("rate-bound-forced", "virtio-freqhint", test_rate_bound,
                  &opts);
@@ -1376,6 +1942,8 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("migrate", "virtio-freqhint", test_migrate, &opts);
     qos_add_test("agent-protocol", "virtio-freqhint", test_agent_protocol,
                  &opts);
+    qos_add_test("host-freq", "virtio-freqhint", test_host_freq, &opts);
+    qos_add_test("leading-edge", "virtio-freqhint", test_leading_edge, &opts);
     qos_add_test("grants-not-accepted", "virtio-freqhint",
                  test_grants_not_accepted, &opts);
     qos_add_test("grants-not-negotiated", "virtio-freqhint",
@@ -1385,6 +1953,8 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("broken-ring-withdraws", "virtio-freqhint",
                  test_broken_ring_withdraws, &opts);
     qos_add_test("backpressure", "virtio-freqhint", test_backpressure, &opts);
+    qos_add_test("stop-while-full", "virtio-freqhint", test_stop_while_full,
+                 &opts);
     qos_add_test("keepalive", "virtio-freqhint", test_keepalive, &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",
@@ -1402,8 +1972,15 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("name", "virtio-freqhint", test_name, &opts);
     opts.arg = (void *)"-smp 2,maxcpus=3,sockets=3,cores=1,threads=1";
     qos_add_test("hotplug", "virtio-freqhint", test_hotplug, &opts);
+    qos_add_test("hotplug-reconnect", "virtio-freqhint",
+                 test_hotplug_reconnect, &opts);
+    opts.arg = (void *)"-smp 2,maxcpus=6,sockets=2,cores=3,threads=1";
+    qos_add_test("cpu-ids", "virtio-freqhint", test_cpu_ids, &opts);
     opts.arg = (void *)"-global virtio-freqhint-device.grants=off";
     qos_add_test("grants-off", "virtio-freqhint", test_grants_off, &opts);
+    opts.before = agent_before_tcp;
+    opts.arg = NULL;
+    qos_add_test("tcp-flood", "virtio-freqhint", test_tcp_flood, &opts);
 }
 
 libqos_init(register_virtio_freqhint_test);

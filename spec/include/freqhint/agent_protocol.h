@@ -33,7 +33,7 @@ enum fh_msg_type {
 /* Feature bits in HELLO (offered) and WELCOME (accepted). */
 #define FH_F_PERF	(1u << 0)	/* records may carry perf requests */
 #define FH_F_GRANTS	(1u << 1)	/* device relays GRANTS to the guest */
-#define FH_F_HOST_FREQ	(1u << 2)	/* agent sends HOST_FREQ, device relays it */
+#define FH_F_HOST_FREQ	(1u << 2)	/* agent sends HOST_FREQ, device relays */
 #define FH_F_VCPUS	(1u << 3)	/* device sends VCPUS after vCPU hot-plug */
 #define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS)
 
@@ -90,7 +90,8 @@ struct fh_msg_welcome {
 #define FH_HINTS_F_ALL		FH_HINTS_F_FULL
 
 struct fh_msg_hints {
-	uint64_t timestamp_ns;	/* CLOCK_REALTIME when the device took the newest record */
+	/* CLOCK_REALTIME when the device took the newest record */
+	uint64_t timestamp_ns;
 	uint16_t num_records;	/* 1 .. num_vcpus */
 	uint16_t flags;		/* FH_HINTS_F_* */
 	uint32_t reserved;	/* must be zero */
@@ -114,7 +115,10 @@ struct fh_msg_host_freq {
 	uint16_t num_vcpus;	/* == num_vcpus of HELLO */
 	uint32_t reserved;	/* must be zero */
 	/* struct virtio_freqhint_freq_class classes[num_classes]; */
-	/* uint8_t freq_class[num_vcpus]: < num_classes or VIRTIO_FREQHINT_NO_FREQ_CLASS */
+	/*
+	 * uint8_t freq_class[num_vcpus]: < num_classes, or
+	 * VIRTIO_FREQHINT_NO_FREQ_CLASS
+	 */
 };
 
 /* The vCPU thread table again, after a vCPU was hot-plugged or unplugged. */
@@ -145,10 +149,12 @@ _Static_assert(sizeof(struct fh_frame_hdr) == 8, "fh_frame_hdr is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_hello) == 96, "fh_msg_hello is 96 bytes");
 _Static_assert(__builtin_offsetof(struct fh_msg_hello, uuid) == 16,
 	       "fh_msg_hello.uuid at 16");
-_Static_assert(sizeof(struct fh_msg_welcome) == 16, "fh_msg_welcome is 16 bytes");
+_Static_assert(sizeof(struct fh_msg_welcome) == 16,
+	       "fh_msg_welcome is 16 bytes");
 _Static_assert(sizeof(struct fh_msg_hints) == 16, "fh_msg_hints is 16 bytes");
 _Static_assert(sizeof(struct fh_msg_grants) == 8, "fh_msg_grants is 8 bytes");
-_Static_assert(sizeof(struct fh_msg_host_freq) == 8, "fh_msg_host_freq is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_host_freq) == 8,
+	       "fh_msg_host_freq is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_vcpus) == 8, "fh_msg_vcpus is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_ping) == 8, "fh_msg_ping is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_close) == 8 + FH_TEXT_MAX,

@@ -25,12 +25,12 @@ mkdir -p "$work"
 rm -rf "$work/src"
 mkdir "$work/src"
 cp "$here/fh_fault.c" "$here/Kbuild" "$work/src/"
-kdir=$("$top/tests/guest/build-kernel.sh" --print-dir)/build
+kdir=$("$top/tests/harness/build-kernel.sh" --print-dir)/build
 make -s -C "$kdir" M="$work/src" modules >"$work/make.log" 2>&1 ||
 	{ cat "$work/make.log"; die "building fh_fault.ko failed"; }
 
 set +e
-"$top/tests/guest/run-guest.sh" --kernel uclamp --module "$work/src/fh_fault.ko" \
+"$top/tests/harness/run-guest.sh" --kernel uclamp --module "$work/src/fh_fault.ko" \
 	--test "$here/in-guest.sh" --append "freqhint.fault=$mode" \
 	--log "$work/console.log" "${extra[@]}" "$@" 2>"$work/judge.log"
 rc=$?

@@ -12,7 +12,7 @@
 #include "hw/qdev-core.h"
 #include "system/runstate.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "standard-headers/freqhint/agent_protocol.h"
+#include "hw/virtio/virtio-freqhint-agent.h"
 #include "qom/object.h"
 
 #define TYPE_VIRTIO_FREQHINT "virtio-freqhint-device"
@@ -44,7 +44,16 @@ typedef struct VirtIOFreqHintLink {
     uint32_t keepalive_ms;
     QEMUTimer *timeout_timer;   /* handshake, then keepalive */
     DeviceListener cpu_listener; /* vCPU hot-plug: HELLO is out of date */
+    unsigned int epoch;         /* changes with every open and close */
     size_t rx_len;
+    /* tx_buf[tx_off..tx_len): the rest of a frame the socket took in part */
+    size_t tx_off;
+    size_t tx_len;
+    guint tx_watch;             /* waiting for the socket to be writable */
+    bool pong_pending;          /* a PONG the socket did not take */
+    bool vcpus_pending;         /* a VCPUS frame the socket did not take */
+    bool no_reconnect;          /* client chardev without reconnect-ms */
+    uint64_t pong_cookie;
     uint8_t rx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
     uint8_t tx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
 } VirtIOFreqHintLink;
@@ -70,6 +79,8 @@ struct VirtIOFreqHint {
     uint64_t host_features;
     uint32_t rate_window_ms;
     uint32_t forward_interval_ms;
+    uint16_t perf_step;
+    uint16_t idle_share;
 
     uint16_t num_vcpus;
     /* Guest-originated state: migrated. */
@@ -78,6 +89,13 @@ struct VirtIOFreqHint {
     uint16_t operator_floor;
     uint16_t operator_ceiling;
     struct virtio_freqhint_grant *grants;
+    /* Host frequency classes, validated, in wire (little-endian) order. */
+    uint16_t num_freq_classes;
+    struct virtio_freqhint_freq_class freq_classes[
+        VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+    uint8_t freq_class[VIRTIO_FREQHINT_MAX_VCPUS];
+    /* Firmware CPU id per vCPU index, fixed at realize. */
+    uint32_t *cpu_ids;
 
     /*
      * Host state, deliberately not migrated: rate limiting and forwarding
@@ -91,6 +109,7 @@ struct VirtIOFreqHint {
     int64_t last_forward_ms;
     int64_t newest_record_ns;
     bool resend_full;
+    bool no_hints_pending;      /* the "no hint" frame of a stop not sent */
     struct virtio_freqhint_record *scratch;  /* num_vcpus records */
     VirtIOFreqHintStats stats;
     VirtIOFreqHintLink link;
@@ -104,7 +123,8 @@ bool virtio_freqhint_link_up(VirtIOFreqHint *fh);
 void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh);
 /*
  * Send one FH_MSG_HINTS frame.  Returns false if the agent could not take
- * it (the frame is dropped, never queued).
+ * it: the frame is dropped, never queued, and virtio_freqhint_agent_writable()
+ * is called once the socket takes output again.
  */
 bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
                                      struct virtio_freqhint_record *recs,
@@ -113,6 +133,15 @@ bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
 /* virtio-freqhint.c, called by the link */
 void virtio_freqhint_agent_connected(VirtIOFreqHint *fh);
 void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh);
+/* The socket takes output again after refusing a frame. */
+void virtio_freqhint_agent_writable(VirtIOFreqHint *fh);
+/* DEV-4 for one class in wire order; returns why it is invalid, or NULL. */
+const char *virtio_freqhint_check_freq_class(
+    const struct virtio_freqhint_freq_class *c);
+/* Classes and per-vCPU class, both already validated. */
+void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
+                                   const struct virtio_freqhint_freq_class *c,
+                                   const uint8_t *freq_class);
 /* @grants is NULL when the agent did not accept FH_F_GRANTS. */
 void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
                                 uint16_t ceiling,

@@ -87,8 +87,8 @@ boot() {
 	# The kernel: a cache entry (bzImage + transport modules) or a bare image.
 	kdir=
 	case "$kernel" in
-		uclamp) kdir=$("$here/tests/guest/build-kernel.sh" --print-dir) ;;
-		stock) kdir=$("$here/tests/guest/fetch-stock-kernel.sh" --print-dir) ;;
+		uclamp) kdir=$("$here/tests/harness/build-kernel.sh" --print-dir) ;;
+		stock) kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --print-dir) ;;
 		*) if [ -d "$kernel" ]; then kdir=$kernel; fi ;;
 	esac
 	if [ -n "$kdir" ]; then
@@ -100,7 +100,7 @@ boot() {
 
 	if [ -z "$initrd" ]; then
 		[ ${#mk_args[@]} -gt 0 ] || die "--initrd IMG or --test SCRIPT is required"
-		initrd=$("$here/tests/guest/mkinitramfs.sh" ${kdir:+--kernel "$kdir"} "${mk_args[@]}")
+		initrd=$("$here/tests/harness/mkinitramfs.sh" ${kdir:+--kernel "$kdir"} "${mk_args[@]}")
 	fi
 	[ -r "$initrd" ] || die "initramfs $initrd not found"
 

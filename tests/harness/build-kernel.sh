@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Build freqhint's test guest kernel: Debian's 6.12 source from
-# bookworm-backports, `make tinyconfig` + tests/guest/uclamp.config (uclamp,
+# bookworm-backports, `make tinyconfig` + tests/harness/uclamp.config (uclamp,
 # cpufreq/schedutil, virtio-pci, kprobes, serial console).  Debian's own
 # kernels are built without CONFIG_UCLAMP_TASK, so clamps can only be
 # tested for real on this one.
@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # set -e exits without a word; say where.
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
-fragment="$here/tests/guest/uclamp.config"
+fragment="$here/tests/harness/uclamp.config"
 kcache="$FREQHINT_CACHE/kernel"
 pkg=linux/bookworm-backports
 

@@ -54,8 +54,8 @@ e2e_make_initrd() {
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
 	"$here/guest-driver/tests/build-module.sh" uclamp "$E2E_KO" >/dev/null ||
 		die "building virtio_freqhint.ko failed"
-	E2E_INITRD=$("$here/tests/guest/mkinitramfs.sh" --test "$script" \
-		--kernel "$("$here/tests/guest/build-kernel.sh" --print-dir)" \
+	E2E_INITRD=$("$here/tests/harness/mkinitramfs.sh" --test "$script" \
+		--kernel "$("$here/tests/harness/build-kernel.sh" --print-dir)" \
 		--module "$E2E_KO" "${adds[@]}") || die "making the initramfs failed"
 	E2E_QEMU=${FREQHINT_QEMU:-$("$here/qemu-device/build-qemu.sh" --print-binary)} ||
 		die "building the project's QEMU failed"
@@ -65,7 +65,7 @@ e2e_make_initrd() {
 e2e_prepare_guest() {
 	echo "FREQHINT_E2E_SAMPLES=$2" >"$E2E_DIR/env"
 	e2e_make_initrd "$1" \
-		"$(e2e_static busy "$here/tests/e2e/busy.c")" \
+		"$(e2e_static busy "$here/tests/harness/busy.c")" \
 		"$(e2e_static clampflood "$here/tests/e2e/clampflood.c")" \
 		"$E2E_DIR/env:/etc/freqhint-e2e.env"
 }
@@ -119,7 +119,7 @@ e2e_start_guest() {
 		*) die "e2e_start_guest: unknown argument $1" ;;
 		esac
 	done
-	"$here/tests/guest/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
+	"$here/tests/harness/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
 		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
@@ -290,7 +290,7 @@ qom_stats() {
 	local t0 out
 	t0=$(date +%s%N)
 	out=$(printf '%s\n' '{"execute":"qmp_capabilities"}' \
-		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"stats"}}' |
+		'{"execute":"qom-get","arguments":{"path":"/machine/peripheral/fh","property":"x-stats"}}' |
 		socat -t 5 - "UNIX-CONNECT:$E2E_DIR/qmp.sock") || return 1
 	jq -c --argjson t0 "$t0" --argjson t1 "$(date +%s%N)" \
 		'select(.return.notifications? != null) | .return + {host_ns_before: $t0, host_ns_after: $t1}' <<<"$out"

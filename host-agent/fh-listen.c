@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#define G_LOG_DOMAIN "freqhintd"
+
+#include "fh-listen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+
+#define LISTEN_FDS_START 3
+#define LISTEN_FDS_MAX 64
+
+typedef struct {
+  int fd;
+  char *name;
+} Passed;
+
+static gboolean parsed;
+static GArray *passed; /* Passed; fd -1 once taken */
+
+void
+fh_listen_init (void)
+{
+  const char *pid_s;
+  const char *fds_s = g_getenv ("LISTEN_FDS");
+  const char *names_s = g_getenv ("LISTEN_FDNAMES");
+  g_auto (GStrv) names = NULL;
+  guint64 pid, n;
+
+  if (parsed)
+    return;
+  pid_s = g_getenv ("LISTEN_PID");
+  parsed = TRUE;
+  passed = g_array_new (FALSE, FALSE, sizeof (Passed));
+  if (!pid_s || !fds_s)
+    goto out;
+  if (!g_ascii_string_to_unsigned (pid_s, 10, 1, G_MAXINT, &pid, NULL) || (pid_t) pid != getpid ())
+    goto out; /* meant for another process (our parent, before an exec) */
+  if (!g_ascii_string_to_unsigned (fds_s, 10, 0, LISTEN_FDS_MAX, &n, NULL)) {
+    g_warning ("LISTEN_FDS=\"%s\" is not a count of descriptors; ignoring it", fds_s);
+    goto out;
+  }
+  names = names_s ? g_strsplit (names_s, ":", -1) : NULL;
+  for (guint i = 0; i < n; i++) {
+    Passed p = { LISTEN_FDS_START + (int) i, NULL };
+
+    if (fcntl (p.fd, F_SETFD, FD_CLOEXEC) < 0) {
+      g_warning ("LISTEN_FDS: descriptor %d: %s", p.fd, g_strerror (errno));
+      continue;
+    }
+    p.name = g_strdup (names && names[0] && i < g_strv_length (names) ? names[i] : "");
+    g_array_append_val (passed, p);
+  }
+out:
+  g_unsetenv ("LISTEN_PID");
+  g_unsetenv ("LISTEN_FDS");
+  g_unsetenv ("LISTEN_FDNAMES");
+}
+
+static gboolean
+bound_to (int fd, const char *path)
+{
+  struct sockaddr_un addr;
+  socklen_t len = sizeof addr;
+
+  memset (&addr, 0, sizeof addr);
+  if (getsockname (fd, (struct sockaddr *) &addr, &len) < 0 || addr.sun_family != AF_UNIX ||
+      len <= offsetof (struct sockaddr_un, sun_path))
+    return FALSE;
+  return strncmp (addr.sun_path, path, sizeof addr.sun_path) == 0;
+}
+
+static gboolean
+check_listening_unix_stream (int fd, const char *what, GError **error)
+{
+  int type = 0, listening = 0, domain = 0;
+  socklen_t len = sizeof type;
+
+  if (getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+      (len = sizeof domain, getsockopt (fd, SOL_SOCKET, SO_DOMAIN, &domain, &len)) == 0 &&
+      (len = sizeof listening, getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len)) == 0 &&
+      type == SOCK_STREAM && domain == AF_UNIX && listening)
+    return TRUE;
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+               "the descriptor passed for %s is not a listening AF_UNIX stream socket "
+               "(ListenStream= with a path in the .socket unit)",
+               what);
+  return FALSE;
+}
+
+int
+fh_listen_take (const char *name, const char *path, GError **error)
+{
+  Passed *found = NULL;
+  int fd, flags;
+
+  fh_listen_init ();
+  for (guint i = 0; !found && i < passed->len; i++) {
+    Passed *p = &g_array_index (passed, Passed, i);
+
+    if (p->fd >= 0 && g_strcmp0 (p->name, name) == 0)
+      found = p;
+  }
+  for (guint i = 0; !found && path && i < passed->len; i++) {
+    Passed *p = &g_array_index (passed, Passed, i);
+
+    if (p->fd >= 0 && bound_to (p->fd, path))
+      found = p;
+  }
+  if (!found)
+    return -1;
+  fd = found->fd;
+  found->fd = -1;
+  if (!check_listening_unix_stream (fd, name, error)) {
+    close (fd);
+    return -2;
+  }
+  flags = fcntl (fd, F_GETFL);
+  if (flags < 0 || fcntl (fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    int e = errno;
+
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s socket: %s", name,
+                 g_strerror (e));
+    close (fd);
+    return -2;
+  }
+  g_message ("%s socket: taken from systemd (descriptor %d%s%s)", name, fd,
+             *found->name ? ", " : "", found->name);
+  return fd;
+}
+
+void
+fh_listen_close_unused (void)
+{
+  if (!passed)
+    return;
+  for (guint i = 0; i < passed->len; i++) {
+    Passed *p = &g_array_index (passed, Passed, i);
+
+    if (p->fd >= 0) {
+      g_warning ("systemd passed descriptor %d (\"%s\") that freqhintd has no use for; closing it",
+                 p->fd, p->name);
+      close (p->fd);
+      p->fd = -1;
+    }
+  }
+}
+
+gboolean
+fh_listen_peer_in_group (int fd, gid_t gid)
+{
+  gid_t groups[256];
+  socklen_t len = sizeof groups;
+  struct ucred cred;
+  socklen_t clen = sizeof cred;
+
+  if (gid == (gid_t) -1)
+    return FALSE;
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.gid == gid)
+    return TRUE;
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+    return FALSE; /* ERANGE: more than 256 groups; not worth guessing */
+  for (socklen_t i = 0; i < len / sizeof (gid_t); i++)
+    if (groups[i] == gid)
+      return TRUE;
+  return FALSE;
+}

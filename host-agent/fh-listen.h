@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Listening sockets handed over by systemd (socket activation,
+ * sd_listen_fds(3)) without linking libsystemd: LISTEN_PID must be our
+ * pid, LISTEN_FDS counts descriptors from 3, LISTEN_FDNAMES names them
+ * (FileDescriptorName= in the .socket unit).  The variables are read once
+ * and removed from the environment, so no child inherits them.
+ *
+ * freqhintd asks for each socket by name, falling back to the path it is
+ * bound to; when nothing was passed it creates the socket itself (run by
+ * hand, in tests).
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+/*
+ * Read and unset LISTEN_* now.  Call before any thread starts (unsetenv is
+ * not thread-safe); fh_listen_take() calls it if nobody did.
+ */
+void fh_listen_init (void);
+
+/*
+ * A passed listening AF_UNIX stream socket named name, or bound to path;
+ * the caller owns it (O_NONBLOCK and FD_CLOEXEC set).  -1 when none was
+ * passed; -2 with error set when the one passed is of another kind.
+ */
+int fh_listen_take (const char *name, const char *path, GError **error);
+
+/* Passed descriptors nobody took: logged and closed. */
+void fh_listen_close_unused (void);
+
+/*
+ * Whether the peer on a connected AF_UNIX socket has gid among its groups
+ * (primary or supplementary, SO_PEERGROUPS; as they were at connect()).
+ */
+gboolean fh_listen_peer_in_group (int fd, gid_t gid);
