@@ -95,7 +95,7 @@ check_output "a child vCPU 1 forks gets the defaults (reset on fork)" \
 # The client prints GRANTS when it reads them, after the clamps are set.
 wait_for "GRANTS: operator 410..1024, granted 410..614" \
 	'grants operator=410..1024 0:410..614 1:410..614 2:410..614' cat $W/client.out
-check_output "freqhintctl sees vm1's effective clamp" '614' $FH/freqhintctl --socket $W/ctl.sock vcpus vm1
+check_output "freqhintctl sees vm1's effective clamp (614 = 59.96 %)" '59\.96\.\.59\.96' $FH/freqhintctl --socket $W/ctl.sock vcpus vm1
 
 # A cgroup change is followed (poll): machine.slice max 50 % = 512.
 check "machine.slice cpu.uclamp.max 50" sh -c "echo 50 > $CG/machine.slice/cpu.uclamp.max"
@@ -116,6 +116,40 @@ wait_for "vCPU 2 gets its own clamps back (MR-22)" 'min=100 max=900$' get $V2
 check_output "vCPU 0 stays released" 'min=0 max=1024$' get $V0
 check_output "no write failures" '"write_failures_total" *: *0' \
 	$FH/freqhintctl --socket $W/ctl.sock --json status
+
+# MR-26: a real-time vCPU thread whose guest sets no floor.  The kernel gives
+# it sched_util_clamp_min_rt_default, restricted by vm1 (L = 205..512) like
+# any request; freqhintd must compute what the kernel then holds, and leave
+# the minimum to the kernel (-1) so that it follows the sysctl.
+sleep 1000 & V3=$!
+check "RT vCPU thread in vm1" sh -c "echo $V3 > $CG/machine.slice/vm1/cgroup.procs"
+check "it is SCHED_FIFO" $FH/uclamp-check fifo $V3 10
+check "RT default minimum 70 % (700)" sh -c "echo 700 > /proc/sys/kernel/sched_util_clamp_min_rt_default"
+mkfifo $W/in-rt
+exec 4<>$W/in-rt
+$FH/fh-testclient --socket $W/dev.sock --name rt --vcpus 1 --tids "$V3" \
+	--hint 0:-:900 --stdin <$W/in-rt >$W/client-rt.out 2>&1 &
+wait_for "the RT device side is connected" '^ready' cat $W/client-rt.out
+fh_eff() {
+	$FH/freqhintctl --socket $W/ctl.sock --json vcpus rt | tr -d ' \n\t' |
+		sed -n 's/.*"effective":{"min":\([0-9]*\),"max":\([0-9]*\)}.*/\1 \2/p'
+}
+k_eff() {
+	sed -n 's/^effective uclamp\.m[a-z]* *: *\([0-9]*\)$/\1/p' /proc/$V3/sched | tr '\n' ' ' |
+		sed 's/ $//'
+}
+wait_for "RT vCPU: the minimum left to the kernel (its default 700), the maximum set" \
+	'^policy=1 nice=0 reset_on_fork=1 min=700 max=512$' get $V3
+wait_for "RT vCPU: freqhintd computes 512..512" '^512 512$' fh_eff
+wait_for "RT vCPU: the kernel's effective clamps are 512..512" '^512 512$' k_eff
+check "freqhintd's effective clamps are the kernel's" test "$(fh_eff)" = "$(k_eff)"
+check "RT default minimum 30 % (300)" sh -c "echo 300 > /proc/sys/kernel/sched_util_clamp_min_rt_default"
+wait_for "the kernel follows the sysctl: 300..512" '^300 512$' k_eff
+wait_for "freqhintd follows it too" '^300 512$' fh_eff
+check "freqhintd's effective clamps are still the kernel's" test "$(fh_eff)" = "$(k_eff)"
+echo "close" >&4
+wait_for "RT vCPU released to the kernel's defaults" 'min=300 max=1024$' get $V3
+kill $V3 2>/dev/null
 
 kill -TERM $D; wait $D; rc=$?
 check "freqhintd exits cleanly on SIGTERM (status $rc)" test "$rc" = 0

@@ -6,6 +6,7 @@
  *   uclamp-check get TID          "policy=P nice=N reset_on_fork=0|1 min=M max=X"
  *   uclamp-check batch TID NICE   make TID SCHED_BATCH with that nice value
  *                                 (freqhintd must keep both)
+ *   uclamp-check fifo TID PRIO    make TID SCHED_FIFO with that priority
  *   uclamp-check fork TID         the clamps a child forked by TID would get:
  *                                 forks itself after copying TID's clamps and
  *                                 reset-on-fork, and prints the child's "get"
@@ -76,6 +77,12 @@ main (int argc, char **argv)
     a.sched_nice = atoi (argv[3]);
     return set (tid, &a) < 0;
   }
+  if (strcmp (argv[1], "fifo") == 0 && argc == 4) {
+    memset (&a, 0, sizeof a);
+    a.sched_policy = SCHED_FIFO;
+    a.sched_priority = (unsigned) atoi (argv[3]);
+    return set (tid, &a) < 0;
+  }
   if (strcmp (argv[1], "fork") == 0 && argc == 3) {
     struct sched_attr mine;
     pid_t child;
@@ -103,6 +110,6 @@ main (int argc, char **argv)
     return waitpid (child, &status, 0) != child || !WIFEXITED (status) || WEXITSTATUS (status) != 0;
   }
 usage:
-  fprintf (stderr, "usage: uclamp-check get TID | batch TID NICE | fork TID\n");
+  fprintf (stderr, "usage: uclamp-check get TID | batch TID NICE | fifo TID PRIO | fork TID\n");
   return 2;
 }
