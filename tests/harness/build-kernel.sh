@@ -175,15 +175,8 @@ build() {
 	log "guest kernel built in $((SECONDS - t0)) s: $entry/bzImage"
 }
 
-# setup.sh and a meson test may both ask at once; one builds, the other
-# waits.  A finished entry is never removed (but by --rebuild), so asking
-# for one takes no lock: a build of another fragment does not hold it up.
-if [ "$mode" = rebuild ] || [ ! -f "$entry/.done" ]; then
-	exec 9>"$kcache/.lock"
-	flock 9
-	[ "$mode" = rebuild ] && rm -rf "$entry"
-	[ -f "$entry/.done" ] || build
-fi
+[ "$mode" = rebuild ] && rm -rf "$entry"
+[ -f "$entry/.done" ] || build
 # Same shape as a fetch-stock-kernel.sh entry: virtio is built in here, so
 # the initramfs carries no transport modules.
 if [ ! -f "$entry/modules/load-order" ]; then
