@@ -85,7 +85,8 @@ main() {
 			ok=$((ok + 1))
 			printf 'run %d/%d: PASS  %s  %ds\n' "$i" "$n" "${counts:-?}" "$secs"
 		else
-			[ -n "$fails" ] || fails="(no test named: see $dir/test.out)"
+			# No FAILED: line: test.sh itself stopped (setup, a signal).
+			[ -n "$fails" ] || fails="test.sh(exit-$rc)"
 			failed_names+=($fails)
 			printf 'run %d/%d: FAIL  %s  %ds  failed: %s  logs: %s\n' "$i" "$n" \
 				"${counts:-no count line}" "$secs" "$fails" "$dir"
