@@ -16,7 +16,7 @@ while [ $i -lt "$cycles" ]; do
 	check "cycle $i: insmod" insmod "$FH_KO"
 	busy 1 $clamp
 	busy 2
-	check "cycle $i: vCPU1 reports" wait_vcpu 1 'f["idle"]==0' 3
+	check "cycle $i: vCPU1 reports" wait_vcpu 1 'f["idle"]==0' 10
 	check "cycle $i: vCPU2 offline" sh -c 'echo 0 >/sys/devices/system/cpu/cpu2/online'
 	check "cycle $i: vCPU2 online" sh -c 'echo 1 >/sys/devices/system/cpu/cpu2/online'
 	check "cycle $i: rmmod with busy vCPUs" rmmod virtio_freqhint

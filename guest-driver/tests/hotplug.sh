@@ -27,7 +27,7 @@ check "online it" sh -c 'echo 1 >/sys/devices/system/cpu/cpu2/online'
 check_output "its APIC ID is 3" '^3$' sh -c \
 	"awk '/^processor/ { p = \$3 } /^apicid/ && p == 2 { print \$3 }' /proc/cpuinfo"
 check "Linux CPU 2 reports as the device's index 3" \
-	wait_vcpu 2 'f["vcpu"]==3 && f["online"]==1' 3
+	wait_vcpu 2 'f["vcpu"]==3 && f["online"]==1' 10
 busy 2
 check "and its load is seen" wait_vcpu 2 'f["idle"]==0'
 stop_busy
