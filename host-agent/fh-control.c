@@ -19,8 +19,8 @@
 #include "fh-telemetry.h"
 
 #define REQUEST_MAX 4096
-/* Pieces of a streamed answer rendered per wakeup before other sources run. */
-#define PIECES_PER_WAKEUP 4
+/* Time a streamed answer may take per wakeup before other sources run. */
+#define WAKEUP_BUDGET_US 10000
 
 /*
  * Bounded (threat model G-13): at most control_max_clients clients; each
@@ -155,24 +155,26 @@ fill (Client *c)
     return FALSE;
   g_string_truncate (c->out, 0);
   c->out_off = 0;
-  if (!fh_telemetry_stream_next (c->stream, c->out)) {
-    g_clear_pointer (&c->stream, fh_telemetry_stream_free);
-    g_string_append (c->out, "}\n");
-  }
-  return TRUE;
+  /* (a piece is empty when the VMs it was to show have left) */
+  while (c->stream && c->out->len == 0)
+    if (!fh_telemetry_stream_next (c->stream, c->out)) {
+      g_clear_pointer (&c->stream, fh_telemetry_stream_free);
+      g_string_append (c->out, "}\n");
+    }
+  return c->out->len > 0;
 }
 
 static gboolean
 client_out (gint fd, GIOCondition cond, gpointer data)
 {
   Client *c = data;
-  guint pieces = 0;
+  gint64 until = g_get_monotonic_time () + WAKEUP_BUDGET_US;
   gboolean progress = FALSE;
 
   while (fill (c)) {
     ssize_t n;
 
-    if (c->out_off == 0 && ++pieces > PIECES_PER_WAKEUP)
+    if (c->out_off == 0 && progress && g_get_monotonic_time () >= until)
       goto later; /* let the main loop serve others; the socket is still writable */
     n = send (fd, c->out->str + c->out_off, c->out->len - c->out_off,
               MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -383,7 +383,7 @@ sec_telemetry_memory() {
 	curl -sf -m 30 "http://127.0.0.1:$port/metrics" >"$T/scrape.txt" || fail "no scrape"
 	[ "$(grep -c '^freqhint_vcpu_active{' "$T/scrape.txt")" = $n ] || fail "scrape without every vCPU"
 	local hwm; hwm=$(vm_kib VmHWM)
-	echo "telemetry_memory: $n vCPUs; status in ${dt} ms while 4 vcpus answers drain;" \
+	echo "telemetry_memory: $n vCPUs; status in ${dt} ms while 8 vcpus answers drain;" \
 		"freqhintctl vcpus in ${dt_vcpus} ms; VmRSS ${rss0} KiB before, VmHWM ${hwm} KiB:" \
 		"grew $(((hwm - rss0) / 1024)) MiB (bound $((bound / 1024)) MiB)" >&2
 	[ $dt -lt 5000 ] || fail "status took ${dt} ms while vcpus answers drained"
@@ -394,11 +394,11 @@ sec_telemetry_memory() {
 	local rss
 	for i in $(seq 150); do
 		rss=$(vm_kib VmRSS)
-		[ $((rss - rss_start)) -lt $((bound / 2)) ] && break
+		[ $((rss - rss_start)) -lt $bound ] && break
 		sleep 0.1
 	done
 	echo "telemetry_memory: VmRSS ${rss_start} KiB at start, ${rss} KiB after the VMs left" >&2
-	[ -n "$asan" ] || [ $((rss - rss_start)) -lt $((bound / 2)) ] ||
+	[ -n "$asan" ] || [ $((rss - rss_start)) -lt $bound ] ||
 		fail "VmRSS $((rss / 1024)) MiB after the VMs left, $((rss_start / 1024)) MiB at start"
 }
 
