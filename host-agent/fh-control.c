@@ -4,7 +4,6 @@
 #include "fh-control.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,8 +19,8 @@
 #include "fh-telemetry.h"
 
 #define REQUEST_MAX 4096
-/* Answers bigger than this give their memory back to the system when done. */
-#define TRIM_THRESHOLD (1024 * 1024)
+/* Time a streamed answer may take per wakeup before other sources run. */
+#define WAKEUP_BUDGET_US 10000
 
 /*
  * Bounded (threat model G-13): at most control_max_clients clients; each
@@ -29,7 +28,11 @@
  * being accepted.  At the cap a new client displaces the oldest one that
  * has not finished sending its request, so idle connections cannot lock
  * freqhintctl out.  Accepting never spins when descriptors run out
- * (fh-listener.c).
+ * (fh-listener.c).  An answer about every vCPU is rendered a piece at a time
+ * (fh_telemetry_vcpus_stream), each piece only once the previous one is in
+ * the socket: a client holds at most one piece (tens of KiB) however many
+ * vCPUs there are, and the main loop serves VMs and other clients between
+ * pieces.
  */
 struct _FhControl {
   FhDaemon *daemon;
@@ -49,8 +52,9 @@ typedef struct {
   guint in_watch, out_watch, timer;
   char buf[REQUEST_MAX];
   gsize len;
-  char *reply;
-  gsize reply_len, reply_off;
+  GString *out;               /* the piece being sent */
+  gsize out_off;
+  FhTelemetryStream *stream; /* the rest of the answer, or NULL */
   gboolean refused;
 } Client;
 
@@ -64,12 +68,9 @@ client_free (Client *c)
   g_clear_handle_id (&c->timer, g_source_remove);
   g_queue_delete_link (&control->clients, c->link);
   close (c->fd);
-  if (c->reply_len >= TRIM_THRESHOLD) {
-    g_free (c->reply);
-    malloc_trim (0);
-  } else {
-    g_free (c->reply);
-  }
+  if (c->out)
+    g_string_free (c->out, TRUE);
+  fh_telemetry_stream_free (c->stream);
   g_free (c);
 }
 
@@ -89,8 +90,9 @@ reply_error (const char *msg)
   return json_to_string (root, FALSE);
 }
 
+/* The whole answer as text, or *stream set and the text its opening. */
 static char *
-handle_request (FhDaemon *d, const char *line)
+handle_request (FhDaemon *d, const char *line, FhTelemetryStream **stream)
 {
   g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (GError) error = NULL;
@@ -114,11 +116,14 @@ handle_request (FhDaemon *d, const char *line)
   else if (strcmp (cmd, "vms") == 0)
     result = fh_telemetry_vms (d);
   else if (strcmp (cmd, "vcpus") == 0)
-    result = fh_telemetry_vcpus (d, vm, &error);
+    *stream = fh_telemetry_vcpus_stream (d, vm, &error);
   else if (strcmp (cmd, "cpus") == 0)
-    result = fh_telemetry_cpus (d);
+    *stream = fh_telemetry_cpus_stream (d);
   else
     return reply_error ("unknown command");
+  /* {"ok":true,"result":...}, as json_to_string() writes it */
+  if (*stream)
+    return g_strdup ("{\"ok\":true,\"result\":");
   if (!result)
     return reply_error (error->message);
 
@@ -140,42 +145,69 @@ restart_deadline (Client *c)
   c->timer = g_timeout_add (c->control->daemon->config->control_timeout_ms, client_timeout, c);
 }
 
+/* Something left to send: the rest of this piece, or the next one. */
+static gboolean
+fill (Client *c)
+{
+  if (c->out_off < c->out->len)
+    return TRUE;
+  if (!c->stream)
+    return FALSE;
+  g_string_truncate (c->out, 0);
+  c->out_off = 0;
+  /* (a piece is empty when the VMs it was to show have left) */
+  while (c->stream && c->out->len == 0)
+    if (!fh_telemetry_stream_next (c->stream, c->out)) {
+      g_clear_pointer (&c->stream, fh_telemetry_stream_free);
+      g_string_append (c->out, "}\n");
+    }
+  return c->out->len > 0;
+}
+
 static gboolean
 client_out (gint fd, GIOCondition cond, gpointer data)
 {
   Client *c = data;
-  gsize before = c->reply_off;
+  gint64 until = g_get_monotonic_time () + WAKEUP_BUDGET_US;
+  gboolean progress = FALSE;
 
-  while (c->reply_off < c->reply_len) {
-    ssize_t n = send (fd, c->reply + c->reply_off, c->reply_len - c->reply_off,
-                      MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (fill (c)) {
+    ssize_t n;
 
+    if (c->out_off == 0 && progress && g_get_monotonic_time () >= until)
+      goto later; /* let the main loop serve others; the socket is still writable */
+    n = send (fd, c->out->str + c->out_off, c->out->len - c->out_off,
+              MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (c->reply_off > before)
-        restart_deadline (c);
-      return G_SOURCE_CONTINUE;
-    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      goto later;
     if (n <= 0) {
       g_debug ("control client: %s", g_strerror (errno));
       break;
     }
-    c->reply_off += (gsize) n;
+    c->out_off += (gsize) n;
+    progress = TRUE;
   }
   c->out_watch = 0;
   client_free (c);
   return G_SOURCE_REMOVE;
+later:
+  if (progress)
+    restart_deadline (c);
+  return G_SOURCE_CONTINUE;
 }
 
 static void
-reply_and_close (Client *c, char *reply)
+reply_and_close (Client *c, char *reply, FhTelemetryStream *stream)
 {
   g_clear_handle_id (&c->in_watch, g_source_remove);
-  c->reply = g_strconcat (reply, "\n", NULL);
-  c->reply_len = strlen (c->reply);
+  c->out = g_string_new (reply);
   g_free (reply);
-  restart_deadline (c); /* building a big answer may have taken a while */
+  if (!stream)
+    g_string_append_c (c->out, '\n');
+  c->stream = stream;
+  restart_deadline (c);
   c->out_watch = g_unix_fd_add (c->fd, G_IO_OUT, client_out, c);
 }
 
@@ -197,15 +229,19 @@ client_in (gint fd, GIOCondition cond, gpointer data)
   c->buf[c->len] = '\0';
   nl = memchr (c->buf, '\n', c->len);
   if (nl) {
+    FhTelemetryStream *stream = NULL;
+    char *reply;
+
     *nl = '\0';
     c->in_watch = 0;
-    reply_and_close (c, c->refused ? reply_error ("permission denied")
-                                   : handle_request (c->control->daemon, c->buf));
+    reply = c->refused ? reply_error ("permission denied")
+                       : handle_request (c->control->daemon, c->buf, &stream);
+    reply_and_close (c, reply, stream);
     return G_SOURCE_REMOVE;
   }
   if (c->len >= sizeof c->buf - 1) {
     c->in_watch = 0;
-    reply_and_close (c, reply_error ("request too long"));
+    reply_and_close (c, reply_error ("request too long"), NULL);
     return G_SOURCE_REMOVE;
   }
   return G_SOURCE_CONTINUE;

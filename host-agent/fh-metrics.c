@@ -35,8 +35,7 @@ typedef struct {
 struct _FhMetrics {
   struct MHD_Daemon *mhd;
   GMutex lock;
-  char *text; /* g_atomic_rc_box: shared by every answer in flight, never copied per scrape */
-  gsize text_len;
+  GBytes *text; /* shared by every answer in flight, never copied per scrape */
   guint port;
   GHashTable *conns; /* struct MHD_Connection* -> Conn*; under lock */
   gint64 timeout_us;
@@ -103,6 +102,20 @@ reap (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* MHD copies the page into each connection's buffer as the socket drains. */
+static ssize_t
+read_page (void *cls, uint64_t pos, char *buf, size_t max)
+{
+  gsize len;
+  const char *data = g_bytes_get_data (cls, &len);
+
+  if (pos >= len)
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  max = MIN (max, len - pos);
+  memcpy (buf, data + pos, max);
+  return (ssize_t) max;
+}
+
 static MhdResult
 answer (void *cls, struct MHD_Connection *connection, const char *url, const char *method,
         const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -120,16 +133,14 @@ answer (void *cls, struct MHD_Connection *connection, const char *url, const cha
     body = g_strdup ("freqhintd: see /metrics\n");
     status = MHD_HTTP_NOT_FOUND;
   } else {
-    char *text;
-    gsize len;
+    GBytes *text;
 
     g_mutex_lock (&m->lock);
-    text = m->text ? g_atomic_rc_box_acquire (m->text) : NULL;
-    len = m->text_len;
+    text = m->text ? g_bytes_ref (m->text) : NULL;
     g_mutex_unlock (&m->lock);
     if (text)
-      resp = MHD_create_response_from_buffer_with_free_callback (
-          len, text, (MHD_ContentReaderFreeCallback) g_atomic_rc_box_release);
+      resp = MHD_create_response_from_callback (g_bytes_get_size (text), 64 * 1024, read_page,
+                                                text, (MHD_ContentReaderFreeCallback) g_bytes_unref);
     else
       resp = MHD_create_response_from_buffer (0, (void *) "", MHD_RESPMEM_PERSISTENT);
     goto queue;
@@ -225,25 +236,21 @@ fh_metrics_free (FhMetrics *m)
   MHD_stop_daemon (m->mhd);
   g_hash_table_unref (m->conns);
   g_mutex_clear (&m->lock);
-  g_clear_pointer (&m->text, g_atomic_rc_box_release);
+  g_clear_pointer (&m->text, g_bytes_unref);
   g_free (m);
 }
 
 void
-fh_metrics_publish (FhMetrics *m, char *text)
+fh_metrics_publish (FhMetrics *m, GBytes *text)
 {
-  gsize len = strlen (text);
-  char *box = g_atomic_rc_box_alloc (len + 1), *old;
+  GBytes *old;
 
-  memcpy (box, text, len + 1);
-  g_free (text);
   g_mutex_lock (&m->lock);
   old = m->text;
-  m->text = box;
-  m->text_len = len;
+  m->text = text;
   g_mutex_unlock (&m->lock);
   if (old)
-    g_atomic_rc_box_release (old);
+    g_bytes_unref (old);
 }
 
 guint

@@ -15,8 +15,9 @@ typedef struct _FhMetrics FhMetrics;
 FhMetrics *fh_metrics_new (const char *address, guint port, guint max_connections, guint timeout_ms,
                            GError **error);
 void fh_metrics_free (FhMetrics *metrics);
-/* Takes ownership of text. */
-void fh_metrics_publish (FhMetrics *metrics, char *text);
+/* Takes ownership of text: the page every scrape from now on is served (one
+ * copy, shared by the answers in flight; each drains it as its socket does). */
+void fh_metrics_publish (FhMetrics *metrics, GBytes *text);
 guint fh_metrics_port (FhMetrics *metrics);
 /* Connections shut down at their deadline. */
 guint64 fh_metrics_expired (FhMetrics *metrics);

@@ -245,11 +245,47 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
   json_builder_end_object (b);
 }
 
-JsonNode *
-fh_telemetry_vcpus (FhDaemon *d, const char *name, GError **error)
+struct _FhTelemetryStream {
+  FhDaemon *d;
+  gboolean cpus;
+  GPtrArray *keys;  /* char*: the VMs' keys, in fh_daemon_sorted_vms() order */
+  guint vm, vcpu;   /* next vCPU to look at */
+  guint cpu;        /* cpus: the CPU being rendered */
+  gboolean in_cpu;  /* cpus: its members before "holders" are out */
+  guint n_items;    /* vcpus: objects out; cpus: holders of this CPU out */
+  gboolean started;
+};
+
+static FhTelemetryStream *
+stream_new (FhDaemon *d, FhVm *only, gboolean cpus)
 {
-  g_autoptr (JsonBuilder) b = json_builder_new ();
+  FhTelemetryStream *s = g_new0 (FhTelemetryStream, 1);
   g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+  s->d = d;
+  s->cpus = cpus;
+  s->keys = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    if (!only || vm == only)
+      g_ptr_array_add (s->keys, g_strdup (vm->key));
+  }
+  return s;
+}
+
+void
+fh_telemetry_stream_free (FhTelemetryStream *s)
+{
+  if (!s)
+    return;
+  g_ptr_array_unref (s->keys);
+  g_free (s);
+}
+
+FhTelemetryStream *
+fh_telemetry_vcpus_stream (FhDaemon *d, const char *name, GError **error)
+{
   FhVm *only = NULL;
 
   if (name) {
@@ -259,88 +295,183 @@ fh_telemetry_vcpus (FhDaemon *d, const char *name, GError **error)
       return NULL;
     }
   }
-  json_builder_begin_array (b);
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
-
-    if (only && vm != only)
-      continue;
-    for (guint j = 0; j < vm->num_vcpus; j++)
-      add_vcpu (b, vm, &vm->vcpus[j]);
-  }
-  json_builder_end_array (b);
-  return json_builder_get_root (b);
+  return stream_new (d, only, FALSE);
 }
 
-JsonNode *
-fh_telemetry_cpus (FhDaemon *d)
+FhTelemetryStream *
+fh_telemetry_cpus_stream (FhDaemon *d)
+{
+  return stream_new (d, NULL, TRUE);
+}
+
+/*
+ * The builder's value as JSON text appended to out; drop_first/drop_last
+ * leave out its opening or closing brace (an object continued by hand).
+ */
+static void
+append_built (GString *out, JsonBuilder *b, gboolean drop_first, gboolean drop_last)
+{
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  gsize start = out->len;
+
+  json_generator_set_root (gen, root);
+  json_generator_to_gstring (gen, out);
+  if (drop_first)
+    g_string_erase (out, (gssize) start, 1);
+  if (drop_last)
+    g_string_truncate (out, out->len - 1);
+  json_builder_reset (b);
+}
+
+/* The VM at the cursor that still has a vCPU to look at, or NULL at the end. */
+static FhVm *
+stream_vm (FhTelemetryStream *s)
+{
+  while (s->vm < s->keys->len) {
+    FhVm *vm = g_hash_table_lookup (s->d->vms, g_ptr_array_index (s->keys, s->vm));
+
+    if (vm && s->vcpu < vm->num_vcpus)
+      return vm;
+    s->vm++;
+    s->vcpu = 0;
+  }
+  return NULL;
+}
+
+static gboolean
+vcpus_next (FhTelemetryStream *s, GString *out)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
-  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+  FhVm *vm;
 
-  json_builder_begin_array (b);
-  for (guint c = 0; c < d->host->n_cpus; c++) {
-    FhCpuDecision *cd = &d->cpus[c];
-    gint pi = d->host->cpu_policy[c];
-
-    json_builder_begin_object (b);
-    add_int (b, "cpu", c);
-    add_bool (b, "active", cd->active);
-    json_builder_set_member_name (b, "floor");
-    if (cd->active)
-      json_builder_add_int_value (b, cd->floor);
-    else
-      json_builder_add_null_value (b);
-    json_builder_set_member_name (b, "ceiling");
-    if (cd->active)
-      json_builder_add_int_value (b, cd->ceiling);
-    else
-      json_builder_add_null_value (b);
-    /* Who holds this CPU: every active vCPU placed on it. */
-    json_builder_set_member_name (b, "holders");
-    json_builder_begin_array (b);
-    for (guint i = 0; i < vms->len; i++) {
-      FhVm *vm = g_ptr_array_index (vms, i);
-
-      for (guint j = 0; j < vm->num_vcpus; j++) {
-        FhVcpu *v = &vm->vcpus[j];
-
-        if (v->cpu == (gint) c && v->d.active && v->tid_ok) {
-          json_builder_begin_object (b);
-          add_peer_str (b, "vm", vm->name);
-          add_str (b, "uuid", vm->uuid);
-          add_int (b, "vcpu", j);
-          add_clamp (b, "effective", v->d.eff);
-          json_builder_end_object (b);
-        }
-      }
-    }
-    json_builder_end_array (b);
-    json_builder_set_member_name (b, "policy");
-    if (pi >= 0) {
-      FhPolicy *p = g_ptr_array_index (d->host->policies, pi);
-
-      json_builder_add_int_value (b, p->id);
-      add_bool (b, "policy_active", p->decision.active);
-      json_builder_set_member_name (b, "min_freq_khz");
-      if (p->have_applied)
-        json_builder_add_int_value (b, p->applied_min_khz);
-      else
-        json_builder_add_null_value (b);
-      json_builder_set_member_name (b, "max_freq_khz");
-      if (p->have_applied)
-        json_builder_add_int_value (b, p->applied_max_khz);
-      else
-        json_builder_add_null_value (b);
-      add_int (b, "write_failures", p->write_failures);
-      add_int (b, "external_writes", p->external_writes);
-    } else {
-      json_builder_add_null_value (b);
-    }
-    json_builder_end_object (b);
+  for (guint n = 0; n < FH_TELEMETRY_CHUNK && (vm = stream_vm (s)); n++) {
+    if (s->n_items++)
+      g_string_append_c (out, ',');
+    add_vcpu (b, vm, &vm->vcpus[s->vcpu++]);
+    append_built (out, b, FALSE, FALSE);
   }
-  json_builder_end_array (b);
-  return json_builder_get_root (b);
+  if (stream_vm (s))
+    return TRUE;
+  g_string_append_c (out, ']');
+  return FALSE;
+}
+
+/* A CPU object's members before "holders", its opening brace included. */
+static void
+cpu_head (FhDaemon *d, guint c, JsonBuilder *b, GString *out)
+{
+  FhCpuDecision *cd = &d->cpus[c];
+
+  json_builder_begin_object (b);
+  add_int (b, "cpu", c);
+  add_bool (b, "active", cd->active);
+  json_builder_set_member_name (b, "floor");
+  if (cd->active)
+    json_builder_add_int_value (b, cd->floor);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "ceiling");
+  if (cd->active)
+    json_builder_add_int_value (b, cd->ceiling);
+  else
+    json_builder_add_null_value (b);
+  json_builder_end_object (b);
+  append_built (out, b, FALSE, TRUE);
+  g_string_append (out, ",\"holders\":[");
+}
+
+/* The members after "holders", and the closing brace. */
+static void
+cpu_tail (FhDaemon *d, guint c, JsonBuilder *b, GString *out)
+{
+  gint pi = d->host->cpu_policy[c];
+
+  g_string_append (out, "],");
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "policy");
+  if (pi >= 0) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, pi);
+
+    json_builder_add_int_value (b, p->id);
+    add_bool (b, "policy_active", p->decision.active);
+    json_builder_set_member_name (b, "min_freq_khz");
+    if (p->have_applied)
+      json_builder_add_int_value (b, p->applied_min_khz);
+    else
+      json_builder_add_null_value (b);
+    json_builder_set_member_name (b, "max_freq_khz");
+    if (p->have_applied)
+      json_builder_add_int_value (b, p->applied_max_khz);
+    else
+      json_builder_add_null_value (b);
+    add_int (b, "write_failures", p->write_failures);
+    add_int (b, "external_writes", p->external_writes);
+  } else {
+    json_builder_add_null_value (b);
+  }
+  json_builder_end_object (b);
+  append_built (out, b, TRUE, FALSE);
+}
+
+/* Who holds a CPU: every active vCPU placed on it, FH_TELEMETRY_CHUNK at a time. */
+static gboolean
+cpus_next (FhTelemetryStream *s, GString *out)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  FhDaemon *d = s->d;
+  guint n = 0;
+
+  while (s->cpu < d->host->n_cpus && n < FH_TELEMETRY_CHUNK) {
+    FhVm *vm;
+    FhVcpu *v;
+
+    if (!s->in_cpu) {
+      if (s->cpu > 0)
+        g_string_append_c (out, ',');
+      cpu_head (d, s->cpu, b, out);
+      s->in_cpu = TRUE;
+      s->vm = s->vcpu = s->n_items = 0;
+      n++;
+      continue;
+    }
+    vm = stream_vm (s);
+    if (!vm) {
+      cpu_tail (d, s->cpu, b, out);
+      s->in_cpu = FALSE;
+      s->cpu++;
+      n++;
+      continue;
+    }
+    v = &vm->vcpus[s->vcpu];
+    if (v->cpu == (gint) s->cpu && v->d.active && v->tid_ok) {
+      if (s->n_items++)
+        g_string_append_c (out, ',');
+      json_builder_begin_object (b);
+      add_peer_str (b, "vm", vm->name);
+      add_str (b, "uuid", vm->uuid);
+      add_int (b, "vcpu", s->vcpu);
+      add_clamp (b, "effective", v->d.eff);
+      json_builder_end_object (b);
+      append_built (out, b, FALSE, FALSE);
+      n++;
+    }
+    s->vcpu++;
+  }
+  if (s->cpu < d->host->n_cpus)
+    return TRUE;
+  g_string_append_c (out, ']');
+  return FALSE;
+}
+
+gboolean
+fh_telemetry_stream_next (FhTelemetryStream *s, GString *out)
+{
+  if (!s->started) {
+    s->started = TRUE;
+    g_string_append_c (out, '[');
+  }
+  return s->cpus ? cpus_next (s, out) : vcpus_next (s, out);
 }
 
 /*
@@ -403,10 +534,13 @@ vcpu_labels (GString *s, FhVm *vm, guint vcpu)
  * Names follow node_exporter: base units (capacity as a 0..1 ratio,
  * frequencies in hertz from sysfs kHz), _total for counters.
  */
-char *
+GBytes *
 fh_telemetry_metrics (FhDaemon *d)
 {
-  GString *s = g_string_new (NULL);
+  /* Sized from the last page, so that the buffer is not grown by doubling
+   * and copying (main thread only). */
+  static gsize last_len;
+  GString *s = g_string_sized_new (last_len + last_len / 8 + 4096);
   g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
   static const struct {
     const char *suffix;
@@ -602,5 +736,6 @@ fh_telemetry_metrics (FhDaemon *d)
           s, "freqhint_cpu_scaling_frequency_max_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
           (guint64) p->applied_max_khz * 1000);
   }
-  return g_string_free (s, FALSE);
+  last_len = s->len;
+  return g_string_free_to_bytes (s);
 }

@@ -11,9 +11,25 @@
 
 JsonNode *fh_telemetry_status (FhDaemon *daemon);
 JsonNode *fh_telemetry_vms (FhDaemon *daemon);
+
+/*
+ * The vcpus and cpus answers (JSON arrays, the text json_to_string() gives
+ * of them), rendered piece by piece so that
+ * an answer about thousands of vCPUs never sits in memory whole (threat
+ * model G-13): each fh_telemetry_stream_next() appends at most
+ * FH_TELEMETRY_CHUNK objects' text to out and returns FALSE once it has
+ * appended the closing bracket.  The stream names VMs by key, not by
+ * pointer: a VM that leaves while its answer drains is skipped from then
+ * on, so each piece is read from the daemon's state when it is rendered.
+ */
+#define FH_TELEMETRY_CHUNK 32
+typedef struct _FhTelemetryStream FhTelemetryStream;
 /* vm: name or UUID, NULL for all; NULL return with error when not found. */
-JsonNode *fh_telemetry_vcpus (FhDaemon *daemon, const char *vm, GError **error);
-JsonNode *fh_telemetry_cpus (FhDaemon *daemon);
+FhTelemetryStream *fh_telemetry_vcpus_stream (FhDaemon *daemon, const char *vm, GError **error);
+FhTelemetryStream *fh_telemetry_cpus_stream (FhDaemon *daemon);
+gboolean fh_telemetry_stream_next (FhTelemetryStream *stream, GString *out);
+void fh_telemetry_stream_free (FhTelemetryStream *stream);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhTelemetryStream, fh_telemetry_stream_free)
 
 /*
  * Counters other parts of freqhintd feed (names fixed here so dashboards and
@@ -27,5 +43,5 @@ JsonNode *fh_telemetry_cpus (FhDaemon *daemon);
 #define FH_METRIC_EXTERNAL_WRITES "freqhint_cpufreq_external_writes_total"
 #define FH_METRIC_REJECTIONS "freqhint_device_connections_rejected_total"
 
-/* Prometheus text exposition format 0.0.4. */
-char *fh_telemetry_metrics (FhDaemon *daemon);
+/* Prometheus text exposition format 0.0.4, as one buffer (see fh_metrics_publish). */
+GBytes *fh_telemetry_metrics (FhDaemon *daemon);

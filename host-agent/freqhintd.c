@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include <locale.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,11 @@ main (int argc, char **argv)
   };
 
   setlocale (LC_ALL, "");
+  /* Big buffers (the metrics page, a VM's vCPU table) get their own
+   * mappings, given back as soon as they are freed; glibc would otherwise
+   * raise this threshold after the first such free and put them on the heap,
+   * where what other allocations pin around them stays held (G-13). */
+  mallopt (M_MMAP_THRESHOLD, 256 * 1024);
   ctx = g_option_context_new ("- guest CPU frequency hints agent");
   g_option_context_set_summary (
       ctx,

@@ -325,6 +325,87 @@ sec_listen_only() {
 		fail "UNIX listeners: $(echo $paths)"
 }
 
+# The daemon's VmRSS or VmHWM in KiB.
+vm_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DPID/status"; }
+
+# Telemetry answers are bounded in memory (G-13): with 32 VMs x 256 vCPUs
+# connected, twelve control clients reading the whole vcpus answer slowly
+# (fh-hog: 4 KiB per 50 ms), one read at once by freqhintctl, a cpus answer
+# and a scrape grow the daemon's peak memory by less than 24 MiB (the code
+# that built each answer whole needed ~96 with eight); another client's status answers
+# within 5 s meanwhile (20 s and 16 VMs under AddressSanitizer; the poll tick probing 8192 threads is most of that;
+# rendering each answer whole blocked the loop 4.5 s with eight); once the VMs
+# have left, the memory goes back to the system.
+sec_telemetry_memory() {
+	[ -x "${FH_LOADCLIENT:-}" ] || fail "\$FH_LOADCLIENT is not an executable"
+	local vms=32 vcpus=256 asan= deadline_ms=5000
+	local bound=$((24 * 1024))
+	# AddressSanitizer keeps freed memory in quarantine (256 MiB by default):
+	# a small one, so that the peak is what the daemon holds at once.  It
+	# also makes the poll tick over thousands of threads several times
+	# slower: half the VMs, and a deadline that only catches a stuck loop.
+	if grep -qa __asan_init "$FREQHINTD"; then
+		asan=1 vms=16 deadline_ms=20000
+		export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4"
+	fi
+	local n=$((vms * vcpus))
+	# (a slow reader's answer is not cut while the loop is slow)
+	EXTRA_DAEMON=$'control_timeout_ms=30000\n'"max_connections=$((vms + 16))"
+	# the load client answers PINGs between connecting VMs: slowly on a busy host
+	KEEPALIVE_MS=60000
+	fixture
+	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=1000/' "$T/freqhintd.conf"
+	start_daemon cpufreq
+	local rss_start port; rss_start=$(vm_kib VmRSS)
+	port=$(ctl --json status | jq -r .metrics_port)
+	"$FH_LOADCLIENT" --socket "$T/dev.sock" --vms "$vms" --vcpus $vcpus --seconds 600 --rate 0.2 \
+		--proc-fixture "$FX/proc" >"$T/client-load.out" 2>&1 &
+	local lc=$!; CLIENTS+=($lc)
+	local i
+	for i in $(seq 1200); do grep -q '^connected' "$T/client-load.out" && break; sleep 0.1; done
+	grep -q '^connected' "$T/client-load.out" || fail "load client did not connect: $(cat "$T/client-load.out")"
+	expect_jq '.vcpus' $n status
+	curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" || fail "no scrape"
+	# the peak from here on (clear_refs 5 resets VmHWM to VmRSS)
+	echo 5 >"/proc/$DPID/clear_refs" || fail "cannot reset VmHWM"
+	local rss0; rss0=$(vm_kib VmRSS)
+	"$FH_HOG" --unix "$T/ctl.sock" --count 12 --send '{"command":"vcpus"}\n' >"$T/client-hog.out" 2>&1 &
+	local hog=$!; CLIENTS+=($hog)
+	eventually grep -q '^held' "$T/client-hog.out" || fail "slow readers did not connect"
+	sleep 1
+	local t0 dt
+	t0=$(date +%s%N)
+	timeout 10 "$FREQHINTCTL" --socket "$T/ctl.sock" status >/dev/null || fail "status not answered while vcpus answers drain"
+	dt=$((($(date +%s%N) - t0) / 1000000))
+	grep -q '^closed [1-9]' "$T/client-hog.out" && fail "a slow reader's answer ended or was cut before status: $(tail -1 "$T/client-hog.out")"
+	t0=$(date +%s%N)
+	timeout 60 "$FREQHINTCTL" --socket "$T/ctl.sock" --json vcpus >"$T/vcpus.json" || fail "vcpus not answered"
+	local dt_vcpus=$((($(date +%s%N) - t0) / 1000000))
+	jq -e "length == $n" "$T/vcpus.json" >/dev/null || fail "vcpus: $(jq length "$T/vcpus.json") of $n"
+	timeout 60 "$FREQHINTCTL" --socket "$T/ctl.sock" --json cpus >"$T/cpus.json" || fail "cpus not answered"
+	jq -e '[.[].holders | length] | add >= 0' "$T/cpus.json" >/dev/null || fail "cpus unreadable"
+	curl -sf -m 30 "http://127.0.0.1:$port/metrics" >"$T/scrape.txt" || fail "no scrape"
+	[ "$(grep -c '^freqhint_vcpu_active{' "$T/scrape.txt")" = $n ] || fail "scrape without every vCPU"
+	local hwm; hwm=$(vm_kib VmHWM)
+	echo "telemetry_memory: $n vCPUs; status in ${dt} ms while 12 vcpus answers drain;" \
+		"freqhintctl vcpus in ${dt_vcpus} ms; VmRSS ${rss0} KiB before, VmHWM ${hwm} KiB:" \
+		"grew $(((hwm - rss0) / 1024)) MiB (bound $((bound / 1024)) MiB)" >&2
+	[ $dt -lt $deadline_ms ] || fail "status took ${dt} ms while vcpus answers drained"
+	[ $((hwm - rss0)) -lt $bound ] || fail "peak grew by $(((hwm - rss0) / 1024)) MiB"
+	kill "$hog" "$lc"; wait "$hog" "$lc" 2>/dev/null
+	expect_jq '.connected_vms' 0 status
+	# The daemon trims at most every 10 s; VMs gone, the memory is back.
+	local rss
+	for i in $(seq 150); do
+		rss=$(vm_kib VmRSS)
+		[ $((rss - rss_start)) -lt $bound ] && break
+		sleep 0.1
+	done
+	echo "telemetry_memory: VmRSS ${rss_start} KiB at start, ${rss} KiB after the VMs left" >&2
+	[ -n "$asan" ] || [ $((rss - rss_start)) -lt $bound ] ||
+		fail "VmRSS $((rss / 1024)) MiB after the VMs left, $((rss_start / 1024)) MiB at start"
+}
+
 if [ "${1:-}" = --list ]; then declare -F | sed -n 's/^declare -f sec_//p'; exit 0; fi
 [ $# = 1 ] && declare -F "sec_$1" >/dev/null || { echo "usage: $0 CASE|--list" >&2; exit 2; }
 check_tools
