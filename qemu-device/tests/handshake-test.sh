@@ -39,7 +39,7 @@ listener_pid=$!
 for _ in $(seq 100); do [ -S "$tmp/agent.sock" ] && break; sleep 0.1; done
 [ -S "$tmp/agent.sock" ] || fail "listener did not start: $(cat "$tmp/listener.err")"
 
-"$qemu" -machine q35 -accel tcg,thread=single -smp 2 -m 128 -nodefaults -display none \
+"$qemu" -machine q35 -accel tcg -smp 2 -m 128 -nodefaults -display none \
 	-name fh-handshake -uuid "$uuid" \
 	-chardev "socket,id=fh0,path=$tmp/agent.sock,reconnect-ms=1000" \
 	-device virtio-freqhint-pci,id=fh,chardev=fh0 \
