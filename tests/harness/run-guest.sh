@@ -132,15 +132,15 @@ boot() {
 	esac
 	[ -n "$append" ] && cmdline+=" $append"
 
-	# One TCG thread for all vCPUs.  With multi-threaded TCG this QEMU
-	# 10.0.2 segfaulted (address_space_translate_internal, during the
-	# guest's PCI setup, before any driver ran) about once in 15-25 boots
-	# on a busy 2-core host (issue 14); the signature matches a race
-	# reported upstream for multi-threaded TCG on busy hosts, which a
-	# single TCG thread avoids.  qemu-device/tests/boot-loop.sh counts it.
+	# Multi-threaded TCG (QEMU's default).  It segfaulted once this session
+	# (address_space_translate_internal during the guest's PCI setup, about
+	# 1 in 100 boots on a busy host; issue 14); thread=single avoided that
+	# race upstream but changed guest timing enough to fail the driver's
+	# leading-edge check, so it is not used until both are understood.
+	# qemu-device/tests/boot-loop.sh counts the crash.
 	qemu_cmd=(
 		"$qemu" -nodefaults -no-user-config -display none -no-reboot
-		-machine q35 -accel tcg,thread=single -cpu "$cpu" -smp "$smp" -m "$mem"
+		-machine q35 -accel tcg -cpu "$cpu" -smp "$smp" -m "$mem"
 		-chardev "file,id=con,path=$log" -serial chardev:con
 		-kernel "$bzimage" -initrd "$initrd" -append "$cmdline"
 		"${qemu_extra[@]}"
