@@ -239,11 +239,15 @@ within_operator_ceiling() {
 		policy_at_original_or_capped "$p" "$cap" || return 1
 	done
 }
+# Checked file by file: the agent writes scaling_min_freq and
+# scaling_max_freq one after the other, so a reader can see one file at its
+# new value and the other at its old one (original -> 1.6..1.6 GHz reads
+# 1.6..3.2 GHz in between).  Each file is at its original or within the cap.
 policy_at_original_or_capped() {
 	local lo hi
 	read -r lo hi < <(policy_pair "$1")
-	[ "$lo" = "$(policy_original "$1" min)" ] && [ "$hi" = "$(policy_original "$1" max)" ] && return 0
-	[ "$lo" -le "$hi" ] && [ "$hi" -le "$2" ]
+	{ [ "$lo" = "$(policy_original "$1" min)" ] || [ "$lo" -le "$2" ]; } &&
+		{ [ "$hi" = "$(policy_original "$1" max)" ] || [ "$hi" -le "$2" ]; }
 }
 
 # policy_matches_agent P: what freqhintctl reports as policy P's limits
