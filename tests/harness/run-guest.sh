@@ -132,12 +132,12 @@ boot() {
 	esac
 	[ -n "$append" ] && cmdline+=" $append"
 
-	# Multi-threaded TCG (QEMU's default).  It segfaulted once this session
-	# (address_space_translate_internal during the guest's PCI setup, about
-	# 1 in 100 boots on a busy host; issue 14); thread=single avoided that
-	# race upstream but changed guest timing enough to fail the driver's
-	# leading-edge check, so it is not used until both are understood.
-	# qemu-device/tests/boot-loop.sh counts the crash.
+	# Multi-threaded TCG (QEMU's default): tests need each vCPU on its
+	# own host thread.  QEMU 10.0.2 segfaulted here in about 1 of 100
+	# boots on a busy host (a vCPU used its cached memory dispatch after
+	# RCU freed it); the project's QEMU carries the fix
+	# (qemu-device/patches/fixes/), and qemu-device/tests/boot-loop.sh
+	# counts crashes.
 	qemu_cmd=(
 		"$qemu" -nodefaults -no-user-config -display none -no-reboot
 		-machine q35 -accel tcg -cpu "$cpu" -smp "$smp" -m "$mem"
