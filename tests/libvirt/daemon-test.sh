@@ -35,7 +35,6 @@ POL=$FX/sys/devices/system/cpu/cpufreq
 DPID=
 CPID=
 
-log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*"; }
 fail() {
 	log "FAIL: $*"
 	echo "--- policy2 now: $(cat "$POL/policy2/scaling_min_freq" "$POL/policy2/scaling_max_freq" 2>&1 | tr '\n' ' ')"
@@ -53,29 +52,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now_ms() { date +%s%3N; }
-# within SECONDS WHAT CMD...: CMD succeeds within SECONDS; logs how long it took.
-# Live changes get $LIVE seconds: freqhintd does not poll libvirt metadata,
+# Live changes (within, from harness.sh) get $LIVE seconds: freqhintd does not poll libvirt metadata,
 # so a change seen at all came through the live event; how fast is logged
 # ("ok: ... (N ms)"), and is a figure, not a pass/fail line on a busy host.
 LIVE=10
-within() {
-	local secs=$1 what=$2 t0
-	shift 2
-	t0=$(now_ms)
-	while ! "$@"; do
-		[ $(($(now_ms) - t0)) -lt $((secs * 1000)) ] || fail "$what: not within ${secs}s"
-		sleep 0.02
-	done
-	log "ok: $what ($(($(now_ms) - t0)) ms)"
-}
-file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
-ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
-jq_is() {
-	local filter=$1 want=$2
-	shift 2
-	[ "$(ctl --json "$@" 2>/dev/null | jq -r "$filter")" = "$want" ]
-}
 set_md() {
 	virsh -q -c "$uri" metadata "$1" "$ns" --live --key fh --set "$2" >/dev/null ||
 		fail "virsh metadata $1 $2"

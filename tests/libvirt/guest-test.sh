@@ -33,7 +33,6 @@ FX=$T/fx
 POL0=$FX/sys/devices/system/cpu/cpufreq/policy0
 DPID=
 
-log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*"; }
 fail() {
 	log "FAIL: $*"
 	echo "--- freqhintctl vms / vcpus $dom / cpus"
@@ -50,21 +49,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now_ms() { date +%s%3N; }
 # Live changes get $LIVE seconds: freqhintd does not poll libvirt metadata,
 # so a change seen at all came through the live event; the time is logged.
 LIVE=10
-within() {
-	local secs=$1 what=$2 t0
-	shift 2
-	t0=$(now_ms)
-	while ! "$@"; do
-		[ $(($(now_ms) - t0)) -lt $((secs * 1000)) ] || fail "$what: not within ${secs}s"
-		sleep 0.02
-	done
-	log "ok: $what ($(($(now_ms) - t0)) ms)"
-}
-ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
 khz() { cat "$POL0/scaling_$1_freq"; }
 # Both files at once: freqhintd writes a pair in an order that keeps
 # min <= max (MR-20), so one file alone can be seen before the other.

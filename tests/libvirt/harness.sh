@@ -52,6 +52,32 @@ libvirtd_stop() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
+# --- for the tests that source this file ------------------------------------
+# They define fail() (what to print on failure), T (their scratch dir) and
+# FREQHINTCTL; these helpers use them when called.
+log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*"; }
+now_ms() { date +%s%3N; }
+# within SECONDS WHAT CMD...: CMD succeeds within SECONDS, else fail; logs
+# how long it took (a figure, not a pass/fail line on a busy host).
+within() {
+	local secs=$1 what=$2 t0
+	shift 2
+	t0=$(now_ms)
+	while ! "$@"; do
+		[ $(($(now_ms) - t0)) -lt $((secs * 1000)) ] || fail "$what: not within ${secs}s"
+		sleep 0.02
+	done
+	log "ok: $what ($(($(now_ms) - t0)) ms)"
+}
+file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
+# jq_is FILTER WANT CTL-ARGS...: freqhintctl --json CTL-ARGS, filtered, is WANT
+jq_is() {
+	local filter=$1 want=$2
+	shift 2
+	[ "$(ctl --json "$@" 2>/dev/null | jq -r "$filter")" = "$want" ]
+}
+
 # Sourced by a test: only the functions above, and the test's shell options stay its own.
 [ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 set -euo pipefail

@@ -28,7 +28,6 @@ POL=$FX/sys/devices/system/cpu/cpufreq
 DPID=
 CPIDS=()
 
-log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*"; }
 fail() {
 	log "FAIL: $*"
 	echo "--- freqhintctl vms"; ctl --json vms 2>&1 | head -60
@@ -42,24 +41,6 @@ cleanup() {
 	return 0
 }
 trap cleanup EXIT
-now_ms() { date +%s%3N; }
-within() {
-	local secs=$1 what=$2 t0
-	shift 2
-	t0=$(now_ms)
-	while ! "$@"; do
-		[ $(($(now_ms) - t0)) -lt $((secs * 1000)) ] || fail "$what: not within ${secs}s"
-		sleep 0.02
-	done
-	log "ok: $what ($(($(now_ms) - t0)) ms)"
-}
-file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
-ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
-jq_is() {
-	local filter=$1 want=$2
-	shift 2
-	[ "$(ctl --json "$@" 2>/dev/null | jq -r "$filter")" = "$want" ]
-}
 vm_is() { jq_is ".[] | select(.name==\"$1\") | $2" "$3" vms; }
 
 # Nova's element as Nova writes it (the parts freqhintd reads and a few around).

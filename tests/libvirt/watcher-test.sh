@@ -26,7 +26,6 @@ err=$FH_HARNESS_DIR/watch.err
 out2=$FH_HARNESS_DIR/watch2.out
 pids=()
 
-log() { printf '[%s] %s\n' "$(date +%T.%3N)" "$*"; }
 fail() {
 	log "FAIL: $*"
 	log "watcher stdout:"; cat "$out" || true
@@ -36,7 +35,6 @@ fail() {
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; return 0; }
 trap cleanup EXIT
 
-now_ms() { date +%s%3N; }
 # Live changes get $LIVE seconds: the watcher does not poll metadata, so a
 # change seen at all came through the live event; expect logs the time.
 LIVE=10
