@@ -153,7 +153,14 @@ event_us() {
 has_event() { [ -n "$(event_us "$@")" ]; }
 
 FLOOR_KHZ=
-floor_held() { [ "$(policy_get 2 min)" -ge "$FLOOR_KHZ" ]; }
+# An empty read is the agent rewriting the fixture file (opened with
+# O_TRUNC, then written), not a value: read it again.
+floor_held() {
+	local v
+	v=$(policy_get 2 min)
+	[ -n "$v" ] || { sleep 0.01; v=$(policy_get 2 min); }
+	[ "$v" -ge "$FLOOR_KHZ" ]
+}
 
 # The sampler: policy2's scaling_min_freq every 20 ms, timestamped after
 # the read (so a sample's time is never before what it saw was written).
