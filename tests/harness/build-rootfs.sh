@@ -17,7 +17,9 @@
 # Inside: the essential set, systemd, and what the freqhint package needs to
 # install without a network (its Depends), curl for the metrics endpoint,
 # the GCC sanitizer runtimes for test tools from an ASan build; no apt, no
-# getty, a fixed machine-id (no first-boot units), root without password.
+# getty, an empty /etc/machine-id (mmdebstrap's: a new transient ID each
+# boot, no first-boot units).  Entries whose image was not read for two
+# weeks are removed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -83,8 +85,6 @@ entry=$FREQHINT_CACHE/rootfs/$key
 customize() {
 	local r=$1
 	echo freqhint-guest >"$r/etc/hostname"
-	# A machine-id: no first-boot units, stable journal.
-	echo 5eed0f1e5eed0f1e5eed0f1e5eed0f1e >"$r/etc/machine-id"
 	# The test talks on the console itself; gettys would fight it.
 	ln -sf /dev/null "$r/etc/systemd/system/getty.target"
 	ln -sf /dev/null "$r/etc/systemd/system/serial-getty@.service"
@@ -93,7 +93,6 @@ customize() {
 	# No network, no time sync, no udev rules worth waiting for.
 	ln -sf /dev/null "$r/etc/systemd/system/systemd-networkd-wait-online.service"
 	ln -sf /dev/null "$r/etc/systemd/system/systemd-timesyncd.service"
-	passwd -R "$r" -d root >/dev/null
 }
 
 if [ "${1:-}" = --customize ]; then
@@ -125,7 +124,8 @@ build_entry() {
 	mb=$(du -sm "$stage/root" | cut -f1)
 	mb=$((mb + mb / 2 + 256))
 	rm -f "$stage/rootfs.img"
-	mke2fs -q -t ext4 -L freqhint-root -d "$stage/root" "$stage/rootfs.img" "${mb}M"
+	mke2fs -q -t ext4 -L freqhint-root -d "$stage/root" "$stage/rootfs.img" "${mb}M" \
+		>>"$stage/mmdebstrap.log" 2>&1 || { tail -n 20 "$stage/mmdebstrap.log" >&2; die "mke2fs failed"; }
 	rm -rf "$stage/root"
 	mkdir -p "$entry"
 	mv "$stage/rootfs.img" "$stage/packages" "$entry/"
@@ -136,6 +136,10 @@ build_entry() {
 mkdir -p "$FREQHINT_CACHE/rootfs"
 exec 9>"$FREQHINT_CACHE/rootfs/.lock"
 flock 9
+# Images of other keys (an older script or package list) no guest read
+# for two weeks.
+find "$FREQHINT_CACHE/rootfs" -mindepth 2 -maxdepth 2 -name rootfs.img -atime +14 \
+	-printf '%h\n' 2>/dev/null | { grep -vxF "$entry" || true; } | xargs -r rm -rf
 if [ ! -f "$entry/.done" ]; then
 	command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (scripts/setup.sh packages)"
 	build_entry
