@@ -6,7 +6,8 @@
 # kernels, initramfs images) live in $FREQHINT_CACHE, outside the clone, keyed
 # by their inputs, so a second run costs seconds.
 #
-#   scripts/setup.sh            packages + sources + QEMU + guest kernels
+#   scripts/setup.sh            packages + sources + QEMU + guest kernels +
+#                               the systemd guest's Debian rootfs
 #   scripts/setup.sh packages   only apt work
 set -euo pipefail
 
@@ -45,6 +46,7 @@ BASE_PKGS=(
 	flex bison bc libelf-dev libssl-dev dwarves kmod
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
 	linux-headers-6.1.0-*-amd64
+	mmdebstrap e2fsprogs
 )
 # Packages that must come from bookworm-backports, pinned one by one: a
 # blanket -t bookworm-backports would drag systemd along.
@@ -106,6 +108,7 @@ main() {
 	"$here/qemu-device/build-qemu.sh"
 	"$here/tests/harness/build-kernel.sh"
 	"$here/tests/harness/fetch-stock-kernel.sh"
+	"$here/tests/harness/build-rootfs.sh"
 	log "setup complete; cache in $FREQHINT_CACHE"
 }
 

@@ -8,7 +8,8 @@
 #
 #   scripts/test.sh                 everything
 #   scripts/test.sh SUITE...        only these meson suites (unit, integration,
-#                                   compile, qtest, guest, e2e, libvirt, fuzz)
+#                                   compile, qtest, guest, e2e, libvirt,
+#                                   packages, deploy, fuzz)
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
