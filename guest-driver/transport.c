@@ -95,10 +95,16 @@ static unsigned int fh_build(struct virtio_freqhint *vi, bool *more)
 		}
 		if (!fh_gather_take(cpu, &rep))
 			continue;
-		/* DRV-10: a CPU the device has no index for is not reported. */
+		/*
+		 * DRV-10: a CPU the device has no index for is not reported.
+		 * A possible CPU not (yet) present has no firmware id: the
+		 * device holds "no hint" for it since its reset, nothing is
+		 * missing.
+		 */
 		idx = fh_vcpu_index(vi, cpu);
 		if (idx < 0) {
-			vi->unmapped_cpus++;
+			if (cpu_present(cpu))
+				vi->unmapped_cpus++;
 			continue;
 		}
 		fh_fill_record(vi, idx, rep, &recs[n++]);

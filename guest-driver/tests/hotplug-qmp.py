@@ -1,75 +1,136 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Hot-add a vCPU out of order when the guest asks for it.
+"""Hot-add vCPUs out of Linux's order when the guest asks, and check what
+the device received for them (hotplug.sh, hotplug-test.sh).
 
-Waits for the line "FREQHINT-HOTPLUG: add" in the guest's console log, then
-over QMP adds the not-yet-plugged CPU with the HIGHEST index, so the guest
-numbers it (next free Linux CPU number) differently from QEMU's index.
+Follows the guest's console log:
+  "FREQHINT-HOTPLUG: add N"   device_add the free CPU slot of socket N; QEMU
+                              must report it as cpu-index N with apic-id N
+  "FREQHINT-HOTPLUG: busy N"  poll the device's x-stats until vCPU index N
+                              holds a busy record (flags set, IDLE clear)
+                              while the next index holds none, then add the
+                              slot of socket N + 1 (the guest waits for it)
 
-  hotplug-qmp.py --qmp SOCKET --log CONSOLE_LOG [--timeout S]
+  hotplug-qmp.py --qmp SOCKET --log CONSOLE_LOG [--device ID] [--timeout S]
+Exit status 0 only if every step happened and checked out.
 """
 import argparse
 import json
+import re
 import socket
 import sys
 import time
 
+R_IDLE = 8
 
-def qmp(f, cmd, args=None):
-    msg = {"execute": cmd}
-    if args:
-        msg["arguments"] = args
-    f.write(json.dumps(msg) + "\n")
-    f.flush()
-    while True:
-        line = f.readline()
-        if not line:
-            raise RuntimeError("QMP closed")
-        r = json.loads(line)
-        if "return" in r or "error" in r:
-            return r
+
+class Qmp:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile("rw")
+        json.loads(self.f.readline())  # greeting
+        self.cmd("qmp_capabilities")
+
+    def cmd(self, name, args=None):
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        self.f.write(json.dumps(msg) + "\n")
+        self.f.flush()
+        while True:
+            line = self.f.readline()
+            if not line:
+                raise RuntimeError("QMP closed")
+            r = json.loads(line)
+            if "error" in r:
+                raise RuntimeError("%s: %s" % (name, r["error"]))
+            if "return" in r:
+                return r["return"]
+
+
+def wait_line(path, pattern, end):
+    """The first console line matching pattern (a regex), or None at end."""
+    rx = re.compile(pattern)
+    while time.time() < end:
+        try:
+            with open(path, errors="replace") as log:
+                for line in log:
+                    m = rx.search(line)
+                    if m:
+                        return m
+        except FileNotFoundError:
+            pass
+        time.sleep(0.2)
+    return None
+
+
+def add_socket(q, n):
+    slots = q.cmd("query-hotpluggable-cpus")
+    free = [c for c in slots if "qom-path" not in c and
+            c["props"].get("socket-id") == n]
+    if not free:
+        raise RuntimeError("no free CPU slot with socket-id %d" % n)
+    args = dict(free[0]["props"])
+    args.update(driver=free[0]["type"], id="hotcpu%d" % n)
+    q.cmd("device_add", args)
+    print("device_add %s" % json.dumps(args))
+    cpus = q.cmd("query-cpus-fast")
+    mine = [c for c in cpus if c["qom-path"] == "/machine/peripheral/hotcpu%d" % n]
+    if len(mine) != 1:
+        raise RuntimeError("hot-added CPU not in query-cpus-fast: %s" % cpus)
+    apic = q.cmd("qom-get", {"path": mine[0]["qom-path"], "property": "apic-id"})
+    print("QEMU: hot-added CPU cpu-index %d apic-id %d" % (mine[0]["cpu-index"], apic))
+    if mine[0]["cpu-index"] != n or apic != n:
+        raise RuntimeError("wanted cpu-index and apic-id %d" % n)
+
+
+def device_vcpus(q, dev):
+    return q.cmd("qom-get", {"path": "/machine/peripheral/" + dev,
+                             "property": "x-stats"})["vcpus"]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--qmp", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--device", default="fh")
     ap.add_argument("--timeout", type=float, default=600)
     a = ap.parse_args()
     end = time.time() + a.timeout
 
+    m = wait_line(a.log, r"^FREQHINT-HOTPLUG: add (\d+)", end)
+    if not m:
+        print("hotplug-qmp: the guest never asked for a CPU", file=sys.stderr)
+        return 1
+    q = Qmp(a.qmp)
+    add_socket(q, int(m.group(1)))
+
+    m = wait_line(a.log, r"^FREQHINT-HOTPLUG: busy (\d+)", end)
+    if not m:
+        print("hotplug-qmp: the guest never loaded the CPU", file=sys.stderr)
+        return 1
+    n = int(m.group(1))
+    deadline = time.time() + 60
     while True:
-        try:
-            with open(a.log, errors="replace") as log:
-                if "FREQHINT-HOTPLUG: add" in log.read():
-                    break
-        except FileNotFoundError:
-            pass
-        if time.time() > end:
-            print("hotplug-qmp: the guest never asked", file=sys.stderr)
+        v = device_vcpus(q, a.device)
+        busy = v[n]["flags"] != 0 and not v[n]["flags"] & R_IDLE
+        if busy and v[n + 1]["flags"] == 0:
+            break
+        if time.time() > deadline:
+            print("hotplug-qmp: the device never held a busy record for "
+                  "index %d alone: %s" % (n, json.dumps(v)), file=sys.stderr)
             return 1
         time.sleep(0.2)
-
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(a.qmp)
-    f = s.makefile("rw")
-    json.loads(f.readline())  # greeting
-    qmp(f, "qmp_capabilities")
-    cpus = qmp(f, "query-hotpluggable-cpus")["return"]
-    free = [c for c in cpus if "qom-path" not in c]
-    if not free:
-        print("hotplug-qmp: no free CPU slot", file=sys.stderr)
-        return 1
-    key = lambda c: tuple(c["props"].get(k, 0) for k in
-                          ("socket-id", "die-id", "core-id", "thread-id"))
-    slot = max(free, key=key)
-    args = dict(slot["props"])
-    args["driver"] = slot["type"]
-    args["id"] = "hotcpu"
-    r = qmp(f, "device_add", args)
-    print("hotplug-qmp: device_add %s -> %s" % (json.dumps(args), json.dumps(r)))
-    return 0 if "return" in r else 1
+    print("device: index %d busy (flags %#x), index %d no hint" %
+          (n, v[n]["flags"], n + 1))
+    add_socket(q, n + 1)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RuntimeError as e:
+        print("hotplug-qmp: %s" % e, file=sys.stderr)
+        sys.exit(1)

@@ -16,12 +16,13 @@
 # Images are cached in $FREQHINT_CACHE/initramfs/<input hash>.cpio.gz
 # (unused for a week: removed).
 #
-# Inside: static busybox with its applet links, util-linux uclampset and the
-# shared libraries it needs, /lib/freqhint/test-lib.sh (helpers for tests),
-# and an /init that mounts proc, sysfs, devtmpfs, debugfs, tmpfs /tmp and
-# cgroup2 on /sys/fs/cgroup (with +cpu enabled for child groups when the
-# kernel has the cpu controller), runs /test.sh, and prints on the serial
-# console, one marker a line:
+# Inside: static busybox with its applet links, util-linux uclampset and
+# cpupower (linux-cpupower) with the shared libraries they need,
+# /lib/freqhint/test-lib.sh (helpers for tests), and an /init that mounts
+# proc, sysfs, devtmpfs, debugfs, tmpfs /tmp and cgroup2 on /sys/fs/cgroup
+# (with +cpu enabled for child groups when the kernel has the cpu
+# controller), runs /test.sh, and prints on the serial console, one marker
+# a line:
 #   FREQHINT-INIT: <what happened>
 #   FREQHINT-TEST-RESULT: PASS | FAIL (exit N)
 #   FREQHINT-KMEMLEAK: clean | <n> leaks   (kernel cmdline freqhint.kmemleak=1)
@@ -51,10 +52,12 @@ done
 
 BUSYBOX=/bin/busybox
 UCLAMPSET=/usr/bin/uclampset
+CPUPOWER=/usr/bin/cpupower
 if ! [ -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep 'statically linked' >/dev/null; then
 	die "$BUSYBOX is not a static busybox (install busybox-static)"
 fi
 [ -x "$UCLAMPSET" ] || die "$UCLAMPSET not found (install util-linux)"
+[ -x "$CPUPOWER" ] || die "$CPUPOWER not found (install linux-cpupower)"
 
 # shared_libs BIN: the libraries (and loader) BIN needs, as host paths.
 shared_libs() {
@@ -70,10 +73,10 @@ if [ -n "$kdir" ]; then
 fi
 
 # Everything that goes in, hashed: the image is rebuilt when any changes.
-mapfile -t libs < <(shared_libs "$UCLAMPSET")
+mapfile -t libs < <({ shared_libs "$UCLAMPSET"; shared_libs "$CPUPOWER"; } | sort -u)
 key=$(
 	{
-		sha256sum "$0" "$here/tests/harness/test-lib.sh" "$BUSYBOX" "$UCLAMPSET" \
+		sha256sum "$0" "$here/tests/harness/test-lib.sh" "$BUSYBOX" "$UCLAMPSET" "$CPUPOWER" \
 			"${libs[@]}" "$test_script"
 		for f in "${kmods[@]}" "${modules[@]}"; do sha256sum "$f"; done
 		for a in "${adds[@]}"; do
@@ -97,6 +100,7 @@ build_image() {
 	done
 	# Binaries and their libraries at the paths the loader expects.
 	install -D -m 755 "$UCLAMPSET" "$root$UCLAMPSET"
+	install -D -m 755 "$CPUPOWER" "$root$CPUPOWER"
 	local f
 	for f in "${libs[@]}"; do
 		install -D -m 755 "$(readlink -f "$f")" "$root$f"

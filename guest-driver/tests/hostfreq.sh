@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# In-guest (hostfreq-test.sh): virtio_freqhint with a device whose agent is
+# the real freqhintd on the fixture host of tests/agent/mkfixture.sh
+# (policies of 800 MHz..3.2 GHz; policies 0, 2 and 4 have a 400 MHz-step
+# table, policy 6 none), vCPU i placed on fixture CPU 2i, operator ceiling
+# 75 % (768/1024: 2.4 GHz).  Guest tools must show the host's frequencies:
+# cpuinfo range, table, cpupower frequency-info, scaling_cur_freq and
+# /proc/cpuinfo "cpu MHz".
+. /lib/freqhint/test-lib.sh
+. /lib/freqhint/fh-lib.sh
+
+taskset -p 1 $$ >/dev/null
+C=/sys/devices/system/cpu
+dev=
+for d in /sys/bus/virtio/devices/*; do
+	[ "$(cat "$d/device")" = 0x003f ] && dev=$d
+done
+check "a virtio device with ID 63 is present" test -n "$dev"
+
+# wait_file FILE PATTERN [SECONDS]: poll every 0.1 s.
+wait_file() {
+	fh_i=0
+	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
+		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	cat "$1"
+	return 1
+}
+# cpu_mhz CPU: /proc/cpuinfo's "cpu MHz" of CPU.
+cpu_mhz() {
+	awk -F': *' -v c="$1" '/^processor/ { p = $2 } /^cpu MHz/ && p == c { print $2 }' /proc/cpuinfo
+}
+# all_at GOVERNOR KHZ MHZ: every CPU runs GOVERNOR, and (eventually)
+# scaling_cur_freq is KHZ, /proc/cpuinfo says MHZ and cpupower agrees.
+all_at() {
+	for c in 0 1 2 3; do
+		check "cpu$c: $1 governor" sh -c "echo $1 >$C/cpu$c/cpufreq/scaling_governor"
+		check "cpu$c: scaling_cur_freq $2 under $1" \
+			wait_file "$C/cpu$c/cpufreq/scaling_cur_freq" "^$2\$" 10
+		check_output "cpu$c: /proc/cpuinfo cpu MHz $3" "^$3\$" cpu_mhz "$c"
+		check_output "cpu$c: cpupower current frequency $4" \
+			"current CPU frequency: $4 " cpupower -c "$c" frequency-info
+	done
+}
+
+check "insmod virtio_freqhint" insmod "$FH_KO"
+check "freqhintd is connected" wait_file "$dev/agent_connected" '^1$' 60
+check "the host's range reaches the guest" \
+	wait_file "$C/cpu0/cpufreq/cpuinfo_max_freq" '^3200000$' 30
+check "the operator ceiling (75 %) is the policies' limit" \
+	wait_file "$C/cpu0/cpufreq/scaling_max_freq" '^2400000$' 30
+table='^800000 1200000 1600000 2000000 2400000 2800000 3200000 ?$'
+for c in 0 1 2 3; do
+	check_output "cpu$c: cpuinfo_min_freq is the host's 800 MHz" '^800000$' \
+		cat "$C/cpu$c/cpufreq/cpuinfo_min_freq"
+	check_output "cpu$c: cpuinfo_max_freq is the host's 3.2 GHz" '^3200000$' \
+		cat "$C/cpu$c/cpufreq/cpuinfo_max_freq"
+	check_output "cpu$c: scaling_max_freq is the 2.4 GHz ceiling" '^2400000$' \
+		cat "$C/cpu$c/cpufreq/scaling_max_freq"
+	check_output "cpu$c: cpupower: the host's hardware limits" \
+		'hardware limits: 800 MHz - 3\.20 GHz' cpupower -c "$c" frequency-info
+	check_output "cpu$c: cpupower: the policy is within the granted 800 MHz..2.4 GHz" \
+		'frequency should be within 800 MHz and 2\.40 GHz' cpupower -c "$c" frequency-info
+	check_output "cpu$c: cpupower: the driver" 'driver: virtio-freqhint' \
+		cpupower -c "$c" frequency-info
+done
+for c in 0 1 2; do
+	check_output "cpu$c (host policy $((2 * c))): the host's frequency table" \
+		"$table" cat "$C/cpu$c/cpufreq/scaling_available_frequencies"
+	check_output "cpu$c: cpupower: the host's frequency steps" \
+		'available frequency steps: +800 MHz, 1\.20 GHz, 1\.60 GHz, 2\.00 GHz, 2\.40 GHz, 2\.80 GHz, 3\.20 GHz$' \
+		cpupower -c "$c" frequency-info
+done
+check_fails "cpu3 (host policy 6): no table, as on the host" \
+	cat "$C/cpu3/cpufreq/scaling_available_frequencies"
+check_fails "cpu3: cpupower shows no frequency steps" sh -c \
+	"cpupower -c 3 frequency-info | grep 'available frequency steps'"
+cpupower -c 0 frequency-info
+
+# Current frequencies are the governor's requests in the host's range.
+all_at performance 2400000 2400.000 '2\.40 GHz'
+if grep -qw powersave "$C/cpu0/cpufreq/scaling_available_governors"; then
+	all_at powersave 800000 800.000 '800 MHz'
+else
+	echo "powersave governor not built in: skipped"
+fi
+check "back to schedutil" use_schedutil
+busy 1
+check "cpu1 busy under schedutil: the ceiling, a host table frequency" \
+	wait_file "$C/cpu1/cpufreq/scaling_cur_freq" '^2400000$' 10
+check_output "cpu1: /proc/cpuinfo cpu MHz 2400.000" '^2400\.000$' cpu_mhz 1
+stop_busy
+check "rmmod" rmmod virtio_freqhint
+check "no kernel warnings" dmesg_clean
+done_testing
