@@ -441,6 +441,46 @@ case_peer_credentials() {
 		fail "allowed uid 65534 did not get past the handshake"
 }
 
+# PA-2: allowed_gids admits a peer by its primary group or a supplementary
+# one (SO_PEERCRED, SO_PEERGROUPS: as they were at connect()), on the device
+# and the control socket; a peer in neither is refused.  Real processes under
+# uid 65534 and other gids (setpriv).
+case_peer_groups() {
+	SOCKET_MODE=0666
+	EXTRA_DAEMON="allowed_gids=4242;4343"
+	fixture
+	chmod 0755 "$T"   # uid 65534 reaches the sockets; only the daemon's check stands
+	start_daemon cpufreq
+	chmod 0666 "$T/ctl.sock"
+	local who n=0 dev ctl kind
+	for who in "--regid=4242 --clear-groups" "--regid=12345 --groups=7,4343" \
+		"--regid=12345 --clear-groups" "--regid=4343 --groups=4242"; do
+		# refused: CLOSE PERMISSION before any frame; allowed: past the
+		# handshake, closed for a malformed record
+		kind="--malformed bad-record --expect-close malformed"
+		[ "$who" = "--regid=12345 --clear-groups" ] && kind="--malformed silent --expect-close permission"
+		# (the fixture's cmdline link is made as root: uid 65534 cannot write there)
+		( mkdir -p "$FX/proc/$BASHPID"; ln -sf "/proc/$BASHPID/cmdline" "$FX/proc/$BASHPID/cmdline"
+		exec setpriv --reuid=65534 $who "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-g $kind
+		) >"$T/client-group.out" 2>&1
+		dev=$?
+		setpriv --reuid=65534 $who "$FREQHINTCTL" --socket "$T/ctl.sock" status \
+			>/dev/null 2>"$T/ctl-group.err"
+		ctl=$?
+		[ $dev = 0 ] || fail "device socket, $who: not $kind: $(cat "$T/client-group.out")"
+		if [ "$who" = "--regid=12345 --clear-groups" ]; then
+			[ $ctl = 1 ] && grep -q 'permission denied' "$T/ctl-group.err" ||
+				fail "control socket: $who was not refused ($ctl): $(cat "$T/ctl-group.err")"
+			n=$((n + 1))
+		else
+			[ $ctl = 0 ] || fail "control socket: $who refused ($ctl): $(cat "$T/ctl-group.err")"
+		fi
+	done
+	expect_jq '.rejected.permission' $n status
+	expect_jq '.rejected.malformed' 3 status
+	grep -q 'uid 65534 gid 12345 is not allowed' "$T/daemon.log" || fail "refusal not logged"
+}
+
 case_thread_exit() {
 	fixture; thread 1101 2 2
 	start_daemon cpufreq
