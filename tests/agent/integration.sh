@@ -685,6 +685,43 @@ case_write_errors() {
 	grep -q 'writes succeed again' "$T/daemon.log" || fail "recovery not logged"
 }
 
+# G-8: one policy's writes fail (policy2: both files ENOSPC); the VMs on
+# the other policies get their decisions, then new ones, and their limits
+# go back when they leave, while policy2 is logged, counted and retried.
+# (Recovery after a fix: agent-write_failure, agent-write_errors.)
+case_write_isolated() {
+	fixture; thread 2201 0 0; thread 2202 2 2; thread 2203 4 4; thread 2204 6 6
+	start_daemon cpufreq
+	local f
+	for f in scaling_min_freq scaling_max_freq; do
+		rm "$POL/policy2/$f"; ln -s /dev/full "$POL/policy2/$f"
+	done
+	start_vm b vm-b $U2 2202 --hint 0:1024:1024            # policy2: fails
+	start_vm a vm-a $U1 2201 --hint 0:512:1024             # policy0
+	start_vm c vm-c $U3 2203 --hint 0:0:256                # policy4
+	expect_file "$POL/policy0/scaling_min_freq" 1600000
+	expect_file "$POL/policy4/scaling_max_freq" 800000
+	expect_jq '.[] | select(.cpu==2) | .write_failures > 0' true cpus
+	eventually grep -q 'policy2: .*scaling_m.._freq: No space left on device; retrying' "$T/daemon.log" ||
+		fail "policy2's failure not logged"
+	# later decisions elsewhere, while policy2 keeps failing
+	start_vm d vm-d 44444444-4444-4444-4444-444444444444 2204 --hint 0:1024:1024   # policy6
+	expect_file "$POL/policy6/scaling_min_freq" 3200000
+	kill "$VM_a"
+	expect_file "$POL/policy0/scaling_min_freq" 800000
+	# retried meanwhile (backoff from 1 s); recovery: agent-write_errors
+	expect_jq '.[] | select(.cpu==2) | .write_failures >= 2' true cpus
+	local p
+	for p in 0 4 6; do
+		jq_is ".[] | select(.cpu==$p) | .write_failures" 0 cpus ||
+			fail "policy$p counted policy2's failures"
+	done
+	file_is "$POL/policy4/scaling_max_freq" 800000 || fail "vm-c's ceiling was undone"
+	file_is "$POL/policy6/scaling_min_freq" 3200000 || fail "vm-d's floor was undone"
+	jq_is '.connected_vms' 3 status || fail "a VM was dropped"
+	expect_jq '.write_failures_total > 1' true status
+}
+
 # --- peer input (PB-9, PA-6, PB-10) ------------------------------------------
 
 # A CLOSE from the device is never answered, whatever it carries; only its
