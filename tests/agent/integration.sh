@@ -46,6 +46,8 @@ eventually() {
 	return 1
 }
 file_is() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+# The daemon's VmRSS or VmHWM in KiB.
+vm_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DPID/status"; }
 expect_file() { eventually file_is "$1" "$2" || fail "$1 is '$(cat "$1")', want '$2'"; }
 ctl() { "$FREQHINTCTL" --socket "$T/ctl.sock" "$@"; }
 # jq_is FILTER VALUE [CTL ARGS...]: `freqhintctl --json ARGS | jq -r FILTER` is VALUE
@@ -958,6 +960,15 @@ case_load() {
 	# keepalive intervals; keepalive is not what this case measures.
 	KEEPALIVE_MS=600000 fixture
 	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=1000/' "$T/freqhintd.conf"
+	# Memory: AddressSanitizer keeps freed memory in quarantine (256 MiB by
+	# default), which would fill the peak whatever the daemon holds: a small
+	# one, so that VmHWM is what the daemon holds at once (as in
+	# agent-sec-telemetry_memory).
+	local asan=
+	if grep -qa __asan_init "$FREQHINTD"; then
+		asan=1
+		export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4"
+	fi
 	start_daemon cpufreq
 	"$FH_LOADCLIENT" --socket "$T/dev.sock" --vms "$vms" --vcpus "$vcpus" --seconds "$secs" \
 		--rate "${LOAD_RATE:-1}" --proc-fixture "$FX/proc" >"$T/client-load.out" 2>&1 &
@@ -973,10 +984,17 @@ case_load() {
 	# The client forks one peer process per VM and handshakes them one by
 	# one: 545 of 1000 were connected after 120 s under ASan on a 2-core
 	# host, so the connect phase gets 450 s (the test's meson timeout is 600).
+	# (a client that gave up fails the case at once, with its reason)
+	connected() { grep -q '^connected' "$T/client-load.out" || { kill -0 $lc 2>/dev/null && return 1; return 0; }; }
 	eventually_long() { local i; for i in $(seq 4500); do "$@" && return 0; sleep 0.1; done; return 1; }
-	eventually_long grep -q '^connected' "$T/client-load.out" ||
+	eventually_long connected && grep -q '^connected' "$T/client-load.out" ||
 		fail "load client did not connect all $vms VMs within 450 s: $(tail -5 "$T/client-load.out")"
 	echo "load: $vms VMs connected after $((SECONDS - t0)) s" >&2
+	# Peak memory, in KiB: while connecting, and from here to the end (the
+	# hints phase; clear_refs 5 resets VmHWM to VmRSS).
+	local hwm_connect rss_connected hwm_hints
+	hwm_connect=$(vm_kib VmHWM); rss_connected=$(vm_kib VmRSS)
+	echo 5 >"/proc/$DPID/clear_refs" || fail "cannot reset VmHWM"
 	while kill -0 $lc 2>/dev/null; do
 		t1=$(date +%s%N)
 		timeout "$ctl_limit" "$FREQHINTCTL" --socket "$T/ctl.sock" --json status \
@@ -988,6 +1006,7 @@ case_load() {
 		sleep 1
 	done
 	wait $lc; rc=$?
+	hwm_hints=$(vm_kib VmHWM)
 	cat "$T/client-load.out" >&2
 	[ $rc = 0 ] || fail "load client saw connections dropped"
 	grep -q "^vms=$vms alive=$vms " "$T/client-load.out" || fail "not every VM stayed connected"
@@ -999,6 +1018,23 @@ case_load() {
 	echo "load: freqhintctl answered $n times ($held with all $vms VMs), slowest ${worst} ms;" \
 		"daemon $(grep -E '^Vm(HWM|RSS)' /proc/$DPID/status | tr -s ' \t\n' ' ');" \
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
+	# Bounds, generous over what was measured (AddressSanitizer build, small
+	# quarantine, 2-core host: 41 MiB peak with 40 VMs, 50 MiB with 120, so
+	# ~37 MiB plus ~115 KiB per 16-vCPU VM; a build without ASan holds less):
+	# connecting N VMs may peak at 48 MiB + N x 192 KiB (250 VMs: 95 MiB),
+	# and the hints phase may add 16 MiB to what the daemon held once all
+	# were connected (+3 MiB measured with 120 VMs).  With ASan's 250 VMs, a
+	# connection that kept ~120 KiB after it was served, or a HINTS frame
+	# that kept ~3 KiB (5000 frames in 20 s), breaks one or the other.
+	local base=${LOAD_BASE_KIB:-$((48 * 1024))} per_vm=${LOAD_VM_KIB:-192}
+	local growth=${LOAD_GROWTH_KIB:-$((16 * 1024))}
+	local bound=$((base + vms * per_vm))
+	echo "load: peak while connecting ${hwm_connect} KiB (bound ${bound}), held when connected" \
+		"${rss_connected} KiB, peak during hints ${hwm_hints} KiB (bound $((rss_connected + growth)))" >&2
+	[ "$hwm_connect" -lt "$bound" ] ||
+		fail "connecting $vms VMs peaked at $((hwm_connect / 1024)) MiB, over $((bound / 1024)) MiB"
+	[ "$hwm_hints" -lt $((rss_connected + growth)) ] ||
+		fail "the hints phase took the daemon from $((rss_connected / 1024)) to $((hwm_hints / 1024)) MiB (more than $((growth / 1024)) MiB)"
 }
 
 # Other scripts (security.sh, core.sh, operators.sh) source this file for its helpers.

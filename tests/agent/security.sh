@@ -452,8 +452,6 @@ sec_listen_only() {
 		fail "UNIX listeners: $(echo $paths)"
 }
 
-# The daemon's VmRSS or VmHWM in KiB.
-vm_kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DPID/status"; }
 
 # Telemetry answers are bounded in memory (G-13): with 32 VMs x 256 vCPUs
 # connected, twelve control clients reading the whole vcpus answer slowly
