@@ -151,9 +151,11 @@ stage_tree() {
 	import_agent_header "$top/spec/include/freqhint/agent_protocol.h" \
 		"$stage/include/hw/virtio/virtio-freqhint-agent.h"
 
-	# Patches: the device hook-up series, then build fix-ups for the
-	# Debian tarball.  Patched files start from their pristine version.
-	for p in "$here"/patches/*.patch "$here"/patches/build/*.patch; do
+	# Patches: the device hook-up series, build fix-ups for the Debian
+	# tarball, then fixes to QEMU itself that the tests need.  Patched
+	# files start from their pristine version.
+	for p in "$here"/patches/*.patch "$here"/patches/build/*.patch \
+		"$here"/patches/fixes/*.patch; do
 		[ -f "$p" ] || continue
 		for f in $(sed -n 's|^+++ b/||p' "$p"); do
 			[ -f "$stage/$f" ] && continue

@@ -7,7 +7,7 @@
 # without it (TCG, q35, the project's QEMU), and report how many QEMU runs
 # crashed in each set.  A crashed run keeps its console log, a gdb
 # backtrace of every thread (crash-*.bt) and, for the first crash of each
-# set, the core file, under DIR (default: a new directory under $TMPDIR,
+# set, the core file (console.log.core), under DIR (default: a new directory under $TMPDIR,
 # printed at the end).  Exit status 1 if any QEMU run crashed, 2 on a
 # usage error.  --kernel as for tests/harness/run-guest.sh (default
 # uclamp, the project's test kernel).
@@ -31,7 +31,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 qemu=${FREQHINT_QEMU:-$("$here/qemu-device/build-qemu.sh" --print-binary)}
-ulimit -c unlimited
 [ "$(cat /proc/sys/kernel/core_pattern)" = core ] ||
 	log "warning: core_pattern is '$(cat /proc/sys/kernel/core_pattern)': cores may land elsewhere"
 
@@ -56,16 +55,15 @@ for set in with without; do
 			-- "${extra[@]}") >"$dir/run.log" 2>&1
 		rc=$?
 		set -e
-		core=$(ls "$dir"/core* 2>/dev/null | head -n1 || true)
-		if [ -n "$core" ] || grep -q 'QEMU exited with status 13[49]' "$dir/run.log"; then
+		# run-guest.sh leaves a crashed QEMU's core and backtrace
+		# beside the console log.
+		core=$dir/console.log.core
+		if [ -e "$core" ] || grep -q 'QEMU exited with status 13[49]' "$dir/run.log"; then
 			crashes[$set]=$((crashes[$set] + 1))
 			log "$set device, boot $i: QEMU crashed ($(grep -o 'QEMU exited with status [0-9]*' "$dir/run.log" || echo core))"
-			if [ -n "$core" ]; then
-				gdb -batch -q -ex 'thread apply all bt' -ex 'info registers' \
-					"$qemu" "$core" >"$dir/crash-$set-$i.bt" 2>&1 || true
-				# One core per set is enough; the backtraces stay.
-				[ "${crashes[$set]}" = 1 ] || rm -f "$core"
-			fi
+			[ ! -e "$dir/console.log.bt" ] || mv "$dir/console.log.bt" "$dir/crash-$set-$i.bt"
+			# One core per set is enough; the backtraces stay.
+			[ "${crashes[$set]}" = 1 ] || rm -f "$core"
 		elif [ $rc != 0 ]; then
 			other[$set]=$((other[$set] + 1))
 			log "$set device, boot $i: failed without a crash (see $dir/run.log)"
