@@ -1019,11 +1019,12 @@ case_load() {
 		"daemon $(grep -E '^Vm(HWM|RSS)' /proc/$DPID/status | tr -s ' \t\n' ' ');" \
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 	# Bounds, generous over what was measured (AddressSanitizer build, small
-	# quarantine, 2-core host: 41 MiB peak with 40 VMs, 50 MiB with 120, so
-	# ~37 MiB plus ~115 KiB per 16-vCPU VM; a build without ASan holds less):
+	# quarantine, 2-core host: 41 MiB peak with 40 VMs, 50 MiB with 120, 58
+	# MiB with 250, so ~37 MiB plus ~90-115 KiB per 16-vCPU VM; a build
+	# without ASan holds less):
 	# connecting N VMs may peak at 48 MiB + N x 192 KiB (250 VMs: 95 MiB),
 	# and the hints phase may add 16 MiB to what the daemon held once all
-	# were connected (+3 MiB measured with 120 VMs).  With ASan's 250 VMs, a
+	# were connected (+3 MiB measured with 120 VMs, +4.5 MiB with 250).  With ASan's 250 VMs, a
 	# connection that kept ~120 KiB after it was served, or a HINTS frame
 	# that kept ~3 KiB (5000 frames in 20 s), breaks one or the other.
 	local base=${LOAD_BASE_KIB:-$((48 * 1024))} per_vm=${LOAD_VM_KIB:-192}
