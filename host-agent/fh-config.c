@@ -47,6 +47,7 @@ fh_config_new (void)
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
+  c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
   c->perf_as_floor = TRUE;
   c->perf_headroom = -1;
   /* One write per policy per 50 ms at most: a governor's own time scale
@@ -72,6 +73,7 @@ fh_config_free (FhConfig *c)
   g_free (c->socket_group);
   g_free (c->control_socket_path);
   g_free (c->state_dir);
+  g_free (c->libvirt_state_dir);
   g_free (c->metrics_address);
   g_array_unref (c->allowed_uids);
   g_array_unref (c->allowed_gids);
@@ -89,7 +91,7 @@ static const char *const daemon_keys[] = {
   "control_socket", "state_dir", "poll_interval_ms", "keepalive_ms", "hello_timeout_ms",
   "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_vcpus",
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
-  "check_thread_owner", NULL,
+  "check_thread_owner", "libvirt_state_dir", "require_libvirt", NULL,
 };
 static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", NULL };
 static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
@@ -413,6 +415,7 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   take_string (kf, "daemon", "socket_group", &c->socket_group);
   take_string (kf, "daemon", "control_socket", &c->control_socket_path);
   take_string (kf, "daemon", "state_dir", &c->state_dir);
+  take_string (kf, "daemon", "libvirt_state_dir", &c->libvirt_state_dir);
   take_string (kf, "metrics", "address", &c->metrics_address);
   port = c->metrics_port < 0 ? 0 : (guint) c->metrics_port;
   if (!take_uint (&src, kf, "metrics", "port", 0, 65535, &port, error) ||
@@ -441,6 +444,7 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_bool (&src, kf, "metrics", "enabled", &metrics_enabled, error) ||
       !take_bool (&src, kf, "libvirt", "mirror_ceiling", &c->mirror_ceiling, error) ||
       !take_bool (&src, kf, "daemon", "check_thread_owner", &c->check_thread_owner, error) ||
+      !take_bool (&src, kf, "daemon", "require_libvirt", &c->require_libvirt, error) ||
       !take_bool (&src, kf, "merge", "perf_as_floor", &c->perf_as_floor, error))
     return FALSE;
   c->metrics_port = metrics_enabled ? (int) port : -1;

@@ -49,6 +49,8 @@ typedef struct {
   GArray *allowed_uids; /* uid_t; root and our own uid are always allowed */
   GArray *allowed_gids; /* gid_t */
   gboolean check_thread_owner;
+  char *libvirt_state_dir; /* [daemon] libvirt's QEMU status files (PA-22); "": not consulted */
+  gboolean require_libvirt; /* [daemon] only a running libvirt domain's process may connect */
   gboolean perf_as_floor;
   double perf_headroom; /* < 0: auto */
   guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
@@ -74,6 +76,10 @@ gboolean fh_config_backend_valid (const char *name);
 /* freqhintd --check-config: report what the configuration selects; 0 valid, 1 host unreadable, 2 invalid. */
 int fh_config_check (const FhConfig *config, const char *path);
 
+/*
+ * Root, our uid, allowed_uids, or a primary group in allowed_gids (PA-2).
+ * Supplementary groups are the caller's (fh_listen_peer_in_groups()).
+ */
 gboolean fh_config_uid_allowed (const FhConfig *config, uid_t uid, gid_t gid);
 
 /* The group the device socket and its directory get: socket_group, by name or number. */

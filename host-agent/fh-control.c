@@ -298,6 +298,8 @@ on_accept (int fd, gpointer data)
   /* A refused peer still gets its request read, so that it sees the answer. */
   if (cred.uid == (uid_t) -1 ||
       (!fh_config_uid_allowed (control->daemon->config, cred.uid, cred.gid) &&
+       !fh_listen_peer_in_groups (fd, (const gid_t *) control->daemon->config->allowed_gids->data,
+                                  control->daemon->config->allowed_gids->len) &&
        !fh_listen_peer_in_group (fd, control->group))) {
     g_warning ("control socket: refusing uid %d", (int) cred.uid);
     c->refused = TRUE;

@@ -14,6 +14,7 @@
 #include <malloc.h>
 #include <string.h>
 
+#include "fh-listen.h"
 #include "fh-peer.h"
 
 #include <linux/virtio_freqhint.h>
@@ -162,6 +163,13 @@ check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uui
     /* read after the check: the pid might have been reused meanwhile */
     fh_error_set (err, FH_CLOSE_PERMISSION, "peer process %d has exited", (int) pid);
   } else if (!fh_peer_check_hello (&id, hello->name, uuid, why, sizeof why)) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
+  } else if (!fh_libvirt_view_refresh (d->libvirt, &error)) {
+    /* PA-22: without libvirt's record nobody can be told apart from a domain */
+    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: libvirt's domains unknown: %s",
+                  error->message);
+  } else if (!fh_peer_check_libvirt (fh_libvirt_view_domains (d->libvirt), pid, hello->name, uuid,
+                                     d->config->require_libvirt, why, sizeof why)) {
     fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
   } else {
     return TRUE;
@@ -350,11 +358,13 @@ on_rejected (uint16_t reason, gpointer data)
 }
 
 static gboolean
-peer_allowed (uid_t uid, gid_t gid, gpointer data)
+peer_allowed (int fd, uid_t uid, gid_t gid, gpointer data)
 {
   FhDaemon *d = data;
 
-  return fh_config_uid_allowed (d->config, uid, gid);
+  return fh_config_uid_allowed (d->config, uid, gid) ||
+         fh_listen_peer_in_groups (fd, (const gid_t *) d->config->allowed_gids->data,
+                                   d->config->allowed_gids->len);
 }
 
 static void
@@ -634,6 +644,7 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vm_free);
   d->vm_sources = g_ptr_array_new ();
   d->started_us = g_get_monotonic_time ();
+  d->libvirt = fh_libvirt_view_new (config->libvirt_state_dir);
   if (!fh_host_load (d->host, &d->paths, error))
     goto fail;
   d->cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
@@ -719,6 +730,7 @@ fh_daemon_free (FhDaemon *d)
   g_ptr_array_unref (d->vm_sources);
   g_clear_pointer (&d->backend, fh_backend_free);
   g_clear_pointer (&d->host, fh_host_free);
+  g_clear_pointer (&d->libvirt, fh_libvirt_view_free);
   g_free (d->cpus);
   fh_paths_clear (&d->paths);
   fh_config_free (d->config);

@@ -83,7 +83,8 @@ struct _FhDaemon {
   guint64 vm_connections_total;
   guint64 hints_frames_total;
   guint64 updates_total;
-  guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20, PA-21) */
+  guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20..PA-22) */
+  struct _FhLibvirtView *libvirt; /* libvirt's running domains (PA-22) */
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */

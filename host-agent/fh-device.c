@@ -598,7 +598,7 @@ server_accept (int cfd, gpointer user_data)
   /* Allowed: root, our uid, allowed_uids/gids, and the socket group's members. */
   if (conn->peer.uid == (uid_t) -1 ||
       (server->params.peer_allowed &&
-       !server->params.peer_allowed (conn->peer.uid, conn->peer.gid, server->data) &&
+       !server->params.peer_allowed (cfd, conn->peer.uid, conn->peer.gid, server->data) &&
        !fh_listen_peer_in_group (cfd, server->group))) {
     fh_conn_close (conn, FH_CLOSE_PERMISSION, "uid %d gid %d is not allowed", (int) conn->peer.uid,
                    (int) conn->peer.gid);

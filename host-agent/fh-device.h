@@ -34,8 +34,8 @@ typedef struct {
   guint max_per_uid;     /* connections from one user; 0: no limit */
   guint socket_mode;
   gid_t socket_gid; /* group of the socket (and of its directory if we create it) */
-  /* peer check: return TRUE to accept */
-  gboolean (*peer_allowed) (uid_t uid, gid_t gid, gpointer data);
+  /* peer check: return TRUE to accept (fd: the connection, for SO_PEERGROUPS) */
+  gboolean (*peer_allowed) (int fd, uid_t uid, gid_t gid, gpointer data);
 } FhDeviceParams;
 
 FhDeviceServer *fh_device_server_new (const char *path, const FhDeviceParams *params,

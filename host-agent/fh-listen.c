@@ -153,21 +153,34 @@ fh_listen_close_unused (void)
 }
 
 gboolean
-fh_listen_peer_in_group (int fd, gid_t gid)
+fh_listen_peer_in_groups (int fd, const gid_t *gids, guint n_gids)
 {
   gid_t groups[256];
   socklen_t len = sizeof groups;
   struct ucred cred;
   socklen_t clen = sizeof cred;
+  gboolean have_groups;
 
-  if (gid == (gid_t) -1)
+  if (n_gids == 0)
     return FALSE;
-  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.gid == gid)
-    return TRUE;
-  if (getsockopt (fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-    return FALSE; /* ERANGE: more than 256 groups; not worth guessing */
-  for (socklen_t i = 0; i < len / sizeof (gid_t); i++)
-    if (groups[i] == gid)
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
+    return FALSE;
+  /* ERANGE: more than 256 groups; not worth guessing, the primary still counts */
+  have_groups = getsockopt (fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0;
+  for (guint k = 0; k < n_gids; k++) {
+    if (gids[k] == (gid_t) -1)
+      continue;
+    if (cred.gid == gids[k])
       return TRUE;
+    for (socklen_t i = 0; have_groups && i < len / sizeof (gid_t); i++)
+      if (groups[i] == gids[k])
+        return TRUE;
+  }
   return FALSE;
+}
+
+gboolean
+fh_listen_peer_in_group (int fd, gid_t gid)
+{
+  return fh_listen_peer_in_groups (fd, &gid, 1);
 }

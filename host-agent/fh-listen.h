@@ -36,3 +36,5 @@ void fh_listen_close_unused (void);
  * (primary or supplementary, SO_PEERGROUPS; as they were at connect()).
  */
 gboolean fh_listen_peer_in_group (int fd, gid_t gid);
+/* The same for any of n_gids groups (allowed_gids, PA-2). */
+gboolean fh_listen_peer_in_groups (int fd, const gid_t *gids, guint n_gids);

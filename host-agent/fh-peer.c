@@ -3,10 +3,12 @@
 
 #include "fh-peer.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -371,4 +373,306 @@ fh_peer_alive (int pidfd)
     return FALSE;
   /* A pidfd polls readable once its process has exited. */
   return poll (&p, 1, 0) == 0;
+}
+
+/* --- libvirt's view of its domains (PA-22) ---------------------------------- */
+
+void
+fh_libvirt_domain_free (FhLibvirtDomain *dom)
+{
+  if (!dom)
+    return;
+  g_free (dom->name);
+  g_free (dom);
+}
+
+typedef struct {
+  guint depth;
+  gboolean in_domain; /* inside domstatus/domain */
+  int text;           /* 0: none, 1: name, 2: uuid (direct children of domain) */
+  GString *buf;
+  FhLibvirtDomain *dom;
+  gboolean have_root, have_pid, have_name, have_uuid;
+} DomstatusParse;
+
+static void
+ds_start (GMarkupParseContext *ctx, const char *element, const char **names, const char **values,
+          gpointer data, GError **error)
+{
+  DomstatusParse *p = data;
+
+  p->depth++;
+  if (p->depth == 1) {
+    if (strcmp (element, "domstatus") != 0) {
+      g_set_error (error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                   "root element is <%s>, not <domstatus>", element);
+      return;
+    }
+    p->have_root = TRUE;
+    for (guint i = 0; names[i]; i++) {
+      guint64 pid;
+
+      if (strcmp (names[i], "pid") == 0 &&
+          g_ascii_string_to_unsigned (values[i], 10, 1, G_MAXINT32, &pid, NULL)) {
+        p->dom->pid = (pid_t) pid;
+        p->have_pid = TRUE;
+      }
+    }
+  } else if (p->depth == 2 && strcmp (element, "domain") == 0) {
+    p->in_domain = TRUE;
+  } else if (p->depth == 3 && p->in_domain) {
+    p->text = strcmp (element, "name") == 0 ? 1 : strcmp (element, "uuid") == 0 ? 2 : 0;
+    g_string_truncate (p->buf, 0);
+  }
+}
+
+static void
+ds_end (GMarkupParseContext *ctx, const char *element, gpointer data, GError **error)
+{
+  DomstatusParse *p = data;
+
+  if (p->depth == 3 && p->text == 1 && !p->have_name) {
+    p->dom->name = g_strdup (p->buf->str);
+    p->have_name = TRUE;
+  } else if (p->depth == 3 && p->text == 2 && !p->have_uuid) {
+    g_strstrip (p->buf->str);
+    p->have_uuid = parse_uuid (p->buf->str, p->dom->uuid);
+  } else if (p->depth == 2 && p->in_domain) {
+    p->in_domain = FALSE;
+  }
+  p->text = 0;
+  p->depth--;
+}
+
+static void
+ds_text (GMarkupParseContext *ctx, const char *text, gsize len, gpointer data, GError **error)
+{
+  DomstatusParse *p = data;
+
+  if (p->text && p->buf->len + len <= 4096)
+    g_string_append_len (p->buf, text, len);
+}
+
+FhLibvirtDomain *
+fh_peer_parse_domstatus (const char *text, gsize len, GError **error)
+{
+  static const GMarkupParser parser = { ds_start, ds_end, ds_text, NULL, NULL };
+  g_autoptr (GString) buf = g_string_new (NULL);
+  DomstatusParse p = { 0 };
+  GMarkupParseContext *ctx;
+  gboolean ok;
+
+  p.buf = buf;
+  p.dom = g_new0 (FhLibvirtDomain, 1);
+  ctx = g_markup_parse_context_new (&parser, 0, &p, NULL);
+  ok = g_markup_parse_context_parse (ctx, text, (gssize) len, error) &&
+       g_markup_parse_context_end_parse (ctx, error);
+  g_markup_parse_context_free (ctx);
+  if (ok && !(p.have_root && p.have_pid && p.have_name && p.have_uuid && p.dom->name[0])) {
+    g_set_error (error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                 "no <domstatus pid=...> with <domain><name> and <uuid>");
+    ok = FALSE;
+  }
+  if (!ok) {
+    fh_libvirt_domain_free (p.dom);
+    return NULL;
+  }
+  return p.dom;
+}
+
+gboolean
+fh_peer_check_libvirt (const GPtrArray *domains, pid_t pid, const char *hello_name,
+                       const char *hello_uuid, gboolean require, char *why, gsize why_len)
+{
+  static const char nil[] = "00000000-0000-0000-0000-000000000000";
+  const FhLibvirtDomain *by_pid = NULL, *by_name = NULL, *by_uuid = NULL;
+  char uuid[37] = "";
+
+  if (hello_uuid[0] && g_ascii_strcasecmp (hello_uuid, nil) != 0)
+    parse_uuid (hello_uuid, uuid);
+  for (guint i = 0; domains && i < domains->len; i++) {
+    const FhLibvirtDomain *dom = g_ptr_array_index (domains, i);
+    g_autofree char *dname = device_name (dom->name);
+
+    if (dom->pid == pid)
+      by_pid = dom;
+    if (hello_name[0] && strcmp (dname, hello_name) == 0)
+      by_name = dom;
+    if (uuid[0] && strcmp (dom->uuid, uuid) == 0)
+      by_uuid = dom;
+  }
+  if (by_pid) {
+    g_autofree char *dname = device_name (by_pid->name);
+    g_autofree char *name = g_strescape (by_pid->name, NULL);
+
+    if (strcmp (hello_name, dname) != 0 || strcmp (uuid, by_pid->uuid) != 0) {
+      g_snprintf (why, why_len, "process %d is libvirt domain \"%s\" (%s); HELLO says otherwise",
+                  (int) pid, name, by_pid->uuid);
+      return FALSE;
+    }
+    return TRUE;
+  }
+  if (by_name || by_uuid) {
+    const FhLibvirtDomain *dom = by_name ? by_name : by_uuid;
+    g_autofree char *name = g_strescape (dom->name, NULL);
+
+    g_snprintf (why, why_len, "HELLO claims libvirt domain \"%s\" (%s), whose process is %d, not %d",
+                name, dom->uuid, (int) dom->pid, (int) pid);
+    return FALSE;
+  }
+  if (require) {
+    g_snprintf (why, why_len, "process %d is no running libvirt domain's (require_libvirt)",
+                (int) pid);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+struct _FhLibvirtView {
+  char *dir;
+  GPtrArray *domains; /* FhLibvirtDomain* */
+  gboolean scanned;
+  dev_t dev;
+  ino_t ino;
+  struct timespec mtime;
+};
+
+FhLibvirtView *
+fh_libvirt_view_new (const char *dir)
+{
+  FhLibvirtView *v = g_new0 (FhLibvirtView, 1);
+
+  v->dir = g_strdup (dir);
+  v->domains = g_ptr_array_new_with_free_func ((GDestroyNotify) fh_libvirt_domain_free);
+  return v;
+}
+
+void
+fh_libvirt_view_free (FhLibvirtView *v)
+{
+  if (!v)
+    return;
+  g_free (v->dir);
+  g_ptr_array_unref (v->domains);
+  g_free (v);
+}
+
+/* Written by root (or by us): nobody else may have put it there or changed it. */
+static gboolean
+trusted_owner_mode (const struct stat *st)
+{
+  return (st->st_uid == 0 || st->st_uid == geteuid ()) && (st->st_mode & 022) == 0;
+}
+
+/* Status files are some KiB; a domain with many devices some 100 KiB. */
+#define DOMSTATUS_MAX (4 * 1024 * 1024)
+#define DOMAINS_MAX 16384
+
+static FhLibvirtDomain *
+read_domstatus (int dirfd, const char *file, GError **error)
+{
+  int fd = openat (dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  g_autofree char *buf = NULL;
+  struct stat st;
+  gsize off = 0;
+
+  if (fd < 0) {
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "%s", g_strerror (errno));
+    return NULL;
+  }
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || !trusted_owner_mode (&st) ||
+      st.st_size > DOMSTATUS_MAX) {
+    close (fd);
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                 "not a regular file of root's, writable by root only, under 4 MiB");
+    return NULL;
+  }
+  buf = g_malloc ((gsize) st.st_size + 1);
+  while (off < (gsize) st.st_size) {
+    ssize_t n = read (fd, buf + off, (gsize) st.st_size - off);
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    off += (gsize) n;
+  }
+  close (fd);
+  return fh_peer_parse_domstatus (buf, off, error);
+}
+
+gboolean
+fh_libvirt_view_refresh (FhLibvirtView *v, GError **error)
+{
+  struct stat st;
+  int dirfd;
+  DIR *dir;
+  struct dirent *de;
+  guint skipped = 0;
+
+  if (!v->dir || !*v->dir)
+    return TRUE;
+  dirfd = open (v->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0 && errno == ENOENT) {
+    /* libvirt's QEMU driver is not running here: no domains */
+    g_ptr_array_set_size (v->domains, 0);
+    v->scanned = FALSE;
+    return TRUE;
+  }
+  if (dirfd < 0 || fstat (dirfd, &st) < 0) {
+    int e = errno;
+
+    if (dirfd >= 0)
+      close (dirfd);
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", v->dir, g_strerror (e));
+    return FALSE;
+  }
+  if (!trusted_owner_mode (&st)) {
+    close (dirfd);
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                 "%s is not root's or is writable by others: not trusted", v->dir);
+    return FALSE;
+  }
+  /* libvirt replaces a status file by rename: the directory's mtime moves */
+  if (v->scanned && st.st_dev == v->dev && st.st_ino == v->ino &&
+      st.st_mtim.tv_sec == v->mtime.tv_sec && st.st_mtim.tv_nsec == v->mtime.tv_nsec) {
+    close (dirfd);
+    return TRUE;
+  }
+  dir = fdopendir (dirfd);
+  if (!dir) {
+    close (dirfd);
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", v->dir, g_strerror (errno));
+    return FALSE;
+  }
+  g_ptr_array_set_size (v->domains, 0);
+  while ((de = readdir (dir)) && v->domains->len < DOMAINS_MAX) {
+    g_autoptr (GError) err = NULL;
+    FhLibvirtDomain *dom;
+
+    if (de->d_name[0] == '.' || !g_str_has_suffix (de->d_name, ".xml"))
+      continue;
+    dom = read_domstatus (dirfd, de->d_name, &err);
+    if (!dom) {
+      g_autofree char *file = g_strescape (de->d_name, NULL);
+
+      if (skipped++ < 4)
+        g_warning ("libvirt domain status %s/%s: %s; not used", v->dir, file, err->message);
+      continue;
+    }
+    g_ptr_array_add (v->domains, dom);
+  }
+  closedir (dir);
+  v->dev = st.st_dev;
+  v->ino = st.st_ino;
+  v->mtime = st.st_mtim;
+  v->scanned = TRUE;
+  g_debug ("libvirt: %u running domains in %s", v->domains->len, v->dir);
+  return TRUE;
+}
+
+const GPtrArray *
+fh_libvirt_view_domains (const FhLibvirtView *v)
+{
+  return v->domains;
 }

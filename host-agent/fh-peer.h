@@ -70,3 +70,51 @@ gboolean fh_peer_read_identity (const FhPaths *paths, pid_t pid, FhPeerIdentity 
 int fh_peer_pin (pid_t pid);
 /* FALSE once the pinned process has exited (its pid may be reused). */
 gboolean fh_peer_alive (int pidfd);
+
+/*
+ * libvirt's own record of its running domains (PA-22): its QEMU driver
+ * keeps one status file per running domain in its state directory
+ * (/run/libvirt/qemu/NAME.xml, root's, mode 0600), whose root element
+ * carries the QEMU process id and whose <domain> the name and UUID:
+ *
+ *   <domstatus state='running' reason='booted' pid='1234'>
+ *     ... <domain type='kvm' id='1'><name>NAME</name><uuid>UUID</uuid> ...
+ *
+ * libvirt writes it (by rename) before the guest's CPUs first run, and a
+ * process cannot change it, unlike its own command line.
+ */
+typedef struct {
+  char *name;
+  char uuid[37]; /* lower case */
+  pid_t pid;
+} FhLibvirtDomain;
+
+void fh_libvirt_domain_free (FhLibvirtDomain *dom);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhLibvirtDomain, fh_libvirt_domain_free)
+
+/* Pure: a status file's pid, name and UUID; NULL with error if any is missing. */
+FhLibvirtDomain *fh_peer_parse_domstatus (const char *text, gsize len, GError **error);
+
+/*
+ * Pure (PA-22): may process pid send a HELLO with this name and UUID, given
+ * libvirt's running domains?  A process that is a domain's must announce
+ * that domain's name (as the device truncates it) and UUID; a process that
+ * is no domain's must not announce a domain's name or UUID; and with
+ * require, only a domain's process is accepted.  FALSE with a reason.
+ */
+gboolean fh_peer_check_libvirt (const GPtrArray *domains /* FhLibvirtDomain* */, pid_t pid,
+                                const char *hello_name, const char *hello_uuid, gboolean require,
+                                char *why, gsize why_len);
+
+/*
+ * I/O: the status files of one directory, re-read only when the directory
+ * changed (libvirt writes them by rename).  A missing directory is no
+ * domains; a directory or file not root's or writable by others is not
+ * trusted (refresh fails / the file is skipped, logged).  dir NULL or ""
+ * turns the view off (no domains).
+ */
+typedef struct _FhLibvirtView FhLibvirtView;
+FhLibvirtView *fh_libvirt_view_new (const char *dir);
+void fh_libvirt_view_free (FhLibvirtView *view);
+gboolean fh_libvirt_view_refresh (FhLibvirtView *view, GError **error);
+const GPtrArray *fh_libvirt_view_domains (const FhLibvirtView *view);

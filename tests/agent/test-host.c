@@ -302,6 +302,7 @@ test_config_strict (void)
     { "[daemon]\ncheck_thread_owner=banana\n", "2: [daemon] check_thread_owner: \"banana\"" },
     { "[merge]\nperf_as_floor=False\n", "2: [merge] perf_as_floor: \"False\"" },
     { "[metrics]\nenabled=no\n", "2: [metrics] enabled: \"no\"" },
+    { "[daemon]\nrequire_libvirt=yes\n", "2: [daemon] require_libvirt: \"yes\" is not a boolean" },
     { "[libvirt]\nmirror_ceiling=1x\n", "2: [libvirt] mirror_ceiling: \"1x\"" },
     { "[daemon]\nbackedn=cpufreq\n", "2: [daemon] unknown key \"backedn\"" },
     { "[daemon]\npoll_interval_ms=100\n[merge]\nperf_as_flor=true\n", "4: [merge] unknown key \"perf_as_flor\"" },
@@ -340,6 +341,8 @@ test_config_strict (void)
     g_autoptr (FhConfig) c = fh_config_new ();
 
     g_assert_cmpstr (c->backend, ==, "auto");
+    g_assert_false (c->require_libvirt);
+    g_assert_cmpstr (c->libvirt_state_dir, ==, "/run/libvirt/qemu");
   }
 }
 

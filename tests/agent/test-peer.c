@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests for the agent's connection machinery (issue 15):
- *   /peer/...     who a peer process is (PA-20): QEMU's -name/-uuid forms,
- *                libvirt's machine scope, the HELLO comparison, pidfds;
+ *   /peer/...     who a peer process is (PA-20, PA-22): QEMU's -name/-uuid
+ *                forms, libvirt's machine scope, the HELLO comparison, pidfds,
+ *                libvirt's status files and the rule on them;
  *   /listener/... accept() out of descriptors: paused with backoff, logged
  *                once, never a busy loop (G-13);
  *   /device/...   a callback that closes its connection (run under ASan:
@@ -131,6 +132,101 @@ test_check_hello (void)
   g_assert_false (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
   g_assert_nonnull (strstr (why, "machine scope"));
   fh_peer_identity_clear (&id);
+}
+
+/* libvirt's status file (PA-22): pid, name and UUID; nothing else taken. */
+static void
+test_domstatus (void)
+{
+  static const char real[] =
+      "<!--\nWARNING: THIS IS AN AUTO-GENERATED FILE.\n-->\n"
+      "<domstatus state='running' reason='booted' pid='4242'>\n"
+      "  <taint flag='high-privileges'/>\n"
+      "  <monitor path='/var/lib/libvirt/qemu/domain-3-vm/monitor.sock' type='unix'/>\n"
+      "  <vcpus>\n    <vcpu id='0' pid='4250'/>\n  </vcpus>\n"
+      "  <domain type='kvm' id='3' xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'>\n"
+      "    <name>web&amp;1</name>\n"
+      "    <uuid>ABCDEF01-1111-1111-1111-111111111111</uuid>\n"
+      "    <metadata><nova:instance><nova:name>decoy</nova:name>"
+      "<nova:uuid>22222222-2222-2222-2222-222222222222</nova:uuid></nova:instance></metadata>\n"
+      "  </domain>\n</domstatus>\n";
+  static const char *const bad[] = {
+    "<domstatus pid='1'><domain><name>a</name></domain></domstatus>",                  /* no uuid */
+    "<domstatus><domain><name>a</name><uuid>" U1 "</uuid></domain></domstatus>",      /* no pid */
+    "<domstatus pid='x'><domain><name>a</name><uuid>" U1 "</uuid></domain></domstatus>",
+    "<domstatus pid='1'><domain><name></name><uuid>" U1 "</uuid></domain></domstatus>",
+    "<domstatus pid='1'><x><domain><name>a</name><uuid>" U1 "</uuid></domain></x></domstatus>",
+    "<domain pid='1'><name>a</name><uuid>" U1 "</uuid></domain>",
+    "<domstatus pid='1'><domain><name>a</name><uuid>" U1 "</uuid></domain>", /* truncated */
+  };
+  g_autoptr (FhLibvirtDomain) dom = NULL;
+
+  dom = fh_peer_parse_domstatus (real, strlen (real), NULL);
+  g_assert_nonnull (dom);
+  g_assert_cmpint (dom->pid, ==, 4242);
+  g_assert_cmpstr (dom->name, ==, "web&1");
+  g_assert_cmpstr (dom->uuid, ==, "abcdef01-1111-1111-1111-111111111111");
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_autoptr (GError) error = NULL;
+    g_autoptr (FhLibvirtDomain) d = fh_peer_parse_domstatus (bad[i], strlen (bad[i]), &error);
+
+    g_assert_null (d);
+    g_assert_nonnull (error);
+  }
+}
+
+static FhLibvirtDomain *
+domain (const char *name, const char *uuid, pid_t pid)
+{
+  FhLibvirtDomain *d = g_new0 (FhLibvirtDomain, 1);
+
+  d->name = g_strdup (name);
+  g_strlcpy (d->uuid, uuid, sizeof d->uuid);
+  d->pid = pid;
+  return d;
+}
+
+static void
+test_check_libvirt (void)
+{
+  static const char nil[] = "00000000-0000-0000-0000-000000000000";
+  static const char u2[] = "22222222-2222-2222-2222-222222222222";
+  static const char u3[] = "33333333-3333-3333-3333-333333333333";
+  g_autoptr (GPtrArray) doms = g_ptr_array_new_with_free_func ((GDestroyNotify) fh_libvirt_domain_free);
+  g_autofree char *longname = g_strnfill (80, 'x');
+  g_autofree char *cut = g_strnfill (63, 'x');
+  char why[200];
+
+  g_ptr_array_add (doms, domain ("dom-a", U1, 100));
+  g_ptr_array_add (doms, domain ("dom-b", u2, 200));
+  g_ptr_array_add (doms, domain (longname, u3, 300));
+  /* a domain's process, as itself (a long name as the device cuts it) */
+  g_assert_true (fh_peer_check_libvirt (doms, 100, "dom-a", U1, FALSE, why, sizeof why));
+  g_assert_true (fh_peer_check_libvirt (doms, 100, "dom-a", U1, TRUE, why, sizeof why));
+  g_assert_true (fh_peer_check_libvirt (doms, 300, cut, u3, TRUE, why, sizeof why));
+  /* a domain's process as anything else */
+  g_assert_false (fh_peer_check_libvirt (doms, 200, "dom-a", U1, FALSE, why, sizeof why));
+  g_assert_nonnull (strstr (why, "is libvirt domain \"dom-b\""));
+  g_assert_false (fh_peer_check_libvirt (doms, 200, "dom-b", U1, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 200, "dom-b", nil, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 200, "free", u3, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 300, longname, u3, FALSE, why, sizeof why));
+  /* no domain's process claiming a domain's name or UUID */
+  g_assert_false (fh_peer_check_libvirt (doms, 999, "dom-a", U1, FALSE, why, sizeof why));
+  g_assert_nonnull (strstr (why, "claims libvirt domain \"dom-a\""));
+  g_assert_false (fh_peer_check_libvirt (doms, 999, "dom-a", nil, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 999, "", U1, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 999, "other", "11111111-1111-1111-1111-111111111111",
+                                         FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 999, cut, nil, FALSE, why, sizeof why));
+  /* ... or its own identity: fine unless only domains may connect */
+  g_assert_true (fh_peer_check_libvirt (doms, 999, "plain", "44444444-4444-4444-4444-444444444444",
+                                        FALSE, why, sizeof why));
+  g_assert_true (fh_peer_check_libvirt (doms, 999, "", nil, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (doms, 999, "plain", nil, TRUE, why, sizeof why));
+  g_assert_nonnull (strstr (why, "require_libvirt"));
+  g_assert_true (fh_peer_check_libvirt (NULL, 999, "plain", nil, FALSE, why, sizeof why));
+  g_assert_false (fh_peer_check_libvirt (NULL, 999, "plain", nil, TRUE, why, sizeof why));
 }
 
 static void
@@ -328,6 +424,8 @@ main (int argc, char **argv)
   g_test_add_func ("/peer/scope", test_scope);
   g_test_add_func ("/peer/check-hello", test_check_hello);
   g_test_add_func ("/peer/pidfd", test_pidfd);
+  g_test_add_func ("/peer/domstatus", test_domstatus);
+  g_test_add_func ("/peer/check-libvirt", test_check_libvirt);
   g_test_add_func ("/device/close-in-callback", test_close_in_callback);
   g_test_add_func ("/listener/emfile", test_listener_emfile);
   return g_test_run ();

@@ -85,7 +85,12 @@ domain_xml() { # NAME [EXTRA-METADATA]
 # fh-testclient links its own into the fixture (FH_PROC_FIXTURE), QEMU's is
 # linked below once libvirt has started it.
 export FH_PROC_FIXTURE=$FX/proc
-printf '[daemon]\npoll_interval_ms=100\n' >"$T/freqhintd.conf"
+# libvirt's record of its domains' processes (PA-22) is read from a copy
+# the test controls: the real status file of fh-dev-vm is copied there (A);
+# fh-testclient stands in for fh-e2e-vm's QEMU, which libvirt's record would
+# refuse, so that domain's record is left out (B).
+mkdir -m 0755 "$T/lv"
+printf '[daemon]\npoll_interval_ms=100\nlibvirt_state_dir=%s\n' "$T/lv" >"$T/freqhintd.conf"
 "$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$uri" --no-metrics \
 	--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 	--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
@@ -125,6 +130,17 @@ dev_listed() {
 	jq_is ".[] | select(.uuid==\"$dev_uuid\") | .name" fh-dev-vm vms
 }
 within 20 "the device's VM is listed" dev_listed
+# PA-22 on libvirt's real record: a process that is not fh-dev-vm's QEMU,
+# its argv rewritten to fh-dev-vm's -name/-uuid, is refused; the name, the
+# UUID and the pid come from the status file libvirt wrote.
+cp "/run/libvirt/qemu/fh-dev-vm.xml" "$T/lv/.new" && mv "$T/lv/.new" "$T/lv/fh-dev-vm.xml" ||
+	fail "no libvirt status file for fh-dev-vm"
+timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name fh-dev-vm --uuid "$dev_uuid" --vcpus 1 \
+	--hint 0:1024:1024 --expect-close permission >"$T/client-impostor.out" 2>&1 ||
+	fail "an impostor of fh-dev-vm was not refused: $(cat "$T/client-impostor.out")"
+grep -q "identity: HELLO claims libvirt domain \"fh-dev-vm\" ($dev_uuid), whose process is $qpid, not" \
+	"$T/daemon.log" || fail "the refusal does not name libvirt's record of fh-dev-vm (pid $qpid)"
+jq_is ".[] | select(.uuid==\"$dev_uuid\") | .pid" "$qpid" vms || fail "fh-dev-vm's QEMU was disturbed"
 within $LIVE "its settings come from libvirt" jq_is ".[] | select(.name==\"fh-dev-vm\") | .operator_source" libvirt vms
 set_md fh-dev-vm '<freqhint><ceiling>40</ceiling></freqhint>'
 within $LIVE "its ceiling follows virsh metadata" jq_is ".[] | select(.name==\"fh-dev-vm\") | .operator.max" 410 vms

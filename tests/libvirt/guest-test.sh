@@ -76,7 +76,9 @@ initrd=$("$src/tests/harness/mkinitramfs.sh" --test "$src/tests/libvirt/guest-ho
 
 # --- freqhintd: fixture sysfs, the real threads ---------------------------------
 "$MKFIXTURE" host "$FX"
-printf '[daemon]\npoll_interval_ms=100\n' >"$T/freqhintd.conf"
+# require_libvirt: QEMU is accepted only as the process libvirt's own
+# record (/run/libvirt/qemu/NAME.xml) names for the domain (PA-22).
+printf '[daemon]\npoll_interval_ms=100\nrequire_libvirt=true\n' >"$T/freqhintd.conf"
 "$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$uri" --no-metrics \
 	--sysfs-root "$FX/sys" --proc-root /proc --cgroup-root /sys/fs/cgroup \
 	--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \

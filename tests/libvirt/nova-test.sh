@@ -79,7 +79,9 @@ connect() {
 "$MKFIXTURE" host "$FX"
 # fh-testclient links $FX/proc/<its pid>/cmdline to its real one (PA-18)
 export FH_PROC_FIXTURE=$FX/proc
-printf '%s\n' '[daemon]' 'poll_interval_ms=100' \
+# fh-testclient stands in for the domains' QEMUs: libvirt's record of their
+# processes (PA-22, tested in libvirt-daemon) is not consulted here.
+printf '%s\n' '[daemon]' 'poll_interval_ms=100' 'libvirt_state_dir=' \
 	'[nova-flavor m1.latency]' 'floor=50' \
 	'[nova-flavor m1.batch]' 'ceiling=25' 'guest-hints=off' >"$T/freqhintd.conf"
 "$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$uri" --no-metrics \
