@@ -351,13 +351,13 @@ test_config_strict (void)
 static void
 test_uclamp_attr (void)
 {
-  FhSchedAttr a;
+  struct sched_attr a;
 
   fh_uclamp_fill_attr (&a, 3 /* SCHED_BATCH */, (FhClamp){ 300, 700 }, FALSE);
   g_assert_cmpuint (a.size, ==, 56);
   g_assert_cmpuint (a.sched_policy, ==, 3);
   g_assert_cmpuint (a.sched_flags, ==, 0x71);
-  g_assert_cmpuint (a.sched_flags & FH_SCHED_FLAG_KEEP_POLICY, ==, 0);
+  g_assert_cmpuint (a.sched_flags & SCHED_FLAG_KEEP_POLICY, ==, 0);
   g_assert_cmpuint (a.sched_util_min, ==, 300);
   g_assert_cmpuint (a.sched_util_max, ==, 700);
   g_assert_cmpint (a.sched_nice, ==, 0);
