@@ -10,6 +10,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-daemon.h"
+#include "fh-log.h"
 
 #include <malloc.h>
 #include <string.h>
@@ -76,12 +77,13 @@ vm_probe (FhDaemon *d, FhVm *vm)
     if (was_ok && !v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
-      g_message ("VM \"%s\" vCPU %u: thread %u %s", name, i, v->tid,
-                 v->info.exists ? "no longer belongs to the VM" : "exited");
+      fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid, "VM \"%s\" vCPU %u: thread %u %s", name, i,
+                 v->tid, v->info.exists ? "no longer belongs to the VM" : "exited");
     } else if (!was_ok && v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
-      g_debug ("VM \"%s\" vCPU %u: thread %u found", name, i, v->tid);
+      fh_log_vm (G_LOG_LEVEL_DEBUG, name, vm->uuid, "VM \"%s\" vCPU %u: thread %u found", name, i,
+                 v->tid);
     }
     if (override && i < override->len && g_array_index (override, guint, i) < d->host->n_cpus) {
       v->cpu = (gint) g_array_index (override, guint, i);
@@ -247,7 +249,8 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   fh_conn_set_data (conn, vm);
   g_hash_table_insert (d->vms, vm->key, vm);
   d->vm_connections_total++;
-  g_message ("VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, log_name, vm->uuid,
+             "VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
              (int) vm->pid, vm->num_vcpus, vm->features,
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
@@ -318,7 +321,8 @@ on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
   vm->vcpus_frames++;
   vm_probe (d, vm);
   name = fh_text_sanitize (vm->name, -1);
-  g_message ("VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+             "VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
              vm->num_vcpus);
   queue_update (d);
   return TRUE;
@@ -334,7 +338,8 @@ on_closed (FhConn *conn, gpointer data)
   if (!vm)
     return;
   name = fh_text_sanitize (vm->name, -1);
-  g_message ("VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+             "VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
   fh_conn_set_data (conn, NULL);
   g_hash_table_remove (d->vms, vm->key); /* frees vm */
   queue_update (d);
