@@ -637,79 +637,18 @@ server_accept (int cfd, gpointer user_data)
  * An existing directory must not be writable by others; a missing one is
  * created 0750 for our group, so only members reach the socket.
  */
-static gboolean
-prepare_socket_dir (const char *dir, gid_t gid, GError **error)
-{
-  struct stat st;
-  int e;
-
-  if (stat (dir, &st) == 0) {
-    if (!S_ISDIR (st.st_mode)) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_DIRECTORY, "%s is not a directory", dir);
-      return FALSE;
-    }
-    if (st.st_mode & S_IWOTH) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                   "%s is writable by others (mode %04o); refusing to put the socket there", dir,
-                   (unsigned) (st.st_mode & 07777));
-      return FALSE;
-    }
-    return TRUE;
-  }
-  if (errno == ENOENT && g_mkdir_with_parents (dir, 0750) == 0 && chmod (dir, 0750) == 0 &&
-      (gid == (gid_t) -1 || chown (dir, (uid_t) -1, gid) == 0))
-    return TRUE;
-  e = errno;
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
-  return FALSE;
-}
-
 FhDeviceServer *
 fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDeviceCallbacks *cb,
                       gpointer data, GError **error)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  g_autofree char *dir = g_path_get_dirname (path);
   FhDeviceServer *server;
-  gboolean activated = FALSE;
+  gboolean activated;
   struct stat st;
-  int fd;
+  int fd = fh_listen_unix ("device", path, params->socket_gid, params->socket_mode, &activated,
+                           error);
 
-  if (strlen (path) >= sizeof addr.sun_path) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s", path);
+  if (fd < 0)
     return NULL;
-  }
-  strcpy (addr.sun_path, path);
-  /* Socket activation: systemd made the socket with the unit's group and mode. */
-  fd = fh_listen_take ("device", path, error);
-  if (fd == -2)
-    return NULL;
-  if (fd >= 0) {
-    activated = TRUE;
-    goto have_socket;
-  }
-  if (!prepare_socket_dir (dir, params->socket_gid, error))
-    return NULL;
-  /* A socket left by a previous run; anything else at that path is not ours. */
-  if (lstat (path, &st) == 0) {
-    if (!S_ISSOCK (st.st_mode)) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s exists and is not a socket", path);
-      return NULL;
-    }
-    unlink (path);
-  }
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 ||
-      (params->socket_gid != (gid_t) -1 && chown (path, (uid_t) -1, params->socket_gid) < 0) ||
-      chmod (path, params->socket_mode) < 0 || listen (fd, 64) < 0) {
-    int e = errno;
-
-    if (fd >= 0)
-      close (fd);
-    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
-    return NULL;
-  }
-have_socket:
   server = g_new0 (FhDeviceServer, 1);
   server->path = g_strdup (path);
   server->activated = activated;
