@@ -342,7 +342,8 @@ restore_saved (FhBackend *self)
         fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "resetting policy%u: %s", p->id, e->message);
         self->write_failures++;
       } else {
-        fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "policy%u reset to %u..%u kHz", p->id, p->cpuinfo_min_khz, p->cpuinfo_max_khz);
+        fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "policy%u reset to %u..%u kHz", p->id,
+                       p->cpuinfo_min_khz, p->cpuinfo_max_khz);
       }
     }
     /* Kept for inspection, out of the way of the next save. */
@@ -589,8 +590,10 @@ cpufreq_start (FhBackend *self, GError **error)
     p->applied_max_khz = st->seen_max;
     p->have_applied = TRUE;
     if (p->host_min_khz != p->cpuinfo_min_khz || p->host_max_khz != p->cpuinfo_max_khz)
-      fh_log_policy (G_LOG_LEVEL_MESSAGE, p->id, "policy%u: host limits %u..%u kHz (cpuinfo %u..%u) bound every decision", p->id,
-                 p->host_min_khz, p->host_max_khz, p->cpuinfo_min_khz, p->cpuinfo_max_khz);
+      fh_log_policy (G_LOG_LEVEL_MESSAGE, p->id,
+                     "policy%u: host limits %u..%u kHz (cpuinfo %u..%u) bound every decision",
+                     p->id, p->host_min_khz, p->host_max_khz, p->cpuinfo_min_khz,
+                     p->cpuinfo_max_khz);
   }
   priv->checked_us = g_get_monotonic_time ();
   return TRUE;
@@ -667,8 +670,8 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       st->backoff_us =
           st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
       st->retry_at_us = now_us + st->backoff_us;
-      fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "policy%u: %s; retrying in %" G_GINT64_FORMAT " s", p->id, error->message,
-                 st->backoff_us / G_USEC_PER_SEC);
+      fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "policy%u: %s; retrying in %" G_GINT64_FORMAT " s",
+                     p->id, error->message, st->backoff_us / G_USEC_PER_SEC);
       st->failing = TRUE;
       /* What is in sysfs now is unknown after a failed write: read it back. */
       read_khz (self, p->id, "scaling_min_freq", &p->applied_min_khz, NULL);

@@ -174,8 +174,9 @@ apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, 
     st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
     st->retry_at_us = now_us + st->backoff_us;
     if (!st->failing || st->backoff_us == FH_BACKOFF_MAX_US)
-      fh_log_tid (G_LOG_LEVEL_WARNING, tid, "sched_setattr(tid %u, util %u..%u): %s%s", tid, want.min, want.max,
-                 g_strerror (-r), r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
+      fh_log_tid (G_LOG_LEVEL_WARNING, tid, "sched_setattr(tid %u, util %u..%u): %s%s", tid,
+                  want.min, want.max, g_strerror (-r),
+                  r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
     st->failing = TRUE;
     return;
   }
@@ -227,7 +228,8 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       self->writes++;
       if (r < 0 && r != -ESRCH) {
         self->write_failures++;
-        fh_log_tid (G_LOG_LEVEL_WARNING, GPOINTER_TO_UINT (key), "releasing tid %u: %s", GPOINTER_TO_UINT (key), g_strerror (-r));
+        fh_log_tid (G_LOG_LEVEL_WARNING, GPOINTER_TO_UINT (key), "releasing tid %u: %s",
+                    GPOINTER_TO_UINT (key), g_strerror (-r));
       }
     }
     g_hash_table_iter_remove (&iter);

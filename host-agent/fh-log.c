@@ -47,7 +47,8 @@ fh_log_writer (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gp
   if ((level & G_LOG_LEVEL_DEBUG) && !log_verbose)
     return G_LOG_WRITER_HANDLED;
   /* The journal keeps PRIORITY and every field; stderr gets the text. */
-  if (log_to_journal && g_log_writer_journald (level, fields, n_fields, data) == G_LOG_WRITER_HANDLED)
+  if (log_to_journal &&
+      g_log_writer_journald (level, fields, n_fields, data) == G_LOG_WRITER_HANDLED)
     return G_LOG_WRITER_HANDLED;
   line = fh_log_format_line (fields, n_fields);
   fprintf (stderr, "%s\n", line);

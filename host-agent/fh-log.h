@@ -49,7 +49,8 @@ char *fh_log_format_line (const GLogField *fields, gsize n_fields);
   G_STMT_END
 
 /* A message about one cpufreq policy. */
-#define fh_log_policy(level, policy, ...) fh_log_num (level, FH_LOG_FIELD_POLICY, policy, __VA_ARGS__)
+#define fh_log_policy(level, policy, ...)                                                          \
+  fh_log_num (level, FH_LOG_FIELD_POLICY, policy, __VA_ARGS__)
 
 /* A message about one vCPU thread. */
 #define fh_log_tid(level, tid, ...) fh_log_num (level, FH_LOG_FIELD_TID, tid, __VA_ARGS__)
