@@ -9,10 +9,16 @@
 #   idle     the daemon's CPU time over 10 s with every VM connected
 #   pass     wall time of a decision pass (status last_pass_us/max_pass_us)
 #            while idle, and of the pass one more VM's single hint causes
-#   massif   (--massif) the same under valgrind --tool=massif: where the
-#            heap goes (ms_print output kept)
+#   heap     (--heaptrack FILE) the same under heaptrack: where the heap
+#            goes (heaptrack_print's report in FILE; the figures of such a
+#            run are the profiler's, not freqhintd's).  valgrind's massif
+#            cannot run freqhintd: valgrind 3.19 has no pidfd_open(2), so
+#            every peer is refused (PA-20 pins it with a pidfd).
 #
-#   scale.sh --build DIR --out FILE [--vms N] [--vcpus M] [--massif FILE]
+#   scale.sh --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE] [--no-metrics]
+#
+# --no-metrics: without the Prometheus endpoint (whose page freqhintd
+# renders after a decision pass, at most every 200 ms, inside the pass).
 #
 # DIR: a meson build dir with freqhintd, freqhintctl, fh-loadclient and
 # fh-testclient.  Writes key=value lines to FILE.  Run as root.
@@ -21,15 +27,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= VMS=1000 VCPUS=16 massif=
+build= out= VMS=1000 VCPUS=16 heap= metrics=(--metrics-port 0)
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
 	--vms) VMS=${2:?}; shift ;;
 	--vcpus) VCPUS=${2:?}; shift ;;
-	--massif) massif=${2:?}; shift ;;
-	*) die "usage: $0 --build DIR --out FILE [--vms N] [--vcpus M] [--massif FILE]" ;;
+	--heaptrack) heap=${2:?}; shift ;;
+	--no-metrics) metrics=(--no-metrics) ;;
+	*) die "usage: $0 --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE]" ;;
 	esac
 	shift
 done
@@ -74,11 +81,11 @@ max_vcpus=$((VMS * VCPUS + 1000))
 EOC
 
 run=("$freqhintd")
-[ -n "$massif" ] && run=(valgrind --tool=massif --massif-out-file="$T/massif.out" "$freqhintd")
+[ -n "$heap" ] && run=(heaptrack -o "$T/heaptrack" "$freqhintd")
 "${run[@]}" --foreground --config "$T/freqhintd.conf" --backend cpufreq \
 	--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
 	--socket "$T/device.sock" --control-socket "$T/control.sock" \
-	--state-dir "$T/state" --metrics-port 0 >>"$T/freqhintd.log" 2>&1 &
+	--state-dir "$T/state" "${metrics[@]}" >>"$T/freqhintd.log" 2>&1 &
 agent_pid=$!
 eventually 60 test -S "$T/control.sock" || die "freqhintd did not start: $(tail -n3 "$T/freqhintd.log")"
 status() { "$freqhintctl" --socket "$T/control.sock" --json status; }
@@ -132,9 +139,13 @@ done
 result one_hint_pass_us "$best"
 result max_pass_us "$(status_field max_pass_us)"
 kill -TERM "$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=
+[ -n "$heap" ] && pkill -TERM -P "$agent_pid" 2>/dev/null
 kill -TERM "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=
-if [ -n "$massif" ]; then
-	ms_print "$T/massif.out" >"$massif"
-	log "scale: massif report in $massif"
+if [ -n "$heap" ]; then
+	# heaptrack's wrapper is agent_pid: TERM went to it, the daemon is its child
+	pkill -TERM -P "$agent_pid" 2>/dev/null || true
+	sleep 5
+	heaptrack_print "$T"/heaptrack.*.zst >"$heap" 2>&1 || heaptrack_print "$T"/heaptrack.* >"$heap" 2>&1
+	log "scale: heaptrack report in $heap"
 fi
 log "scale: done"
