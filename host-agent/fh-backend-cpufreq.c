@@ -29,6 +29,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-backend.h"
+#include "fh-log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -338,10 +339,11 @@ restore_saved (FhBackend *self)
       g_autoptr (GError) e = NULL;
 
       if (!restore_pair (self, p, p->cpuinfo_min_khz, p->cpuinfo_max_khz, &e)) {
-        g_warning ("resetting policy%u: %s", p->id, e->message);
+        fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "resetting policy%u: %s", p->id, e->message);
         self->write_failures++;
       } else {
-        g_warning ("policy%u reset to %u..%u kHz", p->id, p->cpuinfo_min_khz, p->cpuinfo_max_khz);
+        fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "policy%u reset to %u..%u kHz", p->id,
+                       p->cpuinfo_min_khz, p->cpuinfo_max_khz);
       }
     }
     /* Kept for inspection, out of the way of the next save. */
@@ -361,7 +363,7 @@ restore_saved (FhBackend *self)
       continue;
     }
     if (!restore_pair (self, p, sp->min, sp->max, &e)) {
-      g_warning ("restoring policy%u: %s", p->id, e->message);
+      fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "restoring policy%u: %s", p->id, e->message);
       self->write_failures++;
       all_ok = FALSE;
     }
@@ -588,8 +590,10 @@ cpufreq_start (FhBackend *self, GError **error)
     p->applied_max_khz = st->seen_max;
     p->have_applied = TRUE;
     if (p->host_min_khz != p->cpuinfo_min_khz || p->host_max_khz != p->cpuinfo_max_khz)
-      g_message ("policy%u: host limits %u..%u kHz (cpuinfo %u..%u) bound every decision", p->id,
-                 p->host_min_khz, p->host_max_khz, p->cpuinfo_min_khz, p->cpuinfo_max_khz);
+      fh_log_policy (G_LOG_LEVEL_MESSAGE, p->id,
+                     "policy%u: host limits %u..%u kHz (cpuinfo %u..%u) bound every decision",
+                     p->id, p->host_min_khz, p->host_max_khz, p->cpuinfo_min_khz,
+                     p->cpuinfo_max_khz);
   }
   priv->checked_us = g_get_monotonic_time ();
   return TRUE;
@@ -666,8 +670,8 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       st->backoff_us =
           st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
       st->retry_at_us = now_us + st->backoff_us;
-      g_warning ("policy%u: %s; retrying in %" G_GINT64_FORMAT " s", p->id, error->message,
-                 st->backoff_us / G_USEC_PER_SEC);
+      fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "policy%u: %s; retrying in %" G_GINT64_FORMAT " s",
+                     p->id, error->message, st->backoff_us / G_USEC_PER_SEC);
       st->failing = TRUE;
       /* What is in sysfs now is unknown after a failed write: read it back. */
       read_khz (self, p->id, "scaling_min_freq", &p->applied_min_khz, NULL);
@@ -677,7 +681,7 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     }
     note_seen (self, p, st);
     if (st->failing)
-      g_message ("policy%u: writes succeed again", p->id);
+      fh_log_policy (G_LOG_LEVEL_MESSAGE, p->id, "policy%u: writes succeed again", p->id);
     st->failing = FALSE;
     st->backoff_us = 0;
     g_debug ("policy%u: %u..%u kHz", p->id, min_khz, max_khz);
@@ -705,7 +709,7 @@ cpufreq_stop (FhBackend *self)
     if (p->applied_min_khz == p->host_min_khz && p->applied_max_khz == p->host_max_khz)
       continue;
     if (!write_limits (self, p, p->host_min_khz, p->host_max_khz, &error)) {
-      g_warning ("restoring policy%u: %s", p->id, error->message);
+      fh_log_policy (G_LOG_LEVEL_WARNING, p->id, "restoring policy%u: %s", p->id, error->message);
       self->write_failures++;
       all_ok = FALSE;
     }

@@ -18,6 +18,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-backend.h"
+#include "fh-log.h"
 
 #include "fh-parse.h"
 
@@ -27,30 +28,31 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-G_STATIC_ASSERT (sizeof (FhSchedAttr) == FH_SCHED_ATTR_SIZE_VER1);
+/* SCHED_ATTR_SIZE_VER1: the size with util_min/util_max, which this backend needs */
+G_STATIC_ASSERT (sizeof (struct sched_attr) == 56);
 
 void
-fh_uclamp_fill_attr_full (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release,
+fh_uclamp_fill_attr_full (struct sched_attr *attr, guint32 policy, FhClamp c, gboolean release,
                           gboolean min_default)
 {
   memset (attr, 0, sizeof *attr);
   attr->size = sizeof *attr;
   attr->sched_policy = policy;
-  attr->sched_flags = FH_SCHED_FLAG_KEEP_PARAMS | FH_SCHED_FLAG_UTIL_CLAMP_MIN |
-                      FH_SCHED_FLAG_UTIL_CLAMP_MAX | FH_SCHED_FLAG_RESET_ON_FORK;
+  attr->sched_flags = SCHED_FLAG_KEEP_PARAMS | SCHED_FLAG_UTIL_CLAMP_MIN |
+                      SCHED_FLAG_UTIL_CLAMP_MAX | SCHED_FLAG_RESET_ON_FORK;
   /* -1: uclamp_reset(), the minimum is the kernel's default and follows its sysctl */
   attr->sched_util_min = release || min_default ? G_MAXUINT32 : c.min;
   attr->sched_util_max = release ? G_MAXUINT32 : c.max;
 }
 
 void
-fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release)
+fh_uclamp_fill_attr (struct sched_attr *attr, guint32 policy, FhClamp c, gboolean release)
 {
   fh_uclamp_fill_attr_full (attr, policy, c, release, FALSE);
 }
 
 static int
-get_attr (guint tid, FhSchedAttr *attr)
+get_attr (guint tid, struct sched_attr *attr)
 {
   memset (attr, 0, sizeof *attr);
   if (syscall (SYS_sched_getattr, (pid_t) tid, attr, (unsigned) sizeof *attr, 0) < 0)
@@ -88,17 +90,18 @@ typedef struct {
 static int
 set_clamp (guint tid, TidState *st, FhClamp c, gboolean release, gboolean min_default)
 {
-  FhSchedAttr cur, attr;
+  struct sched_attr cur, attr;
   int r = get_attr (tid, &cur);
 
   if (r < 0)
     return r;
   if (!st->orig_known) {
-    gboolean normal = cur.sched_policy == 0 || cur.sched_policy == 3 || cur.sched_policy == 5;
+    gboolean normal = cur.sched_policy == SCHED_NORMAL || cur.sched_policy == SCHED_BATCH ||
+                      cur.sched_policy == SCHED_IDLE;
 
     st->orig_known = TRUE;
     st->orig = (FhClamp){ cur.sched_util_min, cur.sched_util_max };
-    st->orig_restore = normal && !(cur.sched_flags & FH_SCHED_FLAG_RESET_ON_FORK) &&
+    st->orig_restore = normal && !(cur.sched_flags & SCHED_FLAG_RESET_ON_FORK) &&
                        cur.sched_util_max <= FH_SCALE && cur.sched_util_min <= cur.sched_util_max &&
                        !(cur.sched_util_min == 0 && cur.sched_util_max == FH_SCALE);
   }
@@ -171,8 +174,9 @@ apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, 
     st->backoff_us = st->failing ? MIN (st->backoff_us * 2, FH_BACKOFF_MAX_US) : FH_BACKOFF_MIN_US;
     st->retry_at_us = now_us + st->backoff_us;
     if (!st->failing || st->backoff_us == FH_BACKOFF_MAX_US)
-      g_warning ("sched_setattr(tid %u, util %u..%u): %s%s", tid, want.min, want.max,
-                 g_strerror (-r), r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
+      fh_log_tid (G_LOG_LEVEL_WARNING, tid, "sched_setattr(tid %u, util %u..%u): %s%s", tid,
+                  want.min, want.max, g_strerror (-r),
+                  r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
     st->failing = TRUE;
     return;
   }
@@ -224,7 +228,8 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       self->writes++;
       if (r < 0 && r != -ESRCH) {
         self->write_failures++;
-        g_warning ("releasing tid %u: %s", GPOINTER_TO_UINT (key), g_strerror (-r));
+        fh_log_tid (G_LOG_LEVEL_WARNING, GPOINTER_TO_UINT (key), "releasing tid %u: %s",
+                    GPOINTER_TO_UINT (key), g_strerror (-r));
       }
     }
     g_hash_table_iter_remove (&iter);

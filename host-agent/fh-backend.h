@@ -14,7 +14,21 @@
 #pragma once
 
 #include <glib.h>
+#include <linux/sched.h> /* SCHED_FLAG_*, SCHED_NORMAL... */
 #include <sys/types.h>
+
+/*
+ * The kernel's uapi struct sched_attr.  Before 2.41 glibc has none, and its
+ * <sched.h> (which GLib pulls in) and <linux/sched/types.h> both define
+ * struct sched_param: the uapi one is renamed while it is read.
+ */
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 41)
+#include <sched.h>
+#else
+#define sched_param fh_uapi_sched_param
+#include <linux/sched/types.h>
+#undef sched_param
+#endif
 
 #include "fh-host.h"
 #include "fh-merge.h"
@@ -88,35 +102,13 @@ extern const FhBackendOps fh_backend_none_ops;
 extern const FhBackendOps fh_backend_cpufreq_ops;
 extern const FhBackendOps fh_backend_uclamp_ops;
 
-/* include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1 */
-#define FH_SCHED_ATTR_SIZE_VER1 56
-typedef struct {
-  guint32 size;
-  guint32 sched_policy;
-  guint64 sched_flags;
-  gint32 sched_nice;
-  guint32 sched_priority;
-  guint64 sched_runtime;
-  guint64 sched_deadline;
-  guint64 sched_period;
-  guint32 sched_util_min;
-  guint32 sched_util_max;
-} FhSchedAttr;
-
-/* include/uapi/linux/sched.h */
-#define FH_SCHED_FLAG_RESET_ON_FORK 0x01
-#define FH_SCHED_FLAG_KEEP_POLICY 0x08
-#define FH_SCHED_FLAG_KEEP_PARAMS 0x10
-#define FH_SCHED_FLAG_UTIL_CLAMP_MIN 0x20
-#define FH_SCHED_FLAG_UTIL_CLAMP_MAX 0x40
-
 /*
  * The sched_setattr() argument of the uclamp backend (MR-21, MR-22): the
  * thread's current policy, clamps c, or -1/-1 (kernel defaults) to release.
  */
-void fh_uclamp_fill_attr (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release);
+void fh_uclamp_fill_attr (struct sched_attr *attr, guint32 policy, FhClamp c, gboolean release);
 /* The same, with min_default: sched_util_min = -1, the kernel's own (RT) default (MR-26). */
-void fh_uclamp_fill_attr_full (FhSchedAttr *attr, guint32 policy, FhClamp c, gboolean release,
+void fh_uclamp_fill_attr_full (struct sched_attr *attr, guint32 policy, FhClamp c, gboolean release,
                                gboolean min_default);
 
 /* The cpufreq backend's crash-recovery file inside the state directory. */

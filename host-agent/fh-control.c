@@ -308,70 +308,22 @@ on_accept (int fd, gpointer data)
   c->timer = g_timeout_add (control->daemon->config->control_timeout_ms, client_timeout, c);
 }
 
-/* Root and the socket group only: owner root, group socket_group, mode 0660. */
-static gboolean
-restrict_socket (FhDaemon *daemon, const char *path, GError **error)
-{
-  gid_t gid;
-
-  if (!fh_config_socket_gid (daemon->config, &gid, error))
-    return FALSE;
-  if ((gid != (gid_t) -1 && chown (path, (uid_t) -1, gid) < 0) || chmod (path, 0660) < 0) {
-    int e = errno;
-
-    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
-    return FALSE;
-  }
-  return TRUE;
-}
-
 FhControl *
 fh_control_new (FhDaemon *daemon, const char *path, GError **error)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  g_autofree char *dir = g_path_get_dirname (path);
   FhControl *control;
   struct stat st;
-  gboolean activated = FALSE;
+  gboolean activated;
+  gid_t gid;
   int fd;
 
-  if (strlen (path) >= sizeof addr.sun_path) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s", path);
+  if (!fh_config_socket_gid (daemon->config, &gid, error))
     return NULL;
-  }
-  strcpy (addr.sun_path, path);
-  /* Socket activation: the socket unit's socket, with its group and mode. */
-  fd = fh_listen_take ("control", path, error);
-  if (fd == -2)
+  /* Root and the socket group only, like the device socket (PA-1); credentials are checked per
+   * connection too. */
+  fd = fh_listen_unix ("control", path, gid, 0660, &activated, error);
+  if (fd < 0)
     return NULL;
-  if (fd >= 0) {
-    activated = TRUE;
-    goto have_socket;
-  }
-  if (g_mkdir_with_parents (dir, 0755) < 0) {
-    int e = errno;
-
-    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
-    return NULL;
-  }
-  if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
-    unlink (path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 || listen (fd, 64) < 0) {
-    int e = errno;
-
-    if (fd >= 0)
-      close (fd);
-    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
-    return NULL;
-  }
-  /* Like the device socket (PA-1); credentials are checked per connection too. */
-  if (!restrict_socket (daemon, path, error)) {
-    close (fd);
-    unlink (path);
-    return NULL;
-  }
-have_socket:
   control = g_new0 (FhControl, 1);
   control->daemon = daemon;
   control->path = g_strdup (path);

@@ -10,9 +10,11 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-daemon.h"
+#include "fh-log.h"
 
 #include <malloc.h>
 #include <string.h>
+#include <time.h>
 
 #include "fh-listen.h"
 #include "fh-peer.h"
@@ -77,12 +79,13 @@ vm_probe (FhDaemon *d, FhVm *vm)
     if (was_ok && !v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
-      g_message ("VM \"%s\" vCPU %u: thread %u %s", name, i, v->tid,
-                 v->info.exists ? "no longer belongs to the VM" : "exited");
+      fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid, "VM \"%s\" vCPU %u: thread %u %s", name, i,
+                 v->tid, v->info.exists ? "no longer belongs to the VM" : "exited");
     } else if (!was_ok && v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
-      g_debug ("VM \"%s\" vCPU %u: thread %u found", name, i, v->tid);
+      fh_log_vm (G_LOG_LEVEL_DEBUG, name, vm->uuid, "VM \"%s\" vCPU %u: thread %u found", name, i,
+                 v->tid);
     }
     if (override && i < override->len && g_array_index (override, guint, i) < d->host->n_cpus) {
       v->cpu = (gint) g_array_index (override, guint, i);
@@ -255,7 +258,8 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   fh_conn_set_data (conn, vm);
   g_hash_table_insert (d->vms, vm->key, vm);
   d->vm_connections_total++;
-  g_message ("VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, log_name, vm->uuid,
+             "VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
              (int) vm->pid, vm->num_vcpus, vm->features,
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
@@ -326,7 +330,8 @@ on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
   vm->vcpus_frames++;
   vm_probe (d, vm);
   name = fh_text_sanitize (vm->name, -1);
-  g_message ("VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+             "VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
              vm->num_vcpus);
   queue_update (d);
   return TRUE;
@@ -342,7 +347,8 @@ on_closed (FhConn *conn, gpointer data)
   if (!vm)
     return;
   name = fh_text_sanitize (vm->name, -1);
-  g_message ("VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+             "VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
   fh_conn_set_data (conn, NULL);
   g_hash_table_remove (d->vms, vm->key); /* frees vm */
   queue_update (d);
@@ -498,13 +504,34 @@ daemon_update (FhDaemon *d)
     d->notify (d, d->notify_data);
 }
 
+/* CPU time of the calling thread, µs: unlike wall time, not inflated by a loaded machine. */
+static gint64
+thread_cpu_us (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/* One decision pass, timed in CPU time (status: last_pass_us, max_pass_us). */
+static void
+daemon_pass (FhDaemon *d)
+{
+  gint64 t0 = thread_cpu_us ();
+
+  daemon_update (d);
+  d->last_pass_us = thread_cpu_us () - t0;
+  d->max_pass_us = MAX (d->max_pass_us, d->last_pass_us);
+}
+
 static gboolean
 update_idle_cb (gpointer data)
 {
   FhDaemon *d = data;
 
   d->update_idle = 0;
-  daemon_update (d);
+  daemon_pass (d);
   return G_SOURCE_REMOVE;
 }
 
@@ -561,7 +588,7 @@ poll_tick (gpointer data)
     vm_probe (d, value);
   g_clear_pointer (&d->cg_cache, g_hash_table_unref);
   /* Also the backends' retry point. */
-  daemon_update (d);
+  daemon_pass (d);
   /* Memory freed by VMs that left and by big telemetry answers goes back to
    * the system (G-13), at most every 10 s. */
   if (g_get_monotonic_time () - d->last_trim_us >= 10 * G_USEC_PER_SEC) {

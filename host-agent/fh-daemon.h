@@ -83,6 +83,9 @@ struct _FhDaemon {
   guint64 vm_connections_total;
   guint64 hints_frames_total;
   guint64 updates_total;
+  /* the latest decision pass and the longest since start, in µs of CPU time (bench/) */
+  gint64 last_pass_us;
+  gint64 max_pass_us;
   guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20..PA-22) */
   struct _FhLibvirtView *libvirt; /* libvirt's running domains (PA-22) */
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */

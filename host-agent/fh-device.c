@@ -56,7 +56,9 @@ struct _FhConn {
   uint32_t features;
   gint64 last_rx_us;
   uint64_t ping_cookie;
-  uint8_t in[FH_FRAME_MAX];
+  /* FH_FRAME_MAX until HELLO, then the largest frame this VM may send (conn_frame_max()) */
+  uint8_t *in;
+  size_t in_size;
   size_t in_len;
   GByteArray *out;
   gpointer data;
@@ -494,6 +496,22 @@ refuse:
   return FALSE;
 }
 
+/*
+ * The largest frame a device with n vCPUs may send after HELLO (a FULL
+ * HINTS, a HELLO again, VCPUS, CLOSE; PA-4): 280 bytes for 16 vCPUs
+ * instead of FH_FRAME_MAX, per connection.
+ */
+static size_t
+conn_frame_max (uint16_t n)
+{
+  size_t m = sizeof (struct fh_msg_hints) + (size_t) n * sizeof (struct virtio_freqhint_record);
+
+  m = MAX (m, sizeof (struct fh_msg_hello) + 4 * (size_t) n);
+  m = MAX (m, sizeof (struct fh_msg_vcpus) + 4 * (size_t) n);
+  m = MAX (m, sizeof (struct fh_msg_close));
+  return FH_FRAME_HDR_SIZE + m;
+}
+
 static gboolean
 conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
 {
@@ -501,7 +519,7 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
   size_t off = 0;
   ssize_t n;
 
-  n = recv (fd, conn->in + conn->in_len, sizeof conn->in - conn->in_len, MSG_DONTWAIT);
+  n = recv (fd, conn->in + conn->in_len, conn->in_size - conn->in_len, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return G_SOURCE_CONTINUE;
   if (n <= 0) {
@@ -519,8 +537,18 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
     FhError err = { 0 };
     FhParseResult r = fh_frame_parse (conn->in + off, conn->in_len - off, &f, &size, &err);
 
-    if (r == FH_PARSE_NEED_MORE)
+    if (r == FH_PARSE_NEED_MORE) {
+      /* A frame no buffer of this VM holds would never complete: refuse it now. */
+      if (conn->in_len - off >= FH_FRAME_HDR_SIZE &&
+          FH_FRAME_HDR_SIZE + fh_get_le32 (conn->in + off) > conn->in_size) {
+        fh_conn_close (conn, FH_CLOSE_MALFORMED,
+                       "frame of %u bytes is larger than any a device with %u vCPUs sends",
+                       fh_get_le32 (conn->in + off), conn->num_vcpus);
+        fh_conn_unref (conn);
+        return G_SOURCE_REMOVE;
+      }
       break;
+    }
     if (r == FH_PARSE_ERROR) {
       fh_conn_close (conn, err.reason, "%s", err.text);
       fh_conn_unref (conn);
@@ -538,6 +566,12 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
     memmove (conn->in, conn->in + off, conn->in_len - off);
     conn->in_len -= off;
   }
+  /* After HELLO the buffer is sized by the VM's vCPU count (issue 16: memory per VM). */
+  if (conn->state != CONN_AWAIT_HELLO && conn->in_size > conn_frame_max (conn->num_vcpus) &&
+      conn->in_len <= conn_frame_max (conn->num_vcpus)) {
+    conn->in_size = conn_frame_max (conn->num_vcpus);
+    conn->in = g_realloc (conn->in, conn->in_size);
+  }
   return G_SOURCE_CONTINUE;
 }
 
@@ -553,6 +587,7 @@ conn_free (FhConn *conn)
   if (conn->pidfd >= 0)
     close (conn->pidfd);
   g_byte_array_unref (conn->out);
+  g_free (conn->in);
   g_free (conn);
 }
 
@@ -580,6 +615,8 @@ server_accept (int cfd, gpointer user_data)
   guint same_pid, same_uid;
 
   conn = g_new0 (FhConn, 1);
+  conn->in_size = FH_FRAME_MAX;
+  conn->in = g_malloc (conn->in_size);
   conn->ref = 1;
   conn->server = server;
   conn->fd = cfd;
@@ -637,79 +674,18 @@ server_accept (int cfd, gpointer user_data)
  * An existing directory must not be writable by others; a missing one is
  * created 0750 for our group, so only members reach the socket.
  */
-static gboolean
-prepare_socket_dir (const char *dir, gid_t gid, GError **error)
-{
-  struct stat st;
-  int e;
-
-  if (stat (dir, &st) == 0) {
-    if (!S_ISDIR (st.st_mode)) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_DIRECTORY, "%s is not a directory", dir);
-      return FALSE;
-    }
-    if (st.st_mode & S_IWOTH) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                   "%s is writable by others (mode %04o); refusing to put the socket there", dir,
-                   (unsigned) (st.st_mode & 07777));
-      return FALSE;
-    }
-    return TRUE;
-  }
-  if (errno == ENOENT && g_mkdir_with_parents (dir, 0750) == 0 && chmod (dir, 0750) == 0 &&
-      (gid == (gid_t) -1 || chown (dir, (uid_t) -1, gid) == 0))
-    return TRUE;
-  e = errno;
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
-  return FALSE;
-}
-
 FhDeviceServer *
 fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDeviceCallbacks *cb,
                       gpointer data, GError **error)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  g_autofree char *dir = g_path_get_dirname (path);
   FhDeviceServer *server;
-  gboolean activated = FALSE;
+  gboolean activated;
   struct stat st;
-  int fd;
+  int fd = fh_listen_unix ("device", path, params->socket_gid, params->socket_mode, &activated,
+                           error);
 
-  if (strlen (path) >= sizeof addr.sun_path) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s", path);
+  if (fd < 0)
     return NULL;
-  }
-  strcpy (addr.sun_path, path);
-  /* Socket activation: systemd made the socket with the unit's group and mode. */
-  fd = fh_listen_take ("device", path, error);
-  if (fd == -2)
-    return NULL;
-  if (fd >= 0) {
-    activated = TRUE;
-    goto have_socket;
-  }
-  if (!prepare_socket_dir (dir, params->socket_gid, error))
-    return NULL;
-  /* A socket left by a previous run; anything else at that path is not ours. */
-  if (lstat (path, &st) == 0) {
-    if (!S_ISSOCK (st.st_mode)) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s exists and is not a socket", path);
-      return NULL;
-    }
-    unlink (path);
-  }
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 ||
-      (params->socket_gid != (gid_t) -1 && chown (path, (uid_t) -1, params->socket_gid) < 0) ||
-      chmod (path, params->socket_mode) < 0 || listen (fd, 64) < 0) {
-    int e = errno;
-
-    if (fd >= 0)
-      close (fd);
-    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
-    return NULL;
-  }
-have_socket:
   server = g_new0 (FhDeviceServer, 1);
   server->path = g_strdup (path);
   server->activated = activated;

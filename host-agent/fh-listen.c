@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -183,4 +184,85 @@ gboolean
 fh_listen_peer_in_group (int fd, gid_t gid)
 {
   return fh_listen_peer_in_groups (fd, &gid, 1);
+}
+
+/*
+ * The directory a socket is created in: created 0750 (group gid) if
+ * missing, refused if others may write to it (they could swap the socket).
+ */
+static gboolean
+prepare_socket_dir (const char *dir, gid_t gid, GError **error)
+{
+  struct stat st;
+  int e;
+
+  if (stat (dir, &st) == 0) {
+    if (!S_ISDIR (st.st_mode)) {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_DIRECTORY, "%s is not a directory", dir);
+      return FALSE;
+    }
+    if (st.st_mode & S_IWOTH) {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                   "%s is writable by others (mode %04o); refusing to put the socket there", dir,
+                   (unsigned) (st.st_mode & 07777));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  if (errno == ENOENT && g_mkdir_with_parents (dir, 0750) == 0 && chmod (dir, 0750) == 0 &&
+      (gid == (gid_t) -1 || chown (dir, (uid_t) -1, gid) == 0))
+    return TRUE;
+  e = errno;
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", dir, g_strerror (e));
+  return FALSE;
+}
+
+int
+fh_listen_unix (const char *name, const char *path, gid_t gid, mode_t mode, gboolean *activated,
+                GError **error)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  g_autofree char *dir = g_path_get_dirname (path);
+  struct stat st;
+  int fd;
+
+  *activated = FALSE;
+  if (strlen (path) >= sizeof addr.sun_path) {
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG, "socket path too long: %s", path);
+    return -1;
+  }
+  strcpy (addr.sun_path, path);
+  /* Socket activation: systemd made the socket with the unit's group and mode. */
+  fd = fh_listen_take (name, path, error);
+  if (fd == -2)
+    return -1;
+  if (fd >= 0) {
+    *activated = TRUE;
+    return fd;
+  }
+  if (!prepare_socket_dir (dir, gid, error))
+    return -1;
+  /* A socket left by a previous run; anything else at that path is not ours. */
+  if (lstat (path, &st) == 0) {
+    if (!S_ISSOCK (st.st_mode)) {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s exists and is not a socket", path);
+      return -1;
+    }
+    unlink (path);
+  }
+  /* Owner and mode are set before listen(): nobody connects to a socket still open to all. */
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0 ||
+      (gid != (gid_t) -1 && chown (path, (uid_t) -1, gid) < 0) || chmod (path, mode) < 0 ||
+      listen (fd, 64) < 0) {
+    int e = errno;
+
+    if (fd >= 0) {
+      close (fd);
+      unlink (path);
+    }
+    g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
+    return -1;
+  }
+  return fd;
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -27,6 +28,17 @@ void fh_listen_init (void);
  * passed; -2 with error set when the one passed is of another kind.
  */
 int fh_listen_take (const char *name, const char *path, GError **error);
+
+/*
+ * The one way freqhintd's servers get their listening AF_UNIX socket: the
+ * one systemd passed (by name, else bound to path; *activated set), or a new
+ * one at path, bound with group gid ((gid_t) -1: unchanged) and mode set
+ * before it listens, in a directory others cannot write to (created 0750
+ * if missing).  A stale socket at path is replaced; any other file is an
+ * error.  Non-blocking and close-on-exec.  -1 with error set on failure.
+ */
+int fh_listen_unix (const char *name, const char *path, gid_t gid, mode_t mode,
+                    gboolean *activated, GError **error);
 
 /* Passed descriptors nobody took: logged and closed. */
 void fh_listen_close_unused (void);

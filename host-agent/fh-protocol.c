@@ -13,46 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint16_t
-get_le16 (const uint8_t *p)
-{
-  return (uint16_t) (p[0] | (p[1] << 8));
-}
-
-static uint32_t
-get_le32 (const uint8_t *p)
-{
-  return (uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16) |
-         ((uint32_t) p[3] << 24);
-}
-
-static uint64_t
-get_le64 (const uint8_t *p)
-{
-  return (uint64_t) get_le32 (p) | ((uint64_t) get_le32 (p + 4) << 32);
-}
-
-static void
-put_le16 (uint8_t *p, uint16_t v)
-{
-  p[0] = v & 0xff;
-  p[1] = v >> 8;
-}
-
-static void
-put_le32 (uint8_t *p, uint32_t v)
-{
-  put_le16 (p, v & 0xffff);
-  put_le16 (p + 2, v >> 16);
-}
-
-static void
-put_le64 (uint8_t *p, uint64_t v)
-{
-  put_le32 (p, (uint32_t) v);
-  put_le32 (p + 4, (uint32_t) (v >> 32));
-}
-
 void
 fh_error_set (FhError *err, uint16_t reason, const char *fmt, ...)
 {
@@ -114,27 +74,25 @@ FhParseResult
 fh_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame, size_t *frame_size, FhError *err)
 {
   uint32_t len;
-  uint16_t type, reserved;
+  uint16_t type, reason;
 
   if (avail < FH_FRAME_HDR_SIZE)
     return FH_PARSE_NEED_MORE;
 
-  len = get_le32 (buf);
-  type = get_le16 (buf + 4);
-  reserved = get_le16 (buf + 6);
-
-  if (len > FH_MAX_PAYLOAD) {
-    fh_error_set (err, FH_CLOSE_TOO_BIG, "frame payload of %u bytes exceeds %zu", len,
-                  (size_t) FH_MAX_PAYLOAD);
-    return FH_PARSE_ERROR;
-  }
-  if (type < 1 || type > FH_MSG_MAX) {
-    fh_error_set (err, FH_CLOSE_UNKNOWN_TYPE, "unknown message type %u", type);
-    return FH_PARSE_ERROR;
-  }
-  if (reserved != 0) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "frame header reserved field is 0x%04x", reserved);
-    return FH_PARSE_ERROR;
+  reason = fh_frame_hdr_get (buf, &len, &type);
+  switch (reason) {
+    case FH_CLOSE_NORMAL:
+      break;
+    case FH_CLOSE_TOO_BIG:
+      fh_error_set (err, reason, "frame payload of %u bytes exceeds %zu", len,
+                    (size_t) FH_MAX_PAYLOAD);
+      return FH_PARSE_ERROR;
+    case FH_CLOSE_UNKNOWN_TYPE:
+      fh_error_set (err, reason, "unknown message type %u", type);
+      return FH_PARSE_ERROR;
+    default:
+      fh_error_set (err, reason, "frame header reserved field is 0x%04x", fh_get_le16 (buf + 6));
+      return FH_PARSE_ERROR;
   }
   if (avail - FH_FRAME_HDR_SIZE < len)
     return FH_PARSE_NEED_MORE;
@@ -168,7 +126,7 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
     fh_error_set (err, FH_CLOSE_MALFORMED, "HELLO of %u bytes", frame->len);
     return false;
   }
-  out->version = get_le16 (p);
+  out->version = fh_get_le16 (p);
   if (out->version != FH_PROTO_VERSION) {
     fh_error_set (err, FH_CLOSE_VERSION, "protocol version %u, agent speaks %u", out->version,
                   FH_PROTO_VERSION);
@@ -179,9 +137,9 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
                   sizeof (struct fh_msg_hello));
     return false;
   }
-  out->num_vcpus = get_le16 (p + 2);
-  out->features = get_le32 (p + 4);
-  out->qemu_pid = get_le32 (p + 8);
+  out->num_vcpus = fh_get_le16 (p + 2);
+  out->features = fh_get_le32 (p + 4);
+  out->qemu_pid = fh_get_le32 (p + 8);
   if (out->num_vcpus < 1 || out->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HELLO num_vcpus %u out of 1..%u", out->num_vcpus,
                   VIRTIO_FREQHINT_MAX_VCPUS);
@@ -193,7 +151,7 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
                   out->num_vcpus, want);
     return false;
   }
-  if (get_le32 (p + 12) != 0) {
+  if (fh_get_le32 (p + 12) != 0) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HELLO reserved field is non-zero");
     return false;
   }
@@ -204,57 +162,29 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
   }
   memcpy (out->name, p + 32, FH_NAME_MAX);
   for (unsigned i = 0; i < out->num_vcpus; i++)
-    out->tids[i] = get_le32 (p + sizeof (struct fh_msg_hello) + 4 * i);
+    out->tids[i] = fh_get_le32 (p + sizeof (struct fh_msg_hello) + 4 * i);
+  return true;
+}
+
+/* The rules are spec/include's (fh_record_why), shared with QEMU's device. */
+static bool
+record_check (const FhRecord *rec, uint16_t reserved, uint16_t num_vcpus, uint32_t features,
+              FhError *err)
+{
+  const char *why = fh_record_why (num_vcpus, rec->vcpu, rec->flags, rec->clamp_min,
+                                   rec->clamp_max, rec->perf, reserved, !!(features & FH_F_PERF));
+
+  if (why) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u of %u: %s", rec->vcpu, num_vcpus, why);
+    return false;
+  }
   return true;
 }
 
 bool
 fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhError *err)
 {
-  static const struct {
-    uint16_t flag;
-    size_t off;
-    const char *name;
-  } fields[] = {
-    { VIRTIO_FREQHINT_R_MIN_VALID, offsetof (FhRecord, clamp_min), "clamp_min" },
-    { VIRTIO_FREQHINT_R_MAX_VALID, offsetof (FhRecord, clamp_max), "clamp_max" },
-    { VIRTIO_FREQHINT_R_PERF_VALID, offsetof (FhRecord, perf), "perf" },
-  };
-
-  if (rec->vcpu >= num_vcpus) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "record for vCPU %u of %u", rec->vcpu, num_vcpus);
-    return false;
-  }
-  if (rec->flags & ~VIRTIO_FREQHINT_R_ALL) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: unknown flags 0x%04x", rec->vcpu, rec->flags);
-    return false;
-  }
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    uint16_t v;
-
-    memcpy (&v, (const uint8_t *) rec + fields[i].off, sizeof v);
-    if ((rec->flags & fields[i].flag) && v > VIRTIO_FREQHINT_SCALE) {
-      fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: %s %u over %u", rec->vcpu, fields[i].name, v,
-                    VIRTIO_FREQHINT_SCALE);
-      return false;
-    }
-    if (!(rec->flags & fields[i].flag) && v != 0) {
-      fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: %s %u without its valid flag", rec->vcpu,
-                    fields[i].name, v);
-      return false;
-    }
-  }
-  if ((rec->flags & VIRTIO_FREQHINT_R_MIN_VALID) && (rec->flags & VIRTIO_FREQHINT_R_MAX_VALID) &&
-      rec->clamp_min > rec->clamp_max) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: clamp_min %u > clamp_max %u", rec->vcpu,
-                  rec->clamp_min, rec->clamp_max);
-    return false;
-  }
-  if ((rec->flags & VIRTIO_FREQHINT_R_PERF_VALID) && !(features & FH_F_PERF)) {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "vCPU %u: perf without the PERF feature", rec->vcpu);
-    return false;
-  }
-  return true;
+  return record_check (rec, 0, num_vcpus, features, err);
 }
 
 bool
@@ -268,9 +198,9 @@ fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, Fh
     fh_error_set (err, FH_CLOSE_MALFORMED, "HINTS of %u bytes", frame->len);
     return false;
   }
-  out->timestamp_ns = get_le64 (p);
-  out->num_records = get_le16 (p + 8);
-  out->flags = get_le16 (p + 10);
+  out->timestamp_ns = fh_get_le64 (p);
+  out->num_records = fh_get_le16 (p + 8);
+  out->flags = fh_get_le16 (p + 10);
   if (out->num_records < 1 || out->num_records > num_vcpus) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HINTS with %u records for %u vCPUs", out->num_records,
                   num_vcpus);
@@ -287,7 +217,7 @@ fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, Fh
     fh_error_set (err, FH_CLOSE_MALFORMED, "HINTS unknown flags 0x%04x", out->flags);
     return false;
   }
-  if (get_le32 (p + 12) != 0) {
+  if (fh_get_le32 (p + 12) != 0) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HINTS reserved field is non-zero");
     return false;
   }
@@ -301,17 +231,13 @@ fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, Fh
         p + sizeof (struct fh_msg_hints) + i * sizeof (struct virtio_freqhint_record);
     FhRecord *rec = &out->records[i];
 
-    rec->vcpu = get_le16 (r);
-    rec->flags = get_le16 (r + 2);
-    rec->clamp_min = get_le16 (r + 4);
-    rec->clamp_max = get_le16 (r + 6);
-    rec->perf = get_le16 (r + 8);
-    rec->seq = get_le32 (r + 12);
-    if (get_le16 (r + 10) != 0) {
-      fh_error_set (err, FH_CLOSE_MALFORMED, "record %u: reserved field is non-zero", i);
-      return false;
-    }
-    if (!fh_record_check (rec, num_vcpus, features, err))
+    rec->vcpu = fh_get_le16 (r);
+    rec->flags = fh_get_le16 (r + 2);
+    rec->clamp_min = fh_get_le16 (r + 4);
+    rec->clamp_max = fh_get_le16 (r + 6);
+    rec->perf = fh_get_le16 (r + 8);
+    rec->seq = fh_get_le32 (r + 12);
+    if (!record_check (rec, fh_get_le16 (r + 10), num_vcpus, features, err))
       return false;
   }
   return true;
@@ -326,14 +252,14 @@ fh_decode_welcome (const FhFrame *frame, FhWelcome *out, FhError *err)
     fh_error_set (err, FH_CLOSE_MALFORMED, "WELCOME of %u bytes", frame->len);
     return false;
   }
-  out->version = get_le16 (p);
-  out->features = get_le32 (p + 4);
-  out->keepalive_ms = get_le32 (p + 8);
+  out->version = fh_get_le16 (p);
+  out->features = fh_get_le32 (p + 4);
+  out->keepalive_ms = fh_get_le32 (p + 8);
   if (out->version != FH_PROTO_VERSION) {
     fh_error_set (err, FH_CLOSE_VERSION, "WELCOME version %u", out->version);
     return false;
   }
-  if (get_le16 (p + 2) != 0 || get_le32 (p + 12) != 0) {
+  if (fh_get_le16 (p + 2) != 0 || fh_get_le32 (p + 12) != 0) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "WELCOME reserved field is non-zero");
     return false;
   }
@@ -353,10 +279,10 @@ fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhErr
     fh_error_set (err, FH_CLOSE_MALFORMED, "GRANTS of %u bytes", frame->len);
     return false;
   }
-  out->operator_floor = get_le16 (p);
-  out->operator_ceiling = get_le16 (p + 2);
-  out->num_grants = get_le16 (p + 4);
-  if (get_le16 (p + 6) != 0) {
+  out->operator_floor = fh_get_le16 (p);
+  out->operator_ceiling = fh_get_le16 (p + 2);
+  out->num_grants = fh_get_le16 (p + 4);
+  if (fh_get_le16 (p + 6) != 0) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "GRANTS reserved field is non-zero");
     return false;
   }
@@ -366,8 +292,7 @@ fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhErr
                   frame->len, out->num_grants, num_vcpus);
     return false;
   }
-  if (out->operator_ceiling > VIRTIO_FREQHINT_SCALE ||
-      out->operator_floor > out->operator_ceiling) {
+  if (!fh_range_ok (out->operator_floor, out->operator_ceiling)) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "GRANTS operator range %u..%u", out->operator_floor,
                   out->operator_ceiling);
     return false;
@@ -375,9 +300,9 @@ fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, FhErr
   for (unsigned i = 0; i < out->num_grants; i++) {
     FhGrant *g = &out->grants[i];
 
-    g->floor = get_le16 (p + 8 + 4 * i);
-    g->ceiling = get_le16 (p + 10 + 4 * i);
-    if (g->ceiling > VIRTIO_FREQHINT_SCALE || g->floor > g->ceiling) {
+    g->floor = fh_get_le16 (p + 8 + 4 * i);
+    g->ceiling = fh_get_le16 (p + 10 + 4 * i);
+    if (!fh_range_ok (g->floor, g->ceiling)) {
       fh_error_set (err, FH_CLOSE_MALFORMED, "grant %u range %u..%u", i, g->floor, g->ceiling);
       return false;
     }
@@ -433,9 +358,9 @@ fh_decode_host_freq (const FhFrame *frame, uint16_t num_vcpus, FhHostFreq *out, 
     fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ of %u bytes", frame->len);
     return false;
   }
-  out->num_classes = get_le16 (p);
-  out->num_vcpus = get_le16 (p + 2);
-  if (get_le32 (p + 4) != 0) {
+  out->num_classes = fh_get_le16 (p);
+  out->num_vcpus = fh_get_le16 (p + 2);
+  if (fh_get_le32 (p + 4) != 0) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HOST_FREQ reserved field is non-zero");
     return false;
   }
@@ -453,12 +378,12 @@ fh_decode_host_freq (const FhFrame *frame, uint16_t num_vcpus, FhHostFreq *out, 
     const uint8_t *q = p + sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * i;
     FhFreqClass *c = &out->classes[i];
 
-    c->min_khz = get_le32 (q);
-    c->max_khz = get_le32 (q + 4);
-    c->perf_step = get_le16 (q + 8);
-    c->num_freqs = get_le16 (q + 10);
+    c->min_khz = fh_get_le32 (q);
+    c->max_khz = fh_get_le32 (q + 4);
+    c->perf_step = fh_get_le16 (q + 8);
+    c->num_freqs = fh_get_le16 (q + 10);
     for (unsigned j = 0; j < VIRTIO_FREQHINT_MAX_FREQS; j++)
-      c->freqs_khz[j] = get_le32 (q + 12 + 4 * j);
+      c->freqs_khz[j] = fh_get_le32 (q + 12 + 4 * j);
     if (!fh_freq_class_check (c, err)) {
       char text[FH_TEXT_MAX];
 
@@ -491,8 +416,8 @@ fh_decode_vcpus (const FhFrame *frame, uint16_t num_vcpus, FhVcpus *out, FhError
     fh_error_set (err, FH_CLOSE_MALFORMED, "VCPUS of %u bytes", frame->len);
     return false;
   }
-  out->num_vcpus = get_le16 (p);
-  if (get_le16 (p + 2) != 0 || get_le32 (p + 4) != 0) {
+  out->num_vcpus = fh_get_le16 (p);
+  if (fh_get_le16 (p + 2) != 0 || fh_get_le32 (p + 4) != 0) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "VCPUS reserved fields are non-zero");
     return false;
   }
@@ -503,7 +428,7 @@ fh_decode_vcpus (const FhFrame *frame, uint16_t num_vcpus, FhVcpus *out, FhError
     return false;
   }
   for (unsigned i = 0; i < out->num_vcpus; i++)
-    out->tids[i] = get_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i);
+    out->tids[i] = fh_get_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i);
   return true;
 }
 
@@ -516,7 +441,7 @@ fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err)
                   frame->len);
     return false;
   }
-  *cookie = get_le64 (frame->payload);
+  *cookie = fh_get_le64 (frame->payload);
   return true;
 }
 
@@ -534,7 +459,7 @@ fh_decode_close (const FhFrame *frame, FhClose *out, FhError *err)
    * judged.  An unknown reason is kept as is (its name is "unknown"),
    * reserved fields are ignored, a text without NUL is dropped.
    */
-  out->reason = get_le16 (p);
+  out->reason = fh_get_le16 (p);
   if (has_nul (p + 8, FH_TEXT_MAX))
     memcpy (out->text, p + 8, FH_TEXT_MAX);
   else
@@ -570,9 +495,7 @@ begin_frame (uint8_t *out, size_t out_size, uint16_t type, size_t len)
 {
   if (len > FH_MAX_PAYLOAD || out_size < FH_FRAME_HDR_SIZE + len)
     return NULL;
-  put_le32 (out, (uint32_t) len);
-  put_le16 (out + 4, type);
-  put_le16 (out + 6, 0);
+  fh_frame_hdr_put (out, (uint32_t) len, type);
   memset (out + FH_FRAME_HDR_SIZE, 0, len);
   return out + FH_FRAME_HDR_SIZE;
 }
@@ -583,9 +506,9 @@ fh_encode_raw (uint8_t *out, size_t out_size, uint32_t len, uint16_t msg_type, u
 {
   if (out_size < FH_FRAME_HDR_SIZE + payload_size)
     return 0;
-  put_le32 (out, len);
-  put_le16 (out + 4, msg_type);
-  put_le16 (out + 6, reserved);
+  fh_put_le32 (out, len);
+  fh_put_le16 (out + 4, msg_type);
+  fh_put_le16 (out + 6, reserved);
   if (payload_size)
     memcpy (out + FH_FRAME_HDR_SIZE, payload, payload_size);
   return FH_FRAME_HDR_SIZE + payload_size;
@@ -602,15 +525,15 @@ fh_encode_hello (uint8_t *out, size_t out_size, const FhHello *hello)
   p = begin_frame (out, out_size, FH_MSG_HELLO, len);
   if (!p)
     return 0;
-  put_le16 (p, hello->version);
-  put_le16 (p + 2, hello->num_vcpus);
-  put_le32 (p + 4, hello->features);
-  put_le32 (p + 8, hello->qemu_pid);
+  fh_put_le16 (p, hello->version);
+  fh_put_le16 (p + 2, hello->num_vcpus);
+  fh_put_le32 (p + 4, hello->features);
+  fh_put_le32 (p + 8, hello->qemu_pid);
   memcpy (p + 16, hello->uuid, 16);
   /* strnlen keeps the padding NUL-filled and the last byte NUL. */
   memcpy (p + 32, hello->name, strnlen (hello->name, FH_NAME_MAX - 1));
   for (unsigned i = 0; i < hello->num_vcpus; i++)
-    put_le32 (p + sizeof (struct fh_msg_hello) + 4 * i, hello->tids[i]);
+    fh_put_le32 (p + sizeof (struct fh_msg_hello) + 4 * i, hello->tids[i]);
   return FH_FRAME_HDR_SIZE + len;
 }
 
@@ -621,9 +544,9 @@ fh_encode_welcome (uint8_t *out, size_t out_size, const FhWelcome *welcome)
 
   if (!p)
     return 0;
-  put_le16 (p, welcome->version);
-  put_le32 (p + 4, welcome->features);
-  put_le32 (p + 8, welcome->keepalive_ms);
+  fh_put_le16 (p, welcome->version);
+  fh_put_le32 (p + 4, welcome->features);
+  fh_put_le32 (p + 8, welcome->keepalive_ms);
   return FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_welcome);
 }
 
@@ -639,19 +562,19 @@ fh_encode_hints (uint8_t *out, size_t out_size, const FhHints *hints)
   p = begin_frame (out, out_size, FH_MSG_HINTS, len);
   if (!p)
     return 0;
-  put_le64 (p, hints->timestamp_ns);
-  put_le16 (p + 8, hints->num_records);
-  put_le16 (p + 10, hints->flags);
+  fh_put_le64 (p, hints->timestamp_ns);
+  fh_put_le16 (p + 8, hints->num_records);
+  fh_put_le16 (p + 10, hints->flags);
   for (unsigned i = 0; i < hints->num_records; i++) {
     uint8_t *r = p + sizeof (struct fh_msg_hints) + i * sizeof (struct virtio_freqhint_record);
     const FhRecord *rec = &hints->records[i];
 
-    put_le16 (r, rec->vcpu);
-    put_le16 (r + 2, rec->flags);
-    put_le16 (r + 4, rec->clamp_min);
-    put_le16 (r + 6, rec->clamp_max);
-    put_le16 (r + 8, rec->perf);
-    put_le32 (r + 12, rec->seq);
+    fh_put_le16 (r, rec->vcpu);
+    fh_put_le16 (r + 2, rec->flags);
+    fh_put_le16 (r + 4, rec->clamp_min);
+    fh_put_le16 (r + 6, rec->clamp_max);
+    fh_put_le16 (r + 8, rec->perf);
+    fh_put_le32 (r + 12, rec->seq);
   }
   return FH_FRAME_HDR_SIZE + len;
 }
@@ -667,12 +590,12 @@ fh_encode_grants (uint8_t *out, size_t out_size, const FhGrants *grants)
   p = begin_frame (out, out_size, FH_MSG_GRANTS, len);
   if (!p)
     return 0;
-  put_le16 (p, grants->operator_floor);
-  put_le16 (p + 2, grants->operator_ceiling);
-  put_le16 (p + 4, grants->num_grants);
+  fh_put_le16 (p, grants->operator_floor);
+  fh_put_le16 (p + 2, grants->operator_ceiling);
+  fh_put_le16 (p + 4, grants->num_grants);
   for (unsigned i = 0; i < grants->num_grants; i++) {
-    put_le16 (p + 8 + 4 * i, grants->grants[i].floor);
-    put_le16 (p + 10 + 4 * i, grants->grants[i].ceiling);
+    fh_put_le16 (p + 8 + 4 * i, grants->grants[i].floor);
+    fh_put_le16 (p + 10 + 4 * i, grants->grants[i].ceiling);
   }
   return FH_FRAME_HDR_SIZE + len;
 }
@@ -697,18 +620,18 @@ fh_encode_host_freq (uint8_t *out, size_t out_size, const FhHostFreq *hf)
   p = begin_frame (out, out_size, FH_MSG_HOST_FREQ, len);
   if (!p)
     return 0;
-  put_le16 (p, hf->num_classes);
-  put_le16 (p + 2, hf->num_vcpus);
+  fh_put_le16 (p, hf->num_classes);
+  fh_put_le16 (p + 2, hf->num_vcpus);
   for (unsigned i = 0; i < hf->num_classes; i++) {
     uint8_t *q = p + sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * i;
     const FhFreqClass *c = &hf->classes[i];
 
-    put_le32 (q, c->min_khz);
-    put_le32 (q + 4, c->max_khz);
-    put_le16 (q + 8, c->perf_step);
-    put_le16 (q + 10, c->num_freqs);
+    fh_put_le32 (q, c->min_khz);
+    fh_put_le32 (q + 4, c->max_khz);
+    fh_put_le16 (q + 8, c->perf_step);
+    fh_put_le16 (q + 10, c->num_freqs);
     for (unsigned j = 0; j < c->num_freqs; j++)
-      put_le32 (q + 12 + 4 * j, c->freqs_khz[j]);
+      fh_put_le32 (q + 12 + 4 * j, c->freqs_khz[j]);
   }
   memcpy (p + sizeof (struct fh_msg_host_freq) + FREQ_CLASS_SIZE * hf->num_classes,
           hf->freq_class, hf->num_vcpus);
@@ -726,9 +649,9 @@ fh_encode_vcpus (uint8_t *out, size_t out_size, const FhVcpus *vcpus)
   p = begin_frame (out, out_size, FH_MSG_VCPUS, len);
   if (!p)
     return 0;
-  put_le16 (p, vcpus->num_vcpus);
+  fh_put_le16 (p, vcpus->num_vcpus);
   for (unsigned i = 0; i < vcpus->num_vcpus; i++)
-    put_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i, vcpus->tids[i]);
+    fh_put_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i, vcpus->tids[i]);
   return FH_FRAME_HDR_SIZE + len;
 }
 
@@ -742,7 +665,7 @@ fh_encode_ping (uint8_t *out, size_t out_size, uint16_t msg_type, uint64_t cooki
   p = begin_frame (out, out_size, msg_type, sizeof (struct fh_msg_ping));
   if (!p)
     return 0;
-  put_le64 (p, cookie);
+  fh_put_le64 (p, cookie);
   return FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_ping);
 }
 
@@ -753,7 +676,7 @@ fh_encode_close (uint8_t *out, size_t out_size, uint16_t reason, const char *tex
 
   if (!p)
     return 0;
-  put_le16 (p, reason);
+  fh_put_le16 (p, reason);
   if (text)
     memcpy (p + 8, text, strnlen (text, FH_TEXT_MAX - 1));
   return FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_close);

@@ -120,6 +120,8 @@ fh_telemetry_status (FhDaemon *d)
   add_int (b, "vm_connections_total", d->vm_connections_total);
   add_int (b, "hints_frames_total", d->hints_frames_total);
   add_int (b, "updates_total", d->updates_total);
+  add_int (b, "last_pass_us", d->last_pass_us);
+  add_int (b, "max_pass_us", d->max_pass_us);
   add_int (b, "backend_writes_total", d->backend->writes);
   add_int (b, "write_failures_total", d->backend->write_failures);
   {

@@ -19,6 +19,7 @@
 #include "fh-control.h"
 #include "fh-daemon.h"
 #include "fh-listen.h"
+#include "fh-log.h"
 #include "fh-metrics.h"
 #include "fh-telemetry.h"
 #ifdef HAVE_LIBVIRT
@@ -185,36 +186,6 @@ fit_descriptor_limit (const FhConfig *c, GError **error)
 
 static gboolean verbose;
 
-static void
-log_handler (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  const char *prefix;
-
-  if ((level & G_LOG_LEVEL_DEBUG) && !verbose)
-    return;
-  /* One line each, journald-friendly priority prefixes (sd-daemon(3)). */
-  switch (level & G_LOG_LEVEL_MASK) {
-    case G_LOG_LEVEL_ERROR:
-    case G_LOG_LEVEL_CRITICAL:
-      prefix = "<3>";
-      break;
-    case G_LOG_LEVEL_WARNING:
-      prefix = "<4>";
-      break;
-    case G_LOG_LEVEL_MESSAGE:
-      prefix = "<5>";
-      break;
-    case G_LOG_LEVEL_INFO:
-      prefix = "<6>";
-      break;
-    default:
-      prefix = "<7>";
-      break;
-  }
-  fprintf (stderr, "%s%s: %s\n", g_getenv ("JOURNAL_STREAM") ? prefix : "",
-           domain ? domain : "freqhintd", message);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -297,7 +268,7 @@ main (int argc, char **argv)
     g_printerr ("freqhintd: unexpected argument \"%s\"\n", argv[1]);
     return 2;
   }
-  g_log_set_default_handler (log_handler, NULL);
+  fh_log_init (verbose);
   /* Socket activation: LISTEN_* read and unset before any thread exists. */
   fh_listen_init ();
 

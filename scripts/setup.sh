@@ -39,7 +39,7 @@ add_backports_sources() {
 BASE_PKGS=(
 	build-essential pkg-config ninja-build ccache git curl ca-certificates
 	xz-utils cpio gzip zstd dpkg-dev file
-	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev
+	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev libvirt-glib-1.0-dev
 	clang libclang-rt-14-dev llvm valgrind
 	busybox-static util-linux linux-cpupower socat jq libxml2-utils
 	prometheus stress-ng systemd debhelper dh-dkms dkms lintian

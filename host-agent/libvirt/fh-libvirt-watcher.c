@@ -11,8 +11,8 @@
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <libvirt-glib/libvirt-glib.h>
 
-#include "fh-libvirt-event.h"
 #include "fh-nova.h"
 
 typedef struct {
@@ -468,7 +468,12 @@ fh_libvirt_watcher_new (const char *uri, const FhLibvirtCallbacks *callbacks, gp
 {
   FhLibvirtWatcher *w = g_new0 (FhLibvirtWatcher, 1);
 
-  fh_libvirt_event_register ();
+  /*
+   * libvirt's sockets, keepalives and domain events on the default GLib
+   * main context, the agent's one loop: no second loop, no thread.
+   * Idempotent; it must come before the first virConnectOpen*().
+   */
+  gvir_event_register ();
   virSetErrorFunc (NULL, quiet_errors);
   w->uri = g_strdup (uri && *uri ? uri : FH_LIBVIRT_DEFAULT_URI);
   if (callbacks)

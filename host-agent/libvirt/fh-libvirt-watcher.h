@@ -2,7 +2,7 @@
 /*
  * Follows libvirt's running domains: their freqhint metadata
  * (spec/libvirt-metadata.md), their lifecycle, and where their vCPUs may
- * run.  Events are dispatched by the GLib main loop (fh-libvirt-event.c).
+ * run.  Events are dispatched by the GLib main loop (libvirt-glib).
  *
  * The watcher never fails to start: without libvirt (no daemon, no
  * socket) it retries in the background with backoff, and when libvirtd

@@ -61,17 +61,15 @@ static void read_exact(int fd, void *buf, size_t len)
 /* One frame; returns the payload (g_free) and fills type and len. */
 static uint8_t *read_frame(int fd, uint16_t *type, uint32_t *len)
 {
-    struct fh_frame_hdr hdr;
+    uint8_t hdr[sizeof(struct fh_frame_hdr)];
     uint8_t *payload;
+    uint16_t reason;
 
-    read_exact(fd, &hdr, sizeof(hdr));
-    *len = GUINT32_FROM_LE(hdr.len);
-    *type = GUINT16_FROM_LE(hdr.msg_type);
-    if (*len > FH_MAX_PAYLOAD) {
-        fail("frame of %u bytes", *len);
-    }
-    if (hdr.reserved) {
-        fail("reserved frame header bits set");
+    read_exact(fd, hdr, sizeof(hdr));
+    reason = fh_frame_hdr_get(hdr, len, type);
+    if (reason != FH_CLOSE_NORMAL) {
+        fail("bad frame header (%u bytes, type %u): close reason %u",
+             *len, *type, reason);
     }
     payload = g_malloc0(*len ? *len : 1);
     read_exact(fd, payload, *len);
@@ -118,10 +116,7 @@ int main(int argc, char **argv)
     struct fh_msg_hello hello;
     struct fh_msg_hints hints;
     struct fh_msg_welcome welcome = { 0 };
-    struct {
-        struct fh_frame_hdr hdr;
-        struct fh_msg_welcome msg;
-    } frame;
+    uint8_t frame[sizeof(struct fh_frame_hdr) + sizeof(welcome)];
     uint16_t type, nvcpus, nrec;
     uint32_t len, hlen;
     int fd;
@@ -159,12 +154,9 @@ int main(int argc, char **argv)
     welcome.version = GUINT16_TO_LE(FH_PROTO_VERSION);
     welcome.features = hello.features;
     welcome.keepalive_ms = GUINT32_TO_LE(FH_KEEPALIVE_MS);
-    frame.hdr = (struct fh_frame_hdr){
-        .len = GUINT32_TO_LE(sizeof(welcome)),
-        .msg_type = GUINT16_TO_LE(FH_MSG_WELCOME),
-    };
-    frame.msg = welcome;
-    if (write(fd, &frame, sizeof(frame)) != (ssize_t)sizeof(frame)) {
+    fh_frame_hdr_put(frame, sizeof(welcome), FH_MSG_WELCOME);
+    memcpy(frame + sizeof(struct fh_frame_hdr), &welcome, sizeof(welcome));
+    if (write(fd, frame, sizeof(frame)) != (ssize_t)sizeof(frame)) {
         fail("cannot send WELCOME");
     }
 

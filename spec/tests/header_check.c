@@ -16,6 +16,52 @@ static int failures;
 	} \
 } while (0)
 
+/* The shared codec helpers: what QEMU, the agent and the test client rely on. */
+static void check_codec(void)
+{
+	uint8_t h[8];
+	uint32_t len;
+	uint16_t type;
+
+	fh_frame_hdr_put(h, 0x01020304u, FH_MSG_HINTS);
+	EXPECT(h[0] == 0x04 && h[3] == 0x01 && h[4] == FH_MSG_HINTS &&
+	       h[5] == 0 && h[6] == 0 && h[7] == 0);
+	fh_frame_hdr_put(h, 16, FH_MSG_HINTS);
+	EXPECT(fh_frame_hdr_get(h, &len, &type) == FH_CLOSE_NORMAL);
+	EXPECT(len == 16 && type == FH_MSG_HINTS);
+	fh_frame_hdr_put(h, FH_MAX_PAYLOAD + 1, FH_MSG_HINTS);
+	EXPECT(fh_frame_hdr_get(h, &len, &type) == FH_CLOSE_TOO_BIG);
+	fh_frame_hdr_put(h, FH_MAX_PAYLOAD, FH_MSG_HINTS);
+	EXPECT(fh_frame_hdr_get(h, &len, &type) == FH_CLOSE_NORMAL);
+	fh_frame_hdr_put(h, 8, 0);
+	EXPECT(fh_frame_hdr_get(h, &len, &type) == FH_CLOSE_UNKNOWN_TYPE);
+	fh_frame_hdr_put(h, 8, FH_MSG_MAX + 1);
+	EXPECT(fh_frame_hdr_get(h, &len, &type) == FH_CLOSE_UNKNOWN_TYPE);
+	fh_frame_hdr_put(h, 8, FH_MSG_PING);
+	h[7] = 0x80;
+	EXPECT(fh_frame_hdr_get(h, &len, &type) == FH_CLOSE_MALFORMED);
+	fh_put_le64(h, 0x0102030405060708ull);
+	EXPECT(h[0] == 8 && h[7] == 1 && fh_get_le64(h) == 0x0102030405060708ull);
+
+	/* num_vcpus, vcpu, flags, min, max, perf, reserved, perf_ok */
+	EXPECT(!fh_record_why(2, 1, VIRTIO_FREQHINT_R_MIN_VALID |
+			      VIRTIO_FREQHINT_R_MAX_VALID, 300, 800, 0, 0, 0));
+	EXPECT(fh_record_why(2, 2, 0, 0, 0, 0, 0, 1));
+	EXPECT(fh_record_why(2, 0, 0x8000, 0, 0, 0, 0, 1));
+	EXPECT(fh_record_why(2, 0, 0, 0, 0, 0, 1, 1));
+	EXPECT(fh_record_why(2, 0, 0, 5, 0, 0, 0, 1));
+	EXPECT(fh_record_why(2, 0, VIRTIO_FREQHINT_R_MAX_VALID, 0, 1025,
+			     0, 0, 1));
+	EXPECT(fh_record_why(2, 0, VIRTIO_FREQHINT_R_MIN_VALID |
+			     VIRTIO_FREQHINT_R_MAX_VALID, 900, 800, 0, 0, 1));
+	EXPECT(fh_record_why(2, 0, VIRTIO_FREQHINT_R_PERF_VALID, 0, 0, 512,
+			     0, 0));
+	EXPECT(!fh_record_why(2, 0, VIRTIO_FREQHINT_R_PERF_VALID, 0, 0, 512,
+			      0, 1));
+	EXPECT(fh_range_ok(0, VIRTIO_FREQHINT_SCALE) && !fh_range_ok(2, 1) &&
+	       !fh_range_ok(0, VIRTIO_FREQHINT_SCALE + 1));
+}
+
 int main(void)
 {
 	EXPECT(VIRTIO_ID_FREQHINT == 63);
@@ -26,6 +72,7 @@ int main(void)
 	       VIRTIO_FREQHINT_R_ALL);
 	EXPECT(FH_MAX_PAYLOAD < 65536);
 	EXPECT(FH_CLOSE_REASON_MAX == FH_CLOSE_OVERLOAD);
+	check_codec();
 	printf("headers: %zu-byte record, %zu-byte config, %zu-byte max frame payload\n",
 	       sizeof(struct virtio_freqhint_record),
 	       sizeof(struct virtio_freqhint_config), (size_t)FH_MAX_PAYLOAD);

@@ -19,8 +19,8 @@ out=$(cd "$T" && SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no \
 echo "$out" | grep -E 'freqhintd|freqhint' && fail "systemd-analyze verify: $out"
 grep -qx 'FileDescriptorName=device' "$T/freqhintd-device.socket" || fail "device socket name"
 grep -qx 'FileDescriptorName=control' "$T/freqhintd-control.socket" || fail "control socket name"
-grep -q 'fh_listen_take ("device"' "$src/fh-device.c" || fail "fh-device.c asks for another name"
-grep -q 'fh_listen_take ("control"' "$src/fh-control.c" || fail "fh-control.c asks for another name"
+grep -q 'fh_listen_unix ("device"' "$src/fh-device.c" || fail "fh-device.c asks for another name"
+grep -q 'fh_listen_unix ("control"' "$src/fh-control.c" || fail "fh-control.c asks for another name"
 for g in $(sed -n 's/^SocketGroup=//p' "$T"/*.socket); do
 	grep -qE "^g $g( |$)" "$src/freqhint.sysusers" || fail "sysusers.d does not create group $g"
 done

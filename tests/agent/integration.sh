@@ -824,6 +824,13 @@ case_socket_group() {
 		>"$T/ww.log" 2>&1 && fail "freqhintd accepted a world-writable socket directory"
 	grep -q 'writable by others' "$T/ww.log" || { cat "$T/ww.log" >&2; fail "no reason given"; }
 	[ ! -e "$T/ww/dev.sock" ] || fail "socket created in a world-writable directory"
+	# the control socket is made the same way (fh_listen_unix): same refusal
+	timeout 20 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none --no-metrics \
+		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+		--socket "$T/dev3.sock" --control-socket "$T/ww/ctl.sock" --state-dir "$T/state" \
+		>"$T/ww-ctl.log" 2>&1 && fail "freqhintd put its control socket in a world-writable directory"
+	grep -q 'writable by others' "$T/ww-ctl.log" || { cat "$T/ww-ctl.log" >&2; fail "no reason given (control)"; }
+	[ ! -e "$T/ww/ctl.sock" ] || fail "control socket created in a world-writable directory"
 	# an unknown group
 	EXTRA_DAEMON="socket_group=fh-no-such-group"; fixture
 	timeout 20 "$FREQHINTD" --config "$T/freqhintd.conf" --backend none --no-metrics \

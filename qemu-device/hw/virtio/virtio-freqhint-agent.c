@@ -117,7 +117,6 @@ static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
                          const void *payload, size_t len)
 {
     VirtIOFreqHintLink *link = &fh->link;
-    struct fh_frame_hdr *hdr = (void *)link->tx_buf;
     int ret;
 
     assert(len <= FH_MAX_PAYLOAD);
@@ -125,9 +124,7 @@ static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
         trace_virtio_freqhint_link_send_failed(fh, type, len, 0);
         return false;
     }
-    hdr->len = cpu_to_le32(len);
-    hdr->msg_type = cpu_to_le16(type);
-    hdr->reserved = 0;
+    fh_frame_hdr_put(link->tx_buf, len, type);
     if (payload != link->tx_buf + FH_HDR_SIZE) {
         memcpy(link->tx_buf + FH_HDR_SIZE, payload, len);
     }
@@ -368,7 +365,7 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
     ceiling = le16_to_cpu(g.operator_ceiling);
     if (le16_to_cpu(g.num_grants) != fh->num_vcpus || g.reserved ||
         len != sizeof(g) + fh->num_vcpus * sizeof(*grants) ||
-        ceiling > VIRTIO_FREQHINT_SCALE || floor > ceiling) {
+        !fh_range_ok(floor, ceiling)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "bad GRANTS");
         return false;
     }
@@ -377,7 +374,7 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
         uint16_t f = lduw_le_p(&grants[i].floor);
         uint16_t c = lduw_le_p(&grants[i].ceiling);
 
-        if (c > VIRTIO_FREQHINT_SCALE || f > c) {
+        if (!fh_range_ok(f, c)) {
             fh_link_close(fh, FH_CLOSE_MALFORMED, "bad grant");
             return false;
         }
@@ -531,19 +528,15 @@ static void fh_link_read(void *opaque, const uint8_t *buf, int size)
 
     while (link->rx_len - off >= FH_HDR_SIZE) {
         const uint8_t *p = link->rx_buf + off;
-        uint32_t len = ldl_le_p(p);
-        uint16_t type = lduw_le_p(p + 4);
+        uint32_t len;
+        uint16_t type;
+        uint16_t reason = fh_frame_hdr_get(p, &len, &type);
 
-        if (len > FH_MAX_PAYLOAD) {
-            fh_link_close(fh, FH_CLOSE_TOO_BIG, "frame too big");
-            return;
-        }
-        if (type == 0 || type > FH_MSG_MAX) {
-            fh_link_close(fh, FH_CLOSE_UNKNOWN_TYPE, "unknown frame type");
-            return;
-        }
-        if (lduw_le_p(p + 6)) {
-            fh_link_close(fh, FH_CLOSE_MALFORMED, "reserved header bits");
+        if (reason != FH_CLOSE_NORMAL) {
+            fh_link_close(fh, reason,
+                          reason == FH_CLOSE_TOO_BIG ? "frame too big" :
+                          reason == FH_CLOSE_UNKNOWN_TYPE ?
+                          "unknown frame type" : "reserved header bits");
             return;
         }
         if (link->rx_len - off < FH_HDR_SIZE + len) {

@@ -202,7 +202,10 @@ static void virtio_freqhint_forward_timer(void *opaque)
     virtio_freqhint_forward(opaque);
 }
 
-/* Per-record rules: a bad record is refused, the rest of the batch stays. */
+/*
+ * Per-record rules (fh_record_why(), shared with the agent): a bad record
+ * is refused, the rest of the batch stays.
+ */
 static const char *virtio_freqhint_check_record(VirtIOFreqHint *fh,
                                                 uint16_t vcpu, uint16_t flags,
                                                 uint16_t min, uint16_t max,
@@ -210,37 +213,11 @@ static const char *virtio_freqhint_check_record(VirtIOFreqHint *fh,
                                                 bool check_features)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    bool perf_ok = !check_features ||
+                   virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_PERF);
 
-    if (vcpu >= fh->num_vcpus) {
-        return "vcpu out of range";
-    }
-    if (flags & ~VIRTIO_FREQHINT_R_ALL) {
-        return "unknown flags";
-    }
-    if (rsvd) {
-        return "reserved field not zero";
-    }
-    if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) ?
-        min > VIRTIO_FREQHINT_SCALE : min != 0) {
-        return "bad clamp_min";
-    }
-    if ((flags & VIRTIO_FREQHINT_R_MAX_VALID) ?
-        max > VIRTIO_FREQHINT_SCALE : max != 0) {
-        return "bad clamp_max";
-    }
-    if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) ?
-        perf > VIRTIO_FREQHINT_SCALE : perf != 0) {
-        return "bad perf";
-    }
-    if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
-        (flags & VIRTIO_FREQHINT_R_MAX_VALID) && min > max) {
-        return "clamp_min above clamp_max";
-    }
-    if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) && check_features &&
-        !virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_PERF)) {
-        return "perf without VIRTIO_FREQHINT_F_PERF";
-    }
-    return NULL;
+    return fh_record_why(fh->num_vcpus, vcpu, flags, min, max, perf, rsvd,
+                         perf_ok);
 }
 
 static void virtio_freqhint_apply(VirtIOFreqHint *fh,

@@ -241,14 +241,11 @@ static void read_exact(int fd, void *buf, size_t len)
 /* Read one frame; returns its payload (g_free it), its type and length. */
 static uint8_t *agent_recv(uint16_t *type, uint32_t *len)
 {
-    struct fh_frame_hdr hdr;
+    uint8_t hdr[sizeof(struct fh_frame_hdr)];
     uint8_t *payload;
 
-    read_exact(agent->fd, &hdr, sizeof(hdr));
-    *len = le32_to_cpu(hdr.len);
-    *type = le16_to_cpu(hdr.msg_type);
-    g_assert_cmpuint(le16_to_cpu(hdr.reserved), ==, 0);
-    g_assert_cmpuint(*len, <=, FH_MAX_PAYLOAD);
+    read_exact(agent->fd, hdr, sizeof(hdr));
+    g_assert_cmpuint(fh_frame_hdr_get(hdr, len, type), ==, FH_CLOSE_NORMAL);
     payload = g_malloc0(*len + 1);
     read_exact(agent->fd, payload, *len);
     return payload;
@@ -256,16 +253,12 @@ static uint8_t *agent_recv(uint16_t *type, uint32_t *len)
 
 static void agent_send(uint16_t type, const void *payload, uint32_t len)
 {
-    struct fh_frame_hdr hdr = {
-        .len = cpu_to_le32(len),
-        .msg_type = cpu_to_le16(type),
-    };
-    g_autofree uint8_t *buf = g_malloc(sizeof(hdr) + len);
+    size_t hdr = sizeof(struct fh_frame_hdr);
+    g_autofree uint8_t *buf = g_malloc(hdr + len);
 
-    memcpy(buf, &hdr, sizeof(hdr));
-    memcpy(buf + sizeof(hdr), payload, len);
-    g_assert_cmpint(write(agent->fd, buf, sizeof(hdr) + len), ==,
-                    sizeof(hdr) + len);
+    fh_frame_hdr_put(buf, len, type);
+    memcpy(buf + hdr, payload, len);
+    g_assert_cmpint(write(agent->fd, buf, hdr + len), ==, hdr + len);
 }
 
 static void agent_assert_quiet(QTestState *qts)

@@ -169,4 +169,124 @@ _Static_assert(sizeof(struct fh_msg_host_freq) +
 	       VIRTIO_FREQHINT_MAX_VCPUS <= FH_MAX_PAYLOAD,
 	       "a full HOST_FREQ fits in a frame");
 
+/*
+ * The frame codec and the record rules, written once: QEMU's device, the
+ * agent and the test client all use these.  Pure functions on bytes: no
+ * alignment assumed, no allocation, any input accepted.
+ */
+
+static inline uint16_t fh_get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t fh_get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) |
+	       ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t fh_get_le64(const uint8_t *p)
+{
+	return (uint64_t)fh_get_le32(p) | ((uint64_t)fh_get_le32(p + 4) << 32);
+}
+
+static inline void fh_put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v & 0xff);
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void fh_put_le32(uint8_t *p, uint32_t v)
+{
+	fh_put_le16(p, (uint16_t)(v & 0xffff));
+	fh_put_le16(p + 2, (uint16_t)(v >> 16));
+}
+
+static inline void fh_put_le64(uint8_t *p, uint64_t v)
+{
+	fh_put_le32(p, (uint32_t)v);
+	fh_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+/*
+ * Judge the 8 header bytes at p (PB-2, PB-3): FH_CLOSE_NORMAL (0) with
+ * *len and *msg_type set when they may start a frame, else the reason to
+ * close with (TOO_BIG, UNKNOWN_TYPE, MALFORMED).  The payload is not
+ * waited for: an oversized or unknown frame is refused at once.
+ */
+static inline uint16_t fh_frame_hdr_get(const uint8_t *p, uint32_t *len,
+					uint16_t *msg_type)
+{
+	*len = fh_get_le32(p);
+	*msg_type = fh_get_le16(p + 4);
+	if (*len > FH_MAX_PAYLOAD) {
+		return FH_CLOSE_TOO_BIG;
+	}
+	if (*msg_type < 1 || *msg_type > FH_MSG_MAX) {
+		return FH_CLOSE_UNKNOWN_TYPE;
+	}
+	if (fh_get_le16(p + 6) != 0) {
+		return FH_CLOSE_MALFORMED;
+	}
+	return FH_CLOSE_NORMAL;
+}
+
+static inline void fh_frame_hdr_put(uint8_t *p, uint32_t len,
+				    uint16_t msg_type)
+{
+	fh_put_le32(p, len);
+	fh_put_le16(p + 4, msg_type);
+	fh_put_le16(p + 6, 0);
+}
+
+/*
+ * One record, in host order, against the record rules (virtio-freqhint.md
+ * "Device Requirements", agent-protocol.md PA-9): NULL when valid, else
+ * why.  perf_ok: the PERF feature was negotiated.
+ */
+static inline const char *fh_record_why(uint16_t num_vcpus, uint16_t vcpu,
+					uint16_t flags, uint16_t clamp_min,
+					uint16_t clamp_max, uint16_t perf,
+					uint16_t reserved, int perf_ok)
+{
+	const uint16_t scale = VIRTIO_FREQHINT_SCALE;
+
+	if (vcpu >= num_vcpus) {
+		return "vcpu out of range";
+	}
+	if (flags & ~VIRTIO_FREQHINT_R_ALL) {
+		return "unknown flags";
+	}
+	if (reserved) {
+		return "reserved field not zero";
+	}
+	if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) ?
+	    clamp_min > scale : clamp_min != 0) {
+		return "bad clamp_min";
+	}
+	if ((flags & VIRTIO_FREQHINT_R_MAX_VALID) ?
+	    clamp_max > scale : clamp_max != 0) {
+		return "bad clamp_max";
+	}
+	if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) ?
+	    perf > scale : perf != 0) {
+		return "bad perf";
+	}
+	if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
+	    (flags & VIRTIO_FREQHINT_R_MAX_VALID) && clamp_min > clamp_max) {
+		return "clamp_min above clamp_max";
+	}
+	if ((flags & VIRTIO_FREQHINT_R_PERF_VALID) && !perf_ok) {
+		return "perf without the PERF feature";
+	}
+	return (const char *)0;
+}
+
+/* A granted or operator range: floor <= ceiling <= VIRTIO_FREQHINT_SCALE. */
+static inline int fh_range_ok(uint16_t floor, uint16_t ceiling)
+{
+	return ceiling <= VIRTIO_FREQHINT_SCALE && floor <= ceiling;
+}
+
 #endif /* FREQHINT_AGENT_PROTOCOL_H */

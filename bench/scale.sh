@@ -1,0 +1,151 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Issue 16 items 2-4: freqhintd with many connected VMs, one peer process
+# per VM as the agent protocol wants it (PA-20: fh-loadclient forks a child
+# per VM whose command line carries its -name/-uuid), nearly idle (one
+# HINTS frame per VM per 1000 s).
+#   memory   VmHWM, VmRSS, RssAnon before and with the VMs connected
+#   idle     the daemon's CPU time over 10 s with every VM connected
+#   pass     wall time of a decision pass (status last_pass_us/max_pass_us)
+#            while idle, and of the pass one more VM's single hint causes
+#   heap     (--heaptrack FILE) the same under heaptrack: where the heap
+#            goes (heaptrack_print's report in FILE; the figures of such a
+#            run are the profiler's, not freqhintd's).  valgrind's massif
+#            cannot run freqhintd: valgrind 3.19 has no pidfd_open(2), so
+#            every peer is refused (PA-20 pins it with a pidfd).
+#
+#   scale.sh --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE] [--no-metrics]
+#
+# --no-metrics: without the Prometheus endpoint (whose page freqhintd
+# renders after a decision pass, at most every 200 ms, inside the pass).
+#
+# DIR: a meson build dir with freqhintd, freqhintctl, fh-loadclient and
+# fh-testclient.  Writes key=value lines to FILE.  Run as root.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/lib.sh"
+
+build= out= VMS=1000 VCPUS=16 heap= metrics=(--metrics-port 0)
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=${2:?}; shift ;;
+	--out) out=${2:?}; shift ;;
+	--vms) VMS=${2:?}; shift ;;
+	--vcpus) VCPUS=${2:?}; shift ;;
+	--heaptrack) heap=${2:?}; shift ;;
+	--no-metrics) metrics=(--no-metrics) ;;
+	*) die "usage: $0 --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE]" ;;
+	esac
+	shift
+done
+[ -n "$build" ] && [ -n "$out" ] || die "--build and --out are required"
+freqhintd=$build/host-agent/freqhintd
+freqhintctl=$build/host-agent/freqhintctl
+loadclient=$build/tests/agent/fh-loadclient
+testclient=$build/tests/agent/fh-testclient
+
+result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fh-bench-scale.XXXXXX")
+agent_pid= client_pid=
+cleanup() {
+	[ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null
+	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
+	wait 2>/dev/null
+	[ "${FREQHINT_KEEP:-0}" = 1 ] || rm -rf "$T"
+}
+trap cleanup EXIT
+ulimit -n 16384
+
+eventually() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+FX=$T/fx
+"$here/tests/agent/mkfixture.sh" host "$FX"
+"$here/tests/agent/mkfixture.sh" cgroup "$FX" /machine.slice 5.00 90.00
+cat >"$T/freqhintd.conf" <<EOC
+[daemon]
+check_thread_owner=false
+# fh-loadclient forks every peer before it answers any PING
+keepalive_ms=600000
+max_connections=$((VMS + 100))
+max_vcpus=$((VMS * VCPUS + 1000))
+EOC
+
+run=("$freqhintd")
+[ -n "$heap" ] && run=(heaptrack -o "$T/heaptrack" "$freqhintd")
+"${run[@]}" --foreground --config "$T/freqhintd.conf" --backend cpufreq \
+	--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
+	--socket "$T/device.sock" --control-socket "$T/control.sock" \
+	--state-dir "$T/state" "${metrics[@]}" >>"$T/freqhintd.log" 2>&1 &
+agent_pid=$!
+eventually 60 test -S "$T/control.sock" || die "freqhintd did not start: $(tail -n3 "$T/freqhintd.log")"
+status() { "$freqhintctl" --socket "$T/control.sock" --json status; }
+status_field() { status | jq -r ".$1"; }
+vm_status() { grep "^$1:" "/proc/$agent_pid/status" | awk '{ print $2 }'; }
+cpu_s() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' \
+		"/proc/$agent_pid/stat"
+}
+sleep 1
+result baseline_hwm_kb "$(vm_status VmHWM)"
+result baseline_anon_kb "$(vm_status RssAnon)"
+result baseline_file_kb "$(vm_status RssFile)"
+
+log "scale: connecting $VMS VMs x $VCPUS vCPUs (one process each)"
+t0=$(date +%s.%N)
+"$loadclient" --socket "$T/device.sock" --vms "$VMS" --vcpus "$VCPUS" --seconds 100000 \
+	--rate 0.001 --proc-fixture "$FX/proc" --tid-base 100000 >"$T/load.out" 2>"$T/load.err" &
+client_pid=$!
+eventually 1200 grep -q '^connected' "$T/load.out" ||
+	die "fh-loadclient did not connect: $(tail -n3 "$T/load.err")"
+eventually 120 test "$(status_field connected_vms)" = "$VMS" ||
+	die "freqhintd has $(status_field connected_vms) VMs, want $VMS"
+result connect_s "$(echo "$t0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')"
+result vms "$VMS"
+result vcpus "$((VMS * VCPUS))"
+# Settle: the poll ticks once a second; let a few pass.
+sleep 5
+c0=$(cpu_s)
+sleep 10
+c1=$(cpu_s)
+result idle_cpu_pct "$(echo "$c0 $c1" | awk '{ printf "%.1f", ($2 - $1) * 10 }')"
+result idle_pass_us "$(status_field last_pass_us)"
+result hwm_kb "$(vm_status VmHWM)"
+result rss_kb "$(vm_status VmRSS)"
+result anon_kb "$(vm_status RssAnon)"
+result anon_per_vm_kb "$(echo "$(vm_status RssAnon) $(sed -n 's/^baseline_anon_kb=//p' "$out") $VMS" |
+	awk '{ printf "%.2f", ($1 - $2) / $3 }')"
+
+# One more VM, one vCPU's hint: the pass that hint causes (the client
+# holds the connection for 2 s; the pass after its HINTS is the latest one
+# unless the 1 s poll ticked meanwhile, so take the smallest of a few).
+best=
+for i in 1 2 3 4 5; do
+	"$here/tests/agent/mkfixture.sh" thread "$FX" $((900000 + i)) 1 1 /machine.slice >/dev/null
+	FH_PROC_FIXTURE=$FX/proc "$testclient" --socket "$T/device.sock" --name "one-$i" \
+		--tids $((900000 + i)) --hint 0:300:800 --hold 2 >"$T/one.out" 2>&1 || true
+	p=$(status_field last_pass_us)
+	[ -z "$best" ] || [ "$p" -lt "$best" ] && best=$p
+done
+result one_hint_pass_us "$best"
+result max_pass_us "$(status_field max_pass_us)"
+kill -TERM "$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=
+[ -n "$heap" ] && pkill -TERM -P "$agent_pid" 2>/dev/null
+kill -TERM "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=
+if [ -n "$heap" ]; then
+	# heaptrack's wrapper is agent_pid: TERM went to it, the daemon is its child
+	pkill -TERM -P "$agent_pid" 2>/dev/null || true
+	sleep 5
+	heaptrack_print "$T"/heaptrack.*.zst >"$heap" 2>&1 || heaptrack_print "$T"/heaptrack.* >"$heap" 2>&1
+	log "scale: heaptrack report in $heap"
+fi
+log "scale: done"
