@@ -31,12 +31,30 @@ else
 fi
 
 if [ "$expect" = uclamp ]; then
-	l0=$(vcpu_field 1 leading)
-	busy 1 -m 800 -M 1024
+	# The leading edge (DRV-26) applies when vCPU1 published nothing
+	# within the last window.  A kernel thread running there just before
+	# (frequent under TCG on a busy host) legitimately makes a start a
+	# windowed publication instead, so the task is started from idle up
+	# to five times and one leading publication is required: a broken
+	# leading edge gives none.
+	leading_tries=0
+	leading_from_idle() {
+		while [ "$leading_tries" -lt 5 ]; do
+			leading_tries=$((leading_tries + 1))
+			l0=$(vcpu_field 1 leading)
+			busy 1 -m 800 -M 1024
+			wait_vcpu 1 'f["idle"]==0 && f["min"]==800' >/dev/null || return 1
+			[ "$(vcpu_field 1 leading)" -gt "$l0" ] && return 0
+			stop_busy
+			wait_vcpu 1 'f["idle"]==1' >/dev/null || return 1
+		done
+		return 1
+	}
+	check "a task starting on idle vCPU1 is published on the leading edge" \
+		leading_from_idle
+	echo "# leading edge seen on start $leading_tries of at most 5"
 	check "busy task under -m 800 -M 1024 on vCPU1: min 800, max 1024" \
 		wait_vcpu 1 'f["idle"]==0 && f["min"]==800 && f["max"]==1024 && f["perf"]!="-"'
-	check "it was published on the leading edge (leading $l0 -> $(vcpu_field 1 leading))" \
-		test "$(vcpu_field 1 leading)" -gt "$l0"
 	check "and it stays so for 2 s (kthreads do not pull it around)" \
 		steady_vcpu 1 'f["min"]==800 && f["max"]==1024' 2
 
