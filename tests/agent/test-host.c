@@ -428,6 +428,8 @@ main (int argc, char **argv)
   int ret;
 
   g_test_init (&argc, &argv, NULL);
+  /* Messages passed on to GLib's writer go to stderr: stdout is TAP. */
+  g_log_writer_default_set_use_stderr (TRUE);
   g_log_set_writer_func (check_logs, NULL, NULL);
   root = g_dir_make_tmp ("fh-test-host-XXXXXX", NULL);
   g_assert_nonnull (root);

@@ -419,6 +419,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   /* closing a connection for a reason is a warning, not a test failure */
   g_log_set_always_fatal (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL);
+  /* Messages passed on to GLib's writer go to stderr: stdout is TAP. */
+  g_log_writer_default_set_use_stderr (TRUE);
   g_log_set_writer_func (count_logs, NULL, NULL);
   g_test_add_func ("/peer/cmdline", test_cmdline);
   g_test_add_func ("/peer/scope", test_scope);
