@@ -41,7 +41,7 @@ esac
 PACKAGES=(
 	systemd adduser
 	libglib2.0-0 libjson-glib-1.0-0 libmicrohttpd12 libxml2
-	libvirt0/bookworm-backports
+	libvirt0/bookworm-backports libvirt-glib-1.0-0
 	curl libasan8 libubsan1
 )
 
