@@ -30,8 +30,9 @@ enum {
 
 #define REPLY_MAX (16 * 1024 * 1024)
 
+/* timeout_s: how long connecting, and then each read, may wait (0: no limit). */
 static char *
-request (const char *path, const char *line, GError **error)
+request (const char *path, const char *line, guint timeout_s, GError **error)
 {
   g_autoptr (GSocketClient) client = g_socket_client_new ();
   g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (path);
@@ -40,7 +41,7 @@ request (const char *path, const char *line, GError **error)
   GInputStream *in;
   char buf[8192];
 
-  g_socket_client_set_timeout (client, 10);
+  g_socket_client_set_timeout (client, timeout_s);
   conn = g_socket_client_connect (client, G_SOCKET_CONNECTABLE (addr), NULL, error);
   if (!conn)
     return NULL;
@@ -344,6 +345,10 @@ main (int argc, char **argv)
   g_autofree char *socket_path = NULL;
   g_autofree char *libvirt_uri = NULL, *device_socket = NULL;
   gboolean json = FALSE, version = FALSE;
+  /* A busy daemon (thousands of vCPUs, a loaded host) can be slow to start
+   * an answer; a dead one never answers.  10 s tells them apart on an
+   * ordinary host; scripts on a loaded one may allow more. */
+  gint timeout_s = 10;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -361,6 +366,10 @@ main (int argc, char **argv)
       "libvirt-xml: the libvirt connection (default qemu:///system)", "URI" },
     { "device-socket", 0, 0, G_OPTION_ARG_FILENAME, &device_socket,
       "libvirt-xml: freqhintd's device socket (default " FH_DEFAULT_SOCKET ")", "PATH" },
+    { "timeout", 't', 0, G_OPTION_ARG_INT, &timeout_s,
+      "Seconds to wait for freqhintd to accept, and then for each part of its answer "
+      "(default 10; 0: no limit)",
+      "SECONDS" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print freqhintctl's version and exit", NULL },
     { NULL }
   };
@@ -385,6 +394,11 @@ main (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
     g_printerr ("freqhintctl: %s\n", error->message);
+    return EXIT_USAGE;
+  }
+  if (timeout_s < 0) {
+    g_printerr ("freqhintctl: --timeout must be 0 (no limit) or a number of seconds, not %d\n",
+                timeout_s);
     return EXIT_USAGE;
   }
   if (version) {
@@ -443,7 +457,7 @@ main (int argc, char **argv)
   req_text = json_to_string (req, FALSE);
   line = g_strconcat (req_text, "\n", NULL);
 
-  reply = request (socket_path, line, &error);
+  reply = request (socket_path, line, (guint) timeout_s, &error);
   if (!reply) {
     g_printerr ("freqhintctl: cannot reach freqhintd at %s: %s\n", socket_path, error->message);
     return EXIT_UNREACHABLE;

@@ -1004,7 +1004,7 @@ case_load() {
 	echo 5 >"/proc/$DPID/clear_refs" || fail "cannot reset VmHWM"
 	while kill -0 $lc 2>/dev/null; do
 		t1=$(date +%s%N)
-		timeout "$ctl_limit" "$FREQHINTCTL" --socket "$T/ctl.sock" --json status \
+		timeout "$ctl_limit" "$FREQHINTCTL" --timeout 0 --socket "$T/ctl.sock" --json status \
 			>"$T/status.json" 2>"$T/ctl.err" ||
 			fail "freqhintctl did not answer within $ctl_limit s under load: $(cat "$T/ctl.err")"
 		dt=$((($(date +%s%N) - t1) / 1000000)); n=$((n + 1))

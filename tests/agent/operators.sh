@@ -87,6 +87,29 @@ case_cli_errors() {
 	run_ctl 0 --socket "$T/ctl.sock" vcpus vm-a
 	# the help text promises these codes
 	"$FREQHINTCTL" --help | grep '2 bad usage, 3 freqhintd unreachable' >/dev/null || fail "help lacks exit codes"
+	# --timeout: a daemon that accepts but does not answer (stopped) is
+	# unreachable after the limit, not after the default 10 s; 0 waits
+	run_ctl 2 --timeout -1 --socket "$T/ctl.sock" status
+	grep -q -- '--timeout must be 0 (no limit) or a number of seconds, not -1' "$T/err" ||
+		fail "negative timeout: $(cat "$T/err")"
+	local t0 rc secs
+	kill -STOP "$DPID"
+	t0=$SECONDS
+	"$FREQHINTCTL" --timeout 1 --socket "$T/ctl.sock" status >"$T/out" 2>"$T/err"; rc=$?
+	secs=$((SECONDS - t0))
+	kill -CONT "$DPID"
+	[ $rc = 3 ] || fail "a stopped daemon: exit $rc, want 3: $(cat "$T/err")"
+	grep -q 'timed out' "$T/err" || fail "no timeout named: $(cat "$T/err")"
+	# (at least the limit; well under the default 10 s however busy the host)
+	[ $secs -lt 9 ] || fail "--timeout 1 returned after $secs s"
+	kill -STOP "$DPID"
+	"$FREQHINTCTL" --timeout 0 --socket "$T/ctl.sock" status >"$T/out" 2>"$T/err" &
+	local ctl_pid=$!
+	sleep 2
+	kill -0 $ctl_pid 2>/dev/null || { kill -CONT "$DPID"; fail "--timeout 0 gave up: $(cat "$T/err")"; }
+	kill -CONT "$DPID"
+	wait $ctl_pid || fail "--timeout 0: exit $?: $(cat "$T/err")"
+	grep -q '^backend:' "$T/out" || fail "--timeout 0: no status after the daemon went on: $(cat "$T/out")"
 }
 
 case_cli_tables() {
