@@ -44,11 +44,11 @@ e2e_static() {
 
 # e2e_make_initrd SCRIPT [HOST:GUEST]...: virtio_freqhint.ko for the uclamp
 # kernel, and the initramfs running SCRIPT as /test.sh with the files
-# given; sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
+# given and the in-guest step helpers (step-lib.sh); sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
 # built now if its inputs changed: a build must not run inside the
 # deadline for QEMU's sockets to appear.
 e2e_make_initrd() {
-	local script=$1 a adds=()
+	local script=$1 a adds=(--add "$here/tests/harness/step-lib.sh:/lib/freqhint/step-lib.sh")
 	shift
 	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
