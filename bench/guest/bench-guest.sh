@@ -15,22 +15,12 @@
 #   final      a steady clamped task on vCPU1: the host's state must match
 #   latency    the responder for bench/fh-bench-latency.c on ttyS2
 . /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=../../tests/harness/step-lib.sh
+. /lib/freqhint/step-lib.sh
 . /etc/freqhint-bench.env
 
-CTL=/dev/ttyS1
-stty -F "$CTL" raw -echo || exit 1
+step_open
 stty -F /dev/ttyS2 raw -echo || exit 1
-exec 3<>"$CTL"
-
-step() {
-	echo "STEP $*" >&3
-	read -r verdict <&3
-	echo "host: $verdict"
-	case "$verdict" in
-	GO*) return 0 ;;
-	*) return 1 ;;
-	esac
-}
 
 stat_of() { cat "$dev/statistics/$1"; }
 
@@ -40,10 +30,7 @@ calls() {
 	awk '$1 ~ /^fhb_(fast_switch|target)$/ { n += $2 } END { print n + 0 }' "$TR/kprobe_profile"
 }
 
-check "module loads" insmod /modules/virtio_freqhint.ko
-sleep 1
-dev=$(ls -d /sys/bus/virtio/drivers/virtio_freqhint/virtio* 2>/dev/null | head -n1)
-check "device bound" test -n "$dev"
+step_load_module
 mount -t tracefs nodev "$TR" 2>/dev/null || TR=/sys/kernel/debug/tracing
 check "tracefs" test -w "$TR/kprobe_events"
 echo 0 >"$TR/tracing_on"

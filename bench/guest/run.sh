@@ -19,6 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../tests/harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
 
 freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only=
@@ -73,16 +74,6 @@ e2e_start_guest --timeout 600 --device-props ",rate-window-ms=$window" -- \
 e2e_connect_control
 
 lat_pid=
-failures=0
-verdict() {
-	if [ "$1" = OK ]; then
-		ctl_send GO
-	else
-		failures=$((failures + 1))
-		log "host check failed: $1"
-		ctl_send "NO $1"
-	fi
-}
 
 # "key=value ..." words of a STEP line into results, with a prefix.
 take() {
@@ -94,15 +85,11 @@ take() {
 }
 
 pol=$(pdir 2)
-while ctl_read line; do
-	set -- $line
-	[ "${1:-}" = STEP ] || continue
-	name=$2
-	shift 2
-	log "guest step: $name $*"
+while next_step; do
+	set -- "${step_args[@]}"
 	case $name in
 	connected)
-		if eventually 20 vm_connected; then verdict OK; else verdict "VM not connected"; fi
+		step_connected
 		;;
 	cost)
 		[ -n "$only" ] || take guest_ "$@"
@@ -162,9 +149,6 @@ while ctl_read line; do
 			sed 's/^/latency_raw_ackw="/; s/$/"/' >>"$out"
 		if [ "$rc" = 0 ]; then verdict OK; else verdict "latency run failed ($rc)"; fi
 		;;
-	end)
-		break
-		;;
 	*)
 		verdict "unknown step $name"
 		;;
@@ -173,7 +157,7 @@ done
 
 rc=0
 e2e_wait_guest >"$E2E_DIR/guest-summary" 2>&1 || rc=$?
-result "guest_run_ok${only:+_$only}" "$([ "$rc" = 0 ] && [ "$failures" = 0 ] && echo yes || echo no)"
+result "guest_run_ok${only:+_$only}" "$([ "$rc" = 0 ] && [ "$host_failures" = 0 ] && echo yes || echo no)"
 [ -n "$only" ] || result agent_backend_writes "$(ctl_json status | jq .backend_writes_total 2>/dev/null || echo '?')"
 [ "$rc" = 0 ] || { tail -n 30 "$E2E_DIR/guest-summary" >&2; exit 1; }
-[ "$failures" = 0 ]
+[ "$host_failures" = 0 ]

@@ -6,30 +6,13 @@
 # the host side checks the records that arrive.
 #   freqhint.expect=uclamp | nouclamp   as in gather.sh
 . /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=fh-lib.sh
 . /lib/freqhint/fh-lib.sh
 
 expect=$(sed -n 's/.*freqhint\.expect=\([a-z]*\).*/\1/p' /proc/cmdline)
 taskset -p 8 $$ >/dev/null
 
-dev=
-for d in /sys/bus/virtio/devices/*; do
-	[ "$(cat "$d/device")" = 0x003f ] && dev=$d
-done
-check "a virtio device with ID 63 is present" test -n "$dev"
-
-# wait_file FILE PATTERN [SECONDS]
-wait_file() {
-	fh_i=0
-	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
-		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
-		sleep 0.1
-		fh_i=$((fh_i + 1))
-	done
-	cat "$1"
-	return 1
-}
-
-check "insmod virtio_freqhint" insmod "$FH_KO"
+fh_probe
 check_output "the driver binds" 'virtio_freqhint$' readlink "$dev/driver"
 check "the agent is connected" wait_file "$dev/agent_connected" '^1$'
 check "operator ceiling 700 arrives" wait_file "$dev/operator_ceiling" '^700$'

@@ -6,6 +6,30 @@ FH_DBG=/sys/kernel/debug/virtio_freqhint/vcpus
 FH_KO=/modules/virtio_freqhint.ko
 fh_busy_pids=
 
+# fh_probe: the virtio device with ID 63 is present ($dev), and the module
+# loads (probing it).
+fh_probe() {
+	dev=
+	for fh_d in /sys/bus/virtio/devices/*; do
+		[ "$(cat "$fh_d/device")" = 0x003f ] && dev=$fh_d
+	done
+	check "a virtio device with ID 63 is present" test -n "$dev"
+	check "insmod virtio_freqhint" insmod "$FH_KO"
+}
+
+# wait_file FILE PATTERN [SECONDS]: poll every 0.1 s until FILE matches the
+# grep -E PATTERN.  Prints the file, which check() shows when it fails.
+wait_file() {
+	fh_i=0
+	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
+		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	cat "$1"
+	return 1
+}
+
 # vcpu_line CPU: the module's debugfs line for CPU.
 vcpu_line() {
 	grep "^cpu$1 " "$FH_DBG"

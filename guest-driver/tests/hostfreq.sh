@@ -8,27 +8,13 @@
 # cpuinfo range, table, cpupower frequency-info, scaling_cur_freq and
 # /proc/cpuinfo "cpu MHz".
 . /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=fh-lib.sh
 . /lib/freqhint/fh-lib.sh
 
 taskset -p 1 $$ >/dev/null
 C=/sys/devices/system/cpu
-dev=
-for d in /sys/bus/virtio/devices/*; do
-	[ "$(cat "$d/device")" = 0x003f ] && dev=$d
-done
-check "a virtio device with ID 63 is present" test -n "$dev"
+fh_probe
 
-# wait_file FILE PATTERN [SECONDS]: poll every 0.1 s.
-wait_file() {
-	fh_i=0
-	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
-		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
-		sleep 0.1
-		fh_i=$((fh_i + 1))
-	done
-	cat "$1"
-	return 1
-}
 # cpu_mhz CPU: /proc/cpuinfo's "cpu MHz" of CPU.
 cpu_mhz() {
 	awk -F': *' -v c="$1" '/^processor/ { p = $2 } /^cpu MHz/ && p == c { print $2 }' /proc/cpuinfo
@@ -46,7 +32,6 @@ all_at() {
 	done
 }
 
-check "insmod virtio_freqhint" insmod "$FH_KO"
 check "freqhintd is connected" wait_file "$dev/agent_connected" '^1$' 60
 check "the host's range reaches the guest" \
 	wait_file "$C/cpu0/cpufreq/cpuinfo_max_freq" '^3200000$' 30

@@ -137,6 +137,19 @@ lv_peer() {
 	fi
 }
 
+# dom_a_connects: dom-a's QEMU, the process libvirt's record names, connects
+# as dom-a; its operator floor (max) reaches policy4.
+dom_a_connects() {
+	(
+		"$MKFIXTURE" tgid "$FX" 3401 "$BASHPID"
+		domstatus dom-a $U1 "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name dom-a --uuid $U1 --vcpus 1 \
+			--tids 3401 --hint 0:0:1024
+	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
+	expect_jq '.connected_vms' 1 status
+	expect_file "$POL/policy4/scaling_min_freq" 3200000
+}
+
 # PA-22: a process's command line is its own to rewrite; libvirt's record of
 # which process runs which domain is not.  dom-a is a libvirt domain (its
 # process recorded in libvirt_state_dir), with an operator floor of max.
@@ -149,14 +162,7 @@ sec_identity_libvirt() {
 	fixture; thread 3401 4 4
 	mkdir -m 0755 "$T/libvirt"
 	start_daemon cpufreq
-	(
-		"$MKFIXTURE" tgid "$FX" 3401 "$BASHPID"
-		domstatus dom-a $U1 "$BASHPID"
-		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name dom-a --uuid $U1 --vcpus 1 \
-			--tids 3401 --hint 0:0:1024
-	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
-	expect_jq '.connected_vms' 1 status
-	expect_file "$POL/policy4/scaling_min_freq" 3200000
+	dom_a_connects
 	# not a domain's process, argv rewritten to dom-a's (QEMU's -name/-uuid):
 	# PA-20 alone would take it
 	lv_peer "argv of dom-a, its name and UUID" refused --argv-name dom-a --argv-uuid $U1 \
@@ -193,14 +199,7 @@ sec_identity_libvirt() {
 	EXTRA_DAEMON=$'libvirt_state_dir='"$T/libvirt"$'\nrequire_libvirt=true'
 	fixture
 	start_daemon cpufreq
-	(
-		"$MKFIXTURE" tgid "$FX" 3401 "$BASHPID"
-		domstatus dom-a $U1 "$BASHPID"
-		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name dom-a --uuid $U1 --vcpus 1 \
-			--tids 3401 --hint 0:0:1024
-	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
-	expect_jq '.connected_vms' 1 status
-	expect_file "$POL/policy4/scaling_min_freq" 3200000
+	dom_a_connects
 	LV_REFUSED=0
 	lv_peer "a QEMU outside libvirt, require_libvirt" refused --name plain --uuid $U3
 	grep -q "identity: process [0-9]* is no running libvirt domain's (require_libvirt)" "$T/daemon.log" ||

@@ -196,37 +196,51 @@ test_check_libvirt (void)
   g_autofree char *longname = g_strnfill (80, 'x');
   g_autofree char *cut = g_strnfill (63, 'x');
   char why[200];
+  /* without_domains: libvirt's domains unknown (no state directory);
+   * why_has: what the refusal must say, where it is checked. */
+  const struct {
+    gboolean without_domains;
+    pid_t pid;
+    const char *name, *uuid;
+    gboolean require, accepted;
+    const char *why_has;
+  } cases[] = {
+    /* a domain's process, as itself (a long name as the device cuts it) */
+    { FALSE, 100, "dom-a", U1, FALSE, TRUE, NULL },
+    { FALSE, 100, "dom-a", U1, TRUE, TRUE, NULL },
+    { FALSE, 300, cut, u3, TRUE, TRUE, NULL },
+    /* a domain's process as anything else */
+    { FALSE, 200, "dom-a", U1, FALSE, FALSE, "is libvirt domain \"dom-b\"" },
+    { FALSE, 200, "dom-b", U1, FALSE, FALSE, NULL },
+    { FALSE, 200, "dom-b", nil, FALSE, FALSE, NULL },
+    { FALSE, 200, "free", u3, FALSE, FALSE, NULL },
+    { FALSE, 300, longname, u3, FALSE, FALSE, NULL },
+    /* no domain's process claiming a domain's name or UUID */
+    { FALSE, 999, "dom-a", U1, FALSE, FALSE, "claims libvirt domain \"dom-a\"" },
+    { FALSE, 999, "dom-a", nil, FALSE, FALSE, NULL },
+    { FALSE, 999, "", U1, FALSE, FALSE, NULL },
+    { FALSE, 999, "other", "11111111-1111-1111-1111-111111111111", FALSE, FALSE, NULL },
+    { FALSE, 999, cut, nil, FALSE, FALSE, NULL },
+    /* ... or its own identity: fine unless only domains may connect */
+    { FALSE, 999, "plain", "44444444-4444-4444-4444-444444444444", FALSE, TRUE, NULL },
+    { FALSE, 999, "", nil, FALSE, TRUE, NULL },
+    { FALSE, 999, "plain", nil, TRUE, FALSE, "require_libvirt" },
+    { TRUE, 999, "plain", nil, FALSE, TRUE, NULL },
+    { TRUE, 999, "plain", nil, TRUE, FALSE, NULL },
+  };
 
   g_ptr_array_add (doms, domain ("dom-a", U1, 100));
   g_ptr_array_add (doms, domain ("dom-b", u2, 200));
   g_ptr_array_add (doms, domain (longname, u3, 300));
-  /* a domain's process, as itself (a long name as the device cuts it) */
-  g_assert_true (fh_peer_check_libvirt (doms, 100, "dom-a", U1, FALSE, why, sizeof why));
-  g_assert_true (fh_peer_check_libvirt (doms, 100, "dom-a", U1, TRUE, why, sizeof why));
-  g_assert_true (fh_peer_check_libvirt (doms, 300, cut, u3, TRUE, why, sizeof why));
-  /* a domain's process as anything else */
-  g_assert_false (fh_peer_check_libvirt (doms, 200, "dom-a", U1, FALSE, why, sizeof why));
-  g_assert_nonnull (strstr (why, "is libvirt domain \"dom-b\""));
-  g_assert_false (fh_peer_check_libvirt (doms, 200, "dom-b", U1, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 200, "dom-b", nil, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 200, "free", u3, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 300, longname, u3, FALSE, why, sizeof why));
-  /* no domain's process claiming a domain's name or UUID */
-  g_assert_false (fh_peer_check_libvirt (doms, 999, "dom-a", U1, FALSE, why, sizeof why));
-  g_assert_nonnull (strstr (why, "claims libvirt domain \"dom-a\""));
-  g_assert_false (fh_peer_check_libvirt (doms, 999, "dom-a", nil, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 999, "", U1, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 999, "other", "11111111-1111-1111-1111-111111111111",
-                                         FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 999, cut, nil, FALSE, why, sizeof why));
-  /* ... or its own identity: fine unless only domains may connect */
-  g_assert_true (fh_peer_check_libvirt (doms, 999, "plain", "44444444-4444-4444-4444-444444444444",
-                                        FALSE, why, sizeof why));
-  g_assert_true (fh_peer_check_libvirt (doms, 999, "", nil, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (doms, 999, "plain", nil, TRUE, why, sizeof why));
-  g_assert_nonnull (strstr (why, "require_libvirt"));
-  g_assert_true (fh_peer_check_libvirt (NULL, 999, "plain", nil, FALSE, why, sizeof why));
-  g_assert_false (fh_peer_check_libvirt (NULL, 999, "plain", nil, TRUE, why, sizeof why));
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_test_message ("case %zu: pid %d claims \"%s\" (%s)%s", i, (int) cases[i].pid, cases[i].name,
+                    cases[i].uuid, cases[i].require ? ", require_libvirt" : "");
+    g_assert_cmpint (fh_peer_check_libvirt (cases[i].without_domains ? NULL : doms, cases[i].pid,
+                                            cases[i].name, cases[i].uuid, cases[i].require, why,
+                                            sizeof why), ==, cases[i].accepted);
+    if (cases[i].why_has)
+      g_assert_nonnull (strstr (why, cases[i].why_has));
+  }
 }
 
 static void

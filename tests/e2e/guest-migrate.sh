@@ -8,26 +8,15 @@
 # guest-story.sh.  The migration happens while the guest waits for the
 # "migrate" verdict, which comes through the destination's ttyS1.
 . /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=../harness/step-lib.sh
+. /lib/freqhint/step-lib.sh
 
-CTL=/dev/ttyS1
-stty -F "$CTL" raw -echo || exit 1
-exec 3<>"$CTL"
-
-step() {
-	echo "STEP $*" >&3
-	read -r verdict <&3
-	echo "host: $verdict"
-	case "$verdict" in
-	GO*) return 0 ;;
-	*) return 1 ;;
-	esac
-}
+step_open
 
 # The shell stays on vCPU0; vCPUs 1-3 run only what a step puts there.
 taskset -p 1 $$ >/dev/null
 
-check "module loads" insmod /modules/virtio_freqhint.ko
-check "device bound" sh -c 'ls /sys/bus/virtio/drivers/virtio_freqhint/ | grep -q virtio'
+step_load_module
 sleep 2
 check "host sees the VM connected" step connected
 

@@ -7,22 +7,11 @@
 # verdict: "GO" when the host saw what the step should cause, "NO <why>"
 # otherwise.  The host side is tests/e2e/run-e2e.sh.
 . /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=../harness/step-lib.sh
+. /lib/freqhint/step-lib.sh
 . /etc/freqhint-e2e.env
 
-CTL=/dev/ttyS1
-stty -F "$CTL" raw -echo || exit 1
-exec 3<>"$CTL"
-
-# step NAME [ARGS]: report, wait for the host's verdict.
-step() {
-	echo "STEP $*" >&3
-	read -r verdict <&3
-	echo "host: $verdict"
-	case "$verdict" in
-	GO*) return 0 ;;
-	*) return 1 ;;
-	esac
-}
+step_open
 
 settle() { sleep "${1:-1}"; }
 
@@ -30,8 +19,7 @@ settle() { sleep "${1:-1}"; }
 # puts there and the host checks can say "others unchanged" of them.
 taskset -p 1 $$ >/dev/null
 
-check "module loads" insmod /modules/virtio_freqhint.ko
-check "device bound" sh -c 'ls /sys/bus/virtio/drivers/virtio_freqhint/ | grep -q virtio'
+step_load_module
 settle 2
 check "host sees the VM connected" step connected
 

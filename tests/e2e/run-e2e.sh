@@ -22,14 +22,15 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
 
-freqhintd= freqhintctl= demo=0 samples=10
+freqhintd= freqhintctl= samples=10
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--freqhintd) freqhintd=${2:?}; shift ;;
 	--freqhintctl) freqhintctl=${2:?}; shift ;;
-	--demo) demo=1 ;;
+	--demo) E2E_DEMO=1 ;;
 	--samples) samples=${2:?}; shift ;;
 	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo] [--samples N]" ;;
 	esac
@@ -40,28 +41,11 @@ done
 e2e_init
 trap e2e_cleanup EXIT
 
-e2e_prepare_guest "$here/tests/e2e/guest-story.sh" "$samples"
-e2e_make_fixture
-e2e_write_config 100
-e2e_start_agent
+e2e_setup "$here/tests/e2e/guest-story.sh" "$samples"
 e2e_start_guest
 e2e_connect_control
 
 latencies=()
-host_failures=0
-
-# verdict OK|message: answer the guest and count our own failures.  A
-# message says what was expected and what was seen.
-verdict() {
-	[ "$demo" = 0 ] || e2e_show_table "$name"
-	if [ "$1" = OK ]; then
-		ctl_send GO
-	else
-		host_failures=$((host_failures + 1))
-		log "host check failed at step '$name': $1"
-		ctl_send "NO $1"
-	fi
-}
 
 # Why a quiet vCPU's policy is checked with "eventually": vCPUs that run no
 # task of the story are not idle all the time.  Kernel threads (RCU,
@@ -72,18 +56,10 @@ verdict() {
 # ceiling that is at most 800000..1600000 instead of the originals.  What the
 # design guarantees is that such a vCPU returns to idle, so its policy
 # returns to the originals: eventually, not at every sample.
-while ctl_read line; do
-	set -- $line
-	[ "${1:-}" = STEP ] || continue
-	name=$2
-	log "guest step: ${line#STEP }"
+while next_step; do
 	case $name in
 	connected)
-		if eventually 20 vm_connected; then
-			verdict OK
-		else
-			verdict "expected VM $E2E_VM_UUID in freqhintctl vms within 20 s; saw $(ctl_json vms 2>&1 | jq -c '[.[] | {name, uuid}]' 2>&1)"
-		fi
+		step_connected
 		;;
 	floor)
 		want=$(snap_up "$(cap_to_khz 800)" 2)
@@ -197,10 +173,10 @@ while ctl_read line; do
 				t1=$(date +%s%N)
 				latencies+=($(((t1 - t0) / 1000000)))
 			else
-				log "latency sample ${3:-?}: policy2 min did not reach $raised within 10 s; not counted"
+				log "latency sample ${step_args[0]:-?}: policy2 min did not reach $raised within 10 s; not counted"
 			fi
 		else
-			log "latency sample ${3:-?}: policy2 min not back at its original within 10 s; not counted"
+			log "latency sample ${step_args[0]:-?}: policy2 min not back at its original within 10 s; not counted"
 			ctl_send GO
 		fi
 		;;
@@ -210,9 +186,6 @@ while ctl_read line; do
 		else
 			verdict "expected at least one latency sample; got none (see the log lines above)"
 		fi
-		;;
-	end)
-		break
 		;;
 	*)
 		verdict "unknown step $name"

@@ -32,6 +32,7 @@ export LC_ALL=C
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
 
 freqhintd= freqhintctl=
@@ -82,36 +83,16 @@ mig_cleanup() {
 }
 trap mig_cleanup EXIT
 
-e2e_prepare_guest "$here/tests/e2e/guest-migrate.sh" 0
-e2e_make_fixture
-e2e_write_config 100
-e2e_start_agent
+e2e_setup "$here/tests/e2e/guest-migrate.sh" 0
 
-# start_vm TAG [RUN-GUEST ARGS]: the guest under a QEMU named TAG (src or
-# dst): its own control port, QMP and pid file, the same VM identity and
-# agent socket, one console log for the guest's whole run.
-start_vm() {
-	local tag=$1
-	shift
-	"$here/tests/harness/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
-		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout 900 --log "$E2E_CONSOLE" --quiet "$@" -- \
-		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" -pidfile "$E2E_DIR/$tag.pid" \
-		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
-		-device "virtio-freqhint-pci,id=fh,chardev=fh0" \
-		-chardev "socket,id=ctl,path=$E2E_DIR/ctl-$tag.sock,server=on,wait=off" \
-		-serial chardev:ctl \
-		-qmp "unix:$E2E_DIR/qmp-$tag.sock,server=on,wait=off" \
-		>"$E2E_DIR/run-guest-$tag.out" 2>&1 &
-}
-
+# The guest runs under a QEMU tagged src, then under one tagged dst (see
+# e2e_start_guest): each its own control port, QMP and pid file, the same
+# VM identity and agent socket, one console log for the guest's whole run.
+# Their run-guest.sh processes are src_run and dst_run (mig_cleanup stops
+# them, not e2e_cleanup).
 qemu_pid() { cat "$E2E_DIR/$1.pid"; }
 
-# connect_control TAG: the control port of QEMU TAG (one at a time).
-connect_control() {
-	eventually 60 test -S "$E2E_DIR/ctl-$1.sock" ||
-		die "QEMU $1 did not open ctl-$1.sock within 60 s (see run-guest-$1.out)"
-	coproc E2E_CTL { exec socat - "UNIX-CONNECT:$E2E_DIR/ctl-$1.sock"; }
-}
+# disconnect_control: close the control port e2e_connect_control TAG opened.
 disconnect_control() {
 	local pid=${E2E_CTL_PID:-} in=${E2E_CTL[0]:-} out=${E2E_CTL[1]:-}
 	[ -z "$out" ] || eval "exec $out>&-"
@@ -198,22 +179,11 @@ vcpus_of_destination() {
 	done
 }
 
-start_vm src --outgoing
-src_run=$!
+e2e_start_guest --tag src --outgoing
+src_run=$E2E_GUEST_PID E2E_GUEST_PID=
 src_t0=$(date +%s.%N)
-connect_control src
+e2e_connect_control src
 qmp_open src
-
-host_failures=0
-verdict() {
-	if [ "$1" = OK ]; then
-		ctl_send GO
-	else
-		host_failures=$((host_failures + 1))
-		log "host check failed at step '$name': $1"
-		ctl_send "NO $1"
-	fi
-}
 
 # migrate: run the migration and check it; prints nothing, sets why.
 migrate() {
@@ -222,8 +192,8 @@ migrate() {
 	src_pid=$(qemu_pid src)
 	sample_floor >"$E2E_DIR/samples" &
 	sampler=$!
-	start_vm dst --incoming "unix:$E2E_DIR/migrate.sock" --since "$src_t0"
-	dst_run=$!
+	e2e_start_guest --tag dst --incoming "unix:$E2E_DIR/migrate.sock" --since "$src_t0"
+	dst_run=$E2E_GUEST_PID E2E_GUEST_PID=
 	qmp_open dst
 	eventually 60 test -S "$E2E_DIR/migrate.sock" || { why="the destination did not listen on migrate.sock within 60 s"; return; }
 	# The destination stays connected-without-HELLO meanwhile (PD-1): the
@@ -306,18 +276,10 @@ migrate() {
 	fi
 }
 
-while ctl_read line; do
-	set -- $line
-	[ "${1:-}" = STEP ] || continue
-	name=$2
-	log "guest step: ${line#STEP }"
+while next_step; do
 	case $name in
 	connected)
-		if eventually 20 vm_connected; then
-			verdict OK
-		else
-			verdict "expected VM $E2E_VM_UUID in freqhintctl vms within 20 s; saw $(ctl_json vms 2>&1 | jq -c '[.[] | {name, uuid}]' 2>&1)"
-		fi
+		step_connected
 		;;
 	floor)
 		FLOOR_KHZ=$(snap_up "$(cap_to_khz 800)" 2)
@@ -334,7 +296,7 @@ while ctl_read line; do
 		migrate
 		# The guest now runs on the destination: its verdict goes there.
 		disconnect_control
-		connect_control dst
+		e2e_connect_control dst
 		if [ -z "$why" ]; then verdict OK; else verdict "$why"; fi
 		;;
 	released)
@@ -345,9 +307,6 @@ while ctl_read line; do
 		else
 			verdict OK
 		fi
-		;;
-	end)
-		break
 		;;
 	*)
 		verdict "unknown step $name"

@@ -13,6 +13,7 @@ e2e_init() {
 	E2E_AGENT_PID= E2E_GUEST_PID= E2E_CTL_FD=
 	E2E_AGENT_LOG=$E2E_DIR/freqhintd.log
 	E2E_CONSOLE=$E2E_DIR/console.log
+	host_failures=0
 	log "e2e work dir: $E2E_DIR"
 }
 
@@ -44,11 +45,11 @@ e2e_static() {
 
 # e2e_make_initrd SCRIPT [HOST:GUEST]...: virtio_freqhint.ko for the uclamp
 # kernel, and the initramfs running SCRIPT as /test.sh with the files
-# given; sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
+# given and the in-guest step helpers (step-lib.sh); sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
 # built now if its inputs changed: a build must not run inside the
 # deadline for QEMU's sockets to appear.
 e2e_make_initrd() {
-	local script=$1 a adds=()
+	local script=$1 a adds=(--add "$here/tests/harness/step-lib.sh:/lib/freqhint/step-lib.sh")
 	shift
 	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
@@ -72,6 +73,16 @@ e2e_prepare_guest() {
 
 e2e_make_fixture() {
 	"$here/tests/agent/mkfixture.sh" host "$E2E_FX"
+}
+
+# e2e_setup STORY SAMPLES: the guest that runs STORY (e2e_prepare_guest),
+# the fixture host, and freqhintd on it with the VM uncapped; the guest is
+# started apart.
+e2e_setup() {
+	e2e_prepare_guest "$1" "$2"
+	e2e_make_fixture
+	e2e_write_config 100
+	e2e_start_agent
 }
 
 # e2e_write_config CEILING_PERCENT
@@ -105,30 +116,41 @@ stop_agent() {
 	rm -f "$E2E_DIR/control.sock"
 }
 
-# e2e_start_guest [--timeout S] [--device-props ,K=V...] [-- QEMU ARGS]: boot
+# e2e_start_guest [--tag TAG] [--timeout S] [--device-props ,K=V...]
+#                 [--outgoing | --incoming URI --since T] [-- QEMU ARGS]: boot
 # E2E_INITRD with the device on $E2E_DIR/device.sock, the control port on
 # ttyS1 ($E2E_DIR/guest-ctl.sock) and QMP on $E2E_DIR/qmp.sock; QEMU ARGS
-# come after those (a further -serial is ttyS2).
+# come after those (a further -serial is ttyS2).  The guest's console goes
+# to $E2E_CONSOLE, run-guest.sh's output to $E2E_DIR/run-guest.out.
+# A TAG names one of the QEMUs that run the same guest (a migration's
+# source and destination): its sockets are guest-ctl-TAG.sock and
+# qmp-TAG.sock, its output run-guest-TAG.out, its pid in TAG.pid.
+# --outgoing, --incoming and --since go to run-guest.sh.
 e2e_start_guest() {
-	local timeout=900 props= extra=()
+	local timeout=900 props='' tag='' run=() qemu=() extra=()
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--tag) tag=$2; shift 2 ;;
 		--timeout) timeout=$2; shift 2 ;;
 		--device-props) props=$2; shift 2 ;;
+		--outgoing) run+=("$1"); shift ;;
+		--incoming | --since) run+=("$1" "$2"); shift 2 ;;
 		--) shift; extra=("$@"); break ;;
 		*) die "e2e_start_guest: unknown argument $1" ;;
 		esac
 	done
+	[ -z "$tag" ] || qemu=(-pidfile "$E2E_DIR/$tag.pid")
 	"$here/tests/harness/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
-		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet -- \
-		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" \
+		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet \
+		"${run[@]}" -- \
+		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" "${qemu[@]}" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
 		-device "virtio-freqhint-pci,id=fh,chardev=fh0$props" \
-		-chardev "socket,id=ctl,path=$E2E_DIR/guest-ctl.sock,server=on,wait=off" \
+		-chardev "socket,id=ctl,path=$E2E_DIR/guest-ctl${tag:+-$tag}.sock,server=on,wait=off" \
 		-serial chardev:ctl \
-		-qmp "unix:$E2E_DIR/qmp.sock,server=on,wait=off" \
+		-qmp "unix:$E2E_DIR/qmp${tag:+-$tag}.sock,server=on,wait=off" \
 		"${extra[@]}" \
-		>"$E2E_DIR/run-guest.out" 2>&1 &
+		>"$E2E_DIR/run-guest${tag:+-$tag}.out" 2>&1 &
 	E2E_GUEST_PID=$!
 }
 
@@ -141,11 +163,13 @@ e2e_wait_guest() {
 	return "$rc"
 }
 
-# The guest's second serial port: one line per step each way.
+# e2e_connect_control [TAG]: the guest's second serial port (of QEMU TAG,
+# see e2e_start_guest): one line per step each way.  One at a time.
 e2e_connect_control() {
-	eventually 60 test -S "$E2E_DIR/guest-ctl.sock" ||
-		die "QEMU did not open $E2E_DIR/guest-ctl.sock within 60 s (see $E2E_DIR/run-guest.out)"
-	coproc E2E_CTL { socat - "UNIX-CONNECT:$E2E_DIR/guest-ctl.sock"; }
+	local sock=$E2E_DIR/guest-ctl${1:+-$1}.sock
+	eventually 60 test -S "$sock" ||
+		die "QEMU${1:+ $1} did not open $sock within 60 s (see $E2E_DIR/run-guest${1:+-$1}.out)"
+	coproc E2E_CTL { exec socat - "UNIX-CONNECT:$sock"; }
 }
 
 ctl_read() {
@@ -155,6 +179,48 @@ ctl_read() {
 }
 
 ctl_send() { printf '%s\n' "$*" >&"${E2E_CTL[1]}"; }
+
+# next_step: wait for the guest's next "STEP NAME ARGS..." line (other
+# lines are skipped) and log it; sets name and step_args.  Fails at the
+# guest's "STEP end" and when the control port ends.
+next_step() {
+	local line
+	while ctl_read line; do
+		# shellcheck disable=SC2086 # the line's words
+		set -- $line
+		[ "${1:-}" = STEP ] || continue
+		name=$2
+		# shellcheck disable=SC2034 # for the caller
+		step_args=("${@:3}")
+		log "guest step: ${line#STEP }"
+		[ "$name" != end ]
+		return
+	done
+	return 1
+}
+
+# verdict OK|MESSAGE: answer the guest's step $name.  A MESSAGE says what
+# was expected and what was seen: the step fails, and counts in
+# host_failures.  With E2E_DEMO=1 the host's state is shown first.
+verdict() {
+	[ "${E2E_DEMO:-0}" = 0 ] || e2e_show_table "$name"
+	if [ "$1" = OK ]; then
+		ctl_send GO
+	else
+		host_failures=$((host_failures + 1))
+		log "host check failed at step '$name': $1"
+		ctl_send "NO $1"
+	fi
+}
+
+# The guest's "connected" step: freqhintd holds the VM.
+step_connected() {
+	if eventually 20 vm_connected; then
+		verdict OK
+	else
+		verdict "expected VM $E2E_VM_UUID in freqhintctl vms within 20 s; saw $(ctl_json vms 2>&1 | jq -c '[.[] | {name, uuid}]' 2>&1)"
+	fi
+}
 
 # Checks on a running guest come in two kinds, as the design guarantees
 # them: "eventually holds" (a state the system reaches and stays in long

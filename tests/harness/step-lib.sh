@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=sh
+# In-guest side of a run driven step by step from the host (tests/e2e,
+# bench/guest; the host side is tests/harness/e2e-lib.sh), sourced after
+# /lib/freqhint/test-lib.sh.  e2e_make_initrd carries it as
+# /lib/freqhint/step-lib.sh.
+#   step_open            the control port (ttyS1), raw, as fd 3
+#   step NAME [K=V]...   report "STEP NAME K=V..." on it and wait for the
+#                        host's verdict: "GO" passes, "NO <why>" fails
+#   step_load_module     checks: virtio_freqhint.ko loads and binds to the
+#                        device ($dev: its sysfs directory)
+
+step_open() {
+	stty -F /dev/ttyS1 raw -echo || exit 1
+	exec 3<>/dev/ttyS1
+}
+
+step() {
+	echo "STEP $*" >&3
+	read -r verdict <&3
+	echo "host: $verdict"
+	case "$verdict" in
+	GO*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+step_load_module() {
+	check "module loads" insmod /modules/virtio_freqhint.ko
+	dev=
+	for step_d in /sys/bus/virtio/drivers/virtio_freqhint/virtio*; do
+		[ -e "$step_d" ] && { dev=$step_d; break; }
+	done
+	check "device bound" test -n "$dev"
+}
