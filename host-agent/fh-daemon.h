@@ -91,7 +91,7 @@ struct _FhDaemon {
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
-  /* called after every update (metrics snapshot) */
+  /* called after every update (freqhintd: LM-12 ceiling mirroring) */
   FhDaemonNotify notify;
   gpointer notify_data;
 };
