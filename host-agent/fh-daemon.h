@@ -50,10 +50,10 @@ typedef struct {
   gint64 connected_realtime_us;
   guint64 hints_frames;
   guint64 hints_records;
-  FhGrants grants;
+  guint64 grants_hash; /* of the GRANTS frame last sent */
   gboolean grants_sent;
   guint64 grants_frames;
-  guint32 host_freq_hash; /* PA-18: of the HOST_FREQ last sent */
+  guint64 host_freq_hash; /* PA-18: of the HOST_FREQ frame last sent */
   gboolean host_freq_sent;
   guint64 host_freq_frames;
   guint64 vcpus_frames; /* PA-19: VCPUS applied */
@@ -91,7 +91,7 @@ struct _FhDaemon {
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
-  /* called after every update (metrics snapshot) */
+  /* called after every update (freqhintd: LM-12 ceiling mirroring) */
   FhDaemonNotify notify;
   gpointer notify_data;
 };

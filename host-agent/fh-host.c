@@ -392,9 +392,9 @@ fh_stat_policy (const char *stat, guint *policy)
 void
 fh_thread_info_clear (FhThreadInfo *info)
 {
-  g_clear_pointer (&info->cgroup, g_free);
+  g_clear_pointer (&info->cgroup, g_ref_string_release);
   g_clear_pointer (&info->levels, g_array_unref);
-  g_clear_pointer (&info->allowed, g_free);
+  g_clear_pointer (&info->allowed, g_ref_string_release);
   memset (info, 0, sizeof *info);
   info->cpu = -1;
 }
@@ -505,7 +505,7 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
 
   allowed = fh_parse_status_field (status, "Cpus_allowed_list", NULL);
   if (allowed)
-    info->allowed = g_strdup (allowed);
+    info->allowed = g_ref_string_new_intern (allowed);
   if (allowed) {
     g_autoptr (GArray) cpus = fh_parse_cpu_list (allowed, MAX (n_cpus, 1), &error);
 
@@ -531,8 +531,9 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
   cgroup = fh_read_small_file (cgroup_path, NULL);
   cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;
   if (cg) {
-    info->cgroup =
-        cg->version == 2 ? g_strdup (cg->path) : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
+    g_autofree char *v1 = cg->version == 2 ? NULL : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
+
+    info->cgroup = g_ref_string_new_intern (v1 ? v1 : cg->path);
     info->levels = read_chain (paths, cg, cache);
   } else {
     if (error)

@@ -80,12 +80,13 @@ const char *fh_host_cpu_governor (const FhHost *host, gint cpu);
 typedef struct {
   gboolean exists; /* PROC/<tid>/status readable */
   pid_t tgid;
+  /* interned (GRefString): a VM's vCPU threads share their scope's one copy */
   char *cgroup;   /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
   GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
   gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
   guint policy;   /* field 41 of PROC/<tid>/stat: SCHED_OTHER 0, FIFO 1, RR 2, ... */
-  char *allowed;  /* Cpus_allowed_list as read, NULL when unknown */
+  char *allowed;  /* Cpus_allowed_list as read (interned), NULL when unknown */
   gboolean rt;    /* SCHED_FIFO or SCHED_RR (MR-26) */
 } FhThreadInfo;
 

@@ -585,6 +585,41 @@ case_metrics_promtool() {
 		fail "unknown path must be 404"
 }
 
+# The page is rendered when scraped (issue 16), piece by piece by the main
+# loop: a scrape right after a change shows it (the page used to be rendered
+# after a pass, at most every 200 ms); VMs leaving while slow scrapes drain
+# leave a valid page; SIGTERM with slow scrapers connected exits cleanly.
+case_metrics_on_scrape() {
+	EXTRA_CONF='timeout_ms=60000'
+	fixture
+	start_daemon cpufreq
+	local port; port=$(ctl --json status | jq -r .metrics_port)
+	start_vm a vm-a $U1 0 --vcpus 64 --hint 0:512:1024
+	start_vm b vm-b $U2 0 --vcpus 256 --hint 0:256:1024
+	# four slow readers (4 KiB per 50 ms) hold answers of ~450 KiB in flight
+	"$FH_HOG" --tcp "127.0.0.1:$port" --count 4 --send 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' \
+		>"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
+	eventually grep -q '^held 4' "$T/client-hog.out" || fail "slow readers did not connect"
+	start_vm c vm-c $U3 0 --vcpus 2 --hint 1:100:900
+	expect_jq '.connected_vms' 3 status
+	expect_jq '.[1].request.min' 100 vcpus vm-c
+	curl -sf -m 30 "http://127.0.0.1:$port/metrics" >"$T/m1.txt" || fail "no scrape"
+	grep -qx 'freqhint_connected_vms 3' "$T/m1.txt" || fail "page not current: $(grep '^freqhint_connected_vms ' "$T/m1.txt")"
+	grep -q "^freqhint_vcpu_guest_request_min_ratio{domain=\"vm-c\",uuid=\"$U3\",vcpu=\"1\"} 0.0976562$" "$T/m1.txt" ||
+		fail "vm-c's hint not on the page"
+	[ "$(grep -c '^freqhint_vcpu_active{' "$T/m1.txt")" = 322 ] || fail "not every vCPU on the page"
+	promtool check metrics <"$T/m1.txt" || fail "promtool rejects the page"
+	kill "$VM_b"
+	expect_jq '.connected_vms' 2 status
+	curl -sf -m 30 "http://127.0.0.1:$port/metrics" >"$T/m2.txt" || fail "no scrape"
+	grep -qx 'freqhint_connected_vms 2' "$T/m2.txt" || fail "page not current after a VM left"
+	! grep -q 'domain="vm-b"' "$T/m2.txt" || fail "vm-b still on the page"
+	promtool check metrics <"$T/m2.txt" || fail "promtool rejects the page"
+	local t0; t0=$(date +%s)
+	stop_daemon
+	[ $(($(date +%s) - t0)) -lt 20 ] || fail "SIGTERM took $(($(date +%s) - t0)) s with scrapes in flight"
+}
+
 # --- faults (issue 8 item 4) -------------------------------------------------
 
 # Half a frame, then nothing: partial bytes are not a frame; the keepalive
