@@ -23,6 +23,9 @@
 
 #include "fh-listen.h"
 #include "fh-peer.h"
+#include "fh-watch.h"
+
+#include <glib-unix.h>
 
 #include <linux/virtio_freqhint.h>
 
@@ -30,6 +33,18 @@ static void queue_update (FhDaemon *d);
 static void queue_full (FhDaemon *d);
 static void queue_vm (FhDaemon *d, FhVm *vm);
 static void vcpu_unplace (FhDaemon *d, FhVcpu *v);
+static void vm_watch_exit (FhDaemon *d, FhVm *vm);
+static void on_cgroup_event (const char *rel, gpointer data);
+
+/* The safety net's period: rescan_interval_ms, or 30 poll intervals. */
+static gint64
+fh_daemon_rescan_us (FhDaemon *d)
+{
+  guint ms = d->config->rescan_interval_ms ? d->config->rescan_interval_ms
+                                           : 30 * d->config->poll_interval_ms;
+
+  return (gint64) ms * G_TIME_SPAN_MILLISECOND;
+}
 
 static void
 vm_free (FhVm *vm)
@@ -92,6 +107,8 @@ vm_probe (FhDaemon *d, FhVm *vm)
     const GArray *override = vm->settings.cpus;
 
     fh_host_probe_thread_cached (&d->paths, d->cg_cache, v->tid, d->host->n_cpus, &v->info);
+    if (d->watch && v->info.cgroup_dir)
+      fh_watch_cgroup (d->watch, v->info.cgroup_dir);
     v->tid_ok = v->info.exists && (!d->config->check_thread_owner || v->info.tgid == vm->pid);
     if (was_ok && !v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
@@ -281,6 +298,15 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
              (int) vm->pid, vm->num_vcpus, vm->features,
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
+  vm_watch_exit (d, vm);
+  /* The safety net's first turn for this VM: in the second half of the
+   * interval (it was just read), VMs that come together spread over it. */
+  {
+    gint64 period = fh_daemon_rescan_us (d);
+
+    vm->next_probe_us = g_get_monotonic_time () + period / 2 +
+                        (gint64) (g_random_double () * (double) (period / 2));
+  }
   /* After WELCOME has gone out: GRANTS follow it. */
   queue_full (d);
   return TRUE;
@@ -788,38 +814,147 @@ vm_reprobe (FhDaemon *d, FhVm *vm)
     queue_vm (d, vm);
 }
 
+/*
+ * A connection whose process exited (its socket passed on to another
+ * process) no longer says who is there: its pid may be anyone's now.  (A
+ * process's sockets close before its pidfd reports the exit: an ordinary
+ * disconnect shows as EOF here and is left to the reader.)
+ */
+static gboolean
+peer_gone (FhVm *vm)
+{
+  return !fh_peer_alive (fh_conn_peer_pidfd (vm->conn)) && fh_conn_idle_open (vm->conn);
+}
+
+static void
+close_gone (FhConn *conn)
+{
+  fh_conn_close (conn, FH_CLOSE_PERMISSION,
+                 "the peer process has exited; its pid is no longer the VM's");
+}
+
+/* The pidfd pinned at accept (PA-20) turns readable when the process exits. */
+static gboolean
+on_peer_exit (gint fd, GIOCondition cond, gpointer data)
+{
+  FhVm *vm = data;
+
+  vm->exit_watch = 0;
+  if (peer_gone (vm))
+    close_gone (vm->conn); /* frees vm */
+  /* else the reader sees EOF; the re-scan looks again */
+  return G_SOURCE_REMOVE;
+}
+
+static void
+vm_watch_exit (FhDaemon *d, FhVm *vm)
+{
+  int fd = vm->conn ? fh_conn_peer_pidfd (vm->conn) : -1;
+
+  if (fd >= 0)
+    vm->exit_watch = g_unix_fd_add (fd, G_IO_IN, on_peer_exit, vm);
+}
+
+/* Directory rel is, or lies below or above, the group of one of the VM's threads. */
+static gboolean
+vm_related_to (const FhVm *vm, const char *rel)
+{
+  gsize n = strlen (rel);
+
+  if (n == 0)
+    return TRUE;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    const char *dir = vm->vcpus[i].info.cgroup_dir;
+    gsize m;
+
+    if (!dir)
+      continue;
+    m = strlen (dir);
+    if (m >= n ? strncmp (dir, rel, n) == 0 && (dir[n] == '\0' || dir[n] == '/')
+               : strncmp (rel, dir, m) == 0 && (rel[m] == '/' || (m == 1 && dir[0] == '/')))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* inotify events since the last idle: re-read the VMs whose groups they touch. */
+static gboolean
+cgroup_events_idle (gpointer data)
+{
+  FhDaemon *d = data;
+  GHashTableIter iter;
+  gpointer value;
+  guint n = 0;
+
+  d->cg_events_idle = 0;
+  d->cg_cache = fh_cgroup_cache_new ();
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    GHashTableIter ev;
+    gpointer rel;
+
+    g_hash_table_iter_init (&ev, d->cg_events);
+    while (g_hash_table_iter_next (&ev, &rel, NULL))
+      if (vm_related_to (value, rel)) {
+        vm_reprobe (d, value);
+        n++;
+        break;
+      }
+  }
+  g_clear_pointer (&d->cg_cache, g_hash_table_unref);
+  g_hash_table_remove_all (d->cg_events);
+  g_debug ("cgroup change: %u VMs re-read", n);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_cgroup_event (const char *rel, gpointer data)
+{
+  FhDaemon *d = data;
+
+  g_hash_table_add (d->cg_events, g_strdup (rel));
+  if (!d->cg_events_idle)
+    d->cg_events_idle = g_idle_add (cgroup_events_idle, d);
+}
+
 static gboolean
 poll_tick (gpointer data)
 {
   FhDaemon *d = data;
   GHashTableIter iter;
   gpointer value;
+  gint64 now = g_get_monotonic_time ();
+  gint64 period = fh_daemon_rescan_us (d);
+  g_autoptr (GPtrArray) gone = g_ptr_array_new ();
 
+  /* Three small files, whatever the number of VMs. */
   if (fh_host_refresh_sys (d->host, &d->paths)) {
     g_message ("system clamp defaults now %u..%u", d->host->sys.min, d->host->sys.max);
     d->need_full = TRUE;
   }
-  /* A connection whose process exited (its socket passed on to another
-   * process) no longer says who is there: its pid may be anyone's now. */
-  {
-    g_autoptr (GPtrArray) gone = g_ptr_array_new ();
-
-    g_hash_table_iter_init (&iter, d->vms);
-    while (g_hash_table_iter_next (&iter, NULL, &value))
-      /* (a process's sockets close before its pidfd reports the exit: an
-       * ordinary disconnect shows as EOF here and is left to the reader) */
-      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)) &&
-          fh_conn_idle_open (((FhVm *) value)->conn))
-        g_ptr_array_add (gone, ((FhVm *) value)->conn);
-    for (guint i = 0; i < gone->len; i++)
-      fh_conn_close (g_ptr_array_index (gone, i), FH_CLOSE_PERMISSION,
-                     "the peer process has exited; its pid is no longer the VM's");
-  }
+  /*
+   * The safety net: what no event reports (a thread's placement, its
+   * scheduling policy, its exit, a move between groups nobody watched)
+   * is found by re-reading each VM's threads once per rescan interval,
+   * the VMs spread over the ticks.
+   */
   d->cg_cache = fh_cgroup_cache_new ();
   g_hash_table_iter_init (&iter, d->vms);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    vm_reprobe (d, value);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    FhVm *vm = value;
+
+    if (now < vm->next_probe_us)
+      continue;
+    vm->next_probe_us = MAX (vm->next_probe_us + period, now);
+    if (vm->conn && peer_gone (vm)) {
+      g_ptr_array_add (gone, vm->conn);
+      continue;
+    }
+    vm_reprobe (d, vm);
+  }
   g_clear_pointer (&d->cg_cache, g_hash_table_unref);
+  for (guint i = 0; i < gone->len; i++)
+    close_gone (g_ptr_array_index (gone, i));
   if (d->need_full || d->dirty_vms->len > 0) {
     g_clear_handle_id (&d->update_idle, g_source_remove);
     daemon_pass (d);
@@ -827,7 +962,7 @@ poll_tick (gpointer data)
     /* Nothing changed: the backends' retry point only. */
     g_autoptr (GArray) none = g_array_new (FALSE, FALSE, sizeof (FhTidTarget));
 
-    fh_backend_update (d->backend, none, g_get_monotonic_time ());
+    fh_backend_update (d->backend, none, now);
     /* Counters (connections refused, frames) move without a pass: the
      * metrics page rendered after a pass must see them too. */
     if (d->notify)
@@ -835,8 +970,8 @@ poll_tick (gpointer data)
   }
   /* Memory freed by VMs that left and by big telemetry answers goes back to
    * the system (G-13), at most every 10 s. */
-  if (g_get_monotonic_time () - d->last_trim_us >= 10 * G_USEC_PER_SEC) {
-    d->last_trim_us = g_get_monotonic_time ();
+  if (now - d->last_trim_us >= 10 * G_USEC_PER_SEC) {
+    d->last_trim_us = now;
     malloc_trim (0);
   }
   return G_SOURCE_CONTINUE;
@@ -915,6 +1050,7 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vm_free);
   d->vm_sources = g_ptr_array_new ();
   d->dirty_vms = g_ptr_array_new ();
+  d->cg_events = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   d->dirty_cpus = g_array_new (FALSE, FALSE, sizeof (guint));
   d->need_full = TRUE;
   d->started_us = g_get_monotonic_time ();
@@ -976,6 +1112,13 @@ fh_daemon_start (FhDaemon *d, GError **error)
              "perf headroom %.2f (%s)",
              d->config->socket_path, d->backend->ops->name, d->host->n_cpus, d->host->policies->len,
              d->host->sys.min, d->host->sys.max, d->params.perf_headroom, d->headroom_reason);
+  {
+    g_autoptr (GError) local = NULL;
+
+    d->watch = fh_watch_new (&d->paths, on_cgroup_event, d, &local);
+    if (!d->watch)
+      g_warning ("%s: cgroup changes are noticed by the periodic re-scan only", local->message);
+  }
   d->poll_timer = g_timeout_add (d->config->poll_interval_ms, poll_tick, d);
   daemon_update (d);
   return TRUE;
@@ -985,6 +1128,7 @@ void
 fh_daemon_stop (FhDaemon *d)
 {
   g_clear_handle_id (&d->poll_timer, g_source_remove);
+  g_clear_handle_id (&d->cg_events_idle, g_source_remove);
   g_clear_pointer (&d->device, fh_device_server_free);
   g_clear_handle_id (&d->update_idle, g_source_remove);
   /* Every VM is gone now: one last decision releases everything ... */
@@ -1000,6 +1144,7 @@ fh_daemon_free (FhDaemon *d)
     return;
   g_clear_handle_id (&d->poll_timer, g_source_remove);
   g_clear_handle_id (&d->update_idle, g_source_remove);
+  g_clear_handle_id (&d->cg_events_idle, g_source_remove);
   g_clear_pointer (&d->device, fh_device_server_free);
   g_clear_pointer (&d->vms, g_hash_table_unref);
   for (guint i = 0; i < d->vm_sources->len; i++) {
@@ -1011,6 +1156,7 @@ fh_daemon_free (FhDaemon *d)
   g_clear_pointer (&d->backend, fh_backend_free);
   g_clear_pointer (&d->host, fh_host_free);
   g_clear_pointer (&d->libvirt, fh_libvirt_view_free);
+  g_clear_pointer (&d->watch, fh_watch_free);
   g_free (d->cpus);
   g_free (d->cpu_agg);
   g_free (d->cpu_flags);
@@ -1018,6 +1164,7 @@ fh_daemon_free (FhDaemon *d)
     g_ptr_array_unref (d->cpu_members[c]);
   g_free (d->cpu_members);
   g_ptr_array_unref (d->dirty_vms);
+  g_hash_table_unref (d->cg_events);
   g_array_unref (d->dirty_cpus);
   fh_paths_clear (&d->paths);
   fh_config_free (d->config);

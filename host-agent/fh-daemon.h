@@ -92,6 +92,8 @@ struct _FhDaemon {
   gboolean need_full;
   guint64 full_passes_total;
   struct _FhWatch *watch; /* inotify on the vCPUs' cgroup directories */
+  GHashTable *cg_events;  /* directories with events since the last idle */
+  guint cg_events_idle;
   gint64 next_sys_us;
   FhMergeParams params;
   gboolean headroom_auto;

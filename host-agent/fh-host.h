@@ -81,6 +81,7 @@ typedef struct {
   gboolean exists; /* PROC/<tid>/status readable */
   pid_t tgid;
   char *cgroup;   /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
+  char *cgroup_dir; /* its directory relative to the cgroup root, "/" + hierarchy + path */
   GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
   gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
