@@ -36,12 +36,12 @@ static void vcpu_unplace (FhDaemon *d, FhVcpu *v);
 static void vm_watch_exit (FhDaemon *d, FhVm *vm);
 static void on_cgroup_event (const char *rel, gpointer data);
 
-/* The safety net's period: rescan_interval_ms, or 30 poll intervals. */
+/* The safety net's period: rescan_interval_ms, or 60 poll intervals. */
 static gint64
 fh_daemon_rescan_us (FhDaemon *d)
 {
   guint ms = d->config->rescan_interval_ms ? d->config->rescan_interval_ms
-                                           : 30 * d->config->poll_interval_ms;
+                                           : 60 * d->config->poll_interval_ms;
 
   return (gint64) ms * G_TIME_SPAN_MILLISECOND;
 }
