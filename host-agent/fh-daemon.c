@@ -107,8 +107,8 @@ vm_probe (FhDaemon *d, FhVm *vm)
     const GArray *override = vm->settings.cpus;
 
     fh_host_probe_thread_cached (&d->paths, d->cg_cache, v->tid, d->host->n_cpus, &v->info);
-    if (d->watch && v->info.cgroup_dir)
-      fh_watch_cgroup (d->watch, v->info.cgroup_dir);
+    if (d->watch && fh_thread_info_cgroup_dir (&v->info))
+      fh_watch_cgroup (d->watch, fh_thread_info_cgroup_dir (&v->info));
     v->tid_ok = v->info.exists && (!d->config->check_thread_owner || v->info.tgid == vm->pid);
     if (was_ok && !v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
@@ -864,7 +864,7 @@ vm_related_to (const FhVm *vm, const char *rel)
   if (n == 0)
     return TRUE;
   for (guint i = 0; i < vm->num_vcpus; i++) {
-    const char *dir = vm->vcpus[i].info.cgroup_dir;
+    const char *dir = fh_thread_info_cgroup_dir (&vm->vcpus[i].info);
     gsize m;
 
     if (!dir)

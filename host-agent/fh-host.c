@@ -557,6 +557,9 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
         cg->version == 2 ? g_strdup (cg->path) : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
     info->levels = read_chain (paths, cg, cache);
     info->cgroup_dir = cgroup_dir (cg);
+    /* v2 paths as the kernel prints them are the directory already: one string, not two */
+    if (strcmp (info->cgroup_dir, info->cgroup) == 0)
+      g_clear_pointer (&info->cgroup_dir, g_free);
   } else {
     if (error)
       g_debug ("tid %u: cgroup: %s", tid, error->message);
