@@ -393,6 +393,7 @@ void
 fh_thread_info_clear (FhThreadInfo *info)
 {
   g_clear_pointer (&info->cgroup, g_ref_string_release);
+  g_clear_pointer (&info->cgroup_dir, g_free);
   g_clear_pointer (&info->levels, g_array_unref);
   g_clear_pointer (&info->allowed, g_ref_string_release);
   memset (info, 0, sizeof *info);
@@ -471,6 +472,27 @@ read_chain (const FhPaths *paths, const FhCgroupPath *cg, GHashTable *cache)
   return levels;
 }
 
+/* The thread's group directory as read_chain() walks it (no "..", no "."). */
+static char *
+cgroup_dir (const FhCgroupPath *cg)
+{
+  g_auto (GStrv) parts = g_strsplit (cg->path, "/", -1);
+  GString *rel = g_string_new (NULL);
+
+  if (cg->hierarchy && *cg->hierarchy)
+    g_string_append_printf (rel, "/%s", cg->hierarchy);
+  for (char **p = parts; *p; p++) {
+    if (**p == '\0')
+      continue;
+    if (strcmp (*p, "..") == 0 || strcmp (*p, ".") == 0)
+      break;
+    g_string_append_printf (rel, "/%s", *p);
+  }
+  if (rel->len == 0)
+    g_string_append_c (rel, '/');
+  return g_string_free (rel, FALSE);
+}
+
 void
 fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info)
 {
@@ -535,6 +557,10 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
 
     info->cgroup = g_ref_string_new_intern (v1 ? v1 : cg->path);
     info->levels = read_chain (paths, cg, cache);
+    info->cgroup_dir = cgroup_dir (cg);
+    /* v2 paths as the kernel prints them are the directory already: one string, not two */
+    if (strcmp (info->cgroup_dir, info->cgroup) == 0)
+      g_clear_pointer (&info->cgroup_dir, g_free);
   } else {
     if (error)
       g_debug ("tid %u: cgroup: %s", tid, error->message);

@@ -82,6 +82,8 @@ typedef struct {
   pid_t tgid;
   /* interned (GRefString): a VM's vCPU threads share their scope's one copy */
   char *cgroup;   /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
+  char *cgroup_dir; /* its directory relative to the cgroup root, "/" + hierarchy + path;
+                     * NULL when that is cgroup (v2): fh_thread_info_cgroup_dir() */
   GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
   gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
@@ -91,6 +93,12 @@ typedef struct {
 } FhThreadInfo;
 
 void fh_thread_info_clear (FhThreadInfo *info);
+/* The thread's group directory relative to the cgroup root; NULL when unknown. */
+static inline const char *
+fh_thread_info_cgroup_dir (const FhThreadInfo *info)
+{
+  return info->cgroup_dir ? info->cgroup_dir : info->cgroup;
+}
 /* Field 41 (policy) of a PROC/<tid>/stat line, counted after comm's last ')'. */
 gboolean fh_stat_policy (const char *stat, guint *policy);
 /* Never fails: what cannot be read is left unknown and logged at debug level. */

@@ -497,6 +497,47 @@ case_thread_exit() {
 	file_is "$POL/policy2/scaling_min_freq" 800000 || fail "foreign thread holds a floor"
 }
 
+# Issue 16 item 3: cgroup changes come from inotify, not from a re-scan (the
+# safety net is 10 minutes here and a VM's first turn is at least half of
+# that away): a clamp written to the VM's scope, the scope removed and made
+# again.  And the safety net alone finds what no event reports: a thread
+# whose Tgid changed (placement and thread exits are the same case).
+case_cgroup_events() {
+	EXTRA_DAEMON='rescan_interval_ms=600000' fixture
+	thread 2101 2 2 /machine.slice/vm-a.scope/vcpu0
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope 0.00 50.00
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope/vcpu0 0.00 max
+	start_daemon cpufreq
+	start_vm a vm-a $U1 2101 --hint 0:900:1024
+	expect_jq '.[0].effective.max' 512 vcpus vm-a
+	echo 25.00 >"$FX/cgroup/machine.slice/vm-a.scope/cpu.uclamp.max"
+	expect_jq '.[0].effective.max' 256 vcpus vm-a
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	rm -rf "$FX/cgroup/machine.slice/vm-a.scope"
+	expect_jq '.[0].cgroup_levels | length' 1 vcpus vm-a
+	expect_jq '.[0].effective.max' 1024 vcpus vm-a
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope 0.00 75.00
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope/vcpu0 0.00 max
+	expect_jq '.[0].effective.max' 768 vcpus vm-a
+	# no event for a thread's Tgid: with the 10 minute safety net it stays ours
+	"$MKFIXTURE" tgid "$FX" 2101 1
+	sleep 2
+	jq_is '.[0].state' active vcpus vm-a || fail "a re-scan ran: $(ctl --json vcpus vm-a | jq -r '.[0].state')"
+	stop_daemon
+}
+
+# ... and with a short one, it finds it.
+case_rescan_safety_net() {
+	EXTRA_DAEMON='rescan_interval_ms=1000' fixture
+	thread 2201 2 2
+	start_daemon cpufreq
+	start_vm a vm-a $U1 2201 --hint 0:1024:1024
+	expect_file "$POL/policy2/scaling_min_freq" 3200000
+	"$MKFIXTURE" tgid "$FX" 2201 1
+	expect_jq '.[0].state' foreign-thread vcpus vm-a
+	expect_file "$POL/policy2/scaling_min_freq" 800000
+}
+
 case_sigterm_restores() {
 	fixture; thread 1201 0 0; thread 1202 6 6
 	echo 1200000 >"$POL/policy0/scaling_min_freq"   # the host's own setting
