@@ -1030,13 +1030,10 @@ case_write_rate_limit() {
 case_load() {
 	[ -x "${FH_LOADCLIENT:-}" ] || fail "\$FH_LOADCLIENT is not an executable"
 	local vms=${LOAD_VMS:-1000} vcpus=${LOAD_VCPUS:-16} secs=${LOAD_SECONDS:-20}
-	# One peer process per VM, forked and handshaken one by one: under
-	# AddressSanitizer 1000 of them did not connect within the test's
-	# 600 s on a 2-core host, so the ASan build runs a quarter of them
-	# (the plain build and bench/ keep 1000).
-	if [ -z "${LOAD_VMS:-}" ] && grep -qa __asan_init "$FREQHINTD"; then
-		vms=250
-	fi
+	# One peer process per VM, forked and handshaken one by one: 1000 of
+	# them connect in 23 s under AddressSanitizer on a quiet 2-core host
+	# since a VM joining no longer costs a metrics page and every thread's
+	# re-scan (it took minutes before, and the ASan build ran 250).
 	EXTRA_DAEMON="max_connections=$((vms + 16))"
 	# The client answers PINGs only once every VM is connected, and forking
 	# 1000 peer processes on a busy 2-core host took longer than 3 default
@@ -1065,8 +1062,8 @@ case_load() {
 		echo "load: freqhintd is built with AddressSanitizer: freqhintctl limit ${ctl_limit} s" >&2
 	fi
 	# The client forks one peer process per VM and handshakes them one by
-	# one: 545 of 1000 were connected after 120 s under ASan on a 2-core
-	# host, so the connect phase gets 450 s (the test's meson timeout is 600).
+	# one (23 s for 1000 under ASan on a quiet 2-core host, several times that
+	# on a loaded one), so the connect phase gets 450 s (meson timeout 600).
 	# (a client that gave up fails the case at once, with its reason)
 	connected() { grep -q '^connected' "$T/client-load.out" || { kill -0 $lc 2>/dev/null && return 1; return 0; }; }
 	eventually_long() { local i; for i in $(seq 4500); do "$@" && return 0; sleep 0.1; done; return 1; }
@@ -1102,15 +1099,14 @@ case_load() {
 		"daemon $(grep -E '^Vm(HWM|RSS)' /proc/$DPID/status | tr -s ' \t\n' ' ');" \
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 	# Bounds, generous over what was measured (AddressSanitizer build, small
-	# quarantine, 2-core host: 41 MiB peak with 40 VMs, 50 MiB with 120, 58
-	# MiB with 250, so ~37 MiB plus ~90-115 KiB per 16-vCPU VM; a build
-	# without ASan holds less):
-	# connecting N VMs may peak at 48 MiB + N x 192 KiB (250 VMs: 95 MiB),
+	# quarantine, 2-core host: 45 MiB peak while 1000 VMs connected, ~28 MiB
+	# plus ~18 KiB per 16-vCPU VM; a build without ASan holds less):
+	# connecting N VMs may peak at 48 MiB + N x 64 KiB (1000 VMs: 110 MiB),
 	# and the hints phase may add 16 MiB to what the daemon held once all
-	# were connected (+3 MiB measured with 120 VMs, +4.5 MiB with 250).  With ASan's 250 VMs, a
-	# connection that kept ~120 KiB after it was served, or a HINTS frame
-	# that kept ~3 KiB (5000 frames in 20 s), breaks one or the other.
-	local base=${LOAD_BASE_KIB:-$((48 * 1024))} per_vm=${LOAD_VM_KIB:-192}
+	# were connected (+7.5 MiB measured with 1000 VMs).  With 1000 VMs, a
+	# connection that kept ~70 KiB after it was served, or a HINTS frame
+	# that kept ~0.5 KiB (33 000 frames in 20 s), breaks one or the other.
+	local base=${LOAD_BASE_KIB:-$((48 * 1024))} per_vm=${LOAD_VM_KIB:-64}
 	local growth=${LOAD_GROWTH_KIB:-$((16 * 1024))}
 	local bound=$((base + vms * per_vm))
 	echo "load: peak while connecting ${hwm_connect} KiB (bound ${bound}), held when connected" \
