@@ -82,14 +82,19 @@ sec_identity_spoof() {
 		fail "metrics do not count identity rejections"
 }
 
+# libvirt_state_dir's name under $T: long, since refusals name the path and
+# the daemon's log must keep it whole (a CLOSE frame's text holds 127 bytes;
+# the log once cut it there, and a long TMPDIR made the check fail).
+LIBVIRT_DIR=libvirt-state-directory-with-a-name-long-enough-that-every-path-in-it-is-longer-than-a-close-frame-text
+
 # domstatus NAME UUID PID: libvirt's record of a running domain, as its QEMU
 # driver writes it (root's, 0600, by rename) into libvirt_state_dir.
 domstatus() {
-	mkdir -p "$T/libvirt"
+	mkdir -p "$T/$LIBVIRT_DIR"
 	printf "<!--\nWARNING: THIS IS AN AUTO-GENERATED FILE.\n-->\n<domstatus state='running' reason='booted' pid='%s'>\n  <taint flag='custom-argv'/>\n  <vcpus>\n    <vcpu id='0' pid='%s'/>\n  </vcpus>\n  <domain type='kvm' id='7'>\n    <name>%s</name>\n    <uuid>%s</uuid>\n    <metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'><nova:name>decoy</nova:name></nova:instance></metadata>\n  </domain>\n</domstatus>\n" \
-		"$3" "$3" "$1" "$2" >"$T/libvirt/.$1.new"
-	chmod 0600 "$T/libvirt/.$1.new"
-	mv "$T/libvirt/.$1.new" "$T/libvirt/$1.xml"
+		"$3" "$3" "$1" "$2" >"$T/$LIBVIRT_DIR/.$1.new"
+	chmod 0600 "$T/$LIBVIRT_DIR/.$1.new"
+	mv "$T/$LIBVIRT_DIR/.$1.new" "$T/$LIBVIRT_DIR/$1.xml"
 }
 
 # lv_peer WHAT OUTCOME [--domain NAME UUID] CLIENT-ARGS...: a real process
@@ -120,7 +125,7 @@ lv_peer() {
 		! grep -q 'close reason' "$T/client-a.out" || fail "$what: the libvirt domain's connection was closed"
 		file_is "$POL/policy4/scaling_min_freq" 3200000 || fail "$what: the domain lost its floor"
 		file_is "$POL/policy6/scaling_min_freq" 800000 || fail "$what: the impostor got a floor"
-		[ ${#dom[@]} = 0 ] || rm -f "$T/libvirt/${dom[0]}.xml"
+		[ ${#dom[@]} = 0 ] || rm -f "$T/$LIBVIRT_DIR/${dom[0]}.xml"
 	else
 		(
 			"$MKFIXTURE" thread "$FX" 3409 6 6 /machine.slice "$BASHPID"
@@ -133,7 +138,7 @@ lv_peer() {
 		kill "$pid"; wait "$pid" 2>/dev/null
 		expect_jq '.connected_vms' 1 status
 		expect_file "$POL/policy6/scaling_min_freq" 800000
-		[ ${#dom[@]} = 0 ] || rm -f "$T/libvirt/${dom[0]}.xml"
+		[ ${#dom[@]} = 0 ] || rm -f "$T/$LIBVIRT_DIR/${dom[0]}.xml"
 	fi
 }
 
@@ -157,17 +162,17 @@ dom_a_connects() {
 # process whose argv claims another, are refused; a process that is no
 # domain's keeps its own, non-libvirt identity unless require_libvirt=true.
 sec_identity_libvirt() {
-	EXTRA_DAEMON="libvirt_state_dir=$T/libvirt"
+	EXTRA_DAEMON="libvirt_state_dir=$T/$LIBVIRT_DIR"
 	EXTRA_CONF=$'[vm dom-a]\nfloor=max\n[vm free]\nfloor=max\n[vm plain]\nfloor=50'
 	fixture; thread 3401 4 4
-	mkdir -m 0755 "$T/libvirt"
+	mkdir -m 0755 "$T/$LIBVIRT_DIR"
 	start_daemon cpufreq
 	dom_a_connects
 	# not a domain's process, argv rewritten to dom-a's (QEMU's -name/-uuid):
 	# PA-20 alone would take it
 	lv_peer "argv of dom-a, its name and UUID" refused --argv-name dom-a --argv-uuid $U1 \
 		--name dom-a --uuid $U1
-	grep -q "identity: HELLO claims libvirt domain \"dom-a\" ($U1), whose process is $(cat "$T/libvirt/dom-a.xml" | sed -n "s/.*pid='\([0-9]*\)'>/\1/p"), not" \
+	grep -q "identity: HELLO claims libvirt domain \"dom-a\" ($U1), whose process is $(cat "$T/$LIBVIRT_DIR/dom-a.xml" | sed -n "s/.*pid='\([0-9]*\)'>/\1/p"), not" \
 		"$T/daemon.log" || fail "the claim of a libvirt domain is not logged"
 	lv_peer "dom-a's name, no UUID" refused --argv-name dom-a --name dom-a --uuid 00000000-0000-0000-0000-000000000000
 	lv_peer "dom-a's UUID under another name" refused --argv-name other --argv-uuid $U1 --name other --uuid $U1
@@ -183,20 +188,20 @@ sec_identity_libvirt() {
 	lv_peer "a QEMU outside libvirt" accepted --name plain --uuid $U3
 	# an untrusted record is no record: a status file others may write is
 	# skipped (logged), a directory others may write refuses every HELLO
-	domstatus dom-x $U2 1; chmod 0666 "$T/libvirt/dom-x.xml"; touch -d '+1 sec' "$T/libvirt"
+	domstatus dom-x $U2 1; chmod 0666 "$T/$LIBVIRT_DIR/dom-x.xml"; touch -d '+1 sec' "$T/$LIBVIRT_DIR"
 	lv_peer "dom-x, recorded in a file others may write" accepted --name dom-x --uuid $U2
-	grep -q "libvirt domain status $T/libvirt/dom-x.xml: .*; not used" "$T/daemon.log" ||
+	grep -q "libvirt domain status $T/$LIBVIRT_DIR/dom-x.xml: .*; not used" "$T/daemon.log" ||
 		fail "an untrusted status file is not reported"
-	rm -f "$T/libvirt/dom-x.xml"
-	chmod 0777 "$T/libvirt"
+	rm -f "$T/$LIBVIRT_DIR/dom-x.xml"
+	chmod 0777 "$T/$LIBVIRT_DIR"
 	lv_peer "a QEMU outside libvirt, the state directory writable by others" refused --name plain --uuid $U3
-	grep -q "identity: libvirt's domains unknown: $T/libvirt is not root's or is writable by others" \
+	grep -q "identity: libvirt's domains unknown: $T/$LIBVIRT_DIR is not root's or is writable by others" \
 		"$T/daemon.log" || fail "an untrusted state directory is not reported"
-	chmod 0755 "$T/libvirt"
+	chmod 0755 "$T/$LIBVIRT_DIR"
 	# require_libvirt: only a running domain's process
 	kill "${CLIENTS[0]}"; expect_jq '.connected_vms' 0 status
 	stop_daemon
-	EXTRA_DAEMON=$'libvirt_state_dir='"$T/libvirt"$'\nrequire_libvirt=true'
+	EXTRA_DAEMON=$'libvirt_state_dir='"$T/$LIBVIRT_DIR"$'\nrequire_libvirt=true'
 	fixture
 	start_daemon cpufreq
 	dom_a_connects
