@@ -637,8 +637,8 @@ case_metrics_on_scrape() {
 	local port; port=$(ctl --json status | jq -r .metrics_port)
 	start_vm a vm-a $U1 0 --vcpus 64 --hint 0:512:1024
 	start_vm b vm-b $U2 0 --vcpus 256 --hint 0:256:1024
-	# four slow readers (4 KiB per 50 ms) hold answers of ~450 KiB in flight
-	"$FH_HOG" --tcp "127.0.0.1:$port" --count 4 --send 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' \
+	# four scrapers that stopped reading hold answers of ~450 KiB in flight
+	"$FH_HOG" --tcp "127.0.0.1:$port" --count 4 --paused --send 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' \
 		>"$T/client-hog.out" 2>&1 & CLIENTS+=($!)
 	eventually grep -q '^held 4' "$T/client-hog.out" || fail "slow readers did not connect"
 	start_vm c vm-c $U3 0 --vcpus 2 --hint 1:100:900

@@ -462,8 +462,9 @@ sec_listen_only() {
 
 
 # Telemetry answers are bounded in memory (G-13): with 32 VMs x 256 vCPUs
-# connected, twelve control clients reading the whole vcpus answer slowly
-# (fh-hog: 4 KiB per 50 ms), one read at once by freqhintctl, a cpus answer
+# connected, twelve control clients that asked for the vcpus answer and stopped
+# reading (fh-hog --paused; each answer is several times a socket's buffer, so
+# it stays in flight however fast the host is), then drain it, one read at once by freqhintctl, a cpus answer
 # and a scrape grow the daemon's peak memory by less than 24 MiB (the code
 # that built each answer whole needed ~96 with eight); another client's status answers
 # within 5 s meanwhile (20 s and 16 VMs under AddressSanitizer; the poll tick probing 8192 threads is most of that;
@@ -524,15 +525,19 @@ sec_telemetry_memory() {
 	# the peak from here on (clear_refs 5 resets VmHWM to VmRSS)
 	echo 5 >"/proc/$DPID/clear_refs" || fail "cannot reset VmHWM"
 	local rss0; rss0=$(vm_kib VmRSS)
-	"$FH_HOG" --unix "$T/ctl.sock" --count 12 --send '{"command":"vcpus"}\n' >"$T/client-hog.out" 2>&1 &
+	"$FH_HOG" --unix "$T/ctl.sock" --count 12 --paused --send '{"command":"vcpus"}\n' >"$T/client-hog.out" 2>&1 &
 	local hog=$!; CLIENTS+=($hog)
-	eventually grep -q '^held' "$T/client-hog.out" || fail "slow readers did not connect"
+	eventually grep -q '^held 12' "$T/client-hog.out" || fail "slow readers did not connect"
 	sleep 1
 	t0=$(date +%s%N)
 	timeout $(((deadline_ms + 999) / 1000 * 2)) "$FREQHINTCTL" --timeout 0 --socket "$T/ctl.sock" status \
-		>/dev/null || fail "status not answered while vcpus answers drain"
+		>/dev/null || fail "status not answered while 12 vcpus answers wait for their readers"
 	dt=$((($(date +%s%N) - t0) / 1000000))
-	grep -q '^closed [1-9]' "$T/client-hog.out" && fail "a slow reader's answer ended or was cut before status: $(tail -1 "$T/client-hog.out")"
+	[ $dt -lt $deadline_ms ] || fail "status took ${dt} ms while 12 vcpus answers waited (limit ${deadline_ms} ms)"
+	# they are well within control_timeout_ms: nothing may have closed them
+	grep -q '^closed [1-9]' "$T/client-hog.out" &&
+		fail "a stalled reader's answer was cut or ended before status (expected closed 0): $(tail -1 "$T/client-hog.out")"
+	kill -USR1 "$hog"
 	t0=$(date +%s%N)
 	timeout $vcpus_limit "$FREQHINTCTL" --timeout 0 --socket "$T/ctl.sock" --json vcpus >"$T/vcpus.json" ||
 		fail "vcpus not answered within $vcpus_limit s while slow readers drain"
@@ -544,11 +549,15 @@ sec_telemetry_memory() {
 	curl -sf -m $vcpus_limit "http://127.0.0.1:$port/metrics" >"$T/scrape.txt" || fail "no scrape"
 	[ "$(grep -c '^freqhint_vcpu_active{' "$T/scrape.txt")" = $n ] || fail "scrape without every vCPU"
 	local hwm; hwm=$(vm_kib VmHWM)
-	echo "telemetry_memory: $n vCPUs; status in ${dt} ms while 12 vcpus answers drain;" \
+	echo "telemetry_memory: $n vCPUs; status in ${dt} ms while 12 vcpus answers wait;" \
 		"freqhintctl vcpus in ${dt_vcpus} ms; VmRSS ${rss0} KiB before, VmHWM ${hwm} KiB:" \
 		"grew $(((hwm - rss0) / 1024)) MiB (bound $((bound / 1024)) MiB)" >&2
-	[ $dt -lt $deadline_ms ] || fail "status took ${dt} ms while vcpus answers drained"
 	[ $((hwm - rss0)) -lt $bound ] || fail "peak grew by $(((hwm - rss0) / 1024)) MiB"
+	# once read, every held answer ends (the daemon closes after an answer)
+	local size; size=$(stat -c %s "$T/vcpus.json")
+	[ "$size" -gt $((4 * 212992)) ] || fail "a vcpus answer of $size bytes fits the socket buffers: readers never stalled"
+	eventually grep -q '^closed 12$' "$T/client-hog.out" ||
+		fail "the 12 readers' answers did not all end: $(tail -1 "$T/client-hog.out")"
 	kill "$hog" "$lc"; wait "$hog" "$lc" 2>/dev/null
 	expect_jq '.connected_vms' 0 status
 	# The daemon trims at most every 10 s; VMs gone, the memory is back.
