@@ -50,9 +50,9 @@ trap 'rm -rf "$work"' EXIT
 
 # The machine, before and after (load matters on shared machines).
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)
 qemu_bin=$("$here/qemu-device/build-qemu.sh" --print-binary)
-qemu_version=$("$qemu_bin" --version | head -n1)
+qemu_version=$("$qemu_bin" --version | sed -n 1p)
 kdir=$("$here/tests/harness/build-kernel.sh" --print-dir)
 [ -r "$kdir/bzImage" ] || die "guest kernel not built: run scripts/setup.sh"
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -136,7 +136,7 @@ Timing goals are not tests: a missed goal is named below with its reason and wha
 | host kernel | $(uname -r) ($(uname -m)), no KVM: guests run under TCG |
 | load average (1/5/15 min) | before: $load_before; after: $load_after |
 | guest | the project's uclamp 6.12 kernel, 4 vCPUs, q35, $qemu_version (project build with virtio-freqhint-pci) |
-| build | meson buildtype=release, $(cc --version | head -n1) |
+| build | meson buildtype=release, $(cc --version | sed -n 1p) |
 
 Other work was running on this machine at the same time (see the load); the
 instruction counts (callgrind) do not depend on it, the times do.

@@ -41,7 +41,7 @@ echo "series: $n patches applied to a clean QEMU $(cat "$PRISTINE/VERSION")"
 # it is in the laid-out source tree.
 for f in $touched; do
 	if ! cmp -s "$tmp/qemu/$f" "$SOURCE/$f"; then
-		diff -u "$SOURCE/$f" "$tmp/qemu/$f" | head -n 20
+		diff -u "$SOURCE/$f" "$tmp/qemu/$f" | sed -n 1,20p
 		echo "$f: the series gives another file than the one built and tested"
 		rc=1
 	fi

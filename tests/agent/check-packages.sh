@@ -10,7 +10,7 @@ src=$1; shift
 fail() { echo "FAIL: $*" >&2; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/fh-pkgtest.XXXXXX"); trap 'rm -rf "$T"' EXIT
 "$src/scripts/build-packages.sh" "$@" "$T/out" || fail "build-packages.sh failed"
-has() { dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "./$2" || fail "$(basename "$1") lacks /$2"; }
+has() { dpkg-deb -c "$1" | awk '{print $6}' | grep -x "./$2" >/dev/null || fail "$(basename "$1") lacks /$2"; }
 d=$(ls "$T"/out/freqhint_*.deb) || fail "no freqhint package"
 for f in usr/sbin/freqhintd usr/bin/freqhintctl etc/freqhint/freqhintd.conf \
 	lib/systemd/system/freqhintd.service lib/systemd/system/freqhintd-device.socket \

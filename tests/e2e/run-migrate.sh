@@ -121,7 +121,7 @@ qmp() {
 	printf '%s\n' "${3%\}},\"id\":\"$2\"}" >&"${!fd_var}"
 	eventually 60 grep -q "\"id\": *\"$2\"" "$E2E_DIR/qmp-$1.log" ||
 		die "QEMU $1: no answer to $3 within 60 s"
-	if grep "\"id\": *\"$2\"" "$E2E_DIR/qmp-$1.log" | grep -q '"error"'; then
+	if grep "\"id\": *\"$2\"" "$E2E_DIR/qmp-$1.log" | grep '"error"' >/dev/null; then
 		die "QEMU $1: $3: $(grep "\"id\": *\"$2\"" "$E2E_DIR/qmp-$1.log")"
 	fi
 }
@@ -129,7 +129,7 @@ qmp() {
 event_us() {
 	jq -r --arg e "$2" "select(.event? == \$e) ${3:+| select($3)} |
 		.timestamp.seconds * 1000000 + .timestamp.microseconds" \
-		"$E2E_DIR/qmp-$1.log" 2>/dev/null | head -n1
+		"$E2E_DIR/qmp-$1.log" 2>/dev/null | sed -n 1p
 }
 has_event() { [ -n "$(event_us "$@")" ]; }
 
@@ -248,7 +248,7 @@ migrate() {
 	# The samples, against the design's bounds.
 	local before below first_below back after_back
 	before=$(awk -v s="$mig_start_us" -v t="$((stop_us - STOP_MARGIN_US))" '$1 >= s && $1 < t' "$E2E_DIR/samples" | wc -l)
-	below=$(awk -v t="$((stop_us - STOP_MARGIN_US))" -v f="$FLOOR_KHZ" '$1 < t && $2 != "-" && $2 < f' "$E2E_DIR/samples" | head -n 3 | paste -sd ';')
+	below=$(awk -v t="$((stop_us - STOP_MARGIN_US))" -v f="$FLOOR_KHZ" '$1 < t && $2 != "-" && $2 < f' "$E2E_DIR/samples" | sed -n 1,3p | paste -sd ';')
 	if [ "$before" -lt 10 ]; then
 		why="only $before samples between the migrate command and the source's stop: the precopy phase was not watched"
 		return

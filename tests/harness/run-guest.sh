@@ -184,14 +184,14 @@ boot() {
 report_crash() {
 	local core
 	case $qrc in 134|139) ;; *) return 0 ;; esac
-	core=$(find . -maxdepth 1 -name 'core*' -type f -newer "$stamp" 2>/dev/null | head -n1)
+	core=$(find . -maxdepth 1 -name 'core*' -type f -newer "$stamp" -print -quit 2>/dev/null)
 	if [ -z "$core" ] || ! command -v gdb >/dev/null; then
 		log "QEMU crashed (status $qrc); no core file to read (core_pattern: $(cat /proc/sys/kernel/core_pattern))"
 		return 0
 	fi
 	gdb -batch -q -ex bt -ex 'thread apply all bt' "$qemu" "$core" >"$log.bt" 2>&1 || true
 	log "QEMU crashed (status $qrc); backtrace of the crashing thread (all threads: $log.bt):"
-	sed -n '/^#[0-9]/p' "$log.bt" | head -n 30 >&2
+	sed -n '/^#[0-9]/p' "$log.bt" | sed -n 1,30p >&2
 	# Keep the newest core only (each is the size of guest RAM).
 	mv -f "$core" "$log.core"
 }
@@ -220,8 +220,10 @@ if [ "$outgoing" = 0 ]; then
 fi
 alarm=$(tr -d '\r' <"$log" |
 	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
-	head -n 5 || true)
-[ -z "$alarm" ] || fail+=("kernel reported: $(echo "$alarm" | head -n1)")
+	sed -n 1,5p || true)
+# No "| head" under pipefail: a writer still writing when head exits dies of
+# SIGPIPE, and the whole line fails at random (it did, under load).
+[ -z "$alarm" ] || fail+=("kernel reported: ${alarm%%$'\n'*}")
 # A guest clock far ahead of the wall clock means a miscalibrated TSC: every
 # timer, rate window and sleep in the test would be wrong.
 last_ts=$(sed -n 's/^\[ *\([0-9]*\)\.[0-9]*\].*/\1/p' "$log" | tail -n1)
@@ -236,7 +238,7 @@ fi
 if [ ${#fail[@]} -gt 0 ] || [ "$quiet" = 0 ]; then
 	tr -d '\r' <"$log"
 fi
-init_up=$(sed -n 's/.*FREQHINT-INIT: start.*uptime \([0-9.]*\).*/\1/p' "$log" | head -n1)
+init_up=$(sed -n 's/.*FREQHINT-INIT: start.*uptime \([0-9.]*\).*/\1/p;T;q' "$log")
 summary="guest run took ${elapsed}s wall (${init_up:-?}s guest uptime at /init), console log $log"
 if [ ${#fail[@]} -gt 0 ]; then
 	for f in "${fail[@]}"; do log "FAIL: $f"; done

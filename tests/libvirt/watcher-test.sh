@@ -46,7 +46,7 @@ expect() {
 	t0=$(now_ms)
 	deadline=$((t0 + secs * 1000))
 	while :; do
-		if tail -n +$((from + 1)) "$file" | grep -Eq -- "$re"; then
+		if tail -n +$((from + 1)) "$file" | grep -E -- "$re" >/dev/null; then
 			log "ok: /$re/ after $(($(now_ms) - t0)) ms"
 			return 0
 		fi
