@@ -91,7 +91,7 @@ val() { local v=${!1:-}; echo "${v:-?}"; }
 
 # Derived figures.
 ratio=$(calc "$(val device_default_notifications) / $(val burst_default_calls)" %.3f)
-ratio_h64=$(calc "$(val device_h64_notifications) / $(val burst_h64_calls)" %.3f)
+ratio_every=$(calc "$(val device_every_notifications) / $(val burst_every_calls)" %.3f)
 ratio_w30=$(calc "$(val device_w30_notifications) / $(val burst_w30_calls)" %.3f)
 calls_rate=$(calc "$(val burst_default_calls) / $(val burst_default_guest_seconds)" %.0f)
 notif_rate=$(calc "$(val device_default_notifications) / $(val device_default_host_seconds)" %.0f)
@@ -167,16 +167,13 @@ forwarded $(val device_default_forwarded) records to freqhintd.
 Equal information: after the load one steady task (\`uclampset -m 700 -M 900\`) runs on vCPU1; the guest module's view and freqhintd's
 merged hint for vCPU1 $( [ "$(val final_match)" = yes ] && echo "matched" || echo "did **not** match"): $(val final_state).
 
-The same load, same boot, with the driver's hysteresis raised from 16 to 64 (of 1024; a runtime module parameter): $ratio_h64
-($(val device_h64_notifications) notifications for $(val burst_h64_calls) requests). In a second boot with the device's rate window at 30 ms
+The anchor, same load, same boot: the module reloaded with \`notify_every_change=1\` (one notification per change of a vCPU's
+report, each governor request on its vCPU included, no rate window: the one-trap-per-request cost of Linux's virtual-cpufreq with
+crosvm): $ratio_every ($(val device_every_notifications) notifications for $(val burst_every_calls) requests); freqhint's ratio is
+$(calc "$ratio / $ratio_every" %.2f) of the anchor's. In a second boot with the device's rate window at 30 ms
 (\`rate-window-ms=30\`; the driver follows the device's window): $ratio_w30 ($(val device_w30_notifications) notifications for
 $(val burst_w30_calls) requests in $(val burst_w30_guest_seconds) s).
 EOF
-if awk "BEGIN { exit !($ratio_h64 > 0.8 * $ratio) }" 2>/dev/null; then
-	hyst_note="Raising the hysteresis barely changed it ($ratio_h64): buffers here are driven by the per-window clamp aggregate and idle flags changing as tasks wake and sleep, not by perf jitter."
-else
-	hyst_note="A coarser hysteresis also helps ($ratio_h64), at the price of perf precision."
-fi
 if [ "$v1" != met ]; then
 cat <<EOF
 
@@ -188,7 +185,7 @@ was notified in ~$notif_rate of the 100 windows per second. The
 ratio falls as the request rate rises (on KVM, schedutil may change each vCPU's frequency up to once per
 \`rate_limit_us\`, 1 ms by default for a driver without transition latency: thousands per second on 4 vCPUs, against the same
 ≤ 100 notifications/s). What would close it here: measure on KVM, or a longer rate window (30 ms above: $ratio_w30), which adds
-the same time to the latency of figure 4. $hyst_note
+the same time to the latency of figure 4.
 EOF
 fi
 cat <<EOF

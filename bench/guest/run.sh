@@ -84,6 +84,20 @@ take() {
 	done
 }
 
+# Every second until killed: "T:N", the device's notifications since the
+# x-stats JSON $1 and the seconds since then (the figure-1 time series).
+sample_notifications() {
+	local b n t
+	b=$(jq .notifications <<<"$1")
+	t=$(jq .host_ns_after <<<"$1")
+	echo "0:0"
+	while sleep 1; do
+		n=$(qom_stats) || continue
+		jq -r --argjson b "$b" --argjson t "$t" \
+			'"\(((.host_ns_after - $t) / 1e7 | round) / 100):\(.notifications - $b)"' <<<"$n"
+	done
+}
+
 pol=$(pdir 2)
 while next_step; do
 	set -- "${step_args[@]}"
@@ -98,9 +112,14 @@ while next_step; do
 	burst-start)
 		tag=${1#tag=}
 		before=$(qom_stats)
+		sample_notifications "$before" >"$E2E_DIR/series-$tag" &
+		sampler=$!
 		verdict OK
 		;;
 	burst-done)
+		kill "$sampler" 2>/dev/null || true
+		wait "$sampler" 2>/dev/null || true
+		result "device_${tag}_series" "$(paste -sd, "$E2E_DIR/series-$tag")"
 		after=$(qom_stats)
 		take "burst_${tag}_" "$@"
 		for k in notifications buffers records forwarded coalesced; do
