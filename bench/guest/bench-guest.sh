@@ -6,7 +6,8 @@
 # port (ttyS1) as "STEP <name> key=value..." and wait for the host's "GO".
 #
 # FREQHINT_BENCH_BURST_ONLY=1 (in /etc/freqhint-bench.env): only the first
-# burst, tagged FREQHINT_BENCH_TAG.
+# burst, tagged FREQHINT_BENCH_TAG.  FREQHINT_BENCH_LATENCY_ONLY=1: only
+# the latency.
 #
 #   cost       N sched_setattr() calls changing this task's clamps (guest floor)
 #   burst      a bursty mixed load; counts schedutil's calls into the driver's
@@ -44,6 +45,19 @@ kprobes
 check "schedutil governs" grep -q schedutil /sys/devices/system/cpu/cpufreq/policy0/scaling_governor
 sleep 2
 check "host sees the VM" step connected
+
+# 4. Latency: the host drives the responder on ttyS2 (clock exchanges,
+# then clamp changes, then clock exchanges).
+latency() {
+	check "latency start" step latency
+	check "latency responder" /bin/fh-guest-bench step /dev/ttyS2 1
+	check "latency done" step latency-done
+}
+if [ "${FREQHINT_BENCH_LATENCY_ONLY:-0}" = 1 ]; then
+	latency
+	echo "STEP end" >&3
+	done_testing
+fi
 
 # 6. The cost of one clamp change, and of one cpufreq limit change through
 # sysfs, in this guest (vCPU3's policy; restored afterwards).
@@ -127,10 +141,7 @@ check "host matches the guest" step final $line
 wait "$steady"
 sleep 1
 
-# 4. Latency: the host drives the responder on ttyS2.
-check "latency start" step latency
-check "latency responder" /bin/fh-guest-bench step /dev/ttyS2 1
-check "latency done" step latency-done
+latency
 
 echo "STEP end" >&3
 done_testing
