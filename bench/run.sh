@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ "$(id -u)" = 0 ] || die "run as root (QEMU chardevs, fixture trees, ulimit)"
-for t in meson ninja valgrind callgrind_annotate jq socat cc; do
+for t in meson ninja valgrind callgrind_annotate jq socat cc gnuplot; do
 	command -v "$t" >/dev/null || die "$t not found: run scripts/setup.sh"
 done
 
@@ -87,6 +87,11 @@ elapsed=$(($(date +%s) - t_start))
 . "$work/agent.res"
 # shellcheck disable=SC1091
 [ -r "$work/guest.res" ] && . "$work/guest.res"
+# The plots go beside the report (BENCHMARKS-*.png).
+if [ -r "$work/guest.res" ]; then
+	"$here/bench/plot.sh" --res "$work/guest.res" --out "$(dirname "$out")" --data "$work/plot-data" ||
+		log "plots failed"
+fi
 
 # calc EXPR: awk arithmetic, printed as given by the format in $2 (default %.2f).
 calc() { awk "BEGIN { printf \"${2:-%.2f}\", $1 }" 2>/dev/null || echo "?"; }
@@ -178,6 +183,11 @@ crosvm): $ratio_every ($(val device_every_notifications) notifications for $(val
 $(calc "$ratio / $ratio_every" %.2f) of the anchor's. In a second boot with the device's rate window at 30 ms
 (\`rate-window-ms=30\`; the driver follows the device's window): $ratio_w30 ($(val device_w30_notifications) notifications for
 $(val burst_w30_calls) requests in $(val burst_w30_guest_seconds) s).
+
+![notifications per second against requests per second, both modes](BENCHMARKS-notifications.png)
+
+Each point is about one second of the bursty run (the guest notes its request count every second, the host samples the device's
+notification count every second; \`bench/plot.sh\`).
 EOF
 if [ "$v1" != met ]; then
 cat <<EOF
@@ -274,6 +284,8 @@ The write is stamped from outside freqhintd, by the inotify event of the file (s
 when the file held the value), which adds the bench program's wake-up time: an upper bound by that much.
 With the command's trip (command → write): p50 $(val latency_write_p50) ms, p99 $(val latency_write_p99) ms; acknowledgement → write:
 p50 $(val latency_ackw_p50) ms, p99 $(val latency_ackw_p99) ms.
+
+![distribution of clamp change to host write, both modes](BENCHMARKS-latency.png)
 
 How: in the guest, \`fh-guest-bench step\` runs pinned on vCPU1, busy 2 ms of every 10 ms, and on each command from the host
 (second serial port) sets its own \`sched_setattr\` floor to 800 or back to 0 and acknowledges. On the host,
