@@ -22,6 +22,12 @@
  *                clamp change -> host write (the change happened before the
  *                ack left the guest), as cmd->write is an upper bound
  *
+ * --rise-only measures only the samples that raise the floor (each
+ * followed by an unmeasured one that lowers it again): with the windows
+ * off, the floor falls on its own whenever the responder sleeps (a clamp
+ * holds only while its task runs), so a lowering write may come before
+ * its command and a lowering sample measures nothing.
+ *
  * Between samples: a pause of 100..300 ms (varied so samples do not lock
  * to the guest's 10 ms windows).
  *
@@ -218,6 +224,7 @@ main (int argc, char **argv)
 {
   g_autofree char *serial = NULL, *watch = NULL;
   gint samples = 200, floor_cap = 800, high_khz = 0, low_khz = 0, sync_n = 200;
+  gboolean rise_only = FALSE;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = g_option_context_new ("- guest clamp change -> host write");
   const GOptionEntry entries[] = {
@@ -228,6 +235,7 @@ main (int argc, char **argv)
     { "samples", 0, 0, G_OPTION_ARG_INT, &samples, "samples (default 200)", "N" },
     { "floor", 0, 0, G_OPTION_ARG_INT, &floor_cap, "clamp floor to set (default 800)", "CAP" },
     { "sync", 0, 0, G_OPTION_ARG_INT, &sync_n, "clock exchanges before and after (default 200)", "N" },
+    { "rise-only", 0, 0, G_OPTION_ARG_NONE, &rise_only, "measure only raising the floor", NULL },
     { NULL },
   };
   g_autofree double *lat = NULL, *ack = NULL, *aw = NULL, *clk = NULL, *t_w = NULL, *t_g = NULL;
@@ -283,7 +291,7 @@ main (int argc, char **argv)
   printf ("sync before n=%u rtt=%.3f offset=%.3f spread=%.3f\n", got_before, before.rtt,
           before.off, spread_before);
 
-  for (gint i = 0; i < samples; i++) {
+  for (gint i = 0; i < (rise_only ? 2 * samples : samples); i++) {
     gboolean high = (i % 2) == 0;
     guint want = (guint) (high ? high_khz : low_khz);
     char cmd[32];
@@ -336,6 +344,8 @@ main (int argc, char **argv)
           t_ack = -1;
       }
     }
+    if (rise_only && !high)
+      continue; /* the floor back to 0, not measured */
     if (t_write < 0 || t_ack < 0) {
       n_miss++;
       printf ("sample %d miss\n", i);

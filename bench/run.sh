@@ -269,7 +269,7 @@ cat <<EOF
 ## 4. End-to-end latency (TCG)
 
 Guest clamp change → host write: **p50 $(val latency_clk_p50) ms, p90 $(val latency_clk_p90) ms, p99 $(val latency_clk_p99) ms**, max $(val latency_clk_max) ms
-over $(val latency_n) changes ($(val latency_missed) missed), each within ± $(val latency_clk_err) ms (the clock offset's error bound). Goal $lat_goal: $v4.
+over $(val latency_n) changes raising the floor ($(val latency_missed) missed), each within ± $(val latency_clk_err) ms (the clock offset's error bound). Goal $lat_goal: $v4.
 Anchor, another boot of the same programs with every window off (device \`rate-window-ms=1\`, so the driver's window too,
 \`forward-interval-ms=0\`, freqhintd \`[cpufreq] min_write_interval_ms=0\`): p50 $(val latency_nowin_clk_p50) ms, p90 $(val latency_nowin_clk_p90) ms,
 p99 $(val latency_nowin_clk_p99) ms, max $(val latency_nowin_clk_max) ms over $(val latency_nowin_n) changes (± $(val latency_nowin_clk_err) ms);
@@ -288,7 +288,8 @@ p50 $(val latency_ackw_p50) ms, p99 $(val latency_ackw_p99) ms.
 ![distribution of clamp change to host write, both modes](BENCHMARKS-latency.png)
 
 How: in the guest, \`fh-guest-bench step\` runs pinned on vCPU1, busy 2 ms of every 10 ms, and on each command from the host
-(second serial port) sets its own \`sched_setattr\` floor to 800 or back to 0 and acknowledges. On the host,
+(second serial port) sets its own \`sched_setattr\` floor to 800 or back to 0 and acknowledges; only raising the floor is measured
+(with the windows off the floor also falls whenever the task sleeps, as a clamp holds only while its task runs). On the host,
 \`bench/fh-bench-latency\` sends the command and timestamps (CLOCK_MONOTONIC_RAW) the inotify \`IN_CLOSE_WRITE\` of the fixture
 \`policy2/scaling_min_freq\` once it holds the expected value ($(val latency_expected) kHz); freqhintd runs the cpufreq backend with
 \`perf_as_floor=false\` so that only the clamp moves that file. Samples are 100..300 ms apart. The command's trip over the TCG serial

@@ -169,7 +169,7 @@ while next_step; do
 		low=$(policy_original 2 min)
 		result latency_expected "$low/$high"
 		"$latency" --serial "$E2E_DIR/guest-lat.sock" --watch "$pol/scaling_min_freq" \
-			--high-khz "$high" --low-khz "$low" --samples "$samples" \
+			--high-khz "$high" --low-khz "$low" --samples "$samples" --rise-only \
 			>"$E2E_DIR/latency.out" 2>"$E2E_DIR/latency.err" &
 		lat_pid=$!
 		verdict OK
