@@ -39,26 +39,10 @@ vmsbin=$build/bench/fh-bench-vms
 result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/fh-bench-agent.XXXXXX")
-agent_pid= client_pid=
-cleanup() {
-	[ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null
-	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
-	wait 2>/dev/null
-	[ "${FREQHINT_KEEP:-0}" = 1 ] || rm -rf "$T"
-}
-trap cleanup EXIT
+AGENT_WRAP=()
+. "$here/bench/daemon-lib.sh"
 # 1000 device connections plus the daemon's own files.
 ulimit -n 8192
-
-# eventually SECONDS CMD...
-eventually() {
-	local deadline=$(($(date +%s) + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$deadline" ] || return 1
-		sleep 0.1
-	done
-}
 
 # --- fixture: mkfixture.sh's host, and N vCPU threads cloned from a template
 FX=$T/fx
@@ -87,37 +71,20 @@ make_threads() {
 	EOF
 }
 
+# fh-bench-vms connects each VM from a process of its own (PA-20) whose
+# cmdline the fixture links; a loaded host forking 1000 of them answers
+# HELLOs late, so the handshake may take long.
+peers=(--proc-fixture "$FX/proc" --handshake-ms 120000)
+
 write_config() {
 	cat >"$T/freqhintd.conf" <<-EOC
 	[daemon]
 	check_thread_owner=false
 	max_connections=2000
+	max_vcpus=$((VMS * VCPUS + 1000))
+	# the peers are forked before their PINGs are answered
+	keepalive_ms=600000
 	EOC
-}
-
-start_agent() {
-	rm -f "$T/control.sock" "$T/device.sock"
-	"$freqhintd" --foreground --config "$T/freqhintd.conf" --backend "$1" \
-		--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
-		--socket "$T/device.sock" --control-socket "$T/control.sock" \
-		--state-dir "$T/state" --metrics-port 0 >>"$T/freqhintd.log" 2>&1 &
-	agent_pid=$!
-	eventually 10 test -S "$T/control.sock" || die "freqhintd did not start (see $T/freqhintd.log)"
-}
-
-stop_agent() {
-	kill -TERM "$agent_pid"
-	wait "$agent_pid" 2>/dev/null || true
-	agent_pid=
-}
-
-status() { "$freqhintctl" --socket "$T/control.sock" --json status; }
-status_field() { status | jq -r ".$1"; }
-vm_status() { grep "^$1:" "/proc/$agent_pid/status" | awk '{ print $2 }'; }
-# CPU seconds (user + system) the daemon used so far.
-cpu_s() {
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' \
-		"/proc/$agent_pid/stat"
 }
 
 # --- merge: the pure modules
@@ -147,12 +114,12 @@ VMS=1000 VCPUS=16
 log "bench: fixture with $((VMS * VCPUS)) vCPU threads"
 make_threads 100000 $((VMS * VCPUS))
 write_config
-start_agent cpufreq
+start_agent cpufreq --metrics-port 0
 result mem_baseline_hwm_kb "$(vm_status VmHWM)"
 result mem_baseline_anon_kb "$(vm_status RssAnon)"
 result mem_baseline_file_kb "$(vm_status RssFile)"
 log "bench: connecting $VMS VMs x $VCPUS vCPUs"
-"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 \
+"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
 	--mode hold --ready-file "$T/ready" >"$T/hold.out" 2>"$T/hold.err" &
 client_pid=$!
 eventually 300 test -e "$T/ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/hold.err")"
@@ -176,7 +143,7 @@ eventually 30 test "$(status_field connected_vms)" = 0 || true
 
 log "bench: flooding freqhintd from $VMS VMs"
 f0=$(status_field hints_frames_total) u0=$(status_field updates_total) c0=$(cpu_s)
-"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 \
+"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
 	--mode flood --seconds 15 >"$T/flood.out" 2>"$T/flood.err" ||
 	log "flood client: $(tail -n2 "$T/flood.err")"
 f1=$(status_field hints_frames_total) u1=$(status_field updates_total) c1=$(cpu_s)
@@ -195,8 +162,8 @@ stop_agent
 economy() {
 	local tag=$1 vms=$2 vcpus=$3 secs=$4 w0 w1 u0 u1
 	rm -rf "$T/state"
-	start_agent cpufreq
-	"$vmsbin" --socket "$T/device.sock" --vms "$vms" --vcpus "$vcpus" --tid-base 100000 \
+	start_agent cpufreq --metrics-port 0
+	"$vmsbin" --socket "$T/device.sock" --vms "$vms" --vcpus "$vcpus" --tid-base 100000 "${peers[@]}" \
 		--mode mixed --seconds "$secs" --ready-file "$T/ready.$tag" >"$T/mixed.$tag.out" 2>"$T/mixed.$tag.err" &
 	client_pid=$!
 	eventually 60 test -e "$T/ready.$tag" || die "mixed client did not connect"

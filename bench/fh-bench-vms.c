@@ -15,6 +15,12 @@
  *
  *   fh-bench-vms --socket S --vms N --vcpus V --tid-base T [--mode M]
  *                [--seconds S] [--tick-ms 10] [--ready-file F]
+ *                [--proc-fixture DIR] [--handshake-ms 10000]
+ *
+ * Each VM's socket is connected by a process of its own whose command line
+ * carries the VM's -name and -uuid (fhtc_spawn_peer(), as fh-loadclient
+ * does), since the agent binds a VM's identity to the process that
+ * connected (PA-20); this process speaks for all of them.
  *
  * vCPU j of VM i says its thread is T + i*V + j.  --ready-file is created
  * once every VM is connected and its FULL frame sent.  SIGTERM/SIGINT end
@@ -221,8 +227,8 @@ now_s (void)
 int
 main (int argc, char **argv)
 {
-  g_autofree char *socket_path = NULL, *mode = NULL, *ready_file = NULL;
-  gint n_vms = 1, n_vcpus = 1, tid_base = 100000, tick_ms = 10;
+  g_autofree char *socket_path = NULL, *mode = NULL, *ready_file = NULL, *proc_fixture = NULL;
+  gint n_vms = 1, n_vcpus = 1, tid_base = 100000, tick_ms = 10, handshake_ms = 10000;
   gdouble seconds = 0;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = g_option_context_new ("- many freqhint devices");
@@ -234,6 +240,10 @@ main (int argc, char **argv)
     { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "hold | mixed | flood", "MODE" },
     { "seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "run length (0: until a signal)", "S" },
     { "tick-ms", 0, 0, G_OPTION_ARG_INT, &tick_ms, "mixed: ms between frames of a VM", "MS" },
+    { "proc-fixture", 0, 0, G_OPTION_ARG_FILENAME, &proc_fixture,
+      "link DIR/<peer>/cmdline to each VM process's real one", "DIR" },
+    { "handshake-ms", 0, 0, G_OPTION_ARG_INT, &handshake_ms, "how long a VM waits for WELCOME",
+      "MS" },
     { "ready-file", 0, 0, G_OPTION_ARG_FILENAME, &ready_file, "created once all are connected",
       "PATH" },
     { NULL },
@@ -244,6 +254,7 @@ main (int argc, char **argv)
   Vm *vms;
   double t_start, t_conn, t_end;
 
+  fhtc_peer_init (argc, argv);
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
     fprintf (stderr, "fh-bench-vms: %s\n", error->message);
@@ -282,8 +293,19 @@ main (int argc, char **argv)
     g_snprintf (hello.name, sizeof hello.name, "bench-%05d", i);
     for (gint j = 0; j < n_vcpus; j++)
       hello.tids[j] = (uint32_t) (tid_base + i * n_vcpus + j);
-    vm->c = fhtc_connect (socket_path, &error);
-    if (!vm->c || !fhtc_handshake (vm->c, &hello, &w, &error)) {
+    {
+      pid_t peer;
+      int fd;
+
+      fd = fhtc_spawn_peer (socket_path, hello.name, hello.uuid, &peer);
+      if (fd < 0 || (proc_fixture && !fhtc_link_cmdline (proc_fixture, peer))) {
+        fprintf (stderr, "fh-bench-vms: VM %d: no peer process\n", i);
+        return 1;
+      }
+      hello.qemu_pid = (uint32_t) peer;
+      vm->c = fhtc_adopt_fd (fd);
+    }
+    if (!fhtc_handshake_within (vm->c, &hello, &w, handshake_ms, &error)) {
       fprintf (stderr, "fh-bench-vms: VM %d: %s\n", i, error->message);
       return 1;
     }

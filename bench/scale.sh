@@ -6,8 +6,9 @@
 # per VM whose command line carries its -name/-uuid), nearly idle (one
 # HINTS frame per VM per 1000 s).
 #   memory   VmHWM, VmRSS, RssAnon before and with the VMs connected
+#   scrape   one GET /metrics: its size, the daemon's CPU time, peak growth
 #   idle     the daemon's CPU time over 10 s with every VM connected
-#   pass     wall time of a decision pass (status last_pass_us/max_pass_us)
+#   pass     CPU time of a decision pass (status last_pass_us/max_pass_us)
 #            while idle, and of the pass one more VM's single hint causes
 #   heap     (--heaptrack FILE) the same under heaptrack: where the heap
 #            goes (heaptrack_print's report in FILE; the figures of such a
@@ -18,7 +19,9 @@
 #   scale.sh --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE] [--no-metrics]
 #
 # --no-metrics: without the Prometheus endpoint (whose page freqhintd
-# renders after a decision pass, at most every 200 ms, inside the pass).
+# renders when scraped; the run scrapes it once and measures that).
+# --handshake-ms: how long each peer waits for WELCOME (default 120 s: on a
+# loaded host forking 1000 peers, the daemon may answer late).
 #
 # DIR: a meson build dir with freqhintd, freqhintctl, fh-loadclient and
 # fh-testclient.  Writes key=value lines to FILE.  Run as root.
@@ -27,7 +30,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= VMS=1000 VCPUS=16 heap= metrics=(--metrics-port 0)
+build= out= VMS=1000 VCPUS=16 heap= metrics=(--metrics-port 0) HANDSHAKE_MS=120000
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
 	--vcpus) VCPUS=${2:?}; shift ;;
 	--heaptrack) heap=${2:?}; shift ;;
 	--no-metrics) metrics=(--no-metrics) ;;
-	*) die "usage: $0 --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE]" ;;
+	--handshake-ms) HANDSHAKE_MS=${2:?}; shift ;;
+	*) die "usage: $0 --build DIR --out FILE [--vms N] [--vcpus M] [--heaptrack FILE] [--no-metrics] [--handshake-ms MS]" ;;
 	esac
 	shift
 done
@@ -49,24 +53,10 @@ testclient=$build/tests/agent/fh-testclient
 result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/fh-bench-scale.XXXXXX")
-agent_pid= client_pid=
-cleanup() {
-	[ -n "$client_pid" ] && kill "$client_pid" 2>/dev/null
-	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
-	wait 2>/dev/null
-	[ "${FREQHINT_KEEP:-0}" = 1 ] || rm -rf "$T"
-}
-trap cleanup EXIT
+AGENT_WRAP=()
+[ -n "$heap" ] && AGENT_WRAP=(heaptrack -o "$T/heaptrack")
+. "$here/bench/daemon-lib.sh"
 ulimit -n 16384
-
-eventually() {
-	local deadline=$(($(date +%s) + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$deadline" ] || return 1
-		sleep 0.2
-	done
-}
 
 FX=$T/fx
 "$here/tests/agent/mkfixture.sh" host "$FX"
@@ -80,21 +70,7 @@ max_connections=$((VMS + 100))
 max_vcpus=$((VMS * VCPUS + 1000))
 EOC
 
-run=("$freqhintd")
-[ -n "$heap" ] && run=(heaptrack -o "$T/heaptrack" "$freqhintd")
-"${run[@]}" --foreground --config "$T/freqhintd.conf" --backend cpufreq \
-	--sysfs-root "$FX/sys" --proc-root "$FX/proc" --cgroup-root "$FX/cgroup" \
-	--socket "$T/device.sock" --control-socket "$T/control.sock" \
-	--state-dir "$T/state" "${metrics[@]}" >>"$T/freqhintd.log" 2>&1 &
-agent_pid=$!
-eventually 60 test -S "$T/control.sock" || die "freqhintd did not start: $(tail -n3 "$T/freqhintd.log")"
-status() { "$freqhintctl" --socket "$T/control.sock" --json status; }
-status_field() { status | jq -r ".$1"; }
-vm_status() { grep "^$1:" "/proc/$agent_pid/status" | awk '{ print $2 }'; }
-cpu_s() {
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' \
-		"/proc/$agent_pid/stat"
-}
+start_agent cpufreq "${metrics[@]}"
 sleep 1
 result baseline_hwm_kb "$(vm_status VmHWM)"
 result baseline_anon_kb "$(vm_status RssAnon)"
@@ -103,7 +79,8 @@ result baseline_file_kb "$(vm_status RssFile)"
 log "scale: connecting $VMS VMs x $VCPUS vCPUs (one process each)"
 t0=$(date +%s.%N)
 "$loadclient" --socket "$T/device.sock" --vms "$VMS" --vcpus "$VCPUS" --seconds 100000 \
-	--rate 0.001 --proc-fixture "$FX/proc" --tid-base 100000 >"$T/load.out" 2>"$T/load.err" &
+	--rate 0.001 --proc-fixture "$FX/proc" --tid-base 100000 --handshake-ms "$HANDSHAKE_MS" \
+	>"$T/load.out" 2>"$T/load.err" &
 client_pid=$!
 eventually 1200 grep -q '^connected' "$T/load.out" ||
 	die "fh-loadclient did not connect: $(tail -n3 "$T/load.err")"
@@ -125,25 +102,51 @@ result anon_kb "$(vm_status RssAnon)"
 result anon_per_vm_kb "$(echo "$(vm_status RssAnon) $(sed -n 's/^baseline_anon_kb=//p' "$out") $VMS" |
 	awk '{ printf "%.2f", ($1 - $2) / $3 }')"
 
-# One more VM, one vCPU's hint: the pass that hint causes (the client
-# holds the connection for 2 s; the pass after its HINTS is the latest one
-# unless the 1 s poll ticked meanwhile, so take the smallest of a few).
+# A scrape (the page is rendered when scraped, piece by piece): its CPU
+# time, and how far it raises the peak (clear_refs 5: VmHWM from VmRSS).
+if [ "${metrics[0]}" = --metrics-port ]; then
+	port=$(status_field metrics_port)
+	echo 5 >"/proc/$(daemon_pid)/clear_refs" || true
+	rss0=$(vm_status VmRSS)
+	c0=$(cpu_s)
+	curl -sf -m 300 "http://127.0.0.1:$port/metrics" >"$T/scrape.txt" || die "no scrape"
+	c1=$(cpu_s)
+	result scrape_bytes "$(stat -c %s "$T/scrape.txt")"
+	result scrape_cpu_ms "$(echo "$c0 $c1" | awk '{ printf "%.0f", ($2 - $1) * 1000 }')"
+	result scrape_peak_growth_kb "$(($(vm_status VmHWM) - rss0))"
+	result anon_after_scrape_kb "$(vm_status RssAnon)"
+fi
+
+# One more VM, one vCPU's hint: the pass that hint causes.  The VM joins
+# first (a join is a full pass), then, connected, sends one HINTS frame; the
+# pass after it is the latest one when the daemon counted exactly one pass
+# meanwhile (an idle tick may add one: that sample is dropped).  The
+# smallest of a few.
 best=
 for i in 1 2 3 4 5; do
 	"$here/tests/agent/mkfixture.sh" thread "$FX" $((900000 + i)) 1 1 /machine.slice >/dev/null
+	rm -f "$T/hint.fifo"; mkfifo "$T/hint.fifo"
 	FH_PROC_FIXTURE=$FX/proc "$testclient" --socket "$T/device.sock" --name "one-$i" \
-		--tids $((900000 + i)) --hint 0:300:800 --hold 2 >"$T/one.out" 2>&1 || true
+		--tids $((900000 + i)) --hint 0:100:900 --stdin <"$T/hint.fifo" >"$T/one.out" 2>&1 &
+	one=$!
+	exec 4>"$T/hint.fifo"
+	sleep 2
+	u0=$(status_field updates_total)
+	echo "hint 0:$((300 + i)):800" >&4
+	sleep 1
+	u1=$(status_field updates_total)
 	p=$(status_field last_pass_us)
+	exec 4>&-
+	wait "$one" 2>/dev/null || true
+	[ "$u1" = $((u0 + 1)) ] || { log "scale: one-hint sample $i dropped ($((u1 - u0)) passes)"; continue; }
 	[ -z "$best" ] || [ "$p" -lt "$best" ] && best=$p
 done
+[ -n "$best" ] || die "no one-hint sample had its pass alone"
 result one_hint_pass_us "$best"
 result max_pass_us "$(status_field max_pass_us)"
 kill -TERM "$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=
-[ -n "$heap" ] && pkill -TERM -P "$agent_pid" 2>/dev/null
-kill -TERM "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=
+stop_agent
 if [ -n "$heap" ]; then
-	# heaptrack's wrapper is agent_pid: TERM went to it, the daemon is its child
-	pkill -TERM -P "$agent_pid" 2>/dev/null || true
 	sleep 5
 	heaptrack_print "$T"/heaptrack.*.zst >"$heap" 2>&1 || heaptrack_print "$T"/heaptrack.* >"$heap" 2>&1
 	log "scale: heaptrack report in $heap"

@@ -73,7 +73,15 @@ typedef struct {
   gboolean orig_known;   /* the clamps the thread had before we first set any */
   gboolean orig_restore; /* they were not the kernel's defaults: put them back */
   FhClamp orig;
+  /* the latest target, for a retry that no pass asks for again */
+  FhClamp want;
+  gboolean want_release, want_min_default;
 } TidState;
+
+typedef struct {
+  GHashTable *tids; /* tid -> TidState */
+  gboolean any_failing;
+} UclampPriv;
 
 /*
  * The policy is read right before the call: a thread whose policy changed
@@ -117,7 +125,10 @@ set_clamp (guint tid, TidState *st, FhClamp c, gboolean release, gboolean min_de
 static gboolean
 uclamp_start (FhBackend *self, GError **error)
 {
-  self->priv = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  UclampPriv *priv = g_new0 (UclampPriv, 1);
+
+  priv->tids = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  self->priv = priv;
   return TRUE;
 }
 
@@ -148,6 +159,9 @@ apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, 
     want = FH_CLAMP_NONE;
     min_default = FALSE;
   }
+  st->want = want;
+  st->want_release = release;
+  st->want_min_default = min_default;
   if (st->have_applied && st->applied_release == release &&
       (release || (st->applied.min == want.min && st->applied.max == want.max &&
                    st->applied_min_default == min_default)))
@@ -178,6 +192,7 @@ apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, 
                   want.min, want.max, g_strerror (-r),
                   r == -EOPNOTSUPP ? " (kernel without CONFIG_UCLAMP_TASK)" : "");
     st->failing = TRUE;
+    ((UclampPriv *) self->priv)->any_failing = TRUE;
     return;
   }
   st->failing = FALSE;
@@ -188,16 +203,11 @@ apply_one (FhBackend *self, guint tid, pid_t owner, TidState *st, FhClamp want, 
   st->have_applied = TRUE;
 }
 
+/* The targets given; seen marks them for uclamp_apply()'s sweep. */
 static void
-uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
+apply_targets (FhBackend *self, const GArray *targets, gint64 now_us)
 {
-  GHashTable *tids = self->priv;
-  GHashTableIter iter;
-  gpointer key, value;
-
-  g_hash_table_iter_init (&iter, tids);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    ((TidState *) value)->seen = FALSE;
+  GHashTable *tids = ((UclampPriv *) self->priv)->tids;
 
   for (guint i = 0; i < targets->len; i++) {
     const FhTidTarget *t = &g_array_index (targets, FhTidTarget, i);
@@ -213,14 +223,31 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     st->owner = t->owner;
     apply_one (self, t->tid, t->owner, st, t->eff, !t->active, t->min_default, now_us);
   }
+}
+
+static void
+uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
+{
+  UclampPriv *priv = self->priv;
+  GHashTable *tids = priv->tids;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init (&iter, tids);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    ((TidState *) value)->seen = FALSE;
+  priv->any_failing = FALSE;
+  apply_targets (self, targets, now_us);
 
   /* Threads no longer ours (VM gone, thread exited): release and forget. */
   g_hash_table_iter_init (&iter, tids);
   while (g_hash_table_iter_next (&iter, &key, &value)) {
     TidState *st = value;
 
-    if (st->seen)
+    if (st->seen) {
+      priv->any_failing |= st->failing;
       continue;
+    }
     if (st->have_applied && !st->applied_release &&
         still_owned (self, GPOINTER_TO_UINT (key), st->owner)) {
       int r = set_clamp (GPOINTER_TO_UINT (key), st, FH_CLAMP_NONE, TRUE, FALSE);
@@ -236,6 +263,34 @@ uclamp_apply (FhBackend *self, const GArray *targets, gint64 now_us)
   }
 }
 
+/*
+ * Some threads only (a pass that decided some VMs); the others keep their
+ * clamps.  Threads whose last write failed are retried once their backoff
+ * has passed, with the latest target they were given.
+ */
+static void
+uclamp_update (FhBackend *self, const GArray *targets, gint64 now_us)
+{
+  UclampPriv *priv = self->priv;
+  GHashTableIter iter;
+  gpointer key, value;
+  gboolean failing = FALSE;
+
+  apply_targets (self, targets, now_us);
+  if (!priv->any_failing)
+    return;
+  g_hash_table_iter_init (&iter, priv->tids);
+  while (g_hash_table_iter_next (&iter, &key, &value)) {
+    TidState *st = value;
+
+    if (st->failing)
+      apply_one (self, GPOINTER_TO_UINT (key), st->owner, st, st->want, st->want_release,
+                 st->want_min_default, now_us);
+    failing |= st->failing;
+  }
+  priv->any_failing = failing;
+}
+
 static void
 uclamp_stop (FhBackend *self)
 {
@@ -248,13 +303,19 @@ uclamp_stop (FhBackend *self)
 static void
 uclamp_free (FhBackend *self)
 {
-  g_clear_pointer ((GHashTable **) &self->priv, g_hash_table_unref);
+  UclampPriv *priv = self->priv;
+
+  if (!priv)
+    return;
+  g_clear_pointer (&priv->tids, g_hash_table_unref);
+  g_clear_pointer (&self->priv, g_free);
 }
 
 const FhBackendOps fh_backend_uclamp_ops = {
   .name = "uclamp",
   .start = uclamp_start,
   .apply = uclamp_apply,
+  .update = uclamp_update,
   .stop = uclamp_stop,
   .free_priv = uclamp_free,
 };

@@ -7,8 +7,9 @@
  *   cpufreq  scaling_min_freq/scaling_max_freq of each policy
  *   uclamp   sched_setattr(UTIL_CLAMP_MIN|MAX) on each vCPU thread
  *
- * apply() is called after every decision change and on every poll tick, so
- * a backend retries failed writes there once its backoff has passed.  It
+ * apply() is called after a pass that decided every vCPU, update() after a
+ * pass that decided some (and on poll ticks that decided nothing), so a
+ * backend retries failed writes there once its backoff has passed.  It
  * never fails: errors are logged and counted and the daemon carries on.
  */
 #pragma once
@@ -49,6 +50,9 @@ typedef struct {
   gboolean (*start) (FhBackend *self, GError **error);
   /* Policies' decisions are in host->policies; targets holds FhTidTarget. */
   void (*apply) (FhBackend *self, const GArray *targets, gint64 now_us);
+  /* The same for some threads only: threads it does not name keep what
+   * they have (no release).  NULL: apply() serves, it ignores targets. */
+  void (*update) (FhBackend *self, const GArray *targets, gint64 now_us);
   void (*stop) (FhBackend *self);
   void (*free_priv) (FhBackend *self);
 } FhBackendOps;
@@ -84,6 +88,16 @@ static inline void
 fh_backend_apply (FhBackend *self, const GArray *targets, gint64 now_us)
 {
   if (self->ops->apply)
+    self->ops->apply (self, targets, now_us);
+}
+
+/* Some threads' targets changed (or none: a retry point); others stay. */
+static inline void
+fh_backend_update (FhBackend *self, const GArray *targets, gint64 now_us)
+{
+  if (self->ops->update)
+    self->ops->update (self, targets, now_us);
+  else if (self->ops->apply)
     self->ops->apply (self, targets, now_us);
 }
 

@@ -88,7 +88,7 @@ fh_config_free (FhConfig *c)
  */
 static const char *const daemon_keys[] = {
   "sysfs_root", "proc_root", "cgroup_root", "backend", "socket", "socket_mode", "socket_group",
-  "control_socket", "state_dir", "poll_interval_ms", "keepalive_ms", "hello_timeout_ms",
+  "control_socket", "state_dir", "poll_interval_ms", "rescan_interval_ms", "keepalive_ms", "hello_timeout_ms",
   "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_vcpus",
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
   "check_thread_owner", "libvirt_state_dir", "require_libvirt", NULL,
@@ -420,6 +420,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   port = c->metrics_port < 0 ? 0 : (guint) c->metrics_port;
   if (!take_uint (&src, kf, "metrics", "port", 0, 65535, &port, error) ||
       !take_uint (&src, kf, "daemon", "poll_interval_ms", 50, 60000, &c->poll_interval_ms, error) ||
+      !take_uint (&src, kf, "daemon", "rescan_interval_ms", 50, 3600000, &c->rescan_interval_ms,
+                  error) ||
       !take_uint (&src, kf, "daemon", "keepalive_ms", 100, 600000, &c->keepalive_ms, error) ||
       !take_uint (&src, kf, "daemon", "hello_timeout_ms", 100, 600000, &c->hello_timeout_ms,
                   error) ||

@@ -35,6 +35,9 @@ typedef struct {
   char *metrics_address;
   int metrics_port; /* 0: ephemeral, -1: disabled */
   guint poll_interval_ms;
+  /* The safety net: every VM's threads re-read once per interval, spread
+   * over the poll ticks (0: 60 poll intervals). */
+  guint rescan_interval_ms;
   guint keepalive_ms;
   guint hello_timeout_ms;
   guint max_connections;

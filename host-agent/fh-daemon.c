@@ -4,8 +4,12 @@
  *
  * Device frames and host polls only change state and queue an update; the
  * update (an idle callback, so a burst of frames costs one decision) runs
- * the pure merge engine over every vCPU, hands the result to the backend,
- * and tells each VM what it was granted.
+ * the pure merge engine, hands the result to the backend, and tells each VM
+ * what it was granted.  A frame marks its VM dirty and the pass decides only
+ * that VM's vCPUs again, re-aggregates only the CPUs and policies they sit
+ * on and talks only to that VM; a host-wide change (system defaults,
+ * operator settings, a VM joining or leaving, thread ids) decides everything
+ * again.  fh_daemon_test_verify() checks the two agree.
  */
 #define G_LOG_DOMAIN "freqhintd"
 
@@ -15,20 +19,48 @@
 #include <malloc.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fh-listen.h"
 #include "fh-peer.h"
+#include "fh-watch.h"
+
+#include <glib-unix.h>
 
 #include <linux/virtio_freqhint.h>
 
 static void queue_update (FhDaemon *d);
+static void queue_full (FhDaemon *d);
+static void queue_vm (FhDaemon *d, FhVm *vm);
+static void vcpu_unplace (FhDaemon *d, FhVcpu *v);
+static void vm_watch_exit (FhDaemon *d, FhVm *vm);
+static void on_cgroup_event (const char *rel, gpointer data);
+
+/* The safety net's period: rescan_interval_ms, or 60 poll intervals. */
+static gint64
+fh_daemon_rescan_us (FhDaemon *d)
+{
+  guint ms = d->config->rescan_interval_ms ? d->config->rescan_interval_ms
+                                           : 60 * d->config->poll_interval_ms;
+
+  return (gint64) ms * G_TIME_SPAN_MILLISECOND;
+}
 
 static void
 vm_free (FhVm *vm)
 {
-  vm->daemon->n_vcpus -= vm->num_vcpus;
-  for (guint i = 0; i < vm->num_vcpus; i++)
+  FhDaemon *d = vm->daemon;
+
+  d->n_vcpus -= vm->num_vcpus;
+  g_clear_handle_id (&vm->exit_watch, g_source_remove);
+  if (vm->dirty)
+    g_ptr_array_remove_fast (d->dirty_vms, vm);
+  /* Its vCPUs leave their CPUs now: the member lists never hold freed vCPUs. */
+  d->need_full = TRUE;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    vcpu_unplace (d, &vm->vcpus[i]);
     fh_thread_info_clear (&vm->vcpus[i].info);
+  }
   g_free (vm->vcpus);
   fh_vm_settings_clear (&vm->settings);
   g_free (vm->key);
@@ -75,6 +107,8 @@ vm_probe (FhDaemon *d, FhVm *vm)
     const GArray *override = vm->settings.cpus;
 
     fh_host_probe_thread_cached (&d->paths, d->cg_cache, v->tid, d->host->n_cpus, &v->info);
+    if (d->watch && fh_thread_info_cgroup_dir (&v->info))
+      fh_watch_cgroup (d->watch, fh_thread_info_cgroup_dir (&v->info));
     v->tid_ok = v->info.exists && (!d->config->check_thread_owner || v->info.tgid == vm->pid);
     if (was_ok && !v->tid_ok) {
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
@@ -239,6 +273,7 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
     vm->vcpus[i].tid = hello->tids[i];
     vm->vcpus[i].cpu = -1;
     vm->vcpus[i].info.cpu = -1;
+    vm->vcpus[i].agg_cpu = -1;
   }
   if (hello->qemu_pid != (uint32_t) vm->pid)
     g_debug ("VM \"%s\": HELLO says pid %u, socket peer is %d", log_name, hello->qemu_pid,
@@ -263,8 +298,17 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
              (int) vm->pid, vm->num_vcpus, vm->features,
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
+  vm_watch_exit (d, vm);
+  /* The safety net's first turn for this VM: in the second half of the
+   * interval (it was just read), VMs that come together spread over it. */
+  {
+    gint64 period = fh_daemon_rescan_us (d);
+
+    vm->next_probe_us = g_get_monotonic_time () + period / 2 +
+                        (gint64) (g_random_double () * (double) (period / 2));
+  }
   /* After WELCOME has gone out: GRANTS follow it. */
-  queue_update (d);
+  queue_full (d);
   return TRUE;
 }
 
@@ -292,7 +336,7 @@ on_hints (FhConn *conn, const FhHints *hints, gpointer data)
     v->hinted = TRUE;
     vm->hints_records++;
   }
-  queue_update (d);
+  queue_vm (d, vm);
 }
 
 /*
@@ -333,7 +377,7 @@ on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
   fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
              "VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
              vm->num_vcpus);
-  queue_update (d);
+  queue_full (d);
   return TRUE;
 }
 
@@ -351,7 +395,7 @@ on_closed (FhConn *conn, gpointer data)
              "VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
   fh_conn_set_data (conn, NULL);
   g_hash_table_remove (d->vms, vm->key); /* frees vm */
-  queue_update (d);
+  queue_full (d);
 }
 
 static void
@@ -373,10 +417,30 @@ peer_allowed (int fd, uid_t uid, gid_t gid, gpointer data)
                                    d->config->allowed_gids->len);
 }
 
+/* FNV-1a, 64 bits: what was last sent, without keeping a copy of it. */
+static guint64
+frame_hash (const void *data, size_t n)
+{
+  const guint8 *p = data;
+  guint64 hash = 14695981039346656037u;
+
+  for (size_t i = 0; i < n; i++)
+    hash = (hash ^ p[i]) * 1099511628211u;
+  return hash;
+}
+
+/*
+ * Sent when its content changes.  The VM keeps a hash of the frame last
+ * sent, not the frame (FhGrants is sized for 256 vCPUs: 1 KiB per VM); a
+ * 64-bit collision that would hide a change is not a practical concern.
+ */
 static void
 send_grants (FhVm *vm)
 {
+  static uint8_t frame[FH_FRAME_MAX]; /* the main loop is single-threaded */
   FhGrants g = { 0 };
+  size_t n;
+  guint64 hash;
 
   g.operator_floor = (uint16_t) vm->settings.op.min;
   g.operator_ceiling = (uint16_t) vm->settings.op.max;
@@ -387,10 +451,12 @@ send_grants (FhVm *vm)
     g.grants[i].floor = (uint16_t) r.min;
     g.grants[i].ceiling = (uint16_t) r.max;
   }
-  if (vm->grants_sent && memcmp (&g, &vm->grants, sizeof g) == 0)
+  n = fh_encode_grants (frame, sizeof frame, &g);
+  hash = frame_hash (frame, n);
+  if (n == 0 || (vm->grants_sent && hash == vm->grants_hash))
     return;
   if (fh_conn_send_grants (vm->conn, &g)) {
-    vm->grants = g;
+    vm->grants_hash = hash;
     vm->grants_sent = TRUE;
     vm->grants_frames++;
   }
@@ -403,7 +469,7 @@ send_host_freq (FhDaemon *d, FhVm *vm)
   static FhHostFreq hf; /* 870 B; the main loop is single-threaded */
   static uint8_t frame[FH_FRAME_MAX];
   size_t n;
-  guint32 hash = 2166136261u;
+  guint64 hash;
 
   if (!(vm->features & FH_F_HOST_FREQ))
     return;
@@ -414,8 +480,7 @@ send_host_freq (FhDaemon *d, FhVm *vm)
   for (guint i = 0; i < vm->num_vcpus; i++)
     hf.freq_class[i] = vm->vcpus[i].freq_class;
   n = fh_encode_host_freq (frame, sizeof frame, &hf);
-  for (size_t i = 0; i < n; i++)
-    hash = (hash ^ frame[i]) * 16777619u; /* FNV-1a */
+  hash = frame_hash (frame, n);
   if (n == 0 || (vm->host_freq_sent && hash == vm->host_freq_hash))
     return;
   if (fh_conn_send_host_freq (vm->conn, &hf)) {
@@ -425,81 +490,213 @@ send_host_freq (FhDaemon *d, FhVm *vm)
   }
 }
 
+/* cpu_flags */
+#define CPU_DIRTY 1u  /* in dirty_cpus: its decision is taken again */
+#define CPU_RESCAN 2u /* its aggregate lost a maximum: rebuilt from its members */
+
 static void
-daemon_update (FhDaemon *d)
+cpu_mark (FhDaemon *d, guint c, guint8 flag)
 {
-  g_autoptr (GArray) placed = g_array_new (FALSE, FALSE, sizeof (FhPlacedVcpu));
-  g_autoptr (GArray) targets = g_array_new (FALSE, FALSE, sizeof (FhTidTarget));
-  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+  if (!(d->cpu_flags[c] & CPU_DIRTY))
+    g_array_append_val (d->dirty_cpus, c);
+  d->cpu_flags[c] |= CPU_DIRTY | flag;
+}
 
-  d->updates_total++;
-  d->last_update_us = g_get_monotonic_time ();
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
+/* Take the vCPU's contribution off the CPU it counts on. */
+static void
+vcpu_unplace (FhDaemon *d, FhVcpu *v)
+{
+  GPtrArray *m;
 
-    for (guint j = 0; j < vm->num_vcpus; j++) {
-      FhVcpu *v = &vm->vcpus[j];
-      FhChain chain = { d->host->sys, NULL, 0 };
-      FhMergeParams params = d->params;
-      gboolean active;
+  if (v->agg_cpu < 0)
+    return;
+  m = d->cpu_members[v->agg_cpu];
+  g_ptr_array_remove_index_fast (m, v->agg_slot);
+  if (v->agg_slot < m->len)
+    ((FhVcpu *) g_ptr_array_index (m, v->agg_slot))->agg_slot = v->agg_slot;
+  if (v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[v->agg_cpu], v->agg_eff))
+    cpu_mark (d, (guint) v->agg_cpu, CPU_RESCAN);
+  else
+    cpu_mark (d, (guint) v->agg_cpu, 0);
+  v->agg_cpu = -1;
+  v->agg_active = FALSE;
+}
 
-      if (v->info.levels) {
-        chain.levels = (const FhClamp *) v->info.levels->data;
-        chain.n_levels = v->info.levels->len;
-      }
-      chain.rt = v->info.rt; /* MR-26 */
-      chain.rt_min_default = d->host->rt_min_default;
-      /* MR-4: the governor that matters is the one of the vCPU's CPU. */
-      if (d->headroom_auto)
-        params.perf_headroom = fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
-                                                       fh_host_cpu_governor (d->host, v->cpu),
-                                                       d->host->kernel_release, NULL);
-      static const FhGuestHint no_hint = { 0 };
-      FhClamp op = vm->settings.op;
+/*
+ * Make the vCPU count on its CPU as fh_merge_aggregate_cpus() would count it
+ * (active: hinted, not idle, thread ours; CPUs past n_cpus ignored).
+ */
+static void
+vcpu_place (FhDaemon *d, FhVcpu *v)
+{
+  gint cpu = v->cpu >= 0 && (guint) v->cpu < d->host->n_cpus ? v->cpu : -1;
+  gboolean active = v->d.active && v->tid_ok;
 
-      if (vm->settings.vcpu_op && j < vm->settings.vcpu_op->len)
-        op = g_array_index (vm->settings.vcpu_op, FhClamp, j);
-      v->d = fh_merge_vcpu (vm->settings.ignore_hints ? &no_hint : &v->hint, &chain, op, &params);
-      v->perf_headroom = params.perf_headroom;
-      active = v->d.active && v->tid_ok;
-      if (v->cpu >= 0) {
-        FhPlacedVcpu p = { active, v->d.eff, (guint) v->cpu };
+  if (cpu < 0) {
+    vcpu_unplace (d, v);
+    return;
+  }
+  if (cpu == v->agg_cpu && active == v->agg_active &&
+      (!active || (v->agg_eff.min == v->d.eff.min && v->agg_eff.max == v->d.eff.max)))
+    return;
+  if (cpu != v->agg_cpu) {
+    vcpu_unplace (d, v);
+    v->agg_cpu = cpu;
+    v->agg_slot = d->cpu_members[cpu]->len;
+    g_ptr_array_add (d->cpu_members[cpu], v);
+  } else if (v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[cpu], v->agg_eff)) {
+    cpu_mark (d, (guint) cpu, CPU_RESCAN);
+  }
+  v->agg_active = active;
+  v->agg_eff = v->d.eff;
+  if (active)
+    fh_merge_agg_add (&d->cpu_agg[cpu], v->d.eff);
+  cpu_mark (d, (guint) cpu, 0);
+}
 
-        g_array_append_val (placed, p);
-      }
-      if (v->tid_ok) {
-        /* The process the thread belongs to now: a release later must find
-         * it still there (tid reuse), whether or not that is the socket
-         * peer (check_thread_owner=false). */
-        FhTidTarget t = { v->tid, v->info.tgid, active, v->d.eff, v->d.min_default };
+/* The merge engine over one vCPU; *headroom gets the MR-4 factor used. */
+static FhVcpuDecision
+vcpu_decision (FhDaemon *d, FhVm *vm, guint j, double *headroom)
+{
+  static const FhGuestHint no_hint = { 0 };
+  FhVcpu *v = &vm->vcpus[j];
+  FhChain chain = { d->host->sys, NULL, 0 };
+  FhMergeParams params = d->params;
+  FhClamp op = vm->settings.op;
 
-        g_array_append_val (targets, t);
-      }
+  if (v->info.levels) {
+    chain.levels = (const FhClamp *) v->info.levels->data;
+    chain.n_levels = v->info.levels->len;
+  }
+  chain.rt = v->info.rt; /* MR-26 */
+  chain.rt_min_default = d->host->rt_min_default;
+  /* MR-4: the governor that matters is the one of the vCPU's CPU. */
+  if (d->headroom_auto)
+    params.perf_headroom = fh_merge_auto_headroom (d->backend->ops == &fh_backend_uclamp_ops,
+                                                   fh_host_cpu_governor (d->host, v->cpu),
+                                                   d->host->kernel_release, NULL);
+  if (vm->settings.vcpu_op && j < vm->settings.vcpu_op->len)
+    op = g_array_index (vm->settings.vcpu_op, FhClamp, j);
+  *headroom = params.perf_headroom;
+  return fh_merge_vcpu (vm->settings.ignore_hints ? &no_hint : &v->hint, &chain, op, &params);
+}
+
+/* Decide a VM's vCPUs, place them, and add the backend's targets. */
+static void
+vm_decide (FhDaemon *d, FhVm *vm, GArray *targets)
+{
+  for (guint j = 0; j < vm->num_vcpus; j++) {
+    FhVcpu *v = &vm->vcpus[j];
+
+    v->d = vcpu_decision (d, vm, j, &v->perf_headroom);
+    vcpu_place (d, v);
+    if (v->tid_ok) {
+      /* The process the thread belongs to now: a release later must find
+       * it still there (tid reuse), whether or not that is the socket
+       * peer (check_thread_owner=false). */
+      FhTidTarget t = { v->tid, v->info.tgid, v->d.active, v->d.eff, v->d.min_default };
+
+      g_array_append_val (targets, t);
     }
   }
-  fh_merge_aggregate_cpus ((const FhPlacedVcpu *) placed->data, placed->len, d->cpus,
-                           d->host->n_cpus);
-  for (guint i = 0; i < d->host->policies->len; i++) {
+}
+
+/* The dirty CPUs' decisions, then the policies covering them. */
+static void
+settle_cpus (FhDaemon *d)
+{
+  guint n_pol = d->host->policies->len;
+  g_autofree guint8 *pol_dirty = g_new0 (guint8, MAX (n_pol, 1));
+
+  for (guint i = 0; i < d->dirty_cpus->len; i++) {
+    guint c = g_array_index (d->dirty_cpus, guint, i);
+
+    if (d->cpu_flags[c] & CPU_RESCAN) {
+      GPtrArray *m = d->cpu_members[c];
+
+      d->cpu_agg[c] = (FhCpuAgg){ 0 };
+      for (guint k = 0; k < m->len; k++) {
+        const FhVcpu *v = g_ptr_array_index (m, k);
+
+        if (v->agg_active)
+          fh_merge_agg_add (&d->cpu_agg[c], v->agg_eff);
+      }
+    }
+    d->cpu_flags[c] = 0;
+    d->cpus[c] = fh_merge_agg_decision (&d->cpu_agg[c]);
+    if (d->host->cpu_policy[c] >= 0)
+      pol_dirty[d->host->cpu_policy[c]] = 1;
+  }
+  g_array_set_size (d->dirty_cpus, 0);
+  for (guint i = 0; i < n_pol; i++) {
     FhPolicy *p = g_ptr_array_index (d->host->policies, i);
 
-    p->decision = fh_merge_aggregate_set (d->cpus, d->host->n_cpus, (const guint *) p->cpus->data,
-                                          p->cpus->len);
+    if (pol_dirty[i])
+      p->decision = fh_merge_aggregate_set (d->cpus, d->host->n_cpus, (const guint *) p->cpus->data,
+                                            p->cpus->len);
   }
-  fh_backend_apply (d->backend, targets, g_get_monotonic_time ());
+}
 
-  /* send_grants() may close a connection that stopped reading; vms holds
-   * borrowed pointers, so look each VM up again by key. */
-  for (guint i = 0; i < vms->len; i++) {
-    g_autofree char *key = g_strdup (((FhVm *) g_ptr_array_index (vms, i))->key);
+/* GRANTS and HOST_FREQ to these VMs (keys: sending may close, and free, one). */
+static void
+send_to (FhDaemon *d, GPtrArray *keys)
+{
+  for (guint i = 0; i < keys->len; i++) {
+    const char *key = g_ptr_array_index (keys, i);
     FhVm *vm = g_hash_table_lookup (d->vms, key);
 
-    if (vm)
+    if (vm && vm->conn)
       send_grants (vm);
     /* send_grants() may have closed it */
     vm = g_hash_table_lookup (d->vms, key);
-    if (vm)
+    if (vm && vm->conn)
       send_host_freq (d, vm);
   }
+}
+
+static void
+daemon_update (FhDaemon *d)
+{
+  g_autoptr (GArray) targets = g_array_new (FALSE, FALSE, sizeof (FhTidTarget));
+  g_autoptr (GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
+  gboolean full = d->need_full;
+
+  d->updates_total++;
+  d->last_update_us = g_get_monotonic_time ();
+  if (full) {
+    g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+    d->need_full = FALSE;
+    d->full_passes_total++;
+    for (guint i = 0; i < d->dirty_vms->len; i++)
+      ((FhVm *) g_ptr_array_index (d->dirty_vms, i))->dirty = FALSE;
+    g_ptr_array_set_size (d->dirty_vms, 0);
+    for (guint i = 0; i < vms->len; i++) {
+      FhVm *vm = g_ptr_array_index (vms, i);
+
+      vm_decide (d, vm, targets);
+      g_ptr_array_add (keys, g_strdup (vm->key));
+    }
+    for (guint c = 0; c < d->host->n_cpus; c++)
+      cpu_mark (d, c, CPU_RESCAN);
+  } else {
+    for (guint i = 0; i < d->dirty_vms->len; i++) {
+      FhVm *vm = g_ptr_array_index (d->dirty_vms, i);
+
+      vm->dirty = FALSE;
+      vm_decide (d, vm, targets);
+      g_ptr_array_add (keys, g_strdup (vm->key));
+    }
+    g_ptr_array_set_size (d->dirty_vms, 0);
+  }
+  settle_cpus (d);
+  /* A full pass hands over every thread (the backend releases the others);
+   * an incremental one only the threads of the VMs it decided. */
+  if (full)
+    fh_backend_apply (d->backend, targets, g_get_monotonic_time ());
+  else
+    fh_backend_update (d->backend, targets, g_get_monotonic_time ());
+  send_to (d, keys);
   if (d->notify)
     d->notify (d, d->notify_data);
 }
@@ -557,42 +754,245 @@ queue_update (FhDaemon *d)
                        update_idle_cb, d);
 }
 
+/* Something host-wide changed: the next pass decides every vCPU. */
+static void
+queue_full (FhDaemon *d)
+{
+  d->need_full = TRUE;
+  queue_update (d);
+}
+
+/* Only this VM's inputs changed: the next pass decides its vCPUs. */
+static void
+queue_vm (FhDaemon *d, FhVm *vm)
+{
+  if (!vm->dirty) {
+    vm->dirty = TRUE;
+    g_ptr_array_add (d->dirty_vms, vm);
+  }
+  queue_update (d);
+}
+
+static void
+levels_unref (gpointer levels)
+{
+  if (levels)
+    g_array_unref (levels);
+}
+
+/* What of a vCPU's host view the decision and HOST_FREQ depend on. */
+static gboolean
+vcpu_view_equal (const FhVcpu *v, gint cpu, gboolean by_config, guint8 cls, gboolean rt,
+                 const GArray *levels)
+{
+  guint n = v->info.levels ? v->info.levels->len : 0;
+
+  if (v->cpu != cpu || v->placed_by_config != by_config || v->freq_class != cls ||
+      v->info.rt != rt || n != (levels ? levels->len : 0))
+    return FALSE;
+  return n == 0 || memcmp (v->info.levels->data, levels->data, n * sizeof (FhClamp)) == 0;
+}
+
+/*
+ * Re-read where the VM's threads sit, and queue what that changes: nothing,
+ * its own vCPUs (placement, cgroup chain, policy), or -- a thread found,
+ * lost or owned by another process -- everything (the backend then hears of
+ * every thread, and releases the ones no longer ours).
+ */
+static void
+vm_reprobe (FhDaemon *d, FhVm *vm)
+{
+  guint n = vm->num_vcpus;
+  g_autofree gint *cpu = g_new (gint, MAX (n, 1));
+  g_autofree guint8 *flags = g_new (guint8, MAX (n, 1));
+  g_autofree pid_t *tgid = g_new (pid_t, MAX (n, 1));
+  g_autofree guint8 *cls = g_new (guint8, MAX (n, 1));
+  g_autoptr (GPtrArray) levels = g_ptr_array_new_with_free_func (levels_unref);
+  gboolean changed = FALSE, full = FALSE;
+
+  for (guint i = 0; i < n; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+
+    cpu[i] = v->cpu;
+    flags[i] = (v->tid_ok ? 1 : 0) | (v->placed_by_config ? 2 : 0) | (v->info.rt ? 4 : 0);
+    tgid[i] = v->info.tgid;
+    cls[i] = v->freq_class;
+    g_ptr_array_add (levels, v->info.levels ? g_array_ref (v->info.levels) : NULL);
+  }
+  vm_probe (d, vm);
+  for (guint i = 0; i < n; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+
+    if (!!(flags[i] & 1) != v->tid_ok || tgid[i] != v->info.tgid)
+      full = TRUE;
+    else if (!vcpu_view_equal (v, cpu[i], !!(flags[i] & 2), cls[i], !!(flags[i] & 4),
+                               g_ptr_array_index (levels, i)))
+      changed = TRUE;
+  }
+  if (full)
+    queue_full (d);
+  else if (changed)
+    queue_vm (d, vm);
+}
+
+/*
+ * A connection whose process exited (its socket passed on to another
+ * process) no longer says who is there: its pid may be anyone's now.  (A
+ * process's sockets close before its pidfd reports the exit: an ordinary
+ * disconnect shows as EOF here and is left to the reader.)
+ */
+static gboolean
+peer_gone (FhVm *vm)
+{
+  return !fh_peer_alive (fh_conn_peer_pidfd (vm->conn)) && fh_conn_idle_open (vm->conn);
+}
+
+static void
+close_gone (FhConn *conn)
+{
+  fh_conn_close (conn, FH_CLOSE_PERMISSION,
+                 "the peer process has exited; its pid is no longer the VM's");
+}
+
+/* The pidfd pinned at accept (PA-20) turns readable when the process exits. */
+static gboolean
+on_peer_exit (gint fd, GIOCondition cond, gpointer data)
+{
+  FhVm *vm = data;
+
+  vm->exit_watch = 0;
+  if (peer_gone (vm))
+    close_gone (vm->conn); /* frees vm */
+  /* else the reader sees EOF; the re-scan looks again */
+  return G_SOURCE_REMOVE;
+}
+
+static void
+vm_watch_exit (FhDaemon *d, FhVm *vm)
+{
+  int fd = vm->conn ? fh_conn_peer_pidfd (vm->conn) : -1;
+
+  if (fd >= 0)
+    vm->exit_watch = g_unix_fd_add (fd, G_IO_IN, on_peer_exit, vm);
+}
+
+/* Directory rel is, or lies below or above, the group of one of the VM's threads. */
+static gboolean
+vm_related_to (const FhVm *vm, const char *rel)
+{
+  gsize n = strlen (rel);
+
+  if (n == 0)
+    return TRUE;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    const char *dir = fh_thread_info_cgroup_dir (&vm->vcpus[i].info);
+    gsize m;
+
+    if (!dir)
+      continue;
+    m = strlen (dir);
+    if (m >= n ? strncmp (dir, rel, n) == 0 && (dir[n] == '\0' || dir[n] == '/')
+               : strncmp (rel, dir, m) == 0 && (rel[m] == '/' || (m == 1 && dir[0] == '/')))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* inotify events since the last idle: re-read the VMs whose groups they touch. */
+static gboolean
+cgroup_events_idle (gpointer data)
+{
+  FhDaemon *d = data;
+  GHashTableIter iter;
+  gpointer value;
+  guint n = 0;
+
+  d->cg_events_idle = 0;
+  d->cg_cache = fh_cgroup_cache_new ();
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    GHashTableIter ev;
+    gpointer rel;
+
+    g_hash_table_iter_init (&ev, d->cg_events);
+    while (g_hash_table_iter_next (&ev, &rel, NULL))
+      if (vm_related_to (value, rel)) {
+        vm_reprobe (d, value);
+        n++;
+        break;
+      }
+  }
+  g_clear_pointer (&d->cg_cache, g_hash_table_unref);
+  g_hash_table_remove_all (d->cg_events);
+  g_debug ("cgroup change: %u VMs re-read", n);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_cgroup_event (const char *rel, gpointer data)
+{
+  FhDaemon *d = data;
+
+  g_hash_table_add (d->cg_events, g_strdup (rel));
+  if (!d->cg_events_idle)
+    d->cg_events_idle = g_idle_add (cgroup_events_idle, d);
+}
+
 static gboolean
 poll_tick (gpointer data)
 {
   FhDaemon *d = data;
   GHashTableIter iter;
   gpointer value;
+  gint64 now = g_get_monotonic_time ();
+  gint64 period = fh_daemon_rescan_us (d);
+  g_autoptr (GPtrArray) gone = g_ptr_array_new ();
 
-  if (fh_host_refresh_sys (d->host, &d->paths))
+  /* Three small files, whatever the number of VMs. */
+  if (fh_host_refresh_sys (d->host, &d->paths)) {
     g_message ("system clamp defaults now %u..%u", d->host->sys.min, d->host->sys.max);
-  /* A connection whose process exited (its socket passed on to another
-   * process) no longer says who is there: its pid may be anyone's now. */
-  {
-    g_autoptr (GPtrArray) gone = g_ptr_array_new ();
-
-    g_hash_table_iter_init (&iter, d->vms);
-    while (g_hash_table_iter_next (&iter, NULL, &value))
-      /* (a process's sockets close before its pidfd reports the exit: an
-       * ordinary disconnect shows as EOF here and is left to the reader) */
-      if (!fh_peer_alive (fh_conn_peer_pidfd (((FhVm *) value)->conn)) &&
-          fh_conn_idle_open (((FhVm *) value)->conn))
-        g_ptr_array_add (gone, ((FhVm *) value)->conn);
-    for (guint i = 0; i < gone->len; i++)
-      fh_conn_close (g_ptr_array_index (gone, i), FH_CLOSE_PERMISSION,
-                     "the peer process has exited; its pid is no longer the VM's");
+    d->need_full = TRUE;
   }
+  /*
+   * The safety net: what no event reports (a thread's placement, its
+   * scheduling policy, its exit, a move between groups nobody watched)
+   * is found by re-reading each VM's threads once per rescan interval,
+   * the VMs spread over the ticks.
+   */
   d->cg_cache = fh_cgroup_cache_new ();
   g_hash_table_iter_init (&iter, d->vms);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    vm_probe (d, value);
+  while (g_hash_table_iter_next (&iter, NULL, &value)) {
+    FhVm *vm = value;
+
+    if (now < vm->next_probe_us)
+      continue;
+    vm->next_probe_us = MAX (vm->next_probe_us + period, now);
+    if (vm->conn && peer_gone (vm)) {
+      g_ptr_array_add (gone, vm->conn);
+      continue;
+    }
+    vm_reprobe (d, vm);
+  }
   g_clear_pointer (&d->cg_cache, g_hash_table_unref);
-  /* Also the backends' retry point. */
-  daemon_pass (d);
+  for (guint i = 0; i < gone->len; i++)
+    close_gone (g_ptr_array_index (gone, i));
+  if (d->need_full || d->dirty_vms->len > 0) {
+    g_clear_handle_id (&d->update_idle, g_source_remove);
+    daemon_pass (d);
+  } else {
+    /* Nothing changed: the backends' retry point only. */
+    g_autoptr (GArray) none = g_array_new (FALSE, FALSE, sizeof (FhTidTarget));
+
+    fh_backend_update (d->backend, none, now);
+    /* The owner's after-pass work (the libvirt ceiling mirror) catches up
+     * on what changed without a pass; metrics are rendered when scraped. */
+    if (d->notify)
+      d->notify (d, d->notify_data);
+  }
   /* Memory freed by VMs that left and by big telemetry answers goes back to
    * the system (G-13), at most every 10 s. */
-  if (g_get_monotonic_time () - d->last_trim_us >= 10 * G_USEC_PER_SEC) {
-    d->last_trim_us = g_get_monotonic_time ();
+  if (now - d->last_trim_us >= 10 * G_USEC_PER_SEC) {
+    d->last_trim_us = now;
     malloc_trim (0);
   }
   return G_SOURCE_CONTINUE;
@@ -609,7 +1009,7 @@ fh_daemon_vm_source_changed (FhDaemon *d)
     vm_load_settings (d, value);
     vm_probe (d, value);
   }
-  queue_update (d);
+  queue_full (d);
 }
 
 void
@@ -670,11 +1070,21 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->host = fh_host_new ();
   d->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vm_free);
   d->vm_sources = g_ptr_array_new ();
+  d->dirty_vms = g_ptr_array_new ();
+  d->cg_events = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  d->dirty_cpus = g_array_new (FALSE, FALSE, sizeof (guint));
+  d->need_full = TRUE;
   d->started_us = g_get_monotonic_time ();
   d->libvirt = fh_libvirt_view_new (config->libvirt_state_dir);
   if (!fh_host_load (d->host, &d->paths, error))
     goto fail;
   d->cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
+  d->cpu_agg = g_new0 (FhCpuAgg, MAX (d->host->n_cpus, 1));
+  d->cpu_flags = g_new0 (guint8, MAX (d->host->n_cpus, 1));
+  d->cpu_members = g_new0 (GPtrArray *, MAX (d->host->n_cpus, 1));
+  for (guint c = 0; c < d->host->n_cpus; c++)
+    d->cpu_members[c] = g_ptr_array_new ();
+  d->n_cpu_members = d->host->n_cpus;
   d->backend = fh_backend_new (config->backend, d->host, &d->paths, config->state_dir, error);
   if (!d->backend)
     goto fail;
@@ -723,6 +1133,13 @@ fh_daemon_start (FhDaemon *d, GError **error)
              "perf headroom %.2f (%s)",
              d->config->socket_path, d->backend->ops->name, d->host->n_cpus, d->host->policies->len,
              d->host->sys.min, d->host->sys.max, d->params.perf_headroom, d->headroom_reason);
+  {
+    g_autoptr (GError) local = NULL;
+
+    d->watch = fh_watch_new (&d->paths, on_cgroup_event, d, &local);
+    if (!d->watch)
+      g_warning ("%s: cgroup changes are noticed by the periodic re-scan only", local->message);
+  }
   d->poll_timer = g_timeout_add (d->config->poll_interval_ms, poll_tick, d);
   daemon_update (d);
   return TRUE;
@@ -732,6 +1149,7 @@ void
 fh_daemon_stop (FhDaemon *d)
 {
   g_clear_handle_id (&d->poll_timer, g_source_remove);
+  g_clear_handle_id (&d->cg_events_idle, g_source_remove);
   g_clear_pointer (&d->device, fh_device_server_free);
   g_clear_handle_id (&d->update_idle, g_source_remove);
   /* Every VM is gone now: one last decision releases everything ... */
@@ -747,6 +1165,7 @@ fh_daemon_free (FhDaemon *d)
     return;
   g_clear_handle_id (&d->poll_timer, g_source_remove);
   g_clear_handle_id (&d->update_idle, g_source_remove);
+  g_clear_handle_id (&d->cg_events_idle, g_source_remove);
   g_clear_pointer (&d->device, fh_device_server_free);
   g_clear_pointer (&d->vms, g_hash_table_unref);
   for (guint i = 0; i < d->vm_sources->len; i++) {
@@ -758,7 +1177,16 @@ fh_daemon_free (FhDaemon *d)
   g_clear_pointer (&d->backend, fh_backend_free);
   g_clear_pointer (&d->host, fh_host_free);
   g_clear_pointer (&d->libvirt, fh_libvirt_view_free);
+  g_clear_pointer (&d->watch, fh_watch_free);
   g_free (d->cpus);
+  g_free (d->cpu_agg);
+  g_free (d->cpu_flags);
+  for (guint c = 0; d->cpu_members && c < d->n_cpu_members; c++)
+    g_ptr_array_unref (d->cpu_members[c]);
+  g_free (d->cpu_members);
+  g_ptr_array_unref (d->dirty_vms);
+  g_hash_table_unref (d->cg_events);
+  g_array_unref (d->dirty_cpus);
   fh_paths_clear (&d->paths);
   fh_config_free (d->config);
   g_free (d);
@@ -810,4 +1238,126 @@ fh_daemon_rejected_total (FhDaemon *d)
   for (int i = 0; i <= FH_CLOSE_REASON_MAX; i++)
     n += d->rejected[i];
   return n;
+}
+
+FhVm *
+fh_daemon_test_add_vm (FhDaemon *d, const char *name, const guint *tids, guint n_vcpus)
+{
+  FhVm *vm = g_new0 (FhVm, 1);
+
+  vm->daemon = d;
+  g_strlcpy (vm->name, name, sizeof vm->name);
+  g_strlcpy (vm->uuid, "00000000-0000-0000-0000-000000000000", sizeof vm->uuid);
+  vm->key = g_strdup_printf ("name:%s", name);
+  vm->pid = getpid ();
+  vm->num_vcpus = n_vcpus;
+  vm->vcpus = g_new0 (FhVcpu, n_vcpus);
+  d->n_vcpus += n_vcpus;
+  for (guint i = 0; i < n_vcpus; i++) {
+    vm->vcpus[i].index = i;
+    vm->vcpus[i].tid = tids[i];
+    vm->vcpus[i].cpu = -1;
+    vm->vcpus[i].info.cpu = -1;
+    vm->vcpus[i].agg_cpu = -1;
+  }
+  vm_load_settings (d, vm);
+  vm_probe (d, vm);
+  g_hash_table_replace (d->vms, vm->key, vm);
+  d->need_full = TRUE;
+  return vm;
+}
+
+void
+fh_daemon_test_remove_vm (FhDaemon *d, FhVm *vm)
+{
+  g_hash_table_remove (d->vms, vm->key);
+}
+
+void
+fh_daemon_test_hint (FhDaemon *d, FhVm *vm, guint vcpu, const FhGuestHint *hint)
+{
+  vm->vcpus[vcpu].hint = *hint;
+  vm->vcpus[vcpu].hinted = TRUE;
+  if (!vm->dirty) {
+    vm->dirty = TRUE;
+    g_ptr_array_add (d->dirty_vms, vm);
+  }
+}
+
+void
+fh_daemon_test_probe (FhDaemon *d, FhVm *vm)
+{
+  if (fh_host_refresh_sys (d->host, &d->paths))
+    d->need_full = TRUE;
+  vm_reprobe (d, vm);
+  g_clear_handle_id (&d->update_idle, g_source_remove);
+}
+
+void
+fh_daemon_test_pass (FhDaemon *d, gboolean full)
+{
+  if (full)
+    d->need_full = TRUE;
+  g_clear_handle_id (&d->update_idle, g_source_remove);
+  daemon_pass (d);
+}
+
+static gboolean
+same_cpu_decision (const FhCpuDecision *a, const FhCpuDecision *b)
+{
+  return a->active == b->active && a->floor == b->floor && a->ceiling == b->ceiling &&
+         a->n_active == b->n_active;
+}
+
+/* The state a full recompute from scratch gives, with the engine's own (non-incremental) functions. */
+gboolean
+fh_daemon_test_verify (FhDaemon *d, char **why)
+{
+  g_autoptr (GArray) placed = g_array_new (FALSE, FALSE, sizeof (FhPlacedVcpu));
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+  g_autofree FhCpuDecision *cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
+
+  for (guint i = 0; i < vms->len; i++) {
+    FhVm *vm = g_ptr_array_index (vms, i);
+
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      FhVcpu *v = &vm->vcpus[j];
+      double h;
+      FhVcpuDecision ref = vcpu_decision (d, vm, j, &h);
+
+      if (memcmp (&ref, &v->d, sizeof ref) != 0 || h != v->perf_headroom) {
+        *why = g_strdup_printf ("VM %s vCPU %u: decision differs (eff %u..%u, want %u..%u)",
+                                vm->name, j, v->d.eff.min, v->d.eff.max, ref.eff.min, ref.eff.max);
+        return FALSE;
+      }
+      if (v->cpu >= 0) {
+        FhPlacedVcpu p = { ref.active && v->tid_ok, ref.eff, (guint) v->cpu };
+
+        g_array_append_val (placed, p);
+      }
+    }
+  }
+  fh_merge_aggregate_cpus ((const FhPlacedVcpu *) placed->data, placed->len, cpus,
+                           d->host->n_cpus);
+  for (guint c = 0; c < d->host->n_cpus; c++)
+    if (!same_cpu_decision (&cpus[c], &d->cpus[c])) {
+      *why = g_strdup_printf ("CPU %u: %s %u..%u (%u active), want %s %u..%u (%u active)", c,
+                              d->cpus[c].active ? "active" : "inactive", d->cpus[c].floor,
+                              d->cpus[c].ceiling, d->cpus[c].n_active,
+                              cpus[c].active ? "active" : "inactive", cpus[c].floor,
+                              cpus[c].ceiling, cpus[c].n_active);
+      return FALSE;
+    }
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+    FhCpuDecision ref = fh_merge_aggregate_set (cpus, d->host->n_cpus,
+                                                (const guint *) p->cpus->data, p->cpus->len);
+
+    if (!same_cpu_decision (&ref, &p->decision)) {
+      *why = g_strdup_printf ("policy%u: %u..%u, want %u..%u", p->id, p->decision.floor,
+                              p->decision.ceiling, ref.floor, ref.ceiling);
+      return FALSE;
+    }
+  }
+  return TRUE;
 }

@@ -32,6 +32,13 @@ typedef struct {
   FhVcpuDecision d;
   double perf_headroom; /* the factor used for this vCPU (MR-4) */
   guint8 freq_class;    /* PA-18: host frequency class, or VIRTIO_FREQHINT_NO_FREQ_CLASS */
+  /* Where the vCPU counts in the per-CPU aggregation now (daemon_update()):
+   * the CPU whose member list holds it (-1 none), its index there, and the
+   * contribution it made. */
+  gint agg_cpu;
+  guint agg_slot;
+  gboolean agg_active;
+  FhClamp agg_eff;
 } FhVcpu;
 
 typedef struct {
@@ -50,13 +57,16 @@ typedef struct {
   gint64 connected_realtime_us;
   guint64 hints_frames;
   guint64 hints_records;
-  FhGrants grants;
+  guint64 grants_hash; /* of the GRANTS frame last sent */
   gboolean grants_sent;
   guint64 grants_frames;
-  guint32 host_freq_hash; /* PA-18: of the HOST_FREQ last sent */
+  guint64 host_freq_hash; /* PA-18: of the HOST_FREQ frame last sent */
   gboolean host_freq_sent;
   guint64 host_freq_frames;
   guint64 vcpus_frames; /* PA-19: VCPUS applied */
+  gboolean dirty;        /* in daemon->dirty_vms: its vCPUs are decided again */
+  gint64 next_probe_us;  /* the safety net's next re-read of its threads */
+  guint exit_watch;      /* GSource on the peer's pidfd */
 } FhVm;
 
 typedef void (*FhDaemonNotify) (FhDaemon *daemon, gpointer data);
@@ -70,6 +80,21 @@ struct _FhDaemon {
   GPtrArray *vm_sources; /* FhVmSource* */
   GHashTable *vms;       /* key -> FhVm* */
   FhCpuDecision *cpus;   /* host->n_cpus */
+  /* Incremental decisions: per CPU the vCPUs placed there (FhVcpu*) and
+   * their aggregate; the VMs whose vCPUs changed since the last pass; a
+   * host-wide change (need_full) decides everything again. */
+  FhCpuAgg *cpu_agg;
+  GPtrArray **cpu_members;
+  guint n_cpu_members;
+  guint8 *cpu_flags;
+  GArray *dirty_cpus;   /* guint */
+  GPtrArray *dirty_vms; /* FhVm* */
+  gboolean need_full;
+  guint64 full_passes_total;
+  struct _FhWatch *watch; /* inotify on the vCPUs' cgroup directories */
+  GHashTable *cg_events;  /* directories with events since the last idle */
+  guint cg_events_idle;
+  gint64 next_sys_us;
   FhMergeParams params;
   gboolean headroom_auto;
   const char *headroom_reason;
@@ -91,7 +116,7 @@ struct _FhDaemon {
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
-  /* called after every update (metrics snapshot) */
+  /* called after every update (freqhintd: LM-12 ceiling mirroring) */
   FhDaemonNotify notify;
   gpointer notify_data;
 };
@@ -128,3 +153,16 @@ guint64 fh_daemon_rejected_total (FhDaemon *daemon);
 gboolean fh_daemon_check_peer_tids (FhDaemon *daemon, FhConn *conn, const uint32_t *tids, guint n,
                                     FhError *err);
 const char *fh_vcpu_state (const FhVcpu *v);
+
+/*
+ * Tests: a VM without a connection (name, n_vcpus thread ids), a hint on one
+ * of its vCPUs, a pass (full or what is dirty), and a check that the state
+ * is what a full recompute from scratch gives (FALSE and *why otherwise).
+ */
+FhVm *fh_daemon_test_add_vm (FhDaemon *daemon, const char *name, const guint *tids, guint n_vcpus);
+void fh_daemon_test_remove_vm (FhDaemon *daemon, FhVm *vm);
+void fh_daemon_test_hint (FhDaemon *daemon, FhVm *vm, guint vcpu, const FhGuestHint *hint);
+/* Re-read the VM's threads as the safety net does (placement, cgroups). */
+void fh_daemon_test_probe (FhDaemon *daemon, FhVm *vm);
+void fh_daemon_test_pass (FhDaemon *daemon, gboolean full);
+gboolean fh_daemon_test_verify (FhDaemon *daemon, char **why);

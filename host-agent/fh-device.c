@@ -282,15 +282,17 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
 {
   FhDeviceServer *server = conn->server;
   uint8_t frame[FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_close)];
-  char text[FH_TEXT_MAX];
+  g_autofree char *text = NULL;
   size_t n;
   va_list ap;
 
   if (conn->closing)
     return;
   conn->closing = TRUE;
+  /* Whole in the log (a path in it may be long); the CLOSE frame carries
+   * what fits in its FH_TEXT_MAX bytes. */
   va_start (ap, fmt);
-  vsnprintf (text, sizeof text, fmt, ap);
+  text = g_strdup_vprintf (fmt, ap);
   va_end (ap);
 
   if (reason == FH_CLOSE_NORMAL)

@@ -392,9 +392,10 @@ fh_stat_policy (const char *stat, guint *policy)
 void
 fh_thread_info_clear (FhThreadInfo *info)
 {
-  g_clear_pointer (&info->cgroup, g_free);
+  g_clear_pointer (&info->cgroup, g_ref_string_release);
+  g_clear_pointer (&info->cgroup_dir, g_free);
   g_clear_pointer (&info->levels, g_array_unref);
-  g_clear_pointer (&info->allowed, g_free);
+  g_clear_pointer (&info->allowed, g_ref_string_release);
   memset (info, 0, sizeof *info);
   info->cpu = -1;
 }
@@ -471,6 +472,27 @@ read_chain (const FhPaths *paths, const FhCgroupPath *cg, GHashTable *cache)
   return levels;
 }
 
+/* The thread's group directory as read_chain() walks it (no "..", no "."). */
+static char *
+cgroup_dir (const FhCgroupPath *cg)
+{
+  g_auto (GStrv) parts = g_strsplit (cg->path, "/", -1);
+  GString *rel = g_string_new (NULL);
+
+  if (cg->hierarchy && *cg->hierarchy)
+    g_string_append_printf (rel, "/%s", cg->hierarchy);
+  for (char **p = parts; *p; p++) {
+    if (**p == '\0')
+      continue;
+    if (strcmp (*p, "..") == 0 || strcmp (*p, ".") == 0)
+      break;
+    g_string_append_printf (rel, "/%s", *p);
+  }
+  if (rel->len == 0)
+    g_string_append_c (rel, '/');
+  return g_string_free (rel, FALSE);
+}
+
 void
 fh_host_probe_thread (const FhPaths *paths, guint tid, guint n_cpus, FhThreadInfo *info)
 {
@@ -505,7 +527,7 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
 
   allowed = fh_parse_status_field (status, "Cpus_allowed_list", NULL);
   if (allowed)
-    info->allowed = g_strdup (allowed);
+    info->allowed = g_ref_string_new_intern (allowed);
   if (allowed) {
     g_autoptr (GArray) cpus = fh_parse_cpu_list (allowed, MAX (n_cpus, 1), &error);
 
@@ -531,9 +553,14 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
   cgroup = fh_read_small_file (cgroup_path, NULL);
   cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;
   if (cg) {
-    info->cgroup =
-        cg->version == 2 ? g_strdup (cg->path) : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
+    g_autofree char *v1 = cg->version == 2 ? NULL : g_strdup_printf ("%s:%s", cg->hierarchy, cg->path);
+
+    info->cgroup = g_ref_string_new_intern (v1 ? v1 : cg->path);
     info->levels = read_chain (paths, cg, cache);
+    info->cgroup_dir = cgroup_dir (cg);
+    /* v2 paths as the kernel prints them are the directory already: one string, not two */
+    if (strcmp (info->cgroup_dir, info->cgroup) == 0)
+      g_clear_pointer (&info->cgroup_dir, g_free);
   } else {
     if (error)
       g_debug ("tid %u: cgroup: %s", tid, error->message);

@@ -80,16 +80,25 @@ const char *fh_host_cpu_governor (const FhHost *host, gint cpu);
 typedef struct {
   gboolean exists; /* PROC/<tid>/status readable */
   pid_t tgid;
+  /* interned (GRefString): a VM's vCPU threads share their scope's one copy */
   char *cgroup;   /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
+  char *cgroup_dir; /* its directory relative to the cgroup root, "/" + hierarchy + path;
+                     * NULL when that is cgroup (v2): fh_thread_info_cgroup_dir() */
   GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
   gint cpu;       /* placement, -1 when unknown */
   gboolean pinned;
   guint policy;   /* field 41 of PROC/<tid>/stat: SCHED_OTHER 0, FIFO 1, RR 2, ... */
-  char *allowed;  /* Cpus_allowed_list as read, NULL when unknown */
+  char *allowed;  /* Cpus_allowed_list as read (interned), NULL when unknown */
   gboolean rt;    /* SCHED_FIFO or SCHED_RR (MR-26) */
 } FhThreadInfo;
 
 void fh_thread_info_clear (FhThreadInfo *info);
+/* The thread's group directory relative to the cgroup root; NULL when unknown. */
+static inline const char *
+fh_thread_info_cgroup_dir (const FhThreadInfo *info)
+{
+  return info->cgroup_dir ? info->cgroup_dir : info->cgroup;
+}
 /* Field 41 (policy) of a PROC/<tid>/stat line, counted after comm's last ')'. */
 gboolean fh_stat_policy (const char *stat, guint *policy);
 /* Never fails: what cannot be read is left unknown and logged at debug level. */

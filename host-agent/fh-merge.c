@@ -289,3 +289,56 @@ fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus, const guint *me
     acc.ceiling = acc.floor;
   return acc;
 }
+
+void
+fh_merge_agg_add (FhCpuAgg *a, FhClamp eff)
+{
+  if (a->n_active == 0) {
+    a->floor = eff.min;
+    a->n_floor = 0;
+    a->ceiling = eff.max;
+    a->n_ceiling = 0;
+  }
+  a->n_active++;
+  if (eff.min > a->floor) {
+    a->floor = eff.min;
+    a->n_floor = 0;
+  }
+  if (eff.min == a->floor)
+    a->n_floor++;
+  if (eff.max > a->ceiling) {
+    a->ceiling = eff.max;
+    a->n_ceiling = 0;
+  }
+  if (eff.max == a->ceiling)
+    a->n_ceiling++;
+}
+
+gboolean
+fh_merge_agg_remove (FhCpuAgg *a, FhClamp eff)
+{
+  g_return_val_if_fail (a->n_active > 0, FALSE);
+  if (--a->n_active == 0) {
+    *a = (FhCpuAgg){ 0 };
+    return TRUE;
+  }
+  if (eff.min == a->floor && --a->n_floor == 0)
+    return FALSE;
+  if (eff.max == a->ceiling && --a->n_ceiling == 0)
+    return FALSE;
+  return TRUE;
+}
+
+FhCpuDecision
+fh_merge_agg_decision (const FhCpuAgg *a)
+{
+  FhCpuDecision c = { 0 };
+
+  if (a->n_active == 0)
+    return c;
+  c.active = TRUE;
+  c.floor = a->floor;
+  c.ceiling = MAX (a->ceiling, a->floor);
+  c.n_active = a->n_active;
+  return c;
+}

@@ -118,3 +118,22 @@ void fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDec
 /* The same over a set of CPUs (a cpufreq policy). */
 FhCpuDecision fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus, const guint *members,
                                       gsize n_members);
+
+/*
+ * The aggregation of fh_merge_aggregate_cpus() for one CPU, kept up to date
+ * one vCPU at a time: the max of the active floors and of the active
+ * ceilings, each with how many vCPUs hold it.  Adding a contribution or
+ * removing one that does not hold a maximum alone is O(1); removing the last
+ * holder of a maximum loses it, and fh_merge_agg_remove() then returns FALSE:
+ * the caller clears the aggregate and adds the CPU's active vCPUs again.
+ * fh_merge_agg_decision() is what fh_merge_aggregate_cpus() gives that CPU.
+ */
+typedef struct {
+  guint n_active;
+  guint floor, n_floor;
+  guint ceiling, n_ceiling;
+} FhCpuAgg;
+
+void fh_merge_agg_add (FhCpuAgg *agg, FhClamp eff);
+gboolean fh_merge_agg_remove (FhCpuAgg *agg, FhClamp eff);
+FhCpuDecision fh_merge_agg_decision (const FhCpuAgg *agg);

@@ -35,13 +35,175 @@ typedef struct {
 struct _FhMetrics {
   struct MHD_Daemon *mhd;
   GMutex lock;
-  GBytes *text; /* shared by every answer in flight, never copied per scrape */
+  GCond rendered; /* a scrape's next piece is there (or the daemon stops) */
+  GMainContext *context; /* the main loop's, where the page is rendered */
+  FhMetricsRenderer renderer;
+  gpointer renderer_data;
+  GPtrArray *requests; /* GSource*: pieces asked of the main loop; under lock */
+  gboolean stopping;   /* under lock */
   guint port;
   GHashTable *conns; /* struct MHD_Connection* -> Conn*; under lock */
   gint64 timeout_us;
   guint reaper;
   guint64 expired;
 };
+
+/*
+ * One answer being drained.  The page is the daemon's state, which only
+ * the main loop touches: when the answer's text runs out, the HTTP thread
+ * asks the main loop for the next piece (an idle source) and waits for it.
+ * So the page is rendered at scrape time, at most about two pieces ahead
+ * of the socket, and never held whole, let alone twice; the main loop
+ * renders a piece between its other events, as it does for the control
+ * socket's streams, and no piece sees a half-updated state.  The next
+ * piece is asked for when half of the current one is served, so that the
+ * main loop renders while the socket drains; pieces are large (a few
+ * hundred VMs' vCPUs each) because a busy loop may take a while to come
+ * round to each, and the whole answer must fit in the connection's
+ * deadline (G-13).
+ * (The alternative, a snapshot taken after each decision pass, cost a
+ * copy of the page per pass whether or not anyone scraped.)
+ */
+#define FH_METRICS_PIECE (256 * 1024)
+
+typedef struct {
+  gint refs;      /* atomic: the MHD response, and a request in flight */
+  FhMetrics *m;   /* fh_metrics_free() ends both before freeing it */
+  GDestroyNotify free_page;
+  gpointer page;  /* the renderer's cursor; main thread only */
+  GString *text;  /* rendered, from pos on not yet served; under m->lock */
+  gsize pos;
+  gboolean asked; /* a request in flight; under m->lock */
+  gboolean done;  /* the page is complete in text; under m->lock */
+} Scrape;
+
+static void
+scrape_unref (gpointer data)
+{
+  Scrape *sc = data;
+
+  if (!g_atomic_int_dec_and_test (&sc->refs))
+    return;
+  /* the renderer's free only frees memory (any thread may drop the last ref) */
+  if (sc->page)
+    sc->free_page (sc->page);
+  g_string_free (sc->text, TRUE);
+  g_free (sc);
+}
+
+/* Main thread, under m->lock: the request being dispatched is done. */
+static void
+request_done (FhMetrics *m)
+{
+  GSource *self = g_main_current_source ();
+
+  if (g_ptr_array_remove_fast (m->requests, self))
+    g_source_unref (self); /* ours; the context holds its own until we return */
+}
+
+/* Main thread: the scrape's next piece, appended to what is left of its text. */
+static gboolean
+render_piece (gpointer data)
+{
+  Scrape *sc = data;
+  FhMetrics *m = sc->m;
+  GString *piece = g_string_sized_new (FH_METRICS_PIECE + FH_METRICS_PIECE / 4);
+  gboolean more;
+
+  if (g_atomic_int_get (&sc->refs) == 1) {
+    /* the answer is gone (client closed): nothing to render for */
+    g_string_free (piece, TRUE);
+    g_mutex_lock (&m->lock);
+    request_done (m);
+    sc->asked = FALSE;
+    g_mutex_unlock (&m->lock);
+    return G_SOURCE_REMOVE;
+  }
+  if (!sc->page)
+    sc->page = m->renderer.open (m->renderer_data);
+  more = m->renderer.next (sc->page, piece, FH_METRICS_PIECE);
+  if (!more)
+    g_clear_pointer (&sc->page, sc->free_page);
+  g_mutex_lock (&m->lock);
+  request_done (m);
+  if (sc->pos == sc->text->len) {
+    g_string_free (sc->text, TRUE);
+    sc->text = piece;
+  } else {
+    g_string_erase (sc->text, 0, (gssize) sc->pos);
+    g_string_append_len (sc->text, piece->str, (gssize) piece->len);
+    g_string_free (piece, TRUE);
+  }
+  sc->pos = 0;
+  sc->done = !more;
+  sc->asked = FALSE;
+  g_cond_broadcast (&m->rendered);
+  g_mutex_unlock (&m->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* HTTP thread, under m->lock: ask the main loop for the scrape's next piece. */
+static void
+ask_piece (FhMetrics *m, Scrape *sc)
+{
+  GSource *src;
+
+  if (sc->asked || sc->done)
+    return;
+  src = g_idle_source_new ();
+  sc->asked = TRUE;
+  g_atomic_int_inc (&sc->refs);
+  g_source_set_priority (src, G_PRIORITY_DEFAULT);
+  g_source_set_callback (src, render_piece, sc, scrape_unref);
+  g_ptr_array_add (m->requests, src);
+  /* never dispatched here: only the main loop (which owns the context) runs it */
+  g_source_attach (src, m->context);
+}
+
+/*
+ * HTTP thread: MHD asks for the next bytes of the answer as the socket
+ * drains.  Waits for the main loop at most the connection's timeout (the
+ * reaper cuts the connection then anyway).
+ */
+static ssize_t
+read_page (void *cls, uint64_t pos, char *buf, size_t max)
+{
+  Scrape *sc = cls;
+  FhMetrics *m = sc->m;
+  ssize_t ret;
+
+  (void) pos;
+  g_mutex_lock (&m->lock);
+  for (;;) {
+    gint64 deadline;
+
+    if (sc->pos < sc->text->len) {
+      max = MIN (max, sc->text->len - sc->pos);
+      memcpy (buf, sc->text->str + sc->pos, max);
+      sc->pos += max;
+      ret = (ssize_t) max;
+      if (sc->text->len - sc->pos < FH_METRICS_PIECE / 2)
+        ask_piece (m, sc);
+      break;
+    }
+    if (sc->done) {
+      ret = MHD_CONTENT_READER_END_OF_STREAM;
+      break;
+    }
+    if (m->stopping) {
+      ret = MHD_CONTENT_READER_END_WITH_ERROR;
+      break;
+    }
+    ask_piece (m, sc);
+    deadline = g_get_monotonic_time () + m->timeout_us;
+    if (!g_cond_wait_until (&m->rendered, &m->lock, deadline) && sc->asked) {
+      ret = MHD_CONTENT_READER_END_WITH_ERROR;
+      break;
+    }
+  }
+  g_mutex_unlock (&m->lock);
+  return ret;
+}
 
 static void
 notify_connection (void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -102,20 +264,6 @@ reap (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* MHD copies the page into each connection's buffer as the socket drains. */
-static ssize_t
-read_page (void *cls, uint64_t pos, char *buf, size_t max)
-{
-  gsize len;
-  const char *data = g_bytes_get_data (cls, &len);
-
-  if (pos >= len)
-    return MHD_CONTENT_READER_END_OF_STREAM;
-  max = MIN (max, len - pos);
-  memcpy (buf, data + pos, max);
-  return (ssize_t) max;
-}
-
 static MhdResult
 answer (void *cls, struct MHD_Connection *connection, const char *url, const char *method,
         const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -133,16 +281,15 @@ answer (void *cls, struct MHD_Connection *connection, const char *url, const cha
     body = g_strdup ("freqhintd: see /metrics\n");
     status = MHD_HTTP_NOT_FOUND;
   } else {
-    GBytes *text;
+    Scrape *sc = g_new0 (Scrape, 1);
 
-    g_mutex_lock (&m->lock);
-    text = m->text ? g_bytes_ref (m->text) : NULL;
-    g_mutex_unlock (&m->lock);
-    if (text)
-      resp = MHD_create_response_from_callback (g_bytes_get_size (text), 64 * 1024, read_page,
-                                                text, (MHD_ContentReaderFreeCallback) g_bytes_unref);
-    else
-      resp = MHD_create_response_from_buffer (0, (void *) "", MHD_RESPMEM_PERSISTENT);
+    sc->refs = 1;
+    sc->m = m;
+    sc->free_page = m->renderer.free;
+    sc->text = g_string_new (NULL);
+    /* length unknown: HTTP/1.1 chunked, or HTTP/1.0 until the close */
+    resp = MHD_create_response_from_callback (MHD_SIZE_UNKNOWN, 16 * 1024, read_page, sc,
+                                              scrape_unref);
     goto queue;
   }
   resp = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_FREE);
@@ -194,7 +341,7 @@ parse_address (const char *address, guint port, struct sockaddr_storage *ss, uns
 
 FhMetrics *
 fh_metrics_new (const char *address, guint port, guint max_connections, guint timeout_ms,
-                GError **error)
+                const FhMetricsRenderer *renderer, gpointer renderer_data, GError **error)
 {
   struct sockaddr_storage ss;
   unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
@@ -205,6 +352,11 @@ fh_metrics_new (const char *address, guint port, guint max_connections, guint ti
     return NULL;
   m = g_new0 (FhMetrics, 1);
   g_mutex_init (&m->lock);
+  g_cond_init (&m->rendered);
+  m->context = g_main_context_ref_thread_default ();
+  m->renderer = *renderer;
+  m->renderer_data = renderer_data;
+  m->requests = g_ptr_array_new ();
   m->conns = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   m->timeout_us = (gint64) timeout_ms * G_TIME_SPAN_MILLISECOND;
   m->mhd = MHD_start_daemon (
@@ -217,6 +369,9 @@ fh_metrics_new (const char *address, guint port, guint max_connections, guint ti
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot serve metrics on %s:%u", address,
                  port);
     g_mutex_clear (&m->lock);
+    g_cond_clear (&m->rendered);
+    g_main_context_unref (m->context);
+    g_ptr_array_unref (m->requests);
     g_hash_table_unref (m->conns);
     g_free (m);
     return NULL;
@@ -227,30 +382,32 @@ fh_metrics_new (const char *address, guint port, guint max_connections, guint ti
   return m;
 }
 
+/* Main thread (the one that runs the context the pieces are asked of). */
 void
 fh_metrics_free (FhMetrics *m)
 {
   if (!m)
     return;
   g_clear_handle_id (&m->reaper, g_source_remove);
-  MHD_stop_daemon (m->mhd);
-  g_hash_table_unref (m->conns);
-  g_mutex_clear (&m->lock);
-  g_clear_pointer (&m->text, g_bytes_unref);
-  g_free (m);
-}
-
-void
-fh_metrics_publish (FhMetrics *m, GBytes *text)
-{
-  GBytes *old;
-
+  /* An answer waiting for a piece gives up; then the HTTP thread ends. */
   g_mutex_lock (&m->lock);
-  old = m->text;
-  m->text = text;
+  m->stopping = TRUE;
+  g_cond_broadcast (&m->rendered);
   g_mutex_unlock (&m->lock);
-  if (old)
-    g_bytes_unref (old);
+  MHD_stop_daemon (m->mhd);
+  /* Pieces asked and not rendered: never rendered now (that drops their scrape). */
+  while (m->requests->len) {
+    GSource *src = g_ptr_array_steal_index_fast (m->requests, 0);
+
+    g_source_destroy (src);
+    g_source_unref (src);
+  }
+  g_ptr_array_unref (m->requests);
+  g_main_context_unref (m->context);
+  g_hash_table_unref (m->conns);
+  g_cond_clear (&m->rendered);
+  g_mutex_clear (&m->lock);
+  g_free (m);
 }
 
 guint

@@ -217,12 +217,18 @@ fh_parse_cpu_list (const char *text, guint max_cpus, GError **error)
 char *
 fh_parse_status_field (const char *status, const char *key, GError **error)
 {
-  g_auto (GStrv) lines = g_strsplit (status, "\n", -1);
   gsize klen = strlen (key);
 
-  for (char **l = lines; *l; l++) {
-    if (strncmp (*l, key, klen) == 0 && (*l)[klen] == ':')
-      return g_strstrip (g_strdup (*l + klen + 1));
+  /* line by line without splitting: called for every vCPU thread on every re-scan */
+  for (const char *l = status; l && *l;) {
+    const char *nl = strchr (l, '\n');
+
+    if (strncmp (l, key, klen) == 0 && l[klen] == ':') {
+      const char *v = l + klen + 1;
+
+      return g_strstrip (nl ? g_strndup (v, (gsize) (nl - v)) : g_strdup (v));
+    }
+    l = nl ? nl + 1 : NULL;
   }
   g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_MISSING, "no \"%s:\" line", key);
   return NULL;

@@ -20,10 +20,15 @@
 #define FH_FRAME_HDR_SIZE ((size_t) sizeof (struct fh_frame_hdr))
 #define FH_FRAME_MAX (FH_FRAME_HDR_SIZE + FH_MAX_PAYLOAD)
 
-/* Why a frame was refused: the reason a CLOSE carries, and a text for logs. */
+/* Why a frame was refused: the reason a CLOSE carries, and a text for logs.
+ * The text may name paths (libvirt's state directory, a cgroup): room for
+ * one whole, though the CLOSE frame carries only its first FH_TEXT_MAX - 1
+ * bytes. */
+#define FH_ERROR_TEXT_MAX (FH_TEXT_MAX + 4096)
+
 typedef struct {
   uint16_t reason; /* enum fh_close_reason */
-  char text[FH_TEXT_MAX];
+  char text[FH_ERROR_TEXT_MAX];
 } FhError;
 
 typedef enum {

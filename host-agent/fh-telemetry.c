@@ -535,27 +535,71 @@ vcpu_labels (GString *s, FhVm *vm, guint vcpu)
 /*
  * Names follow node_exporter: base units (capacity as a 0..1 ratio,
  * frequencies in hertz from sysfs kHz), _total for counters.
+ *
+ * The page is rendered when it is scraped, piece by piece (as the control
+ * socket's vcpus answer is): the families that do not grow with the VMs at
+ * once, then each per-VM family one VM at a time.  Like the control
+ * streams, it names VMs by key: one that leaves while the page drains is
+ * left out of the families not yet rendered.
  */
-GBytes *
-fh_telemetry_metrics (FhDaemon *d)
-{
-  /* Sized from the last page, so that the buffer is not grown by doubling
-   * and copying (main thread only). */
-  static gsize last_len;
-  GString *s = g_string_sized_new (last_len + last_len / 8 + 4096);
-  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
-  static const struct {
-    const char *suffix;
-    const char *help;
-  } clamp_families[] = {
-    { "guest_request", "Clamp the guest requested for a vCPU, as a fraction of full capacity." },
-    { "granted",
-      "Range the host grants a vCPU (operator limits within its cgroup chain and the system "
-      "limits), as a fraction of full capacity." },
-    { "effective_clamp",
-      "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
-  };
+enum {
+  PAGE_HEAD,
+  PAGE_CLAMPS, /* 3 families x min/max */
+  PAGE_OPERATOR_FLOOR = PAGE_CLAMPS + 6,
+  PAGE_OPERATOR_CEILING,
+  PAGE_VM_INFO,
+  PAGE_VCPU_INFO,
+  PAGE_VCPU_ACTIVE,
+  PAGE_CPUS,
+  PAGE_END
+};
 
+struct _FhMetricsPage {
+  FhDaemon *d;
+  GPtrArray *keys; /* char*: the VMs' keys, in fh_daemon_sorted_vms() order */
+  guint section;
+  guint vm;            /* next VM of a per-VM section */
+  gboolean family_out; /* its # HELP/# TYPE lines are out */
+};
+
+static const struct {
+  const char *suffix;
+  const char *help;
+} clamp_families[] = {
+  { "guest_request", "Clamp the guest requested for a vCPU, as a fraction of full capacity." },
+  { "granted",
+    "Range the host grants a vCPU (operator limits within its cgroup chain and the system "
+    "limits), as a fraction of full capacity." },
+  { "effective_clamp",
+    "Clamp after host cgroup, operator and system limits, as a fraction of full capacity." },
+};
+
+FhMetricsPage *
+fh_telemetry_metrics_page (FhDaemon *d)
+{
+  FhMetricsPage *p = g_new0 (FhMetricsPage, 1);
+  g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
+
+  p->d = d;
+  p->keys = g_ptr_array_new_full (vms->len, g_free);
+  for (guint i = 0; i < vms->len; i++)
+    g_ptr_array_add (p->keys, g_strdup (((FhVm *) g_ptr_array_index (vms, i))->key));
+  return p;
+}
+
+void
+fh_telemetry_metrics_page_free (FhMetricsPage *p)
+{
+  if (!p)
+    return;
+  g_ptr_array_unref (p->keys);
+  g_free (p);
+}
+
+/* The families whose size does not depend on the VMs. */
+static void
+page_head (FhDaemon *d, GString *s)
+{
   family (s, "freqhint_build_info", "gauge",
           "Always 1; labels: freqhintd's version and the actuation backend in use.");
   g_string_append_printf (s, "freqhint_build_info{version=\"%s\",backend=\"%s\"} 1\n",
@@ -619,90 +663,12 @@ fh_telemetry_metrics (FhDaemon *d)
     g_string_append_printf (s, FH_METRIC_EXTERNAL_WRITES "{policy=\"%u\"} %" G_GUINT64_FORMAT "\n",
                             p->id, p->external_writes);
   }
-  for (gsize f = 0; f < G_N_ELEMENTS (clamp_families); f++) {
-    for (int m = 0; m < 2; m++) {
-      g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
-                                               clamp_families[f].suffix, m ? "max" : "min");
+}
 
-      family (s, name, "gauge", clamp_families[f].help);
-      for (guint i = 0; i < vms->len; i++) {
-        FhVm *vm = g_ptr_array_index (vms, i);
-
-        for (guint j = 0; j < vm->num_vcpus; j++) {
-          FhClamp c = f == 0   ? vm->vcpus[j].d.req
-                      : f == 1 ? vm->vcpus[j].d.grant
-                               : vm->vcpus[j].d.eff;
-
-          g_string_append (s, name);
-          vcpu_labels (s, vm, j);
-          g_string_append_printf (s, "} %.6g\n", (double) (m ? c.max : c.min) / FH_SCALE);
-        }
-      }
-    }
-  }
-  family (s, "freqhint_vm_operator_floor_ratio", "gauge",
-          "The operator's floor for a VM (libvirt metadata, config [vm] section, or 0), as a "
-          "fraction of full capacity.");
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
-
-    g_string_append (s, "freqhint_vm_operator_floor_ratio");
-    vm_labels (s, vm);
-    g_string_append_printf (s, "} %.6g\n", (double) vm->settings.op.min / FH_SCALE);
-  }
-  family (s, "freqhint_vm_operator_ceiling_ratio", "gauge",
-          "The operator's ceiling for a VM, as a fraction of full capacity.");
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
-
-    g_string_append (s, "freqhint_vm_operator_ceiling_ratio");
-    vm_labels (s, vm);
-    g_string_append_printf (s, "} %.6g\n", (double) vm->settings.op.max / FH_SCALE);
-  }
-  family (s, "freqhint_vm_info", "gauge",
-          "Always 1; labels: where the VM's operator settings come from (libvirt, config, "
-          "default) and whether its guest's hints are followed (guest_hints=\"on\"|\"off\").");
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
-
-    g_string_append (s, "freqhint_vm_info");
-    vm_labels (s, vm);
-    g_string_append_printf (s, ",source=\"%s\",guest_hints=\"%s\"} 1\n",
-                            vm->settings_source ? vm->settings_source : "default",
-                            vm->settings.ignore_hints ? "off" : "on");
-  }
-  family (s, "freqhint_vcpu_info", "gauge",
-          "Always 1; maps a VM's vCPU to the host CPU it is placed on (cpu, as in "
-          "node_exporter's node_cpu_* series) and how that was found (pinned, last-cpu, config). "
-          "Absent while the placement is unknown.");
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
-
-    for (guint j = 0; j < vm->num_vcpus; j++) {
-      FhVcpu *v = &vm->vcpus[j];
-
-      if (v->cpu < 0)
-        continue;
-      g_string_append (s, "freqhint_vcpu_info");
-      vcpu_labels (s, vm, j);
-      g_string_append_printf (s, ",cpu=\"%d\",placement=\"%s\"} 1\n", v->cpu,
-                              v->placed_by_config ? "config"
-                              : v->info.pinned    ? "pinned"
-                                                  : "last-cpu");
-    }
-  }
-  family (s, "freqhint_vcpu_active", "gauge",
-          "1 when the vCPU holds its CPU's limits (hinted, not idle).");
-  for (guint i = 0; i < vms->len; i++) {
-    FhVm *vm = g_ptr_array_index (vms, i);
-
-    for (guint j = 0; j < vm->num_vcpus; j++) {
-      g_string_append (s, "freqhint_vcpu_active");
-      vcpu_labels (s, vm, j);
-      g_string_append_printf (s, "} %d\n", vm->vcpus[j].d.active && vm->vcpus[j].tid_ok);
-    }
-  }
-
+/* The per-CPU families (as many lines as CPUs, whatever the VMs). */
+static void
+page_cpus (FhDaemon *d, GString *s)
+{
   family (s, "freqhint_cpu_floor_ratio", "gauge", "Aggregated floor of the active vCPUs on a CPU.");
   for (guint c = 0; c < d->host->n_cpus; c++)
     if (d->cpus[c].active)
@@ -738,6 +704,145 @@ fh_telemetry_metrics (FhDaemon *d)
           s, "freqhint_cpu_scaling_frequency_max_hertz{cpu=\"%u\"} %" G_GUINT64_FORMAT "\n", c,
           (guint64) p->applied_max_khz * 1000);
   }
-  last_len = s->len;
-  return g_string_free_to_bytes (s);
+}
+
+/* A per-VM section's # HELP and # TYPE lines. */
+static void
+section_family (guint section, GString *s)
+{
+  if (section < PAGE_OPERATOR_FLOOR) {
+    guint f = (section - PAGE_CLAMPS) / 2, m = (section - PAGE_CLAMPS) % 2;
+    g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
+                                             clamp_families[f].suffix, m ? "max" : "min");
+
+    family (s, name, "gauge", clamp_families[f].help);
+    return;
+  }
+  switch (section) {
+  case PAGE_OPERATOR_FLOOR:
+    family (s, "freqhint_vm_operator_floor_ratio", "gauge",
+            "The operator's floor for a VM (libvirt metadata, config [vm] section, or 0), as a "
+            "fraction of full capacity.");
+    break;
+  case PAGE_OPERATOR_CEILING:
+    family (s, "freqhint_vm_operator_ceiling_ratio", "gauge",
+            "The operator's ceiling for a VM, as a fraction of full capacity.");
+    break;
+  case PAGE_VM_INFO:
+    family (s, "freqhint_vm_info", "gauge",
+            "Always 1; labels: where the VM's operator settings come from (libvirt, config, "
+            "default) and whether its guest's hints are followed (guest_hints=\"on\"|\"off\").");
+    break;
+  case PAGE_VCPU_INFO:
+    family (s, "freqhint_vcpu_info", "gauge",
+            "Always 1; maps a VM's vCPU to the host CPU it is placed on (cpu, as in "
+            "node_exporter's node_cpu_* series) and how that was found (pinned, last-cpu, config). "
+            "Absent while the placement is unknown.");
+    break;
+  case PAGE_VCPU_ACTIVE:
+    family (s, "freqhint_vcpu_active", "gauge",
+            "1 when the vCPU holds its CPU's limits (hinted, not idle).");
+    break;
+  default:
+    g_assert_not_reached ();
+  }
+}
+
+/* One VM's lines of a per-VM section. */
+static void
+section_vm (guint section, FhVm *vm, GString *s)
+{
+  if (section < PAGE_OPERATOR_FLOOR) {
+    guint f = (section - PAGE_CLAMPS) / 2, m = (section - PAGE_CLAMPS) % 2;
+    g_autofree char *name = g_strdup_printf ("freqhint_vcpu_%s_%s_ratio",
+                                             clamp_families[f].suffix, m ? "max" : "min");
+
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      FhClamp c = f == 0   ? vm->vcpus[j].d.req
+                  : f == 1 ? vm->vcpus[j].d.grant
+                           : vm->vcpus[j].d.eff;
+
+      g_string_append (s, name);
+      vcpu_labels (s, vm, j);
+      g_string_append_printf (s, "} %.6g\n", (double) (m ? c.max : c.min) / FH_SCALE);
+    }
+    return;
+  }
+  switch (section) {
+  case PAGE_OPERATOR_FLOOR:
+    g_string_append (s, "freqhint_vm_operator_floor_ratio");
+    vm_labels (s, vm);
+    g_string_append_printf (s, "} %.6g\n", (double) vm->settings.op.min / FH_SCALE);
+    break;
+  case PAGE_OPERATOR_CEILING:
+    g_string_append (s, "freqhint_vm_operator_ceiling_ratio");
+    vm_labels (s, vm);
+    g_string_append_printf (s, "} %.6g\n", (double) vm->settings.op.max / FH_SCALE);
+    break;
+  case PAGE_VM_INFO:
+    g_string_append (s, "freqhint_vm_info");
+    vm_labels (s, vm);
+    g_string_append_printf (s, ",source=\"%s\",guest_hints=\"%s\"} 1\n",
+                            vm->settings_source ? vm->settings_source : "default",
+                            vm->settings.ignore_hints ? "off" : "on");
+    break;
+  case PAGE_VCPU_INFO:
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      FhVcpu *v = &vm->vcpus[j];
+
+      if (v->cpu < 0)
+        continue;
+      g_string_append (s, "freqhint_vcpu_info");
+      vcpu_labels (s, vm, j);
+      g_string_append_printf (s, ",cpu=\"%d\",placement=\"%s\"} 1\n", v->cpu,
+                              v->placed_by_config ? "config"
+                              : v->info.pinned    ? "pinned"
+                                                  : "last-cpu");
+    }
+    break;
+  case PAGE_VCPU_ACTIVE:
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      g_string_append (s, "freqhint_vcpu_active");
+      vcpu_labels (s, vm, j);
+      g_string_append_printf (s, "} %d\n", vm->vcpus[j].d.active && vm->vcpus[j].tid_ok);
+    }
+    break;
+  default:
+    g_assert_not_reached ();
+  }
+}
+
+gboolean
+fh_telemetry_metrics_next (FhMetricsPage *p, GString *out, gsize want)
+{
+  FhDaemon *d = p->d;
+
+  while (p->section < PAGE_END && out->len < want) {
+    FhVm *vm = NULL;
+
+    if (p->section == PAGE_HEAD || p->section == PAGE_CPUS) {
+      if (p->section == PAGE_HEAD)
+        page_head (d, out);
+      else
+        page_cpus (d, out);
+      p->section++;
+      continue;
+    }
+    if (!p->family_out) {
+      section_family (p->section, out);
+      p->family_out = TRUE;
+    }
+    while (p->vm < p->keys->len &&
+           !(vm = g_hash_table_lookup (d->vms, g_ptr_array_index (p->keys, p->vm))))
+      p->vm++;
+    if (!vm) {
+      p->section++;
+      p->vm = 0;
+      p->family_out = FALSE;
+      continue;
+    }
+    section_vm (p->section, vm, out);
+    p->vm++;
+  }
+  return p->section < PAGE_END;
 }

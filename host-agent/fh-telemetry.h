@@ -43,5 +43,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhTelemetryStream, fh_telemetry_stream_free)
 #define FH_METRIC_EXTERNAL_WRITES "freqhint_cpufreq_external_writes_total"
 #define FH_METRIC_REJECTIONS "freqhint_device_connections_rejected_total"
 
-/* Prometheus text exposition format 0.0.4, as one buffer (see fh_metrics_publish). */
-GBytes *fh_telemetry_metrics (FhDaemon *daemon);
+/*
+ * Prometheus text exposition format 0.0.4, rendered piece by piece when it
+ * is scraped (never held whole): fh_telemetry_metrics_next() appends to out
+ * until it holds at least want bytes (or the page's end) and returns FALSE
+ * once the page is complete.  Main thread only, like the daemon's state;
+ * fh_telemetry_metrics_page_free() only frees memory and may run anywhere.
+ */
+typedef struct _FhMetricsPage FhMetricsPage;
+FhMetricsPage *fh_telemetry_metrics_page (FhDaemon *daemon);
+gboolean fh_telemetry_metrics_next (FhMetricsPage *page, GString *out, gsize want);
+void fh_telemetry_metrics_page_free (FhMetricsPage *page);

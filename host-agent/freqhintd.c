@@ -33,7 +33,6 @@ typedef struct {
   const char *config_path;
   FhDaemon *daemon;
   FhMetrics *metrics;
-  gint64 metrics_published_us;
   int signal;
   /* LM-12: settings or the set of VMs changed since the last mirroring */
   gboolean mirror_dirty;
@@ -116,28 +115,44 @@ on_sighup (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* After each decision pass.  (The metrics page is rendered when scraped.) */
 static void
-publish_metrics (FhDaemon *daemon, gpointer data)
+after_pass (FhDaemon *daemon, gpointer data)
 {
+#ifdef HAVE_LIBVIRT
   App *app = data;
 
-  gint64 now = g_get_monotonic_time ();
-
-#ifdef HAVE_LIBVIRT
   if (daemon->config->mirror_ceiling &&
       (app->mirror_dirty || app->mirrored_connections != daemon->vm_connections_total)) {
     app->mirror_dirty = FALSE;
     app->mirrored_connections = daemon->vm_connections_total;
     mirror_ceilings (app);
   }
+#else
+  (void) daemon;
+  (void) data;
 #endif
-  /* Rendering costs more than deciding; scrapes come seconds apart.  The
-   * poll tick decides (and so publishes) at least every poll interval. */
-  if (!app->metrics || now - app->metrics_published_us < 200 * G_TIME_SPAN_MILLISECOND)
-    return;
-  app->metrics_published_us = now;
-  fh_metrics_publish (app->metrics, fh_telemetry_metrics (daemon));
 }
+
+static gpointer
+metrics_open (gpointer daemon)
+{
+  return fh_telemetry_metrics_page (daemon);
+}
+
+static gboolean
+metrics_next (gpointer page, GString *out, gsize want)
+{
+  return fh_telemetry_metrics_next (page, out, want);
+}
+
+static void
+metrics_free (gpointer page)
+{
+  fh_telemetry_metrics_page_free (page);
+}
+
+static const FhMetricsRenderer metrics_renderer = { metrics_open, metrics_next, metrics_free };
 
 /*
  * Descriptors besides the connections the limits allow: listening sockets,
@@ -352,24 +367,19 @@ main (int argc, char **argv)
     app.metrics = fh_metrics_new (app.daemon->config->metrics_address,
                                   (guint) app.daemon->config->metrics_port,
                                   app.daemon->config->metrics_max_connections,
-                                  app.daemon->config->metrics_timeout_ms, &error);
+                                  app.daemon->config->metrics_timeout_ms, &metrics_renderer,
+                                  app.daemon, &error);
     if (!app.metrics)
       goto out;
     app.daemon->metrics_port = (int) fh_metrics_port (app.metrics);
     g_message ("metrics on http://%s:%u/metrics", app.daemon->config->metrics_address,
                fh_metrics_port (app.metrics));
   }
-  app.daemon->notify = publish_metrics;
+  app.daemon->notify = after_pass;
   app.daemon->notify_data = &app;
 
   if (!fh_daemon_start (app.daemon, &error))
     goto out;
-  /* The first scrape must not find an empty page: publish before anyone
-   * can learn (from the control socket) that the daemon is up. */
-  if (app.metrics) {
-    app.metrics_published_us = g_get_monotonic_time ();
-    fh_metrics_publish (app.metrics, fh_telemetry_metrics (app.daemon));
-  }
   control = fh_control_new (app.daemon, app.daemon->config->control_socket_path, &error);
   if (!control) {
     fh_daemon_stop (app.daemon);

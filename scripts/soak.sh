@@ -78,7 +78,9 @@ main() {
 			cp "$ml"/testlog.* "$dir/meson-logs-$b/" 2>/dev/null
 		done
 		counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$dir/test.out" | tail -n1)
-		fails=$(sed -n 's/^\[[0-9:]*\] FAILED: \([^ ]*\).*/\1/p' "$dir/test.out" | paste -sd ' ')
+		# "FAILED: SUITE / TEST (RESULT) ..." or "FAILED: build 'NAME' ...": the test's name
+		fails=$(sed -n -e 's/^\[[0-9:]*\] FAILED: [^ ]* \/ \([^ ]*\) .*/\1/p' -e t \
+			-e "s/^\[[0-9:]*\] FAILED: build '\([^']*\)'.*/build-\1/p" "$dir/test.out" | paste -sd ' ')
 		# An empty work dir means nothing was kept.
 		rmdir "$dir/tmp" 2>/dev/null
 		if [ "$rc" = 0 ]; then

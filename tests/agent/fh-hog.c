@@ -4,16 +4,21 @@
  * test that freqhintd bounds what one client can hold (threat model G-13).
  *
  *   fh-hog (--unix PATH | --tcp ADDR:PORT) --count N [--send TEXT]
- *          [--trickle TEXT --trickle-ms MS] [--hold S]
+ *          [--trickle TEXT --trickle-ms MS] [--hold S] [--paused]
  *
  * Prints "held N" once the connections are opened (N connected), then
  * "closed M" each time the number the other side has closed changes, and
- * exits after --hold seconds (default: until killed).
+ * exits after --hold seconds (default: until killed).  Whatever the other
+ * side sends is read as it comes, every 50 ms; with --paused nothing is read
+ * until SIGUSR1 (a reader that stopped: the other side's answers stay in
+ * flight, however fast this host is), and a close is still reported.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -22,6 +27,24 @@
 #include <unistd.h>
 
 #include <glib.h>
+
+static volatile sig_atomic_t paused;
+
+static void
+resume (int sig)
+{
+  (void) sig;
+  paused = 0;
+}
+
+/* Has the other side closed?  Asked without reading what it sent. */
+static gboolean
+peer_closed (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+  return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
 
 static int
 open_one (const char *unix_path, const char *tcp)
@@ -62,6 +85,7 @@ main (int argc, char **argv)
 {
   g_autofree char *unix_path = NULL, *tcp = NULL, *send_text = NULL, *trickle = NULL;
   int count = 1, trickle_ms = 0, hold = -1, held = 0, closed = 0, last_closed = -1;
+  gboolean start_paused = FALSE;
   g_autoptr (GOptionContext) ctx = g_option_context_new ("- hold connections");
   g_autoptr (GError) error = NULL;
   const GOptionEntry entries[] = {
@@ -72,6 +96,7 @@ main (int argc, char **argv)
     { "trickle", 0, 0, G_OPTION_ARG_STRING, &trickle, "Then send this every --trickle-ms", "TEXT" },
     { "trickle-ms", 0, 0, G_OPTION_ARG_INT, &trickle_ms, "Trickle interval", "MS" },
     { "hold", 0, 0, G_OPTION_ARG_INT, &hold, "Seconds to hold (default: until killed)", "S" },
+    { "paused", 0, 0, G_OPTION_ARG_NONE, &start_paused, "Read nothing until SIGUSR1", NULL },
     { NULL }
   };
   struct rlimit rl;
@@ -97,6 +122,8 @@ main (int argc, char **argv)
     g_free (trickle);
     trickle = g_steal_pointer (&t);
   }
+  paused = start_paused;
+  signal (SIGUSR1, resume);
   fds = g_new (int, count);
   for (int i = 0; i < count; i++) {
     fds[i] = open_one (unix_path, tcp);
@@ -117,6 +144,11 @@ main (int argc, char **argv)
     for (int i = 0; i < count; i++) {
       if (fds[i] < 0) {
         closed++;
+        continue;
+      }
+      if (paused) {
+        if (peer_closed (fds[i]))
+          closed++;
         continue;
       }
       for (;;) {

@@ -3,7 +3,7 @@
  * fh-loadclient: many virtio-freqhint devices at once, for load tests.
  *
  *   fh-loadclient --socket PATH --vms N --vcpus M --seconds S [--rate HZ]
- *                 [--proc-fixture DIR] [--tid-base B] [--seed X]
+ *                 [--proc-fixture DIR] [--tid-base B] [--seed X] [--handshake-ms MS]
  *
  * Opens N connections, each with M vCPUs, handshakes all, then for S seconds sends each VM's random hints
  * (1..4 records per frame, about HZ frames per second per VM, valid records
@@ -51,84 +51,6 @@ typedef struct {
 } Vm;
 
 static guint64 frames, records, pings, grants, closed;
-
-/* Our argv strings' memory: a child rewrites it to change its /proc cmdline. */
-static char *arg_area;
-static size_t arg_area_len;
-
-/*
- * A child process with the command line "fh-loadclient -name NAME -uuid
- * UUID" connects to the agent and passes the socket back; it stays (paused)
- * as the VM's process until we kill it or exit.  Returns the socket.
- */
-static int
-spawn_peer (const char *socket_path, const char *name, const char *uuid, pid_t *pid)
-{
-  int sv[2], fd = -1;
-  char cbuf[CMSG_SPACE (sizeof (int))] = { 0 };
-  char byte = 0;
-  struct iovec iov = { &byte, 1 };
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf };
-  pid_t child;
-
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return -1;
-  child = fork ();
-  if (child == 0) {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
-    char cmd[256];
-    int n = snprintf (cmd, sizeof cmd, "fh-loadclient%c-name%c%s%c-uuid%c%s", 0, 0, name, 0, 0,
-                      uuid);
-    struct cmsghdr *cm;
-    int s;
-
-    prctl (PR_SET_PDEATHSIG, SIGKILL);
-    /* keep stdio and the channel; the other VMs' sockets are not ours */
-    if (dup2 (sv[1], 3) < 0 || close_range (4, ~0U, 0) < 0)
-      _exit (3);
-    if (n < 0 || (size_t) n + 1 > arg_area_len)
-      _exit (4);
-    memset (arg_area, 0, arg_area_len);
-    memcpy (arg_area, cmd, (size_t) n + 1);
-    strncpy (a.sun_path, socket_path, sizeof a.sun_path - 1);
-    s = socket (AF_UNIX, SOCK_STREAM, 0);
-    if (s < 0 || connect (s, (struct sockaddr *) &a, sizeof a) < 0)
-      _exit (5);
-    cm = CMSG_FIRSTHDR (&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN (sizeof (int));
-    memcpy (CMSG_DATA (cm), &s, sizeof s);
-    if (sendmsg (3, &msg, 0) != 1)
-      _exit (6);
-    close (s);
-    close (3);
-    for (;;)
-      pause ();
-  }
-  close (sv[1]);
-  if (child > 0 && recvmsg (sv[0], &msg, MSG_CMSG_CLOEXEC) == 1) {
-    struct cmsghdr *cm = CMSG_FIRSTHDR (&msg);
-
-    if (cm && cm->cmsg_type == SCM_RIGHTS)
-      memcpy (&fd, CMSG_DATA (cm), sizeof fd);
-  }
-  close (sv[0]);
-  *pid = child;
-  return fd;
-}
-
-static gboolean
-link_cmdline (const char *dir, pid_t pid)
-{
-  g_autofree char *d = g_strdup_printf ("%s/%d", dir, (int) pid);
-  g_autofree char *link = g_build_filename (d, "cmdline", NULL);
-  g_autofree char *target = g_strdup_printf ("/proc/%d/cmdline", (int) pid);
-
-  unlink (link);
-  return g_mkdir_with_parents (d, 0755) == 0 && symlink (target, link) == 0;
-}
 
 static gboolean
 write_fixture (const char *dir, guint tid, guint cpu, pid_t tgid)
@@ -241,7 +163,7 @@ int
 main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL, *fixture = NULL;
-  int n_vms = 100, vcpus = 16, seconds = 10, tid_base = 100000, seed = 1;
+  int n_vms = 100, vcpus = 16, seconds = 10, tid_base = 100000, seed = 1, handshake_ms = 10000;
   double rate = 1.0;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GError) error = NULL;
@@ -262,11 +184,13 @@ main (int argc, char **argv)
     { "proc-fixture", 0, 0, G_OPTION_ARG_FILENAME, &fixture, "Write /proc fixtures here", "DIR" },
     { "tid-base", 0, 0, G_OPTION_ARG_INT, &tid_base, "First tid (default 100000)", "B" },
     { "seed", 0, 0, G_OPTION_ARG_INT, &seed, "Random seed (default 1)", "X" },
+    { "handshake-ms", 0, 0, G_OPTION_ARG_INT, &handshake_ms,
+      "How long a VM waits for WELCOME (default 10000; a loaded host forking 1000 peers needs more)",
+      "MS" },
     { NULL }
   };
 
-  arg_area = argv[0];
-  arg_area_len = (size_t) (argv[argc - 1] + strlen (argv[argc - 1]) + 1 - argv[0]);
+  fhtc_peer_init (argc, argv);
   ctx = g_option_context_new ("- many virtio-freqhint devices towards freqhintd");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
@@ -274,7 +198,7 @@ main (int argc, char **argv)
     return 2;
   }
   if (!socket_path || n_vms < 1 || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS || seconds < 1 ||
-      !(rate > 0) || tid_base < 1) {
+      !(rate > 0) || tid_base < 1 || handshake_ms < 1) {
     g_printerr ("fh-loadclient: need --socket, --vms >= 1, 1 <= --vcpus <= %d, --seconds >= 1, "
                 "--rate > 0\n",
                 VIRTIO_FREQHINT_MAX_VCPUS);
@@ -313,22 +237,16 @@ main (int argc, char **argv)
       hello.tids[i] = fixture ? (uint32_t) (tid_base + v * vcpus + i) : 0;
     vms[v].index = (guint) v;
     {
-      char uuid[37];
-      const uint8_t *u = hello.uuid;
       int fd;
 
-      g_snprintf (uuid, sizeof uuid,
-                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                  u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-                  u[15]);
-      fd = spawn_peer (socket_path, hello.name, uuid, &peers[v]);
+      fd = fhtc_spawn_peer (socket_path, hello.name, hello.uuid, &peers[v]);
       if (fd < 0) {
         g_printerr ("fh-loadclient: VM %d: no peer process\n", v);
         return 1;
       }
       hello.qemu_pid = (uint32_t) peers[v];
       if (fixture) {
-        if (!link_cmdline (fixture, peers[v])) {
+        if (!fhtc_link_cmdline (fixture, peers[v])) {
           g_printerr ("fh-loadclient: cannot link the cmdline of %d\n", (int) peers[v]);
           return 1;
         }
@@ -343,7 +261,7 @@ main (int argc, char **argv)
       }
       vms[v].c = fhtc_adopt_fd (fd);
     }
-    if (!fhtc_handshake (vms[v].c, &hello, &welcome, &error) ||
+    if (!fhtc_handshake_within (vms[v].c, &hello, &welcome, handshake_ms, &error) ||
         !send_random (&vms[v], r, (guint) vcpus, TRUE, &error)) {
       g_printerr ("fh-loadclient: VM %d: %s\n", v, error->message);
       return 1;

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#define _GNU_SOURCE /* close_range */
 #include "fh-testclient-lib.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 
 #include <linux/virtio_freqhint.h>
 
@@ -189,10 +194,17 @@ fhtc_has_frame (FhTestClient *c)
 gboolean
 fhtc_handshake (FhTestClient *c, const FhHello *hello, FhWelcome *welcome, GError **error)
 {
+  return fhtc_handshake_within (c, hello, welcome, 10000, error);
+}
+
+gboolean
+fhtc_handshake_within (FhTestClient *c, const FhHello *hello, FhWelcome *welcome, int timeout_ms,
+                       GError **error)
+{
   FhFrame f;
   FhError err;
 
-  if (!fhtc_send_hello (c, hello, error) || !fhtc_next_frame (c, 10000, &f, error))
+  if (!fhtc_send_hello (c, hello, error) || !fhtc_next_frame (c, timeout_ms, &f, error))
     return FALSE;
   if (f.msg_type == FH_MSG_CLOSE) {
     FhClose cl;
@@ -287,4 +299,94 @@ fhtc_parse_uuid (const char *text, uint8_t uuid[16])
     p++;
   }
   return j == 16;
+}
+
+/* Our argv strings' memory: a child rewrites it to change its /proc cmdline. */
+static char *arg_area;
+static size_t arg_area_len;
+
+void
+fhtc_peer_init (int argc, char **argv)
+{
+  arg_area = argv[0];
+  arg_area_len = (size_t) (argv[argc - 1] + strlen (argv[argc - 1]) + 1 - argv[0]);
+}
+
+/*
+ * A child process with the command line "fh-loadclient -name NAME -uuid
+ * UUID" connects to the agent and passes the socket back; it stays (paused)
+ * as the VM's process until we kill it or exit.  Returns the socket.
+ */
+int
+fhtc_spawn_peer (const char *socket_path, const char *name, const uint8_t u[16], pid_t *pid)
+{
+  char uuid[37];
+  int sv[2], fd = -1;
+  char cbuf[CMSG_SPACE (sizeof (int))] = { 0 };
+  char byte = 0;
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof cbuf };
+  pid_t child;
+
+  g_snprintf (uuid, sizeof uuid,
+              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+              u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+              u[15]);
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return -1;
+  child = fork ();
+  if (child == 0) {
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    char cmd[256];
+    int n = snprintf (cmd, sizeof cmd, "fh-loadclient%c-name%c%s%c-uuid%c%s", 0, 0, name, 0, 0,
+                      uuid);
+    struct cmsghdr *cm;
+    int s;
+
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    /* keep stdio and the channel; the other VMs' sockets are not ours */
+    if (dup2 (sv[1], 3) < 0 || close_range (4, ~0U, 0) < 0)
+      _exit (3);
+    if (n < 0 || (size_t) n + 1 > arg_area_len)
+      _exit (4);
+    memset (arg_area, 0, arg_area_len);
+    memcpy (arg_area, cmd, (size_t) n + 1);
+    strncpy (a.sun_path, socket_path, sizeof a.sun_path - 1);
+    s = socket (AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0 || connect (s, (struct sockaddr *) &a, sizeof a) < 0)
+      _exit (5);
+    cm = CMSG_FIRSTHDR (&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN (sizeof (int));
+    memcpy (CMSG_DATA (cm), &s, sizeof s);
+    if (sendmsg (3, &msg, 0) != 1)
+      _exit (6);
+    close (s);
+    close (3);
+    for (;;)
+      pause ();
+  }
+  close (sv[1]);
+  if (child > 0 && recvmsg (sv[0], &msg, MSG_CMSG_CLOEXEC) == 1) {
+    struct cmsghdr *cm = CMSG_FIRSTHDR (&msg);
+
+    if (cm && cm->cmsg_type == SCM_RIGHTS)
+      memcpy (&fd, CMSG_DATA (cm), sizeof fd);
+  }
+  close (sv[0]);
+  *pid = child;
+  return fd;
+}
+
+gboolean
+fhtc_link_cmdline (const char *dir, pid_t pid)
+{
+  g_autofree char *d = g_strdup_printf ("%s/%d", dir, (int) pid);
+  g_autofree char *link = g_build_filename (d, "cmdline", NULL);
+  g_autofree char *target = g_strdup_printf ("/proc/%d/cmdline", (int) pid);
+
+  unlink (link);
+  return g_mkdir_with_parents (d, 0755) == 0 && symlink (target, link) == 0;
 }

@@ -36,9 +36,24 @@ gboolean fhtc_next_frame (FhTestClient *c, int timeout_ms, FhFrame *frame, GErro
 /* TRUE when a whole frame is already buffered (poll() on the fd would not say so). */
 gboolean fhtc_has_frame (FhTestClient *c);
 
-/* HELLO, then wait for WELCOME (answering nothing else meanwhile). */
+/* HELLO, then wait for WELCOME (answering nothing else meanwhile): 10 s, or timeout_ms. */
 gboolean fhtc_handshake (FhTestClient *c, const FhHello *hello, FhWelcome *welcome,
                          GError **error);
+gboolean fhtc_handshake_within (FhTestClient *c, const FhHello *hello, FhWelcome *welcome,
+                                int timeout_ms, GError **error);
+
+/*
+ * A VM's own process, as the agent wants one per VM (agent protocol PA-20):
+ * fhtc_spawn_peer() forks a child whose command line reads "fh-loadclient
+ * -name NAME -uuid UUID" (it rewrites the argv area fhtc_peer_init() was
+ * given, from main()'s argc/argv), which connects to socket_path, hands
+ * the socket back and pauses until killed (or its parent dies).  Returns
+ * the socket, -1 on failure.  fhtc_link_cmdline() makes DIR/<pid>/cmdline
+ * of a /proc fixture a link to the child's real one.
+ */
+void fhtc_peer_init (int argc, char **argv);
+int fhtc_spawn_peer (const char *socket_path, const char *name, const uint8_t uuid[16], pid_t *pid);
+gboolean fhtc_link_cmdline (const char *proc_fixture, pid_t pid);
 
 /* "vcpu:min:max[:perf][:idle]" or "vcpu:none"; "-" for a field not valid. */
 gboolean fhtc_parse_hint (const char *spec, FhRecord *rec, GError **error);
