@@ -8,6 +8,9 @@
 #              vCPUs connected by fh-bench-vms: VmHWM/VmRSS, CPU while idle
 #   flood      the same daemon flooded with 16-record HINTS frames: records
 #              the daemon takes per second of its own CPU time
+#   decide     fh-bench-decide on the same fixture (1000 x 16): the decision
+#              pass after one vCPU's hint beside a full recompute, freqhintd's
+#              own code without sockets, interleaved in one process
 #   economy    freqhintd (cpufreq backend) under fh-bench-vms's mixed load:
 #              host writes per 100 hint updates, and beside each size its
 #              anchor: the same load with every write window off
@@ -19,21 +22,21 @@
 #
 # DIR is a meson build dir where the bench programs, freqhintd and
 # freqhintctl are built.  Writes key=value lines to FILE.  --steps: a
-# comma-separated subset of merge,memory,economy,write (memory includes the
-# idle CPU and the flood); default all.
+# comma-separated subset of merge,memory,decide,economy,write (memory
+# includes the idle CPU and the flood); default all.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= quick=0 steps=merge,memory,economy,write
+build= out= quick=0 steps=merge,memory,decide,economy,write
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
 	--quick) quick=1 ;;
 	--steps) steps=${2:?}; shift ;;
-	*) die "usage: $0 --build DIR --out FILE [--quick] [--steps merge,memory,economy,write]" ;;
+	*) die "usage: $0 --build DIR --out FILE [--quick] [--steps merge,memory,decide,economy,write]" ;;
 	esac
 	shift
 done
@@ -99,7 +102,7 @@ VMS=1000 VCPUS=16
 [ $quick = 1 ] && VMS=100
 # Economy's largest load: 64 VMs x 4 vCPUs.
 threads=256
-step memory && threads=$((VMS * VCPUS))
+{ step memory || step decide; } && threads=$((VMS * VCPUS))
 log "bench: fixture with $threads vCPU threads"
 make_threads 100000 "$threads"
 
@@ -172,6 +175,16 @@ result flood_passes "$((u1 - u0))"
 result flood_records_per_cpu_s "$(echo "$frames $VCPUS $cpu" | awk '{ printf "%.0f", $1 * $2 / $3 }')"
 result flood_hwm_kb "$(vm_status VmHWM)"
 stop_agent
+fi
+
+# --- one vCPU's hint against a full recompute, 1000 x 16, freqhintd's code
+if step decide; then
+log "bench: one hint's decision pass against a full recompute ($((VMS * VCPUS)) vCPUs)"
+decide=$("$build/bench/fh-bench-decide" --sysfs-root "$FX/sys" --proc-root "$FX/proc" \
+	--cgroup-root "$FX/cgroup" --vms $VMS --vcpus $VCPUS --tid-base 100000) ||
+	die "fh-bench-decide failed"
+result decide_line "$decide"
+for w in $decide; do result "decide_${w%%=*}" "${w#*=}"; done
 fi
 
 # --- actuation economy: steady mixed load, cpufreq backend
