@@ -176,6 +176,12 @@ result flood_records_per_cpu_s "$(echo "$frames $VCPUS $cpu" | awk '{ printf "%.
 result flood_hwm_kb "$(vm_status VmHWM)"
 stop_agent
 fi
+# The flood's anchor in the same run: the pure merge loop (step merge).
+if step merge && step memory; then
+	result flood_vs_merge "$(awk -v f="$(sed -n 's/^flood_records_per_cpu_s=//p' "$out")" \
+		-v m="$(sed -n 's/^merge_median_updates_per_s=//p' "$out")" \
+		'BEGIN { if (m > 0) printf "%.3f", f / m; else print "?" }')"
+fi
 
 # --- one vCPU's hint against a full recompute, 1000 x 16, freqhintd's code
 if step decide; then

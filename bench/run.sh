@@ -224,7 +224,8 @@ pass): $merge1_m M updates/s. The daemon bounds passes to one per 5 ms, so this 
 
 The daemon itself, fed by \`fh-bench-vms --mode flood\` over its real sockets (1000 VMs × 16 vCPUs, 16-record frames, cpufreq
 backend on fixtures): $(val flood_records) records in $(val flood_daemon_cpu_s) s of freqhintd CPU time = **$flood_m M records per CPU-second**,
-$(val flood_passes) decision passes (client: $(val flood_client)). The difference from the pure figure
+$(val flood_passes) decision passes (client: $(val flood_client)): $(val flood_vs_merge) of the pure merge loop's rate measured above in
+the same run (its anchor). The difference from the pure figure
 is socket I/O, GLib main-loop dispatch and per-pass bookkeeping (sorting VMs, GRANTS); it is not broken down here.
 EOF
 if [ "$v2" != met ]; then
