@@ -215,6 +215,7 @@ economy() {
 	local records
 	records=$(sed -n 's/.* records=\([0-9]*\) .*/\1/p' "$T/mixed.$tag.out")
 	result "econ_${tag}_records" "$records"
+	result "econ_${tag}_seconds" "$secs"
 	result "econ_${tag}_writes" "$((w1 - w0))"
 	result "econ_${tag}_passes" "$((u1 - u0))"
 	result "econ_${tag}_per100" "$(echo "$w1 $w0 $records" | awk '{ printf "%.2f", ($1 - $2) * 100 / $3 }')"
