@@ -22,6 +22,7 @@
 #     economy: 5 runs x (15 s + start and connect ~3 s)             ~90 s
 #     write: 2 x 20 000 writes                                        ~5 s
 #     clean-up of the fixture (48 000 files)                       ~10 s
+#       (on a disk shared with a soak far longer: 19 000 files took 71 s)
 #   guest/run.sh, boot 1: boot and module ~20 s, cost ~10 s, bursty
 #     load in both driver modes 2 x 20 s (+ ~15 s of guest settling),
 #     200 latency samples 100-300 ms apart with clock sync ~60 s     ~145 s
