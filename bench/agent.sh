@@ -8,26 +8,35 @@
 #              vCPUs connected by fh-bench-vms: VmHWM/VmRSS, CPU while idle
 #   flood      the same daemon flooded with 16-record HINTS frames: records
 #              the daemon takes per second of its own CPU time
+#   decide     fh-bench-decide on the same fixture (1000 x 16): the decision
+#              pass after one vCPU's hint beside a full recompute, freqhintd's
+#              own code without sockets, interleaved in one process
 #   economy    freqhintd (cpufreq backend) under fh-bench-vms's mixed load:
-#              host writes per 100 hint updates
+#              host writes per 100 hint updates, and beside each size its
+#              anchor: the same load with every write window off
+#              ([cpufreq] min_write_interval_ms=0, quantum_khz=0), so that
+#              every change of the decided limits is written at once
 #   write      fh-bench-write: one cpufreq actuation on a fixture file
 #
-#   agent.sh --build DIR --out FILE [--quick]
+#   agent.sh --build DIR --out FILE [--quick] [--steps LIST]
 #
 # DIR is a meson build dir where the bench programs, freqhintd and
-# freqhintctl are built.  Writes key=value lines to FILE.
+# freqhintctl are built.  Writes key=value lines to FILE.  --steps: a
+# comma-separated subset of merge,memory,decide,economy,write (memory
+# includes the idle CPU and the flood); default all.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= quick=0
+build= out= quick=0 steps=merge,memory,decide,economy,write
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
 	--quick) quick=1 ;;
-	*) die "usage: $0 --build DIR --out FILE [--quick]" ;;
+	--steps) steps=${2:?}; shift ;;
+	*) die "usage: $0 --build DIR --out FILE [--quick] [--steps merge,memory,decide,economy,write]" ;;
 	esac
 	shift
 done
@@ -37,6 +46,8 @@ freqhintctl=$build/host-agent/freqhintctl
 vmsbin=$build/bench/fh-bench-vms
 
 result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
+# step NAME: whether --steps asks for it
+step() { case ",$steps," in *",$1,"*) return 0 ;; esac; return 1; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/fh-bench-agent.XXXXXX")
 AGENT_WRAP=()
@@ -87,7 +98,16 @@ write_config() {
 	EOC
 }
 
+VMS=1000 VCPUS=16
+[ $quick = 1 ] && VMS=100
+# Economy's largest load: 64 VMs x 4 vCPUs.
+threads=256
+{ step memory || step decide; } && threads=$((VMS * VCPUS))
+log "bench: fixture with $threads vCPU threads"
+make_threads 100000 "$threads"
+
 # --- merge: the pure modules
+if step merge; then
 log "bench: decode + merge + decide (pure modules)"
 merge=$("$build/bench/fh-bench-merge" --seconds "$([ $quick = 1 ] && echo 1 || echo 5)")
 result merge_line "$merge"
@@ -107,12 +127,10 @@ result merge_ir_per_update "$(((ir25 - ir5) / (20 * 16000)))"
 callgrind_annotate "$T/cg.25" 2>/dev/null |
 	sed -nE 's/^ *[0-9,]+ \( *([0-9.]+)%\) +[^ ]*:([A-Za-z_0-9]+) .*/\2 \1%/p' | awk 'NR <= 8' |
 	paste -sd';' | sed 's/;/; /g; s/^/merge_ir_top="/; s/$/"/' >>"$out"
+fi
 
 # --- memory, idle CPU and daemon flood with 1000 VMs x 16 vCPUs
-VMS=1000 VCPUS=16
-[ $quick = 1 ] && VMS=100
-log "bench: fixture with $((VMS * VCPUS)) vCPU threads"
-make_threads 100000 $((VMS * VCPUS))
+if step memory; then
 write_config
 start_agent cpufreq --metrics-port 0
 result mem_baseline_hwm_kb "$(vm_status VmHWM)"
@@ -126,12 +144,12 @@ eventually 300 test -e "$T/ready" || die "fh-bench-vms did not connect: $(tail -
 eventually 30 test "$(status_field connected_vms)" = $VMS ||
 	die "freqhintd has $(status_field connected_vms) VMs, want $VMS"
 result mem_connect_s "$(sed -n 's/.*connected in \([0-9.]*\) s/\1/p' "$T/hold.err")"
-# Idle with every VM connected: the 1 s poll re-reads each vCPU thread.
+# Idle with every VM connected.
 sleep 2
 c0=$(cpu_s)
 sleep 10
 c1=$(cpu_s)
-result mem_idle_cpu_pct "$(echo "$c0 $c1" | awk '{ printf "%.0f", ($2 - $1) * 10 }')"
+result mem_idle_cpu_pct "$(echo "$c0 $c1" | awk '{ printf "%.1f", ($2 - $1) * 10 }')"
 result mem_vms "$(status_field connected_vms)"
 result mem_hwm_kb "$(vm_status VmHWM)"
 result mem_rss_kb "$(vm_status VmRSS)"
@@ -157,11 +175,32 @@ result flood_passes "$((u1 - u0))"
 result flood_records_per_cpu_s "$(echo "$frames $VCPUS $cpu" | awk '{ printf "%.0f", $1 * $2 / $3 }')"
 result flood_hwm_kb "$(vm_status VmHWM)"
 stop_agent
+fi
+# The flood's anchor in the same run: the pure merge loop (step merge).
+if step merge && step memory; then
+	result flood_vs_merge "$(awk -v f="$(sed -n 's/^flood_records_per_cpu_s=//p' "$out")" \
+		-v m="$(sed -n 's/^merge_median_updates_per_s=//p' "$out")" \
+		'BEGIN { if (m > 0) printf "%.3f", f / m; else print "?" }')"
+fi
+
+# --- one vCPU's hint against a full recompute, 1000 x 16, freqhintd's code
+if step decide; then
+log "bench: one hint's decision pass against a full recompute ($((VMS * VCPUS)) vCPUs)"
+decide=$("$build/bench/fh-bench-decide" --sysfs-root "$FX/sys" --proc-root "$FX/proc" \
+	--cgroup-root "$FX/cgroup" --vms $VMS --vcpus $VCPUS --tid-base 100000) ||
+	die "fh-bench-decide failed"
+result decide_line "$decide"
+for w in $decide; do result "decide_${w%%=*}" "${w#*=}"; done
+fi
 
 # --- actuation economy: steady mixed load, cpufreq backend
+# economy TAG VMS VCPUS SECONDS [CPUFREQ_KEYS]: CPUFREQ_KEYS go into the
+# config's [cpufreq] section (one key=value a line).
 economy() {
-	local tag=$1 vms=$2 vcpus=$3 secs=$4 w0 w1 u0 u1
+	local tag=$1 vms=$2 vcpus=$3 secs=$4 cpufreq_keys=${5:-} w0 w1 u0 u1
 	rm -rf "$T/state"
+	write_config
+	[ -z "$cpufreq_keys" ] || printf '[cpufreq]\n%s\n' "$cpufreq_keys" >>"$T/freqhintd.conf"
 	start_agent cpufreq --metrics-port 0
 	"$vmsbin" --socket "$T/device.sock" --vms "$vms" --vcpus "$vcpus" --tid-base 100000 "${peers[@]}" \
 		--mode mixed --seconds "$secs" --ready-file "$T/ready.$tag" >"$T/mixed.$tag.out" 2>"$T/mixed.$tag.err" &
@@ -176,23 +215,42 @@ economy() {
 	local records
 	records=$(sed -n 's/.* records=\([0-9]*\) .*/\1/p' "$T/mixed.$tag.out")
 	result "econ_${tag}_records" "$records"
+	result "econ_${tag}_seconds" "$secs"
 	result "econ_${tag}_writes" "$((w1 - w0))"
 	result "econ_${tag}_passes" "$((u1 - u0))"
 	result "econ_${tag}_per100" "$(echo "$w1 $w0 $records" | awk '{ printf "%.2f", ($1 - $2) * 100 / $3 }')"
 	stop_agent
 }
-log "bench: actuation economy"
-secs=$([ $quick = 1 ] && echo 5 || echo 20)
+# The anchor: nothing between a decided change and its write -- no per-policy
+# write interval, no rounding of table-less policies' limits to a P-state
+# step.  (Decision passes stay at most one per 5 ms, which is not a key.)
+every_write='min_write_interval_ms=0
+quantum_khz=0'
+# ratio TAG: the figure over its anchor's, into econ_TAG_vs_anchor
+econ_ratio() {
+	result "econ_${1}_vs_anchor" "$(awk -v a="$(sed -n "s/^econ_${1}_per100=//p" "$out")" \
+		-v b="$(sed -n "s/^econ_${1}_anchor_per100=//p" "$out")" \
+		'BEGIN { if (b > 0) printf "%.3f", a / b; else print "?" }')"
+}
+if step economy; then
+log "bench: actuation economy (each size beside its every-change-written anchor)"
+secs=$([ $quick = 1 ] && echo 5 || echo 15)
 economy small 8 4 "$secs"
+economy small_anchor 8 4 "$secs" "$every_write"
+econ_ratio small
 economy large 64 4 "$secs"
+economy large_anchor 64 4 "$secs" "$every_write"
+econ_ratio large
 # The same small load when every policy has a frequency table (policy6 of
 # the fixture has none, like intel_pstate: every floor change is a new kHz).
 p6=$FX/sys/devices/system/cpu/cpufreq/policy6
 cp "$FX/sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies" "$p6/"
 economy tables 8 4 "$secs"
 rm -f "$p6/scaling_available_frequencies"
+fi
 
 # --- one actuation on the fixture
+if step write; then
 log "bench: one cpufreq write"
 w=$("$build/bench/fh-bench-write" "$FX/sys/devices/system/cpu/cpufreq/policy0/scaling_min_freq" 20000)
 for x in $w; do result "write_${x%%=*}" "${x#*=}"; done
@@ -203,3 +261,4 @@ echo 800000 >"$shm"
 w=$("$build/bench/fh-bench-write" "$shm" 20000)
 rm -f "$shm"
 for x in $w; do result "write_tmpfs_${x%%=*}" "${x#*=}"; done
+fi

@@ -10,6 +10,10 @@
 #   idle     the daemon's CPU time over 10 s with every VM connected
 #   pass     CPU time of a decision pass (status last_pass_us/max_pass_us)
 #            while idle, and of the pass one more VM's single hint causes
+#   decide   (when DIR has bench/fh-bench-decide) the same N x M state on the
+#            same fixture in freqhintd's own code without sockets: the pass
+#            after one vCPU's hint beside its anchor, a full recompute,
+#            interleaved in one process (decide_* keys)
 #   heap     (--heaptrack FILE) the same under heaptrack: where the heap
 #            goes (heaptrack_print's report in FILE; the figures of such a
 #            run are the profiler's, not freqhintd's).  valgrind's massif
@@ -144,6 +148,16 @@ done
 [ -n "$best" ] || die "no one-hint sample had its pass alone"
 result one_hint_pass_us "$best"
 result max_pass_us "$(status_field max_pass_us)"
+# The anchor beside it: a full recompute of the same N x M vCPUs.
+if [ -x "$build/bench/fh-bench-decide" ]; then
+	log "scale: one hint's pass against a full recompute (fh-bench-decide)"
+	decide=$("$build/bench/fh-bench-decide" --sysfs-root "$FX/sys" --proc-root "$FX/proc" \
+		--cgroup-root "$FX/cgroup" --vms "$VMS" --vcpus "$VCPUS" --tid-base 100000) ||
+		die "fh-bench-decide failed"
+	for w in $decide; do result "decide_${w%%=*}" "${w#*=}"; done
+else
+	log "scale: no $build/bench/fh-bench-decide: no full-recompute anchor"
+fi
 kill -TERM "$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=
 stop_agent
 if [ -n "$heap" ]; then

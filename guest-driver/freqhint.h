@@ -205,10 +205,11 @@ struct virtio_freqhint {
 	bool old_layout;	/* device predates cpu_id[] (perf_step 0) */
 	u32 *cpu_id;		/* [num_vcpus] */
 	struct fh_tuning tune;
+	unsigned int num_bufs;	/* 1, or FH_EVERY_BUFS (notify_every_change) */
 
 	/* Everything below is protected by fh_lock (transport.c). */
-	struct virtio_freqhint_hints *buf;
-	bool in_flight;
+	struct virtio_freqhint_hints *buf;	/* [num_bufs], max_records each */
+	unsigned long free_bufs;	/* bit i: buffer i is not the device's */
 	bool perf_ok;
 	u32 *seq;		/* [num_vcpus] */
 
@@ -230,6 +231,11 @@ struct virtio_freqhint {
 	unsigned long unmapped_cpus;
 };
 
+/* Buffers notify_every_change may have in flight (within the queue's 64). */
+#define FH_EVERY_BUFS		16
+extern bool fh_notify_every_change;
+
+size_t fh_buf_size(unsigned int n);
 int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu);
 int fh_debug_vcpu_index(unsigned int cpu);
 int fh_transport_start(struct virtio_freqhint *vi);

@@ -323,10 +323,44 @@ static int fh_cpu_offline(unsigned int cpu)
 	return 0;
 }
 
+/*
+ * notify_every_change (transport.c): an active vCPU's report takes each
+ * new request at once, as virtual-cpufreq's register write does.  Only on
+ * the vCPU itself (schedutil's fast switch, IRQs off): state here is this
+ * CPU's.  Requests from elsewhere (.target from a governor's thread) and
+ * vCPUs reported idle wait for the window's end as usual.
+ */
+static void fh_publish_request(struct fh_vcpu *v, unsigned int cpu, u16 perf)
+{
+	u64 old = atomic64_read(&v->report);
+	u16 flags = FIELD_GET(FH_REP_FLAGS, old);
+	u64 rep;
+
+	if (!(flags & VIRTIO_FREQHINT_R_PERF_VALID) || perf == FH_PERF_NONE)
+		return;
+	rep = fh_rep_pack(flags, FIELD_GET(FH_REP_MIN, old),
+			  FIELD_GET(FH_REP_MAX, old), perf);
+	if (rep == old)
+		return;
+	v->publishes++;
+	v->last_pub = local_clock();
+	fh_slot_publish(&v->report, cpumask_bits(&fh_dirty), cpu, rep);
+	irq_work_queue(&fh_kick_work);
+}
+
 void fh_gather_set_perf(unsigned int cpu, unsigned int perf)
 {
-	WRITE_ONCE(per_cpu_ptr(&fh_vcpus, cpu)->perf,
-		   min_t(unsigned int, perf, FH_PERF_NONE));
+	struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
+	unsigned long flags;
+
+	perf = min_t(unsigned int, perf, FH_PERF_NONE);
+	WRITE_ONCE(v->perf, perf);
+	if (!fh_notify_every_change)
+		return;
+	local_irq_save(flags);
+	if (cpu == smp_processor_id() && READ_ONCE(v->online))
+		fh_publish_request(v, cpu, perf);
+	local_irq_restore(flags);
 }
 
 /* Process context; a sampler reading a half-updated table only publishes or skips one record. */

@@ -469,8 +469,9 @@ static int virtfh_probe(struct virtio_device *vdev)
 	vi->grants = kcalloc(vi->num_vcpus, sizeof(*vi->grants), GFP_KERNEL);
 	vi->freq_class = kcalloc(vi->num_vcpus, sizeof(*vi->freq_class),
 				 GFP_KERNEL);
-	vi->buf = kzalloc(sizeof(*vi->buf) + vi->max_records *
-			  sizeof(struct virtio_freqhint_record), GFP_KERNEL);
+	vi->num_bufs = fh_notify_every_change ? FH_EVERY_BUFS : 1;
+	vi->buf = kcalloc(vi->num_bufs, fh_buf_size(vi->max_records),
+			  GFP_KERNEL);
 	if (!vi->cpu_id || !vi->seq || !vi->grants || !vi->freq_class ||
 	    !vi->buf)
 		goto err_free;

@@ -12,6 +12,19 @@
  * is simply read again, nothing queues up.
  *
  * Records carry the device's vCPU index (DRV-10, main.c).
+ *
+ * notify_every_change (measurement only, GR-16): the anchor the coalescing
+ * is judged against.  Linux's virtual-cpufreq driver
+ * (drivers/cpufreq/virtual-cpufreq.c) writes every frequency schedutil
+ * picks (.fast_switch, and .target) to a per-vCPU set_perf MMIO register,
+ * from the vCPU itself (dvfs_possible_from_any_cpu is false): one trap per
+ * request, which crosvm's device turns into a sched_setattr() of that
+ * vCPU thread.  In this mode every publication of a vCPU's report (gather.c
+ * also publishes each change of the governor's request at once) is sent
+ * at once, without the rate window, and notifies the device even while it
+ * asked for no notifications; FH_EVERY_BUFS buffers may be in flight so
+ * that the device's own window does not merge sends.  Publications that
+ * arrive while the sender runs still share its buffer.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -36,10 +49,15 @@ static struct kthread_worker *fh_worker;
 static bool fh_link_up;
 static unsigned long fh_last_send;
 
+bool fh_notify_every_change;
+module_param_named(notify_every_change, fh_notify_every_change, bool, 0444);
+MODULE_PARM_DESC(notify_every_change,
+		 "Measurement only: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
+
 static void fh_send_fn(struct kthread_work *work);
 static struct kthread_delayed_work fh_send_work;
 
-static size_t fh_buf_size(unsigned int n)
+size_t fh_buf_size(unsigned int n)
 {
 	return sizeof(struct virtio_freqhint_hints) +
 	       n * sizeof(struct virtio_freqhint_record);
@@ -54,7 +72,7 @@ void fh_transport_kick(void)
 		return;
 	next = READ_ONCE(fh_last_send) +
 	       msecs_to_jiffies(fh_gather_window_ms());
-	if (time_before(jiffies, next))
+	if (time_before(jiffies, next) && !fh_notify_every_change)
 		delay = next - jiffies;
 	/* Already queued: its (earlier or equal) time stands. */
 	kthread_queue_delayed_work(fh_worker, &fh_send_work, delay);
@@ -79,10 +97,17 @@ static void fh_fill_record(struct virtio_freqhint *vi, unsigned int idx,
 	r->seq = cpu_to_le32(++vi->seq[idx]);
 }
 
-/* Fill the buffer with dirty vCPUs; returns the record count. */
-static unsigned int fh_build(struct virtio_freqhint *vi, bool *more)
+static struct virtio_freqhint_hints *fh_buf(struct virtio_freqhint *vi,
+					     unsigned int i)
 {
-	struct virtio_freqhint_record *recs = (void *)(vi->buf + 1);
+	return (void *)vi->buf + i * fh_buf_size(vi->max_records);
+}
+
+/* Fill @buf with dirty vCPUs; returns the record count. */
+static unsigned int fh_build(struct virtio_freqhint *vi,
+			     struct virtio_freqhint_hints *buf, bool *more)
+{
+	struct virtio_freqhint_record *recs = (void *)(buf + 1);
 	unsigned int cpu, n = 0;
 	u64 rep;
 	int idx;
@@ -109,17 +134,18 @@ static unsigned int fh_build(struct virtio_freqhint *vi, bool *more)
 		}
 		fh_fill_record(vi, idx, rep, &recs[n++]);
 	}
-	vi->buf->msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_HINTS);
-	vi->buf->num_records = cpu_to_le16(n);
-	memset(vi->buf->reserved, 0, sizeof(vi->buf->reserved));
+	buf->msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_HINTS);
+	buf->num_records = cpu_to_le16(n);
+	memset(buf->reserved, 0, sizeof(buf->reserved));
 	return n;
 }
 
 static void fh_send_fn(struct kthread_work *work)
 {
+	struct virtio_freqhint_hints *buf;
 	struct virtio_freqhint *vi;
 	struct scatterlist sg;
-	unsigned int n, len;
+	unsigned int i, n, len;
 	bool more;
 	int err;
 
@@ -127,25 +153,29 @@ static void fh_send_fn(struct kthread_work *work)
 	vi = fh_dev;
 	if (!vi || !fh_link_up)
 		goto out;
-	while (virtqueue_get_buf(vi->vq, &len))
-		vi->in_flight = false;
-	if (vi->in_flight) {
+	while ((buf = virtqueue_get_buf(vi->vq, &len)))
+		vi->free_bufs |= BIT(((void *)buf - (void *)vi->buf) /
+				     fh_buf_size(vi->max_records));
+	if (!vi->free_bufs) {
 		/* The device is inside its own rate window; its callback kicks. */
 		vi->send_deferred++;
 		goto out;
 	}
-	n = fh_build(vi, &more);
+	i = __ffs(vi->free_bufs);
+	buf = fh_buf(vi, i);
+	n = fh_build(vi, buf, &more);
 	if (!n)
 		goto out;
-	sg_init_one(&sg, vi->buf, fh_buf_size(n));
-	err = virtqueue_add_outbuf(vi->vq, &sg, 1, vi->buf, GFP_KERNEL);
+	sg_init_one(&sg, buf, fh_buf_size(n));
+	err = virtqueue_add_outbuf(vi->vq, &sg, 1, buf, GFP_KERNEL);
 	if (err) {
 		vi->send_errors++;
 		fh_gather_mark_all_dirty();
 		goto out;
 	}
-	vi->in_flight = true;
-	virtqueue_kick(vi->vq);
+	vi->free_bufs &= ~BIT(i);
+	if (virtqueue_kick_prepare(vi->vq) || fh_notify_every_change)
+		virtqueue_notify(vi->vq);
 	WRITE_ONCE(fh_last_send, jiffies);
 	vi->buffers_sent++;
 	vi->records_sent += n;
@@ -181,7 +211,7 @@ void fh_transport_link(struct virtio_freqhint *vi, bool up)
 {
 	mutex_lock(&fh_lock);
 	if (up) {
-		vi->in_flight = false;
+		vi->free_bufs = GENMASK(vi->num_bufs - 1, 0);
 		WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
 	}
 	WRITE_ONCE(fh_link_up, up);

@@ -155,7 +155,7 @@ gboolean fh_daemon_check_peer_tids (FhDaemon *daemon, FhConn *conn, const uint32
 const char *fh_vcpu_state (const FhVcpu *v);
 
 /*
- * Tests: a VM without a connection (name, n_vcpus thread ids), a hint on one
+ * Tests (and bench/fh-bench-decide.c): a VM without a connection (name, n_vcpus thread ids), a hint on one
  * of its vCPUs, a pass (full or what is dirty), and a check that the state
  * is what a full recompute from scratch gives (FALSE and *why otherwise).
  */

@@ -41,7 +41,7 @@ BASE_PKGS=(
 	xz-utils cpio gzip zstd dpkg-dev file
 	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev libvirt-glib-1.0-dev
 	clang libclang-rt-14-dev llvm valgrind
-	busybox-static util-linux linux-cpupower socat jq libxml2-utils
+	busybox-static util-linux linux-cpupower socat jq libxml2-utils gnuplot-nox
 	prometheus stress-ng systemd debhelper dh-dkms dkms lintian
 	flex bison bc libelf-dev libssl-dev dwarves kmod
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu

@@ -6,12 +6,14 @@
 # port (ttyS1) as "STEP <name> key=value..." and wait for the host's "GO".
 #
 # FREQHINT_BENCH_BURST_ONLY=1 (in /etc/freqhint-bench.env): only the first
-# burst, tagged FREQHINT_BENCH_TAG.
+# burst, tagged FREQHINT_BENCH_TAG.  FREQHINT_BENCH_LATENCY_ONLY=1: only
+# the latency.
 #
 #   cost       N sched_setattr() calls changing this task's clamps (guest floor)
 #   burst      a bursty mixed load; counts schedutil's calls into the driver's
 #              cpufreq callbacks (kprobes: .fast_switch and .target — each
-#              one a trap in a trap-per-change design) and what the driver sent
+#              one a trap in a trap-per-change design) and what the driver sent;
+#              again with the module reloaded with notify_every_change=1
 #   final      a steady clamped task on vCPU1: the host's state must match
 #   latency    the responder for bench/fh-bench-latency.c on ttyS2
 . /lib/freqhint/test-lib.sh
@@ -34,12 +36,28 @@ step_load_module
 mount -t tracefs nodev "$TR" 2>/dev/null || TR=/sys/kernel/debug/tracing
 check "tracefs" test -w "$TR/kprobe_events"
 echo 0 >"$TR/tracing_on"
-check "kprobe on .fast_switch" sh -c "echo 'p:fhbench/fhb_fast_switch fh_cpufreq_fast_switch' >>$TR/kprobe_events"
-check "kprobe on .target" sh -c "echo 'p:fhbench/fhb_target fh_cpufreq_target' >>$TR/kprobe_events"
-check "kprobes enabled" sh -c "echo 1 >$TR/events/fhbench/enable"
+kprobes() {
+	check "kprobe on .fast_switch" sh -c "echo 'p:fhbench/fhb_fast_switch fh_cpufreq_fast_switch' >>$TR/kprobe_events"
+	check "kprobe on .target" sh -c "echo 'p:fhbench/fhb_target fh_cpufreq_target' >>$TR/kprobe_events"
+	check "kprobes enabled" sh -c "echo 1 >$TR/events/fhbench/enable"
+}
+kprobes
 check "schedutil governs" grep -q schedutil /sys/devices/system/cpu/cpufreq/policy0/scaling_governor
 sleep 2
 check "host sees the VM" step connected
+
+# 4. Latency: the host drives the responder on ttyS2 (clock exchanges,
+# then clamp changes, then clock exchanges).
+latency() {
+	check "latency start" step latency
+	check "latency responder" /bin/fh-guest-bench step /dev/ttyS2 1
+	check "latency done" step latency-done
+}
+if [ "${FREQHINT_BENCH_LATENCY_ONLY:-0}" = 1 ]; then
+	latency
+	echo "STEP end" >&3
+	done_testing
+fi
 
 # 6. The cost of one clamp change, and of one cpufreq limit change through
 # sysfs, in this guest (vCPU3's policy; restored afterwards).
@@ -53,12 +71,17 @@ check "cost measured" step cost $out $out2
 
 # 1. Bursty load: tasks waking at mixed periods, some clamped, one whose
 # clamps are changed while it runs.  Run with the driver's default
-# hysteresis, then (tag h64) with 64/1024.
+# (coalescing) mode, then (tag every) reloaded with notify_every_change=1:
+# the anchor, one notification per change of a vCPU's report, each
+# governor request included (guest-driver/README.md).  Every second the
+# requests so far are noted ("series=T:CALLS,..." in guest seconds since
+# the start); the host samples the device's notifications alike.
 burst() {
 	tag=$1 secs=${FREQHINT_BENCH_BURST_S:-20}
 	c0=$(calls) b0=$(stat_of buffers_sent) r0=$(stat_of records_sent)
 	check "burst $tag start" step burst-start tag=$tag
 	t0=$(cut -d' ' -f1 /proc/uptime)
+	series=0:0
 	/bin/fh-guest-bench wake 1000 150 "$secs" &
 	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$secs" &
 	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$secs" &
@@ -73,23 +96,38 @@ burst() {
 		sleep 0.25
 		uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
 		i=$((i + 1))
+		[ $((i % 4)) = 0 ] &&
+			series="$series,$(awk -v a="$t0" '{ printf "%.2f", $1 - a }' /proc/uptime):$(($(calls) - c0))"
 	done
 	wait
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	c1=$(calls) b1=$(stat_of buffers_sent) r1=$(stat_of records_sent)
 	check "burst $tag done" step burst-done tag=$tag calls=$((c1 - c0)) buffers=$((b1 - b0)) \
-		records=$((r1 - r0)) guest_seconds=$(echo "$t1 $t0" | awk '{ printf "%.1f", $1 - $2 }')
+		records=$((r1 - r0)) guest_seconds=$(echo "$t1 $t0" | awk '{ printf "%.1f", $1 - $2 }') \
+		series="$series"
 }
+
+# Reload the module (with PARAM=VALUE...); the kprobes on its functions go
+# and come with it.
+reload() {
+	echo 0 >"$TR/events/fhbench/enable"
+	echo '-:fhbench/fhb_fast_switch' >>"$TR/kprobe_events"
+	echo '-:fhbench/fhb_target' >>"$TR/kprobe_events"
+	check "module unloads" rmmod virtio_freqhint
+	step_load_module "$@"
+	kprobes
+	sleep 2
+}
+
 burst "${FREQHINT_BENCH_TAG:-default}"
 if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
-h=/sys/module/virtio_freqhint/parameters/hysteresis
-h0=$(cat $h)
-echo 64 >$h
-burst h64
-echo "$h0" >$h
+reload notify_every_change=1
+check "notify_every_change set" grep -qx Y /sys/module/virtio_freqhint/parameters/notify_every_change
+burst every
+reload
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the
@@ -103,10 +141,7 @@ check "host matches the guest" step final $line
 wait "$steady"
 sleep 1
 
-# 4. Latency: the host drives the responder on ttyS2.
-check "latency start" step latency
-check "latency responder" /bin/fh-guest-bench step /dev/ttyS2 1
-check "latency done" step latency-done
+latency
 
 echo "STEP end" >&3
 done_testing

@@ -22,7 +22,10 @@
  *       Latency responder for bench/fh-bench-latency.c: pinned to CPU,
  *       busy 2 ms of every 10 ms (so the vCPU stays active), reads lines
  *       from TTY: "S <min>" sets this task's clamp floor to <min> (max
- *       1024) and answers "A <min>"; "P" answers "A P"; "Q" exits.
+ *       1024) and answers "A <min> <ns>", <ns> the guest's
+ *       CLOCK_MONOTONIC_RAW just before the change; "T <k>" answers
+ *       "T <k> <ns>", the clock when the line was read (the host's
+ *       round-trip offset estimate); "P" answers "A P"; "Q" exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,6 +78,15 @@ static double now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* Not slewed by NTP: the clock the host relates to its own. */
+static long long raw_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 static void spin_until(double t_ns)
@@ -167,6 +179,7 @@ static int step(const char *tty, int cpu)
 		fprintf(stderr, "sched_setaffinity: %s\n", strerror(errno));
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
+		long long t_read;
 		char *nl;
 		ssize_t n;
 
@@ -176,9 +189,11 @@ static int step(const char *tty, int cpu)
 		n = read(fd, buf + len, sizeof(buf) - len - 1);
 		if (n <= 0)
 			return 1;
+		t_read = raw_ns();
 		len += n;
 		while ((nl = memchr(buf, '\n', len))) {
-			char out[32];
+			char out[64];
+			long long t;
 			int v, o = 0;
 
 			*nl = '\0';
@@ -186,11 +201,14 @@ static int step(const char *tty, int cpu)
 				return 0;
 			if (buf[0] == 'P') {
 				o = snprintf(out, sizeof(out), "A P\n");
+			} else if (sscanf(buf, "T %d", &v) == 1) {
+				o = snprintf(out, sizeof(out), "T %d %lld\n", v, t_read);
 			} else if (sscanf(buf, "S %d", &v) == 1) {
+				t = raw_ns();
 				if (set_clamps(v, 1024))
 					o = snprintf(out, sizeof(out), "E %d\n", errno);
 				else
-					o = snprintf(out, sizeof(out), "A %d\n", v);
+					o = snprintf(out, sizeof(out), "A %d %lld\n", v, t);
 			}
 			if (o > 0 && write(fd, out, o) != o)
 				return 1;

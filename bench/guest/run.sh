@@ -10,9 +10,19 @@
 #
 #   run.sh --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE
 #          [--samples N] [--burst-seconds S] [--rate-window MS --burst-only TAG]
+#          [--no-windows TAG]
 #
 # --rate-window sets the device's rate-window-ms; --burst-only runs only the
-# bursty load (figure 1), its results tagged TAG.
+# bursty load (figure 1), its results tagged TAG.  --no-windows runs only
+# the latency (figure 4), results latency_TAG_*, with every window that
+# can be turned off turned off or to its least: the device's rate window
+# 1 ms (rate-window-ms, 0 is refused) and so the driver's window, which
+# follows it; the device's forward interval 0 (forward-interval-ms);
+# freqhintd's per-policy write interval 0 ([cpufreq] min_write_interval_ms).
+# What stays: freqhintd's decision passes at least 5 ms apart (a constant;
+# a pass starts at once when the last is older, as here between samples)
+# and the driver's window-end publication of a running task's own clamp
+# change (GR-11: the leading edge only covers tasks starting to run).
 #
 # Writes key=value lines to FILE (read by bench/run.sh).
 set -euo pipefail
@@ -22,7 +32,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
 
-freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only=
+freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only= nowin=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--freqhintd) freqhintd=${2:?}; shift ;;
@@ -33,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--burst-seconds) burst=${2:?}; shift ;;
 	--rate-window) window=${2:?}; shift ;;
 	--burst-only) only=${2:?}; shift ;;
+	--no-windows) nowin=${2:?}; shift ;;
 	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE [--samples N] [--burst-seconds S]" ;;
 	esac
 	shift
@@ -49,6 +60,7 @@ trap e2e_cleanup EXIT
 # Guest side: module, the static benchmark binary, the script.
 printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\n' "$burst" >"$E2E_DIR/env"
 [ -z "$only" ] || printf 'FREQHINT_BENCH_BURST_ONLY=1\nFREQHINT_BENCH_TAG=%s\n' "$only" >>"$E2E_DIR/env"
+[ -z "$nowin" ] || printf 'FREQHINT_BENCH_LATENCY_ONLY=1\n' >>"$E2E_DIR/env"
 e2e_make_initrd "$here/bench/guest/bench-guest.sh" \
 	"$(e2e_static fh-guest-bench "$here/bench/guest/fh-guest-bench.c")" \
 	"$E2E_DIR/env:/etc/freqhint-bench.env"
@@ -66,9 +78,16 @@ perf_as_floor=false
 [vm $E2E_VM_NAME]
 cpus=0,2,4,6
 EOC
+props=",rate-window-ms=$window"
+lat_prefix=latency_
+if [ -n "$nowin" ]; then
+	printf '\n[cpufreq]\nmin_write_interval_ms=0\n' >>"$E2E_DIR/freqhintd.conf"
+	props=",rate-window-ms=1,forward-interval-ms=0"
+	lat_prefix=latency_${nowin}_
+fi
 e2e_start_agent
 
-e2e_start_guest --timeout 600 --device-props ",rate-window-ms=$window" -- \
+e2e_start_guest --timeout 600 --device-props "$props" -- \
 	-chardev "socket,id=lat,path=$E2E_DIR/guest-lat.sock,server=on,wait=off" \
 	-serial chardev:lat
 e2e_connect_control
@@ -84,6 +103,20 @@ take() {
 	done
 }
 
+# Every second until killed: "T:N", the device's notifications since the
+# x-stats JSON $1 and the seconds since then (the figure-1 time series).
+sample_notifications() {
+	local b n t
+	b=$(jq .notifications <<<"$1")
+	t=$(jq .host_ns_after <<<"$1")
+	echo "0:0"
+	while sleep 1; do
+		n=$(qom_stats) || continue
+		jq -r --argjson b "$b" --argjson t "$t" \
+			'"\(((.host_ns_after - $t) / 1e7 | round) / 100):\(.notifications - $b)"' <<<"$n"
+	done
+}
+
 pol=$(pdir 2)
 while next_step; do
 	set -- "${step_args[@]}"
@@ -92,15 +125,20 @@ while next_step; do
 		step_connected
 		;;
 	cost)
-		[ -n "$only" ] || take guest_ "$@"
+		[ -n "$only$nowin" ] || take guest_ "$@"
 		verdict OK
 		;;
 	burst-start)
 		tag=${1#tag=}
 		before=$(qom_stats)
+		sample_notifications "$before" >"$E2E_DIR/series-$tag" &
+		sampler=$!
 		verdict OK
 		;;
 	burst-done)
+		kill "$sampler" 2>/dev/null || true
+		wait "$sampler" 2>/dev/null || true
+		result "device_${tag}_series" "$(paste -sd, "$E2E_DIR/series-$tag")"
 		after=$(qom_stats)
 		take "burst_${tag}_" "$@"
 		for k in notifications buffers records forwarded coalesced; do
@@ -131,7 +169,7 @@ while next_step; do
 		low=$(policy_original 2 min)
 		result latency_expected "$low/$high"
 		"$latency" --serial "$E2E_DIR/guest-lat.sock" --watch "$pol/scaling_min_freq" \
-			--high-khz "$high" --low-khz "$low" --samples "$samples" \
+			--high-khz "$high" --low-khz "$low" --samples "$samples" --rise-only \
 			>"$E2E_DIR/latency.out" 2>"$E2E_DIR/latency.err" &
 		lat_pid=$!
 		verdict OK
@@ -142,11 +180,12 @@ while next_step; do
 		lat_pid=
 		cat "$E2E_DIR/latency.err" >&2
 		summary=$(grep '^summary' "$E2E_DIR/latency.out" || true)
-		take latency_ $summary
-		grep '^sample' "$E2E_DIR/latency.out" | awk 'NF == 5 { print $3 }' | paste -sd' ' |
-			sed 's/^/latency_raw="/; s/$/"/' >>"$out"
-		grep '^sample' "$E2E_DIR/latency.out" | awk 'NF == 5 { print $5 }' | paste -sd' ' |
-			sed 's/^/latency_raw_ackw="/; s/$/"/' >>"$out"
+		# shellcheck disable=SC2086 # key=value words
+		take "$lat_prefix" $summary
+		# Raw samples (ms): command -> write, ack -> write, change -> write.
+		result "${lat_prefix}raw" "$(awk '$1 == "sample" && NF == 6 { print $3 }' "$E2E_DIR/latency.out" | paste -sd' ')"
+		result "${lat_prefix}raw_ackw" "$(awk '$1 == "sample" && NF == 6 { print $5 }' "$E2E_DIR/latency.out" | paste -sd' ')"
+		result "${lat_prefix}raw_clk" "$(awk '$1 == "sample" && NF == 6 { print $6 }' "$E2E_DIR/latency.out" | paste -sd' ')"
 		if [ "$rc" = 0 ]; then verdict OK; else verdict "latency run failed ($rc)"; fi
 		;;
 	*)
@@ -157,7 +196,7 @@ done
 
 rc=0
 e2e_wait_guest >"$E2E_DIR/guest-summary" 2>&1 || rc=$?
-result "guest_run_ok${only:+_$only}" "$([ "$rc" = 0 ] && [ "$host_failures" = 0 ] && echo yes || echo no)"
-[ -n "$only" ] || result agent_backend_writes "$(ctl_json status | jq .backend_writes_total 2>/dev/null || echo '?')"
+result "guest_run_ok${only:+_$only}${nowin:+_$nowin}" "$([ "$rc" = 0 ] && [ "$host_failures" = 0 ] && echo yes || echo no)"
+[ -n "$only$nowin" ] || result agent_backend_writes "$(ctl_json status | jq .backend_writes_total 2>/dev/null || echo '?')"
 [ "$rc" = 0 ] || { tail -n 30 "$E2E_DIR/guest-summary" >&2; exit 1; }
 [ "$host_failures" = 0 ]

@@ -7,8 +7,10 @@
 #   step_open            the control port (ttyS1), raw, as fd 3
 #   step NAME [K=V]...   report "STEP NAME K=V..." on it and wait for the
 #                        host's verdict: "GO" passes, "NO <why>" fails
-#   step_load_module     checks: virtio_freqhint.ko loads and binds to the
-#                        device ($dev: its sysfs directory)
+#   step_load_module [PARAM=VALUE]...
+#                        checks: virtio_freqhint.ko loads (with those module
+#                        parameters) and binds to the device ($dev: its
+#                        sysfs directory)
 
 step_open() {
 	stty -F /dev/ttyS1 raw -echo || exit 1
@@ -26,7 +28,7 @@ step() {
 }
 
 step_load_module() {
-	check "module loads" insmod /modules/virtio_freqhint.ko
+	check "module loads${1:+ ($*)}" insmod /modules/virtio_freqhint.ko "$@"
 	dev=
 	for step_d in /sys/bus/virtio/drivers/virtio_freqhint/virtio*; do
 		[ -e "$step_d" ] && { dev=$step_d; break; }
