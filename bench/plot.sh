@@ -86,7 +86,7 @@ cdf "${latency_nowin_raw_clk:-}" "$data/latency-nowin.dat" &&
 	curves+=("'$data/latency-nowin.dat' using 1:2 with steps lw 2 dt 2 title 'every window off (anchor)'")
 if [ ${#curves[@]} -gt 0 ]; then
 	gnuplot <<EOF
-set terminal png size 900,560
+set terminal pngcairo size 900,560
 set output '$out/BENCHMARKS-latency.png'
 set title 'Guest clamp change -> host write (TCG guest, clocks related over the serial port)'
 set xlabel 'latency (ms)'
@@ -111,15 +111,15 @@ if [ ${#curves[@]} -gt 0 ]; then
 	curves+=("x with lines dt 2 lc rgb 'gray40' title 'one per request'"
 		"100 with lines dt 3 lc rgb 'gray40' title 'one per 10 ms window'")
 	gnuplot <<EOF
-set terminal png size 900,560
+set terminal pngcairo size 900,560
 set output '$out/BENCHMARKS-notifications.png'
 set title 'Bursty guest load: virtqueue notifications against schedutil requests (per second)'
 set xlabel 'schedutil requests/s (all vCPUs)'
 set ylabel 'virtqueue notifications/s'
 set xrange [0:*]
-set yrange [0:*]
+set yrange [0:120<*]
 set grid
-set key top left
+set key top left opaque
 plot $(IFS=,; echo "${curves[*]}")
 EOF
 	log "wrote $out/BENCHMARKS-notifications.png"
