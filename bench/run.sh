@@ -239,14 +239,14 @@ Value and anchor were measured in this run, on the same machine, one after the o
 | freqhintd anonymous memory per connected 16-vCPU VM, $(val mem_vms) VMs (§5) | $per_vm_kib KiB | — | — | ≤ 4 KiB | $v_vm |
 | freqhintd CPU while $(val mem_vms) × 16 vCPUs sit idle (§5) | $(val mem_idle_cpu_pct) % of a core | — | — | ≤ 2 % | $v_idle |
 | one decision pass after one vCPU's hint, $(val decide_vcpus) vCPUs (§7) | p50 $(val decide_hint_p50_us) µs, p90 $(val decide_hint_p90_us) µs, max $(val decide_hint_max_us) µs (n=$(val decide_hint_passes)) | a full recompute: p50 $(val decide_full_p50_us) µs, max $(val decide_full_max_us) µs (n=$(val decide_full_passes)) | $(val decide_hint_vs_full) (p50) | ≤ 100 µs (p90) | $v_decide |
-| freqhintd over real sockets, records per CPU-second, 1000 × 16 flood (§2) | $flood_m M | the pure merge loop: $merge_m M updates/s | $(val flood_vs_merge) | ≥ 10 M | $v_flood |
+| freqhintd over real sockets, records per CPU-second, $(val mem_vms) × 16 flood (§2) | $flood_m M | the pure merge loop: $merge_m M updates/s | $(val flood_vs_merge) | ≥ 10 M | $v_flood |
 
 Other figures:
 
 | # | figure | measured | goal | |
 |---|---|---|---|---|
 | 2 | agent decode + merge + decide, 1000 VMs × 16 vCPUs, one core | $merge_m M updates/s ($(val merge_ir_per_update) instructions/update) | ≥ 5 M updates/s | $v2 |
-| 5 | freqhintd peak RSS, 1000 VMs × 16 vCPUs connected | $mem_mib MiB (VmHWM) | ≤ 8 MiB | $v5 |
+| 5 | freqhintd peak RSS, $(val mem_vms) VMs × 16 vCPUs connected | $mem_mib MiB (VmHWM) | ≤ 8 MiB | $v5 |
 | 6 | one actuation: sched_setattr in the TCG guest / one cpufreq write | ${setattr_us} µs / ${write_us} µs (fixture on disk), ${write_tmpfs_us} µs (tmpfs), ${gsysfs_us} µs (guest cpufreq sysfs) | (floor for comparison) | |
 
 ## 1. Notifications per guest frequency request
@@ -309,7 +309,7 @@ An update is one decoded record. Instructions: \`valgrind --tool=callgrind\`, 25
 Worst case for the same code: 1-record frames, still one full pass per round of 1000 frames (the daemon recomputes every vCPU on each
 pass): $merge1_m M updates/s. The daemon bounds passes to one per 5 ms, so this is not a rate it reaches in practice.
 
-The daemon itself, fed by \`fh-bench-vms --mode flood\` over its real sockets (1000 VMs × 16 vCPUs, 16-record frames, cpufreq
+The daemon itself, fed by \`fh-bench-vms --mode flood\` over its real sockets ($(val mem_vms) VMs × 16 vCPUs, 16-record frames, cpufreq
 backend on fixtures): $(val flood_records) records in $(val flood_daemon_cpu_s) s of freqhintd CPU time = **$flood_m M records per CPU-second**,
 $(val flood_passes) decision passes (client: $(val flood_client)): $(val flood_vs_merge) of the pure merge loop's rate measured above in
 the same run (its anchor). The difference from the pure figure
@@ -428,7 +428,7 @@ Started with no VM: VmHWM $mem_base_mib MiB, of which $mem_file_mib MiB file-bac
 and $(calc "$(val mem_baseline_anon_kb) / 1024" %.1f) MiB anonymous. Per connected VM: $per_vm_kib KiB anonymous.
 
 How: freqhintd (cpufreq backend, metrics endpoint on, fixture tree with one fake thread per vCPU, \`check_thread_owner=false\`)
-and \`bench/fh-bench-vms --mode hold\` connecting 1000 devices with 16 vCPUs each (HELLO, WELCOME, a FULL HINTS frame, then PINGs
+and \`bench/fh-bench-vms --mode hold\` connecting $(val mem_vms) devices with 16 vCPUs each (HELLO, WELCOME, a FULL HINTS frame, then PINGs
 answered; each VM from a peer process of its own, PA-20); \`/proc/PID/status\` VmHWM/VmRSS/RssAnon after 12 s.
 Anonymous memory per connected VM: **$per_vm_kib KiB** (RssAnon with the VMs minus RssAnon at start, over $(val mem_vms)); goal ≤ 4 KiB: $v_vm.
 While holding them, idle, freqhintd used **$(val mem_idle_cpu_pct) %** of a core over 10 s of its CPU time (utime + stime); goal ≤ 2 %: $v_idle.
@@ -479,7 +479,7 @@ and the economy of figure 3 removes most writes altogether. A trap-per-change de
 
 ## 7. One decision pass after one vCPU's hint, beside a full recompute
 
-With $(val decide_vcpus) vCPUs (1000 VMs × 16), the pass one vCPU's new hint causes: **p50 $(val decide_hint_p50_us) µs, p90
+With $(val decide_vcpus) vCPUs ($(( $(val decide_vcpus) / 16 )) VMs × 16), the pass one vCPU's new hint causes: **p50 $(val decide_hint_p50_us) µs, p90
 $(val decide_hint_p90_us) µs**, max $(val decide_hint_max_us) µs over $(val decide_hint_passes) passes. Goal ≤ 100 µs (judged on the p90): $v_decide.
 Anchor, a full recompute of the same state in the same process, interleaved (one after every 10 hint passes): p50
 $(val decide_full_p50_us) µs ($decide_full_ms ms), max $(val decide_full_max_us) µs over $(val decide_full_passes) passes; the hint's pass costs
