@@ -160,15 +160,23 @@ client_pid=
 eventually 30 test "$(status_field connected_vms)" = 0 || true
 
 log "bench: flooding freqhintd from $VMS VMs"
-f0=$(status_field hints_frames_total) u0=$(status_field updates_total) c0=$(cpu_s)
+# Measured over a steady window of the flood: the peers' connects before it
+# and their exits after it are full passes, not the flood.
+rm -f "$T/flood-ready"
 "$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
-	--mode flood --seconds 15 >"$T/flood.out" 2>"$T/flood.err" ||
-	log "flood client: $(tail -n2 "$T/flood.err")"
-f1=$(status_field hints_frames_total) u1=$(status_field updates_total) c1=$(cpu_s)
-# Frames counted by the daemon include the FULL frame of each connection.
-frames=$((f1 - f0 - VMS))
+	--mode flood --seconds 16 --ready-file "$T/flood-ready" >"$T/flood.out" 2>"$T/flood.err" &
+client_pid=$!
+eventually 300 test -e "$T/flood-ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/flood.err")"
+sleep 2
+f0=$(status_field hints_frames_total) u0=$(status_field updates_total) c0=$(cpu_s) t0=$(date +%s%3N)
+sleep 10
+f1=$(status_field hints_frames_total) u1=$(status_field updates_total) c1=$(cpu_s) t1=$(date +%s%3N)
+wait "$client_pid" || log "flood client: $(tail -n2 "$T/flood.err")"
+client_pid=
+frames=$((f1 - f0))
 cpu=$(echo "$c0 $c1" | awk '{ print $2 - $1 }')
 result flood_client "$(cat "$T/flood.out")"
+result flood_window_s "$(echo "$t0 $t1" | awk '{ printf "%.1f", ($2 - $1) / 1000 }')"
 result flood_records "$((frames * VCPUS))"
 result flood_daemon_cpu_s "$cpu"
 result flood_passes "$((u1 - u0))"

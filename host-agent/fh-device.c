@@ -514,20 +514,34 @@ conn_frame_max (uint16_t n)
   return FH_FRAME_HDR_SIZE + m;
 }
 
-static gboolean
-conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
+/*
+ * Reads a connection may make per main-loop wake-up.  GLib's cost per
+ * iteration grows with the number of watched fds (two per VM: its socket
+ * and its pidfd), and the receive buffer holds about one frame (issue 16),
+ * so reading once per wake-up made a flooding VM cost a whole iteration per
+ * frame; the bound keeps one busy VM from holding the loop from the others.
+ */
+#define FH_CONN_READS_PER_WAKEUP 16
+
+typedef enum {
+  CONN_READ_MORE,  /* frames were taken; the socket may hold more */
+  CONN_READ_EMPTY, /* nothing to read now */
+  CONN_READ_CLOSED,
+} ConnReadResult;
+
+static ConnReadResult
+conn_read_frames (FhConn *conn, gint fd)
 {
-  FhConn *conn = user_data;
   size_t off = 0;
   ssize_t n;
 
   n = recv (fd, conn->in + conn->in_len, conn->in_size - conn->in_len, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return G_SOURCE_CONTINUE;
+    return CONN_READ_EMPTY;
   if (n <= 0) {
     conn->in_watch = 0;
     fh_conn_close (conn, FH_CLOSE_NORMAL, "%s", n == 0 ? "peer disconnected" : g_strerror (errno));
-    return G_SOURCE_REMOVE;
+    return CONN_READ_CLOSED;
   }
   conn->in_len += (size_t) n;
   conn->last_rx_us = g_get_monotonic_time ();
@@ -547,19 +561,19 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
                        "frame of %u bytes is larger than any a device with %u vCPUs sends",
                        fh_get_le32 (conn->in + off), conn->num_vcpus);
         fh_conn_unref (conn);
-        return G_SOURCE_REMOVE;
+        return CONN_READ_CLOSED;
       }
       break;
     }
     if (r == FH_PARSE_ERROR) {
       fh_conn_close (conn, err.reason, "%s", err.text);
       fh_conn_unref (conn);
-      return G_SOURCE_REMOVE;
+      return CONN_READ_CLOSED;
     }
     if (!handle_frame (conn, &f) || conn->closing) {
       /* closed: its watch is removed; our reference keeps conn readable until here */
       fh_conn_unref (conn);
-      return G_SOURCE_REMOVE;
+      return CONN_READ_CLOSED;
     }
     off += size;
   }
@@ -573,6 +587,24 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
       conn->in_len <= conn_frame_max (conn->num_vcpus)) {
     conn->in_size = conn_frame_max (conn->num_vcpus);
     conn->in = g_realloc (conn->in, conn->in_size);
+  }
+  return CONN_READ_MORE;
+}
+
+static gboolean
+conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
+{
+  FhConn *conn = user_data;
+
+  for (guint i = 0; i < FH_CONN_READS_PER_WAKEUP; i++) {
+    switch (conn_read_frames (conn, fd)) {
+    case CONN_READ_MORE:
+      break;
+    case CONN_READ_EMPTY:
+      return G_SOURCE_CONTINUE;
+    case CONN_READ_CLOSED:
+      return G_SOURCE_REMOVE;
+    }
   }
   return G_SOURCE_CONTINUE;
 }
