@@ -310,20 +310,24 @@ Worst case for the same code: 1-record frames, still one full pass per round of 
 pass): $merge1_m M updates/s. The daemon bounds passes to one per 5 ms, so this is not a rate it reaches in practice.
 
 The daemon itself, fed by \`fh-bench-vms --mode flood\` over its real sockets ($(val mem_vms) VMs × 16 vCPUs, 16-record frames, cpufreq
-backend on fixtures): $(val flood_records) records in $(val flood_daemon_cpu_s) s of freqhintd CPU time = **$flood_m M records per CPU-second**,
-$(val flood_passes) decision passes (client: $(val flood_client)): $(val flood_vs_merge) of the pure merge loop's rate measured above in
-the same run (its anchor). The difference from the pure figure
-is socket I/O, GLib main-loop dispatch and per-pass bookkeeping (sorting VMs, GRANTS); it is not broken down here.
+backend on fixtures), measured over a steady $(val flood_window_s) s window once every VM is connected: $(val flood_records) records in
+$(val flood_daemon_cpu_s) s of freqhintd CPU time = **$flood_m M records per CPU-second**, and $(val flood_passes) decision passes in that window
+(client: $(val flood_client)): $(val flood_vs_merge) of the pure merge loop's rate measured above in
+the same run (its anchor). The difference from the pure figure is socket I/O and GLib main-loop dispatch: a \`perf\` profile of
+freqhintd under this flood before commit f4f116c put half of its time in GLib's loop, whose every iteration walks all ~2 000 watched
+fds (each VM's socket and pidfd) while one read took one frame (0.74 M records per CPU-second then; now up to 16 reads per wake-up),
+and the decision pass, then an idle-priority source, ran only on the poll tick (10 passes in 10 s).
 Goal ≥ 10 M records per CPU-second: $v_flood.
 EOF
 if [ "$v_flood" != met ]; then
 cat <<EOF
 
-**Missed** (the flood). Reason: each 16-record frame costs the daemon a wake-up of its main loop, a read and a dispatch
-on top of the ~$(calc "16e9 / $(val merge_median_updates_per_s)" %.0f) ns the pure loop spends on its 16 records, and the run shares
-$(nproc) cores with the flooding client; how the rest divides between socket I/O, dispatch and per-pass work is not
-measured here. What would close it: read every frame a socket holds per wake-up (one read of many frames), and a profile
-of freqhintd under this flood (perf or callgrind on the daemon) to say what else to cut.
+**Missed** (the flood). Reason: each wake-up for a device socket costs a GLib main-loop iteration whose price grows with the
+number of watched fds, on top of the ~$(calc "16e9 / $(val merge_median_updates_per_s)" %.0f) ns the pure loop spends on 16 records, and the run
+shares $(nproc) cores with the flooding client. Reading more frames per wake-up raises the rate but makes each iteration, and so
+the wait for a decision, longer (64 reads: 4.7 M and 37 passes in 10 s; 16: 4.0 M and 85; 8: 3.0 M and 126). What would close it:
+one epoll source for all device sockets (an iteration's cost then follows the ready sockets, not all of them), and a
+receive buffer of a few frames where a VM floods.
 EOF
 fi
 if [ "$v2" != met ]; then
