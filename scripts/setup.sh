@@ -15,6 +15,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "run as root (apt, /var/cache)"
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 add_backports_sources() {
 	# Derive bookworm-backports and deb-src from the stanza the machine
@@ -75,8 +76,10 @@ install_packages() {
 	for p in "${BPO_PKGS[@]}"; do bpo+=("$p/bookworm-backports"); done
 	# A machine that has everything is left as it is: no sources rewritten,
 	# no apt run (so concurrent test runs never contend for dpkg's lock).
-	hdr61=$(dpkg-query -W -f='${Package}\n' 'linux-headers-6.1.0-*-amd64' 2>/dev/null |
-		grep -E '^linux-headers-6\.1\.0-[0-9]+-amd64$' | sort -V | tail -n1)
+	# dpkg-query fails when no package matches (a fresh machine): that is
+	# an empty answer here, not an error for set -e and pipefail.
+	hdr61=$({ dpkg-query -W -f='${Package}\n' 'linux-headers-6.1.0-*-amd64' 2>/dev/null || :; } |
+		awk '/^linux-headers-6\.1\.0-[0-9]+-amd64$/' | sort -V | tail -n1)
 	if [ -n "$hdr61" ]; then
 		pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
 		# Installed is not enough for backports packages: bookworm's own
