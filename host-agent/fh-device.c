@@ -524,18 +524,19 @@ conn_frame_max (uint16_t n)
 #define FH_CONN_READS_PER_WAKEUP 16
 
 typedef enum {
-  CONN_READ_MORE,  /* frames were taken; the socket may hold more */
-  CONN_READ_EMPTY, /* nothing to read now */
+  CONN_READ_MORE,    /* frames were taken; the socket may hold more */
+  CONN_READ_DRAINED, /* frames were taken; the socket held no more */
+  CONN_READ_EMPTY,   /* nothing to read now */
   CONN_READ_CLOSED,
 } ConnReadResult;
 
 static ConnReadResult
 conn_read_frames (FhConn *conn, gint fd)
 {
-  size_t off = 0;
+  size_t off = 0, offered = conn->in_size - conn->in_len;
   ssize_t n;
 
-  n = recv (fd, conn->in + conn->in_len, conn->in_size - conn->in_len, MSG_DONTWAIT);
+  n = recv (fd, conn->in + conn->in_len, offered, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return CONN_READ_EMPTY;
   if (n <= 0) {
@@ -588,7 +589,12 @@ conn_read_frames (FhConn *conn, gint fd)
     conn->in_size = conn_frame_max (conn->num_vcpus);
     conn->in = g_realloc (conn->in, conn->in_size);
   }
-  return CONN_READ_MORE;
+  /*
+   * A stream socket's recv() returns less than offered only when it holds
+   * no more: another read would just say EAGAIN, at the usual rate of one
+   * frame per window a syscall per wake-up for nothing.
+   */
+  return (size_t) n < offered ? CONN_READ_DRAINED : CONN_READ_MORE;
 }
 
 static gboolean
@@ -600,6 +606,7 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
     switch (conn_read_frames (conn, fd)) {
     case CONN_READ_MORE:
       break;
+    case CONN_READ_DRAINED:
     case CONN_READ_EMPTY:
       return G_SOURCE_CONTINUE;
     case CONN_READ_CLOSED:

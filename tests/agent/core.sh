@@ -15,24 +15,6 @@ STATE=cpufreq-saved.ini
 # kill_daemon: SIGKILL, as a crash would
 kill_daemon() { kill -KILL "$DPID"; wait "$DPID" 2>/dev/null; DPID=; }
 
-# live_vm ID NAME UUID TIDS HINT...: a VM whose hints change with `send ID CMD`
-live_vm() {
-	local id=$1 name=$2 uuid=$3 tids=$4; shift 4
-	local n hints=()
-	n=$(echo "$tids" | tr ',' '\n' | wc -l)
-	for h in "$@"; do hints+=(--hint "$h"); done
-	mkfifo "$T/in-$id"
-	( exec 3>"$T/in-$id"; sleep 120 ) & CLIENTS+=($!)
-	(
-		for t in ${tids//,/ }; do [ "$t" = 0 ] || "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
-		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "$name" --uuid "$uuid" \
-			--vcpus "$n" --tids "$tids" "${hints[@]}" ${LIVE_ARGS:-} --stdin <"$T/in-$id"
-	) >"$T/client-$id.out" 2>&1 & CLIENTS+=($!)
-	eval "VM_$id=$!"
-	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
-}
-send() { echo "$2" >"$T/in-$1"; }
-
 # metric NAME_AND_LABELS VALUE: the exposition has that sample
 metric_is() {
 	local port

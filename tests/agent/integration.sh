@@ -120,6 +120,25 @@ start_vm() {
 	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
 }
 
+# live_vm ID NAME UUID TIDS HINT...: as start_vm, and the VM's hints change
+# with `send ID CMD` (fh-testclient --stdin: "hint V:MIN:MAX[:idle]", "full ...")
+live_vm() {
+	local id=$1 name=$2 uuid=$3 tids=$4; shift 4
+	local n hints=()
+	n=$(echo "$tids" | tr ',' '\n' | wc -l)
+	for h in "$@"; do hints+=(--hint "$h"); done
+	mkfifo "$T/in-$id"
+	( exec 3>"$T/in-$id"; sleep 120 ) & CLIENTS+=($!)
+	(
+		for t in ${tids//,/ }; do [ "$t" = 0 ] || "$MKFIXTURE" tgid "$FX" "$t" "$BASHPID"; done
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name "$name" --uuid "$uuid" \
+			--vcpus "$n" --tids "$tids" "${hints[@]}" ${LIVE_ARGS:-} --stdin <"$T/in-$id"
+	) >"$T/client-$id.out" 2>&1 & CLIENTS+=($!)
+	eval "VM_$id=$!"
+	eventually grep -q '^ready' "$T/client-$id.out" || fail "client $id did not get ready"
+}
+send() { echo "$2" >"$T/in-$1"; }
+
 U1=11111111-1111-1111-1111-111111111111
 U2=22222222-2222-2222-2222-222222222222
 U3=33333333-3333-3333-3333-333333333333
@@ -201,24 +220,16 @@ case_disconnect_releases() {
 case_live_hints() {
 	fixture; thread 501 2 2; thread 502 3 3
 	start_daemon cpufreq
-	mkfifo "$T/in"
-	( exec 3>"$T/in"; sleep 60 ) & CLIENTS+=($!)
-	(
-		"$MKFIXTURE" tgid "$FX" 501 "$BASHPID"; "$MKFIXTURE" tgid "$FX" 502 "$BASHPID"
-		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-a --uuid $U1 --vcpus 2 \
-			--tids 501,502 --hint 0:512:1024 --stdin <"$T/in"
-	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
-	exec 4>"$T/in"
+	live_vm a vm-a $U1 501,502 0:512:1024
 	expect_file "$POL/policy2/scaling_min_freq" 1600000
-	echo "hint 1:800:1024" >&4                            # second vCPU, same policy
+	send a "hint 1:800:1024"                                # second vCPU, same policy
 	expect_file "$POL/policy2/scaling_min_freq" 2800000     # 2500 MHz snaps up
-	echo "hint 1:800:1024:idle" >&4                       # idle: no floor
+	send a "hint 1:800:1024:idle"                           # idle: no floor
 	expect_file "$POL/policy2/scaling_min_freq" 1600000
-	echo "hint 0:none" >&4                                # no hint: no influence
+	send a "hint 0:none"                                    # no hint: no influence
 	expect_file "$POL/policy2/scaling_min_freq" 800000
-	echo "full 0:0:256 1:-:-" >&4                         # ceiling 256 -> 800 MHz
+	send a "full 0:0:256 1:-:-"                             # ceiling 256 -> 800 MHz
 	expect_file "$POL/policy2/scaling_max_freq" 800000
-	exec 4>&-
 }
 
 case_cgroup_chain() {
@@ -368,14 +379,7 @@ case_hints_during_flood() {
 	# no poll tick's pass to stand in for the passes hints ask for
 	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=60000/' "$T/freqhintd.conf"
 	start_daemon cpufreq
-	mkfifo "$T/in"
-	( exec 3>"$T/in"; sleep 120 ) & CLIENTS+=($!)
-	(
-		"$MKFIXTURE" tgid "$FX" 1801 "$BASHPID"
-		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-q --uuid $U1 --vcpus 1 \
-			--tids 1801 --hint 0:256:1024 --stdin <"$T/in"
-	) >"$T/client-q.out" 2>&1 & CLIENTS+=($!)
-	exec 4>"$T/in"
+	live_vm q vm-q $U1 1801 0:256:1024
 	expect_jq '.[0].effective.min' 256 vcpus vm-q
 	# 8 VMs x 4 vCPUs, each sending frames as fast as its socket takes them
 	"$FH_LOADCLIENT" --socket "$T/dev.sock" --vms 8 --vcpus 4 --seconds 40 --rate 1000000 \
@@ -386,14 +390,13 @@ case_hints_during_flood() {
 		fail "the flooding VMs did not connect: $(cat "$T/client-load.out")"
 	f0=$(ctl --json status | jq -r .hints_frames_total)
 	sleep 1
-	echo "hint 0:700:1024" >&4
+	send q "hint 0:700:1024"
 	expect_jq '.[0].effective.min' 700 vcpus vm-q
 	f1=$(ctl --json status | jq -r .hints_frames_total)
 	kill -0 "$lc" 2>/dev/null ||
 		fail "the flood was over before the hint was decided: $(cat "$T/client-load.out")"
 	echo "frames during the check: $((f1 - f0))" >&2
 	[ $((f1 - f0)) -ge 300 ] || fail "only $((f1 - f0)) frames flooded: no flood to decide through"
-	exec 4>&-
 }
 
 case_malformed_isolated() {
@@ -1025,27 +1028,20 @@ case_write_rate_limit() {
 	EXTRA_CONF=$'[cpufreq]\nmin_write_interval_ms=1000'
 	fixture; thread 1301 6 6
 	start_daemon cpufreq
-	mkfifo "$T/in"
-	( exec 3>"$T/in"; sleep 60 ) & CLIENTS+=($!)
-	(
-		"$MKFIXTURE" tgid "$FX" 1301 "$BASHPID"
-		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-a --uuid $U1 --vcpus 1 \
-			--tids 1301 --hint 0:256:1024 --stdin <"$T/in"
-	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)
-	exec 4>"$T/in"
+	live_vm a vm-a $U1 1301 0:256:1024
 	expect_file "$POL/policy6/scaling_min_freq" 800000      # 256 -> 800 MHz
 	sleep 1.2                                              # a quiet interval
 	local w0 w1 i t0 t1 bound
 	w0=$(ctl --json status | jq -r .backend_writes_total)
 	# leading edge: an isolated change is written at once, not after 1 s
-	echo "hint 0:320:1024" >&4                            # 1000 MHz
+	send a "hint 0:320:1024"                                # 1000 MHz
 	for i in $(seq 8); do file_is "$POL/policy6/scaling_min_freq" 1000000 && break; sleep 0.1; done
 	file_is "$POL/policy6/scaling_min_freq" 1000000 || fail "isolated change not written at once"
 	t0=$(date +%s%N)
 	# 50 changes ~20 ms apart (decisions are >= 5 ms apart: each is one),
 	# alternating ~1.3 and ~2.2 GHz so that every one is a new value
-	for i in $(seq 50); do echo "hint 0:$((i % 2 ? 400 : 700)):1024" >&4; sleep 0.02; done
-	echo "hint 0:800:1024" >&4                            # the latest
+	for i in $(seq 50); do send a "hint 0:$((i % 2 ? 400 : 700)):1024"; sleep 0.02; done
+	send a "hint 0:800:1024"                                # the latest
 	t1=$(date +%s%N)
 	expect_file "$POL/policy6/scaling_min_freq" 2500000     # 800 -> 2500 MHz, the latest
 	expect_jq '.[0].effective.min' 800 vcpus vm-a
@@ -1059,11 +1055,10 @@ case_write_rate_limit() {
 	echo "rate limit: $((w1 - w0)) writes for 52 changes in $(((t1 - t0) / 1000000)) ms (bound $bound)" >&2
 	[ $((w1 - w0)) -le $bound ] || fail "$((w1 - w0)) writes for a burst, want <= $bound"
 	# a release inside the interval still happens, at its end
-	echo "hint 0:900:1024" >&4
-	echo "hint 0:none" >&4
+	send a "hint 0:900:1024"
+	send a "hint 0:none"
 	expect_file "$POL/policy6/scaling_min_freq" 800000
 	expect_jq '.[] | select(.cpu==6) | .active' false cpus
-	exec 4>&-
 }
 
 case_load() {
