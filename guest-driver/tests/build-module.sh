@@ -4,7 +4,16 @@
 # Build virtio_freqhint.ko against a kernel tree, warning-free (W=1), in a
 # scratch copy (Kbuild writes next to the sources).
 #
-#   build-module.sh uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]
+#   build-module.sh [--cached] uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]
+#     --cached   take the modules from $FREQHINT_CACHE/modules/<key> when
+#                these sources were built against this tree before (the
+#                key hashes the module and spec/include sources, this
+#                script, the tree's .config, Module.symvers and release,
+#                and the compiler), else build and keep them there.  For
+#                tests that boot the module: a build costs 10-20 s and,
+#                since Kbuild's output is not byte-reproducible from a
+#                scratch directory, a new initramfs each time.  The
+#                compile tests build without it.
 #     uclamp     the project's test kernel (tests/harness/build-kernel.sh)
 #     stock      Debian's backports 6.12 headers, /usr/src/linux-headers-6.12.*-amd64
 #     bookworm   Debian's bookworm 6.1 headers, /usr/src/linux-headers-6.1.*-amd64
@@ -19,16 +28,55 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 
+cached=0
+[ "${1:-}" = --cached ] && { cached=1; shift; }
 case "${1:-}" in
-	"") die "usage: $0 uclamp|stock|bookworm|DIR [OUT.ko]" ;;
+	"") die "usage: $0 [--cached] uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]" ;;
 	*) kdir=$(kernel_tree "$1") ;;
 esac
 [ -n "$kdir" ] && [ -f "$kdir/Makefile" ] ||
 	die "kernel tree for '$1' not found (${kdir:-no match}): run scripts/setup.sh"
+kdir=$(readlink -f "$kdir")
+src=$here/guest-driver
+
+# put_outputs DIR: copy the modules built in DIR to where they were asked for.
+put_outputs() {
+	[ -n "${out_ko:-}" ] && cp "$1/virtio_freqhint.ko" "$out_ko"
+	if [ -n "${out_test_ko:-}" ] && [ -f "$1/virtio_freqhint_test.ko" ]; then
+		cp "$1/virtio_freqhint_test.ko" "$out_test_ko"
+	fi
+	return 0
+}
+out_ko=${2:-} out_test_ko=${3:-}
+
+entry=
+if [ "$cached" = 1 ]; then
+	key=$(
+		{
+			cd "$here" && sha256sum guest-driver/tests/build-module.sh \
+				guest-driver/*.c guest-driver/*.h guest-driver/Kbuild guest-driver/Makefile
+			find spec/include -type f -print0 | sort -z | xargs -0 sha256sum
+			echo "$kdir"
+			for f in .config Module.symvers include/config/kernel.release; do
+				if [ -f "$kdir/$f" ]; then sha256sum "$kdir/$f"; fi
+			done
+			"${CC:-gcc}" --version | sed -n 1p
+		} | sha256sum | cut -c1-16
+	)
+	mcache=$FREQHINT_CACHE/modules
+	entry=$mcache/$key
+	if [ -f "$entry/virtio_freqhint.ko" ]; then
+		touch "$entry"
+		put_outputs "$entry"
+		echo "ok: virtio_freqhint.ko for $kdir from the cache ($entry)"
+		exit 0
+	fi
+	mkdir -p "$mcache"
+	find "$mcache" -mindepth 1 -maxdepth 1 -type d -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-src=$here/guest-driver
 cp "$src"/*.c "$src"/*.h "$src/Kbuild" "$src/Makefile" "$work/"
 
 if ! make -C "$kdir" M="$work" W=1 FREQHINT_SPEC_INCLUDE="$here/spec/include" \
@@ -40,8 +88,13 @@ fi
 if grep -E 'warning:|error:' "$work/make.log"; then
 	die "the build against $kdir printed warnings"
 fi
-[ -n "${2:-}" ] && cp "$work/virtio_freqhint.ko" "$2"
-if [ -n "${3:-}" ] && [ -f "$work/virtio_freqhint_test.ko" ]; then
-	cp "$work/virtio_freqhint_test.ko" "$3"
+put_outputs "$work"
+if [ -n "$entry" ]; then
+	# Published whole or not at all: a concurrent build of the same key
+	# either wins the rename or finds the entry there and drops its own.
+	part=$(mktemp -d "$mcache/.part.XXXXXX")
+	cp "$work"/*.ko "$part/"
+	chmod 755 "$part"
+	mv -T "$part" "$entry" 2>/dev/null || rm -rf "$part"
 fi
 echo "ok: virtio_freqhint.ko builds warning-free against $kdir ($(modinfo -F vermagic "$work/virtio_freqhint.ko"))"

@@ -33,7 +33,7 @@ case "$kernel" in
 		extra=() ;;
 	*) die "KERNEL is uclamp or stock" ;;
 esac
-"$here/guest-driver/tests/build-module.sh" "$(readlink -f "$kdir/build")" \
+"$here/guest-driver/tests/build-module.sh" --cached "$(readlink -f "$kdir/build")" \
 	"$work/virtio_freqhint.ko" "$work/virtio_freqhint_test.ko" >&2
 # The KUnit module exists only for kernels with CONFIG_KUNIT.
 mods=(--module "$work/virtio_freqhint.ko")

@@ -53,7 +53,7 @@ e2e_make_initrd() {
 	shift
 	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
-	"$here/guest-driver/tests/build-module.sh" uclamp "$E2E_KO" >/dev/null ||
+	"$here/guest-driver/tests/build-module.sh" --cached uclamp "$E2E_KO" >/dev/null ||
 		die "building virtio_freqhint.ko failed"
 	E2E_INITRD=$("$here/tests/harness/mkinitramfs.sh" --test "$script" \
 		--kernel "$("$here/tests/harness/build-kernel.sh" --print-dir)" \

@@ -67,7 +67,7 @@ set_md() {
 
 # --- guest image (cached by the scripts themselves) ----------------------------
 kdir=$("$src/tests/harness/build-kernel.sh" --print-dir) || fail "no guest kernel"
-"$src/guest-driver/tests/build-module.sh" uclamp "$T/virtio_freqhint.ko" >/dev/null ||
+"$src/guest-driver/tests/build-module.sh" --cached uclamp "$T/virtio_freqhint.ko" >/dev/null ||
 	fail "module build"
 cc -static -O2 -Wall -o "$T/busy" "$src/tests/harness/busy.c" || fail "busy build"
 initrd=$("$src/tests/harness/mkinitramfs.sh" --test "$src/tests/libvirt/guest-hold.sh" \
