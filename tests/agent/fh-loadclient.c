@@ -17,7 +17,10 @@
  * announces (B + vm * M + vcpu, pinned to tid % 8, Tgid = that VM's child,
  * cgroup /machine.slice), the layout of tests/agent/mkfixture.sh.
  *
- * Prints "connected N" once all are up, then at the end
+ * Prints "connected N" once all are up, "stopping" when the S seconds are
+ * over (before it closes the connections and reaps the children, which
+ * takes seconds on a busy host: a test sampling the agent tells the two
+ * phases apart by it), then at the end
  *   "vms=N alive=K frames=F records=R pings=P grants=G closed=C"
  * and exits 0 only if every connection stayed up (K == N).
  */
@@ -306,6 +309,8 @@ main (int argc, char **argv)
       }
   }
 
+  printf ("stopping\n");
+  fflush (stdout);
   alive = 0;
   for (int v = 0; v < n_vms; v++) {
     alive += !vms[v].dead;

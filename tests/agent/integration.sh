@@ -1086,7 +1086,7 @@ case_load() {
 	start_daemon cpufreq
 	"$FH_LOADCLIENT" --socket "$T/dev.sock" --vms "$vms" --vcpus "$vcpus" --seconds "$secs" \
 		--rate "${LOAD_RATE:-1}" --proc-fixture "$FX/proc" >"$T/client-load.out" 2>&1 &
-	local lc=$! t0=$SECONDS worst=0 n=0 held=0 t1 dt rc ctl_limit=${LOAD_CTL_TIMEOUT:-10}
+	local lc=$! t0=$SECONDS worst=0 n=0 held=0 during=0 t1 dt rc ctl_limit=${LOAD_CTL_TIMEOUT:-10}
 	CLIENTS+=($lc)
 	# AddressSanitizer makes every allocation and copy several times slower
 	# (freqhintctl took 2.3-5 s under ASan on a 2-core TCG-free host); the
@@ -1116,7 +1116,14 @@ case_load() {
 			fail "freqhintctl did not answer within $ctl_limit s under load: $(cat "$T/ctl.err")"
 		dt=$((($(date +%s%N) - t1) / 1000000)); n=$((n + 1))
 		[ $dt -gt $worst ] && worst=$dt
-		jq -e ".connected_vms == $vms" "$T/status.json" >/dev/null && held=$((held + 1))
+		# A status answered before the client said "stopping" was taken
+		# while every VM was connected and sending: it must count them
+		# all.  Later ones may see the client closing its connections
+		# (seconds for 1000 on a busy host) and are not judged.
+		if ! grep -q '^stopping' "$T/client-load.out"; then
+			during=$((during + 1))
+			jq -e ".connected_vms == $vms" "$T/status.json" >/dev/null && held=$((held + 1))
+		fi
 		sleep 1
 	done
 	wait $lc; rc=$?
@@ -1124,12 +1131,14 @@ case_load() {
 	cat "$T/client-load.out" >&2
 	[ $rc = 0 ] || fail "load client saw connections dropped"
 	grep -q "^vms=$vms alive=$vms " "$T/client-load.out" || fail "not every VM stayed connected"
-	[ $held -ge $((n / 2)) ] && [ $held -gt 0 ] ||
-		fail "the daemon held $vms VMs in only $held of $n samples"
+	[ $during -gt 0 ] || fail "freqhintctl answered no status during the ${secs} s of hints"
+	[ $held = $during ] ||
+		fail "the daemon counted $vms connected VMs in only $held of the $during statuses taken while all were connected"
+	grep -q '^stopping' "$T/client-load.out" || fail "the load client did not say when it stopped sending"
 	# (the client has gone: the daemon may still be dropping its connections)
 	expect_jq '.connected_vms' 0 status
 	expect_jq '.rejected_total' 0 status
-	echo "load: freqhintctl answered $n times ($held with all $vms VMs), slowest ${worst} ms;" \
+	echo "load: freqhintctl answered $n times ($during while all $vms VMs were sending), slowest ${worst} ms;" \
 		"daemon $(grep -E '^Vm(HWM|RSS)' /proc/$DPID/status | tr -s ' \t\n' ' ');" \
 		"$(ctl --json status | jq -c '{hints_frames_total, updates_total, backend_writes_total}')" >&2
 	# Bounds, generous over what was measured (AddressSanitizer build, small
