@@ -109,7 +109,7 @@ input_key() {
 			echo "$f"
 			cat "$top/$f"
 		done
-	} | sha256sum | cut -c1-16
+	} | cache_key
 }
 
 # Same rewriting scripts/update-linux-headers.sh applies to uapi headers that
@@ -234,7 +234,7 @@ run_logged() {
 
 configure_qemu() {
 	local want
-	want=$(configure_args | sha256sum | cut -c1-16)
+	want=$(configure_args | cache_key)
 	# A configure run without gcc-multilib left the option ROMs out.
 	if [ -f "$build/build.ninja" ] && [ "$(cat "$build/.configured" 2>/dev/null)" = "$want" ] &&
 		[ -f "$build/pc-bios/optionrom/config.mak" ]; then

@@ -7,8 +7,22 @@ export FREQHINT_CACHE
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# hash_inputs FILE...: a short stable key for a cache entry built from FILEs.
-hash_inputs() { cat "$@" | sha256sum | cut -c1-16; }
+# Heavy builds are cached outside the clone, one entry per key in
+# $FREQHINT_CACHE/<kind>/.  The key hashes a description of everything that
+# goes into the entry, so a changed input makes a new entry and an unchanged
+# one is never rebuilt.  Users touch an entry each time they take it, and
+# cache_prune drops what no tree has used for two weeks.
+
+# cache_key: the key for the description of inputs on stdin.
+cache_key() { sha256sum | cut -c1-16; }
+
+# cache_prune DIR [KEEP]: remove DIR's entries (and abandoned staging
+# directories) untouched for two weeks, never KEEP or a lock file.
+cache_prune() {
+	[ -d "$1" ] || return 0
+	find "$1" -mindepth 1 -maxdepth 1 -mtime +14 ! -path "${2:-}" ! -name .lock \
+		-exec rm -rf {} + 2>/dev/null || true
+}
 
 # Debian's python3, not whatever a pyenv shim puts first in PATH.
 PYTHON3=/usr/bin/python3

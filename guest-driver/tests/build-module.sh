@@ -61,7 +61,7 @@ if [ "$cached" = 1 ]; then
 				if [ -f "$kdir/$f" ]; then sha256sum "$kdir/$f"; fi
 			done
 			"${CC:-gcc}" --version | sed -n 1p
-		} | sha256sum | cut -c1-16
+		} | cache_key
 	)
 	mcache=$FREQHINT_CACHE/modules
 	entry=$mcache/$key
@@ -72,7 +72,7 @@ if [ "$cached" = 1 ]; then
 		exit 0
 	fi
 	mkdir -p "$mcache"
-	find "$mcache" -mindepth 1 -maxdepth 1 -type d -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+	cache_prune "$mcache"
 fi
 
 work=$(mktemp -d)

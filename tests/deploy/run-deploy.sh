@@ -54,12 +54,13 @@ packages() {
 	local key dir
 	key=$(cd "$here" && git ls-files -z --cached --others --exclude-standard -- \
 		. ':!tests/' ':!bench/' ':!*.md' |
-		sort -z | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -c1-16)
+		sort -z | xargs -0 sha256sum 2>/dev/null | cache_key)
 	dir=$FREQHINT_CACHE/deploy-packages/$key
-	# Other trees' packages that no run read for two weeks.
-	find "$FREQHINT_CACHE/deploy-packages" -mindepth 2 -maxdepth 2 -name 'freqhint_*.deb' \
-		-atime +14 -printf '%h\n' 2>/dev/null | { grep -vxF "$dir" || true; } | xargs -r rm -rf
-	if [ ! -f "$dir/.done" ]; then
+	# Other trees' packages go when unused.
+	cache_prune "$FREQHINT_CACHE/deploy-packages" "$dir"
+	if [ -f "$dir/.done" ]; then
+		touch "$dir"
+	else
 		rm -rf "$dir"
 		"$here/scripts/build-packages.sh" --no-qemu "$dir" >"$W/build-packages.log" 2>&1 || {
 			tail -n 40 "$W/build-packages.log" >&2

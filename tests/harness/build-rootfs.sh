@@ -77,7 +77,7 @@ key=$(
 		sha256sum <"$0"
 		printf '%s\n' "${PACKAGES[@]}"
 		printf '%s\n' "$sources"
-	} | sha256sum | cut -c1-16
+	} | cache_key
 )
 entry=$FREQHINT_CACHE/rootfs/$key
 
@@ -136,11 +136,11 @@ build_entry() {
 mkdir -p "$FREQHINT_CACHE/rootfs"
 exec 9>"$FREQHINT_CACHE/rootfs/.lock"
 flock 9
-# Images of other keys (an older script or package list) no guest read
-# for two weeks.
-find "$FREQHINT_CACHE/rootfs" -mindepth 2 -maxdepth 2 -name rootfs.img -atime +14 \
-	-printf '%h\n' 2>/dev/null | { grep -vxF "$entry" || true; } | xargs -r rm -rf
-if [ ! -f "$entry/.done" ]; then
+# Images of other keys (an older script or package list) go when unused.
+cache_prune "$FREQHINT_CACHE/rootfs" "$entry"
+if [ -f "$entry/.done" ]; then
+	touch "$entry"
+else
 	command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (scripts/setup.sh packages)"
 	build_entry
 fi

@@ -84,7 +84,7 @@ key=$(
 			find "${a%%:*}" -type f -print0 | sort -z | xargs -0r sha256sum
 		done
 		if [ ${#kmods[@]} -gt 0 ]; then cat "$kdir/modules/load-order"; fi
-	} | sed 's/  .*\//  /' | sha256sum | cut -c1-16
+	} | sed 's/  .*\//  /' | cache_key
 )
 icache="$FREQHINT_CACHE/initramfs"
 image="$icache/$key.cpio.gz"
@@ -204,8 +204,12 @@ EOF
 }
 
 mkdir -p "$icache"
-# Every distinct test makes an image; forget the ones unused for a week.
-find "$icache" -name '*.cpio.gz' -atime +7 -delete 2>/dev/null || true
-[ -f "$image" ] || build_image
+# Every distinct test makes an image; forget the ones no run took lately.
+cache_prune "$icache" "$image"
+if [ -f "$image" ]; then
+	touch "$image"
+else
+	build_image
+fi
 [ -n "$out" ] && cp "$image" "$out"
 echo "$image"

@@ -11,12 +11,14 @@ test_flavor_name (void)
 {
   /* As Nova writes it, and as virDomainGetMetadata returns it (namespace stripped). */
   static const char *const ok[] = {
-    "<nova:instance xmlns:nova=\"http://openstack.org/xmlns/libvirt/nova/1.1\">"
-    "<nova:package version=\"27.1.0\"/><nova:name>web-1</nova:name>"
-    "<nova:flavor name=\"m1.latency\" id=\"42\"><nova:vcpus>2</nova:vcpus></nova:flavor>"
-    "<nova:owner><nova:user uuid=\"u\">admin</nova:user></nova:owner></nova:instance>",
-    "<nova:instance xmlns:nova=\"http://openstack.org/xmlns/libvirt/nova/1.0\">"
-    "<nova:flavor name=\"m1.latency\"/></nova:instance>",
+    /* Parenthesised: one element each, not a missing comma (clang's
+     * -Wstring-concatenation asks for this). */
+    ("<nova:instance xmlns:nova=\"http://openstack.org/xmlns/libvirt/nova/1.1\">"
+     "<nova:package version=\"27.1.0\"/><nova:name>web-1</nova:name>"
+     "<nova:flavor name=\"m1.latency\" id=\"42\"><nova:vcpus>2</nova:vcpus></nova:flavor>"
+     "<nova:owner><nova:user uuid=\"u\">admin</nova:user></nova:owner></nova:instance>"),
+    ("<nova:instance xmlns:nova=\"http://openstack.org/xmlns/libvirt/nova/1.0\">"
+     "<nova:flavor name=\"m1.latency\"/></nova:instance>"),
     "<instance><name>web-1</name><flavor name=\"m1.latency\"><vcpus>2</vcpus></flavor></instance>",
   };
   static const char *const bad[] = {
