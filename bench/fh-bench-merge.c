@@ -52,8 +52,8 @@
 #define POLICY_CPUS 8
 
 typedef struct {
-  FhGuestHint hint[VIRTIO_FREQHINT_MAX_VCPUS];
-  FhVcpuDecision d[VIRTIO_FREQHINT_MAX_VCPUS];
+  FhGuestHint hint[FH_MAX_VCPUS];
+  FhVcpuDecision d[FH_MAX_VCPUS];
   FhClamp op;
 } Vm;
 
@@ -264,7 +264,7 @@ main (int argc, char **argv)
   }
   if (rpf == 0)
     rpf = vcpus;
-  if (vms < 1 || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS || cpus < 1 || rpf < 1 ||
+  if (vms < 1 || vcpus < 1 || vcpus > FH_MAX_VCPUS || cpus < 1 || rpf < 1 ||
       rpf > vcpus) {
     fprintf (stderr, "fh-bench-merge: bad sizes\n");
     return 2;

@@ -262,7 +262,7 @@ main (int argc, char **argv)
   }
   if (!mode)
     mode = g_strdup ("hold");
-  if (!socket_path || n_vms < 1 || n_vcpus < 1 || n_vcpus > VIRTIO_FREQHINT_MAX_VCPUS ||
+  if (!socket_path || n_vms < 1 || n_vcpus < 1 || n_vcpus > FH_MAX_VCPUS ||
       tick_ms < 1 || (strcmp (mode, "hold") && strcmp (mode, "mixed") && strcmp (mode, "flood"))) {
     fprintf (stderr, "fh-bench-vms: need --socket, sane sizes and --mode hold|mixed|flood\n");
     return 2;

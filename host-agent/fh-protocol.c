@@ -140,9 +140,9 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
   out->num_vcpus = fh_get_le16 (p + 2);
   out->features = fh_get_le32 (p + 4);
   out->qemu_pid = fh_get_le32 (p + 8);
-  if (out->num_vcpus < 1 || out->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
+  if (out->num_vcpus < 1 || out->num_vcpus > FH_MAX_VCPUS) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HELLO num_vcpus %u out of 1..%u", out->num_vcpus,
-                  VIRTIO_FREQHINT_MAX_VCPUS);
+                  FH_MAX_VCPUS);
     return false;
   }
   want = sizeof (struct fh_msg_hello) + 4 * (size_t) out->num_vcpus;
@@ -520,7 +520,7 @@ fh_encode_hello (uint8_t *out, size_t out_size, const FhHello *hello)
   size_t len = sizeof (struct fh_msg_hello) + 4 * (size_t) hello->num_vcpus;
   uint8_t *p;
 
-  if (hello->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS)
+  if (hello->num_vcpus > FH_MAX_VCPUS)
     return 0;
   p = begin_frame (out, out_size, FH_MSG_HELLO, len);
   if (!p)
@@ -557,7 +557,7 @@ fh_encode_hints (uint8_t *out, size_t out_size, const FhHints *hints)
                (size_t) hints->num_records * sizeof (struct virtio_freqhint_record);
   uint8_t *p;
 
-  if (hints->num_records > VIRTIO_FREQHINT_MAX_VCPUS)
+  if (hints->num_records > FH_MAX_VCPUS)
     return 0;
   p = begin_frame (out, out_size, FH_MSG_HINTS, len);
   if (!p)
@@ -585,7 +585,7 @@ fh_encode_grants (uint8_t *out, size_t out_size, const FhGrants *grants)
   size_t len = sizeof (struct fh_msg_grants) + 4 * (size_t) grants->num_grants;
   uint8_t *p;
 
-  if (grants->num_grants > VIRTIO_FREQHINT_MAX_VCPUS)
+  if (grants->num_grants > FH_MAX_VCPUS)
     return 0;
   p = begin_frame (out, out_size, FH_MSG_GRANTS, len);
   if (!p)
@@ -608,7 +608,7 @@ fh_encode_host_freq (uint8_t *out, size_t out_size, const FhHostFreq *hf)
   FhError err;
 
   if (hf->num_classes > VIRTIO_FREQHINT_MAX_FREQ_CLASSES ||
-      hf->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS || hf->num_vcpus == 0)
+      hf->num_vcpus > FH_MAX_VCPUS || hf->num_vcpus == 0)
     return 0;
   for (unsigned i = 0; i < hf->num_classes; i++)
     if (!fh_freq_class_check (&hf->classes[i], &err))
@@ -644,7 +644,7 @@ fh_encode_vcpus (uint8_t *out, size_t out_size, const FhVcpus *vcpus)
   size_t len = sizeof (struct fh_msg_vcpus) + 4 * (size_t) vcpus->num_vcpus;
   uint8_t *p;
 
-  if (vcpus->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS || vcpus->num_vcpus == 0)
+  if (vcpus->num_vcpus > FH_MAX_VCPUS || vcpus->num_vcpus == 0)
     return 0;
   p = begin_frame (out, out_size, FH_MSG_VCPUS, len);
   if (!p)

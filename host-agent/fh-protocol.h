@@ -51,7 +51,7 @@ typedef struct {
   uint32_t qemu_pid;
   uint8_t uuid[16];
   char name[FH_NAME_MAX];
-  uint32_t tids[VIRTIO_FREQHINT_MAX_VCPUS];
+  uint32_t tids[FH_MAX_VCPUS];
 } FhHello;
 
 typedef struct {
@@ -67,7 +67,7 @@ typedef struct {
   uint64_t timestamp_ns;
   uint16_t num_records;
   uint16_t flags;
-  FhRecord records[VIRTIO_FREQHINT_MAX_VCPUS];
+  FhRecord records[FH_MAX_VCPUS];
 } FhHints;
 
 typedef struct {
@@ -85,7 +85,7 @@ typedef struct {
   uint16_t operator_floor;
   uint16_t operator_ceiling;
   uint16_t num_grants;
-  FhGrant grants[VIRTIO_FREQHINT_MAX_VCPUS];
+  FhGrant grants[FH_MAX_VCPUS];
 } FhGrants;
 
 typedef struct {
@@ -107,13 +107,13 @@ typedef struct {
   uint16_t num_classes;
   uint16_t num_vcpus;
   FhFreqClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
-  uint8_t freq_class[VIRTIO_FREQHINT_MAX_VCPUS];
+  uint8_t freq_class[FH_MAX_VCPUS];
 } FhHostFreq;
 
 /* VCPUS (device -> agent, PA-19): the vCPU thread table after hot-plug. */
 typedef struct {
   uint16_t num_vcpus;
-  uint32_t tids[VIRTIO_FREQHINT_MAX_VCPUS];
+  uint32_t tids[FH_MAX_VCPUS];
 } FhVcpus;
 
 const char *fh_msg_type_name (uint16_t msg_type);

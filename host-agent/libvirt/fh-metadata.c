@@ -13,7 +13,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include <linux/virtio_freqhint.h>
+#include <freqhint/agent_protocol.h>
 
 G_DEFINE_QUARK (fh - metadata - error - quark, fh_metadata_error)
 
@@ -163,9 +163,9 @@ parse_vcpu_id (const char *text, guint *id, GError **error)
 
   /* No leading zeros, as in the schema's pattern. */
   if (!*t || (t[0] == '0' && t[1]) || strlen (t) > 3 ||
-      !g_ascii_string_to_unsigned (t, 10, 0, VIRTIO_FREQHINT_MAX_VCPUS - 1, &v, NULL)) {
+      !g_ascii_string_to_unsigned (t, 10, 0, FH_MAX_VCPUS - 1, &v, NULL)) {
     g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_VALUE,
-                 "vcpu id \"%.16s\" is not an index 0 to %u", t, VIRTIO_FREQHINT_MAX_VCPUS - 1);
+                 "vcpu id \"%.16s\" is not an index 0 to %u", t, FH_MAX_VCPUS - 1);
     return FALSE;
   }
   *id = (guint) v;
@@ -347,9 +347,9 @@ parse_root (xmlNode *root, FhMetadataParseFlags flags, FhMetadata *md, GError **
     } else if (strcmp (name, "vcpu") == 0) {
       FhMetadataVcpu v;
 
-      if (md->vcpus->len >= VIRTIO_FREQHINT_MAX_VCPUS) {
+      if (md->vcpus->len >= FH_MAX_VCPUS) {
         g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_ELEMENT,
-                     "more than %u <vcpu> elements", VIRTIO_FREQHINT_MAX_VCPUS);
+                     "more than %u <vcpu> elements", FH_MAX_VCPUS);
         return FALSE;
       }
       if (!parse_vcpu (c, &v, error))

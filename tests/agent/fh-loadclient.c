@@ -200,11 +200,11 @@ main (int argc, char **argv)
     g_printerr ("fh-loadclient: %s\n", error->message);
     return 2;
   }
-  if (!socket_path || n_vms < 1 || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS || seconds < 1 ||
+  if (!socket_path || n_vms < 1 || vcpus < 1 || vcpus > FH_MAX_VCPUS || seconds < 1 ||
       !(rate > 0) || tid_base < 1 || handshake_ms < 1) {
     g_printerr ("fh-loadclient: need --socket, --vms >= 1, 1 <= --vcpus <= %d, --seconds >= 1, "
                 "--rate > 0\n",
-                VIRTIO_FREQHINT_MAX_VCPUS);
+                FH_MAX_VCPUS);
     return 2;
   }
   signal (SIGPIPE, SIG_IGN);

@@ -283,7 +283,7 @@ send_specs (FhTestClient *c, char **specs, gboolean full, uint16_t num_vcpus, ui
     if (full && rec.vcpu < num_vcpus) {
       h.records[rec.vcpu] = rec;
     } else {
-      if (h.num_records >= VIRTIO_FREQHINT_MAX_VCPUS) {
+      if (h.num_records >= FH_MAX_VCPUS) {
         g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "too many records");
         return FALSE;
       }
@@ -464,8 +464,8 @@ main (int argc, char **argv)
     g_printerr ("fh-testclient: %s\n", error->message);
     return 2;
   }
-  if (!socket_path || vcpus < 1 || vcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
-    g_printerr ("fh-testclient: need --socket and 1 <= --vcpus <= %d\n", VIRTIO_FREQHINT_MAX_VCPUS);
+  if (!socket_path || vcpus < 1 || vcpus > FH_MAX_VCPUS) {
+    g_printerr ("fh-testclient: need --socket and 1 <= --vcpus <= %d\n", FH_MAX_VCPUS);
     return 2;
   }
   if (malformed) {

@@ -128,7 +128,7 @@ test_hello (void)
   g_assert_cmpmem (out.uuid, 16, h.uuid, 16);
 
   /* The largest HELLO fits a frame. */
-  h = make_hello (VIRTIO_FREQHINT_MAX_VCPUS);
+  h = make_hello (FH_MAX_VCPUS);
   n = fh_encode_hello (buf, sizeof buf, &h);
   f = parse_ok (buf, n);
   g_assert_true (fh_decode_hello (&f, &out, &err));
@@ -487,7 +487,7 @@ test_host_freq (void)
   /* a full one fits a frame */
   memset (&hf, 0, sizeof hf);
   hf.num_classes = VIRTIO_FREQHINT_MAX_FREQ_CLASSES;
-  hf.num_vcpus = VIRTIO_FREQHINT_MAX_VCPUS;
+  hf.num_vcpus = FH_MAX_VCPUS;
   for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++) {
     hf.classes[i] = (FhFreqClass){ 100000, 5000000, 1, VIRTIO_FREQHINT_MAX_FREQS, { 0 } };
     for (int j = 0; j < VIRTIO_FREQHINT_MAX_FREQS; j++)
@@ -496,7 +496,7 @@ test_host_freq (void)
   n = fh_encode_host_freq (buf, sizeof buf, &hf);
   g_assert_cmpuint (n, ==, 8 + 8 + 8 * 76 + 256);
   f = parse_ok (buf, n);
-  g_assert_true (fh_decode_host_freq (&f, VIRTIO_FREQHINT_MAX_VCPUS, &out, &err));
+  g_assert_true (fh_decode_host_freq (&f, FH_MAX_VCPUS, &out, &err));
 }
 
 /* PA-19: VCPUS layout (8 + 4 x vCPUs), count and reserved fields checked. */
@@ -530,7 +530,7 @@ test_vcpus (void)
   g_assert_false (fh_decode_vcpus (&f, 3, &out, &err));
   v.num_vcpus = 0;
   g_assert_cmpuint (fh_encode_vcpus (buf, sizeof buf, &v), ==, 0);
-  v.num_vcpus = VIRTIO_FREQHINT_MAX_VCPUS + 1;
+  v.num_vcpus = FH_MAX_VCPUS + 1;
   g_assert_cmpuint (fh_encode_vcpus (buf, sizeof buf, &v), ==, 0);
 }
 

@@ -24,7 +24,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   if (size < 1)
     return 0;
-  num_vcpus = (uint16_t) (data[0] % VIRTIO_FREQHINT_MAX_VCPUS + 1);
+  num_vcpus = (uint16_t) (data[0] % FH_MAX_VCPUS + 1);
   features = data[0] >> 7 ? FH_F_ALL : 0;
 
   while (off < size) {
@@ -42,7 +42,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       __builtin_trap ();
     if (fh_decode_hello (&f, &hello, &err)) {
       if (!memchr (hello.name, '\0', sizeof hello.name) || hello.num_vcpus == 0 ||
-          hello.num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS)
+          hello.num_vcpus > FH_MAX_VCPUS)
         __builtin_trap ();
       /* What decodes must encode to the same bytes. */
       if (fh_encode_hello (out, sizeof out, &hello) != frame_size ||

@@ -53,6 +53,7 @@ enum fh_close_reason {
 };
 
 /* Limits. */
+#define FH_MAX_VCPUS		256	/* vCPUs of one VM this protocol carries */
 #define FH_NAME_MAX		64	/* VM name bytes incl. terminating NUL */
 #define FH_TEXT_MAX		128	/* CLOSE text bytes incl. terminating NUL */
 #define FH_HELLO_TIMEOUT_MS	5000	/* HELLO must arrive within this */
@@ -69,7 +70,7 @@ struct fh_frame_hdr {
 
 struct fh_msg_hello {
 	uint16_t version;	/* FH_PROTO_VERSION */
-	uint16_t num_vcpus;	/* 1 .. VIRTIO_FREQHINT_MAX_VCPUS */
+	uint16_t num_vcpus;	/* 1 .. FH_MAX_VCPUS */
 	uint32_t features;	/* FH_F_* offered */
 	uint32_t qemu_pid;
 	uint32_t reserved;	/* must be zero */
@@ -98,12 +99,18 @@ struct fh_msg_hints {
 	/* struct virtio_freqhint_record records[num_records] */
 };
 
+/* What the host grants one vCPU: the range its requests are clamped into. */
+struct fh_grant {
+	uint16_t floor;		/* 0 .. ceiling */
+	uint16_t ceiling;	/* 0 .. VIRTIO_FREQHINT_SCALE */
+};
+
 struct fh_msg_grants {
 	uint16_t operator_floor;	/* 0 .. VIRTIO_FREQHINT_SCALE */
 	uint16_t operator_ceiling;	/* 0 .. VIRTIO_FREQHINT_SCALE */
 	uint16_t num_grants;		/* == num_vcpus of HELLO */
 	uint16_t reserved;		/* must be zero */
-	/* struct virtio_freqhint_grant grants[num_grants], by vCPU index */
+	/* struct fh_grant grants[num_grants], by vCPU index */
 };
 
 /*
@@ -143,7 +150,7 @@ struct fh_msg_close {
 /* The largest payload of any message: a full-state HINTS frame. */
 #define FH_MAX_PAYLOAD \
 	(sizeof(struct fh_msg_hints) + \
-	 VIRTIO_FREQHINT_MAX_VCPUS * sizeof(struct virtio_freqhint_record))
+	 FH_MAX_VCPUS * sizeof(struct virtio_freqhint_record))
 
 _Static_assert(sizeof(struct fh_frame_hdr) == 8, "fh_frame_hdr is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_hello) == 96, "fh_msg_hello is 96 bytes");
@@ -153,6 +160,7 @@ _Static_assert(sizeof(struct fh_msg_welcome) == 16,
 	       "fh_msg_welcome is 16 bytes");
 _Static_assert(sizeof(struct fh_msg_hints) == 16, "fh_msg_hints is 16 bytes");
 _Static_assert(sizeof(struct fh_msg_grants) == 8, "fh_msg_grants is 8 bytes");
+_Static_assert(sizeof(struct fh_grant) == 4, "fh_grant is 4 bytes");
 _Static_assert(sizeof(struct fh_msg_host_freq) == 8,
 	       "fh_msg_host_freq is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_vcpus) == 8, "fh_msg_vcpus is 8 bytes");
@@ -161,12 +169,12 @@ _Static_assert(sizeof(struct fh_msg_close) == 8 + FH_TEXT_MAX,
 	       "fh_msg_close size");
 _Static_assert(FH_MAX_PAYLOAD == 4112, "FH_MAX_PAYLOAD");
 _Static_assert(sizeof(struct fh_msg_hello) +
-	       4 * VIRTIO_FREQHINT_MAX_VCPUS <= FH_MAX_PAYLOAD,
+	       4 * FH_MAX_VCPUS <= FH_MAX_PAYLOAD,
 	       "a full HELLO fits in a frame");
 _Static_assert(sizeof(struct fh_msg_host_freq) +
 	       VIRTIO_FREQHINT_MAX_FREQ_CLASSES *
 	       sizeof(struct virtio_freqhint_freq_class) +
-	       VIRTIO_FREQHINT_MAX_VCPUS <= FH_MAX_PAYLOAD,
+	       FH_MAX_VCPUS <= FH_MAX_PAYLOAD,
 	       "a full HOST_FREQ fits in a frame");
 
 /*
