@@ -64,7 +64,7 @@ static void check_codec(void)
 
 int main(void)
 {
-	EXPECT(VIRTIO_ID_FREQHINT == 63);
+	EXPECT(VIRTIO_ID_FREQHINT == 56);
 	EXPECT(0x1040 + VIRTIO_ID_FREQHINT <= 0x107f);
 	EXPECT(VIRTIO_FREQHINT_SCALE == 1024);
 	EXPECT((VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID |
@@ -73,8 +73,12 @@ int main(void)
 	EXPECT(FH_MAX_PAYLOAD < 65536);
 	EXPECT(FH_CLOSE_REASON_MAX == FH_CLOSE_OVERLOAD);
 	check_codec();
-	printf("headers: %zu-byte record, %zu-byte config, %zu-byte max frame payload\n",
+	EXPECT(FH_PROTO_VERSION == 2);
+	EXPECT(VIRTIO_FREQHINT_MAX_KHZ < 0x7fffffff);
+	EXPECT((VIRTIO_FREQHINT_MPIDR_AFF_MASK >> 32) == 0xff);
+	printf("headers: %zu-byte record, %zu-byte config, %zu-byte feedback header, %zu-byte max frame payload\n",
 	       sizeof(struct virtio_freqhint_record),
-	       sizeof(struct virtio_freqhint_config), (size_t)FH_MAX_PAYLOAD);
+	       sizeof(struct virtio_freqhint_config),
+	       sizeof(struct virtio_freqhint_feedback), (size_t)FH_MAX_PAYLOAD);
 	return failures ? 1 : 0;
 }

@@ -11,10 +11,15 @@
 #ifndef FREQHINT_AGENT_PROTOCOL_H
 #define FREQHINT_AGENT_PROTOCOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/virtio_freqhint.h>
 
-#define FH_PROTO_VERSION	1
+/*
+ * 2: the device speaks virtio-freqhint v1 (host feedback on the event
+ * queue).  A peer of another version is refused with FH_CLOSE_VERSION.
+ */
+#define FH_PROTO_VERSION	2
 
 /* Message types. */
 enum fh_msg_type {
@@ -151,6 +156,29 @@ struct fh_msg_close {
 #define FH_MAX_PAYLOAD \
 	(sizeof(struct fh_msg_hints) + \
 	 FH_MAX_VCPUS * sizeof(struct virtio_freqhint_record))
+
+/*
+ * The virtio layouts QEMU and the agent rely on (the uapi header holds no
+ * assertions of its own).
+ */
+_Static_assert(sizeof(struct virtio_freqhint_config) == 16,
+	       "virtio_freqhint_config is 16 bytes");
+_Static_assert(sizeof(struct virtio_freqhint_record) == 16,
+	       "virtio_freqhint_record is 16 bytes");
+_Static_assert(offsetof(struct virtio_freqhint_record, seq) == 12,
+	       "virtio_freqhint_record.seq at 12");
+_Static_assert(sizeof(struct virtio_freqhint_hints) == 8,
+	       "virtio_freqhint_hints header is 8 bytes");
+_Static_assert(sizeof(struct virtio_freqhint_cpu_ids) == 8,
+	       "virtio_freqhint_cpu_ids header is 8 bytes");
+_Static_assert(sizeof(struct virtio_freqhint_freq_class) == 76,
+	       "virtio_freqhint_freq_class is 76 bytes");
+_Static_assert(sizeof(struct virtio_freqhint_vcpu_feedback) == 8,
+	       "virtio_freqhint_vcpu_feedback is 8 bytes");
+_Static_assert(offsetof(struct virtio_freqhint_feedback, classes) == 16,
+	       "virtio_freqhint_feedback.classes at 16");
+_Static_assert(sizeof(struct virtio_freqhint_feedback) == 624,
+	       "virtio_freqhint_feedback header is 624 bytes");
 
 _Static_assert(sizeof(struct fh_frame_hdr) == 8, "fh_frame_hdr is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_hello) == 96, "fh_msg_hello is 96 bytes");
