@@ -19,8 +19,8 @@
  * (spec/upstream/virtio-comment-id-request.txt).  The upstream series adds
  * it to <linux/virtio_ids.h>; until then it is defined here, once.
  * The specification allocates up to 49; crosvm counts its non-standard IDs
- * down from 63 (virtio-wl 63, pvclock 61).  56 sits between the two, and
- * 0x1040 + 56 = 0x1078 fits the modern virtio-pci range.
+ * down from 63 (virtio-wl 63, TPM 62, pvclock 61).  56 sits between the
+ * two, and 0x1040 + 56 = 0x1078 fits the modern virtio-pci range.
  */
 #ifndef VIRTIO_ID_FREQHINT
 #define VIRTIO_ID_FREQHINT		56
