@@ -610,6 +610,32 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
     }
 }
 
+static int fh_link_be_change(void *opaque);
+
+static void fh_link_set_handlers(VirtIOFreqHint *fh)
+{
+    qemu_chr_fe_set_handlers(&fh->link.chr, fh_link_can_read, fh_link_read,
+                             fh_link_event, fh_link_be_change, fh, NULL, true);
+}
+
+/*
+ * chardev-change moved the link to another chardev.  If the old one was
+ * closed, CHR_EVENT_CLOSED ended its session; if both are open, the new
+ * one's CHR_EVENT_OPENED does.
+ */
+static int fh_link_be_change(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+    /* qemu_chr_fe_get_driver() is refused to a frontend with be_change. */
+    Chardev *chr = fh->link.chr.chr;
+
+    if (!object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
+        return -1;
+    }
+    fh_link_set_handlers(fh);
+    return 0;
+}
+
 bool virtio_freqhint_link_up(VirtIOFreqHint *fh)
 {
     return fh->link.state == FREQHINT_LINK_UP;
@@ -721,8 +747,7 @@ void virtio_freqhint_link_start(VirtIOFreqHint *fh)
     VirtIOFreqHintLink *link = &fh->link;
 
     if (qemu_chr_fe_backend_connected(&link->chr)) {
-        qemu_chr_fe_set_handlers(&link->chr, fh_link_can_read, fh_link_read,
-                                 fh_link_event, NULL, fh, NULL, true);
+        fh_link_set_handlers(fh);
     }
 }
 

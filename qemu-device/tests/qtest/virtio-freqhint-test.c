@@ -75,6 +75,8 @@ static FakeAgent agents[2] = { FAKE_AGENT_INIT, FAKE_AGENT_INIT };
 static FakeAgent *agent = &agents[0];
 /* The device's num_vcpus: the machine's maximum vCPU count. */
 static unsigned int num_vcpus = NUM_VCPUS;
+/* Like a driver, post a new event buffer for each one the device used. */
+static bool event_repost = true;
 
 typedef enum {
     EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
@@ -129,6 +131,7 @@ static void agent_cleanup(void *unused)
     agent_reset(&agents[1]);
     agent = &agents[0];
     num_vcpus = NUM_VCPUS;
+    event_repost = true;
 }
 
 static void agent_listen(FakeAgent *a)
@@ -504,6 +507,9 @@ static uint8_t *event_recv(QTestState *qts, QVirtioFreqHint *fh,
 
             g_assert_cmpuint(*len, <=, fh->event_buf_size);
             qtest_memread(qts, fh->event_addr[head], p, *len);
+            if (event_repost) {
+                qvirtio_freqhint_post_event(fh, fh->event_buf_size);
+            }
             return p;
         }
         g_assert_cmpint(g_get_monotonic_time() - start, <=,
@@ -1043,8 +1049,10 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(qdict_get_int(stats, "operator-floor"), ==, 0);
     g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 1024);
     qobject_unref(stats);
+    pci->pdev->bus->qts = dst;
     g_assert_cmpuint(feedback_expect_defaults(dst, fh, false, false), ==, 4);
     g_assert_cmpuint(feedback_expect_defaults(dst, fh, true, true), ==, 5);
+    pci->pdev->bus->qts = src;
 
     /*
      * The source migrated inside a rate window, so the used ring says
@@ -2113,6 +2121,7 @@ static void test_feedback_no_buffer(void *obj, void *data,
     agent_handshake_events(qts, fh);
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
     /* Two buffers: CPU_IDS and the first snapshot take them. */
+    event_repost = false;
     driver_reinit(fh, F_ALL, 2, 0);
     g_free(cpu_ids_recv(qts, fh));
     g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
@@ -2244,7 +2253,9 @@ static void test_virtio_status(void *obj, void *data, QGuestAllocator *t_alloc)
         named += g_str_has_prefix(f, "VIRTIO_FREQHINT_F_");
     }
     g_assert_cmpint(named, ==, 4);
-    g_assert_false(qdict_haskey(host, "unknown-dev-features"));
+    /* Bit 30 is QEMU's VIRTIO_F_BAD_FEATURE; no device bit is unnamed. */
+    g_assert_cmphex(qdict_get_try_int(host, "unknown-dev-features", 0) &
+                    0xffffff, ==, 0);
     qobject_unref(rsp);
 
     hmp = qtest_hmp(qts, "info virtio-status %s", path);
@@ -2443,6 +2454,146 @@ static void test_migrate_mismatch(void *obj, void *data,
     qtest_quit(dst);
 }
 
+/*
+ * Issue 26 bug 9: the link's chardev is changed (chardev-change) to one
+ * that is already connected.  Its CHR_EVENT_OPENED comes while the old
+ * session is up, and ends it: the old agent's bounds go, FB_AGENT is
+ * cleared until the new agent's WELCOME.
+ */
+static void test_chardev_change(void *obj, void *data,
+                                QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    GrantsFrame g;
+    Feedback f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    grants_frame(&g, 100, 900, 0, 1024);
+    agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+    feedback_recv(qts, fh, &f, false);
+    g_assert_cmpuint(f.op_floor, ==, 100);
+
+    /* A client without reconnect-ms connects at once. */
+    agent_listen(&agents[1]);
+    qtest_qmp_assert_success(qts, "{'execute': 'chardev-change', 'arguments':"
+                             " {'id': 'fhchr', 'backend': {'type': 'socket',"
+                             " 'data': {'server': false, 'addr': {'type':"
+                             " 'unix', 'data': {'path': %s}}}}}}",
+                             agents[1].path);
+    g_assert_false(get_stat_bool(qts, "agent-connected"));
+    g_assert_cmpint(get_stat(qts, "operator-floor"), ==, 0);
+    feedback_expect_defaults(qts, fh, false, true);
+
+    agent = &agents[1];
+    agent_welcome(qts, true);
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
+    feedback_expect_defaults(qts, fh, true, true);
+}
+
+/* Find @pat in @buf exactly once; returns its offset. */
+static size_t find_once(const uint8_t *buf, size_t len, const uint8_t *pat,
+                        size_t plen)
+{
+    size_t at = SIZE_MAX;
+
+    for (size_t i = 0; i + plen <= len; i++) {
+        if (!memcmp(buf + i, pat, plen)) {
+            g_assert_cmpuint(at, ==, SIZE_MAX);
+            at = i;
+        }
+    }
+    g_assert_cmpuint(at, !=, SIZE_MAX);
+    return at;
+}
+
+/*
+ * Issue 26 bug 11, DEV-24: a migration stream is no more trusted than the
+ * guest.  A record with PERF_VALID for a driver that did not negotiate
+ * VIRTIO_FREQHINT_F_PERF (forged into a saved stream: the guest cannot
+ * make one) fails the load, though the guest features load after the
+ * device's own state.
+ */
+static void test_migrate_forged_perf(void *obj, void *data,
+                                     QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *src = global_qtest, *dst;
+    struct virtio_freqhint_record r = REC(1, R_MIN, 777, 0, 0, 0xa5a5a5a5);
+    /* The record as the vmsd saves it: big-endian fields. */
+    const uint8_t saved[] = { 0, R_MIN, 0x03, 0x09, 0, 0, 0, 0,
+                              0xa5, 0xa5, 0xa5, 0xa5 };
+    g_autofree char *uri = NULL, *file = NULL;
+    g_autofree uint8_t *stream = NULL;
+    g_autoptr(GString) dst_cmd = NULL;
+    gint64 start;
+    uint8_t buf[64];
+    gsize len;
+    size_t at;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    qos_invalidate_command_line();
+    events_initial(src, fh);
+    driver_reinit(fh, F_ALL & ~F_PERF, 0, 0);
+    wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 1, &r, 1)));
+    qtest_qmp_assert_success(src, "{'execute': 'stop'}");
+
+    agent_listen(&agents[1]);
+    file = g_strdup_printf("%s/vm.state", agents[1].dir);
+    uri = g_strdup_printf("file:%s", file);
+    qtest_qmp_assert_success(src, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    start = g_get_monotonic_time();
+    for (;;) {
+        QDict *rsp = qtest_qmp(src, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool done = !g_strcmp0(status, "completed");
+
+        g_assert_cmpstr(status, !=, "failed");
+        qobject_unref(rsp);
+        if (done) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+    /* PERF_VALID | MIN_VALID, perf 100. */
+    g_assert_true(g_file_get_contents(file, (char **)&stream, &len, NULL));
+    at = find_once(stream, len, saved, sizeof(saved));
+    stream[at + 1] = R_MIN | R_PERF;
+    stream[at + 7] = 100;
+    g_assert_true(g_file_set_contents(file, (char *)stream, len, NULL));
+
+    dst_cmd = g_string_new(qos_get_current_command_line());
+    agent_append_args(dst_cmd, &agents[1], NULL);
+    dst = qtest_initf("%s -incoming defer", dst_cmd->str);
+    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming',"
+                             " 'arguments': {'uri': %s,"
+                             " 'exit-on-error': false}}", uri);
+    start = g_get_monotonic_time();
+    for (;;) {
+        QDict *rsp = qtest_qmp(dst, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool failed = !g_strcmp0(status, "failed");
+
+        g_assert_cmpstr(status, !=, "completed");
+        qobject_unref(rsp);
+        if (failed) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+    unlink(file);
+    qtest_quit(dst);
+}
+
 #define SREC(v, f, mn, mx, pf, sq) { \
     .vcpu = const_le16(v), .flags = const_le16(f),                      \
     .clamp_min = const_le16(mn), .clamp_max = const_le16(mx),           \
@@ -2547,6 +2698,10 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("chardev-not-socket", "virtio-freqhint",
                  test_chardev_not_socket, &opts);
     qos_add_test("migrate-mismatch", "virtio-freqhint", test_migrate_mismatch,
+                 &opts);
+    qos_add_test("migrate-forged-perf", "virtio-freqhint",
+                 test_migrate_forged_perf, &opts);
+    qos_add_test("chardev-change", "virtio-freqhint", test_chardev_change,
                  &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",

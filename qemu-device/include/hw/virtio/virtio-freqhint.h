@@ -107,7 +107,7 @@ struct VirtIOFreqHint {
     VirtIOFreqHintVcpu *vcpus;
     uint32_t feedback_seq;      /* seq of the last snapshot written */
     bool cpu_ids_pending;       /* CPU_IDS not yet written since DRIVER_OK */
-    bool feedback_pending;      /* a snapshot is due when rate and buffer allow */
+    bool feedback_pending;      /* a snapshot waits for rate and buffer */
 
     /*
      * Host state, deliberately not migrated: the destination's own agent
