@@ -155,3 +155,12 @@ bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
 	return fh_perf_changes_level(l, FIELD_GET(FH_REP_PERF, old),
 				     FIELD_GET(FH_REP_PERF, rep));
 }
+
+/*
+ * The start of a window woken from idle, reaching back at most @span from
+ * @now: saturating, since local_clock() is below @span early after boot.
+ */
+u64 fh_win_backdate(u64 start, u64 now, u64 span)
+{
+	return max(start, now > span ? now - span : 0);
+}
