@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # In-guest: virtio_freqhint with the project's virtio-freqhint-pci device,
 # whose chardev leads to fake-agent.py on the host (see device-test.sh).
-# The agent grants an operator ceiling of 700 and vCPU2 a ceiling of 500;
-# the host side checks the records that arrive.
+# The agent grants an operator ceiling of 700 and vCPU2 a ceiling of 500,
+# which the device passes on as FEEDBACK snapshots on its event queue; the
+# host side checks the records that arrive.
 #   freqhint.expect=uclamp | nouclamp   as in gather.sh
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=fh-lib.sh
@@ -19,6 +20,15 @@ check "operator ceiling 700 arrives" wait_file "$dev/operator_ceiling" '^700$'
 check_output "operator floor 0" '^0$' cat "$dev/operator_floor"
 check "granted ceilings arrive" wait_file "$dev/granted_ceiling" '^1024 1024 500 1024$'
 check_output "granted floors" '^0 0 0 0$' cat "$dev/granted_floor"
+check "FEEDBACK snapshots were applied" \
+	wait_file "$dev/statistics/feedback_applied" '^[1-9]'
+check_output "none dropped as invalid" '^0$' cat "$dev/statistics/feedback_invalid"
+check_output "no unknown or malformed event" '^0$' cat "$dev/statistics/events_invalid"
+check_output "the v1 features were negotiated (PERF FEEDBACK HOST_FREQ CPU_ID)" \
+	'^1111' cat "$dev/features"
+check_output "vCPU indexes by firmware id (F_CPU_ID)" 'vCPU indexes by firmware id' dmesg
+check_output "no config-space feedback: no config_* statistics" '^$' \
+	sh -c "ls $dev/statistics | grep config_ || true"
 check_output "num_vcpus" '^4$' cat "$dev/num_vcpus"
 check_output "rate window (the device's, 200 ms here)" '^200$' cat "$dev/rate_window_ms"
 check "use schedutil" use_schedutil
@@ -58,6 +68,10 @@ if [ "$expect" = nouclamp ]; then
 	check "the agent link is back after resume" wait_file "$dev/agent_connected" '^1$'
 	check "the ceiling is back after resume" \
 		wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^700000$' 10
+	check_output "and vCPU2's grant (FEEDBACK seq restarted at 1 and was taken)" \
+		'^1024 1024 500 1024$' cat "$dev/granted_ceiling"
+	check_output "no snapshot dropped across the reset" '^0$' \
+		cat "$dev/statistics/feedback_invalid"
 	n0=$(cat "$dev/statistics/records_sent")
 	busy 1
 	check "records flow after resume" wait_vcpu 1 'f["idle"]==0'

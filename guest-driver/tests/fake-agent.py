@@ -3,7 +3,9 @@
 """A stand-in for freqhintd that checks what a guest's virtio_freqhint sends.
 
 Listens on a UNIX socket for the device (QEMU connects as the client), does
-the HELLO/WELCOME handshake, sends one GRANTS frame, answers nothing else but
+the HELLO/WELCOME handshake of agent protocol version 2
+(spec/include/freqhint/agent_protocol.h: a HELLO of another version fails
+the run), sends one GRANTS frame (struct fh_grant per vCPU), answers nothing else but
 PINGs, and records every HINTS frame.  Every record is validated with the
 device's record rules (spec/include/linux/virtio_freqhint.h); any invalid
 record fails the run.  When QEMU goes away (or --timeout passes) the
@@ -36,7 +38,9 @@ WELCOME = struct.Struct('<HHIII')
 HINTS = struct.Struct('<QHHI')
 RECORD = struct.Struct('<HHHHHHI')
 GRANTS = struct.Struct('<HHHH')
-GRANT = struct.Struct('<HH')
+GRANT = struct.Struct('<HH')      # struct fh_grant {floor, ceiling}
+
+PROTO_VERSION = 2
 
 MSG_HELLO, MSG_WELCOME, MSG_HINTS, MSG_GRANTS = 1, 2, 3, 4
 MSG_PING, MSG_PONG, MSG_CLOSE = 5, 6, 7
@@ -121,11 +125,16 @@ class Conn:
             if len(payload) != HELLO.size + 4 * n:
                 st['errors'].append('HELLO length %d for %d vCPUs' % (len(payload), n))
                 return False
-            self.num_vcpus, self.features = n, features & F_ALL
-            st['hellos'] += 1
             print('HELLO version %d vcpus %d features %#x pid %d name %s' %
                   (version, n, features, pid, name.split(b'\0')[0].decode()))
-            self.send(MSG_WELCOME, WELCOME.pack(1, 0, self.features, 10000, 0))
+            if version != PROTO_VERSION:
+                st['errors'].append('HELLO version %d, not %d' %
+                                    (version, PROTO_VERSION))
+                return False
+            self.num_vcpus, self.features = n, features & F_ALL
+            st['hellos'] += 1
+            self.send(MSG_WELCOME, WELCOME.pack(PROTO_VERSION, 0,
+                                                self.features, 10000, 0))
             grants = b''.join(
                 GRANT.pack(0, self.args.grant_ceiling.get(i, SCALE))
                 for i in range(n))
