@@ -188,7 +188,8 @@ int fh_perf_start(void);
 void fh_perf_stop(void);
 bool fh_perf_active(void);
 void fh_perf_synthetic(struct fh_freq *f);
-void fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f);
+bool fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f);
+void fh_perf_recreate(void);
 void fh_perf_set_limits(unsigned int cpu, unsigned int floor,
 			unsigned int ceiling);
 

@@ -50,14 +50,14 @@ static struct virtio_freqhint *fh_hp_vi;
 static enum cpuhp_state fh_hp_state;
 
 /*
- * This CPU's firmware id as the device's CPU_IDS names it: the x86 APIC
- * ID, the arm64 MPIDR affinity fields (read here: cpu_logical_map() is not
- * exported).  Runs on the CPU itself.
+ * @cpu's firmware id as the device's CPU_IDS names it: the x86 APIC ID,
+ * the arm64 MPIDR affinity fields (read on @cpu itself, where this runs:
+ * cpu_logical_map() is not exported).
  */
-static bool fh_read_fw_id(u64 *id)
+static bool fh_read_fw_id(unsigned int cpu, u64 *id)
 {
 #if defined(CONFIG_X86)
-	*id = cpu_physical_id(smp_processor_id());
+	*id = cpu_physical_id(cpu);
 	return true;
 #elif defined(CONFIG_ARM64)
 	*id = read_cpuid_mpidr() & VIRTIO_FREQHINT_MPIDR_AFF_MASK;
@@ -162,9 +162,14 @@ static void fh_feedback_take(struct virtio_freqhint *vi,
 	}
 }
 
-/* Push the feedback state to the cpufreq policies and the gatherer. */
+/*
+ * Push the feedback state to the cpufreq policies and the gatherer.  A
+ * policy's frequency table is fixed for its lifetime: when the host's
+ * frequencies for a CPU change, the policies are created again.
+ */
 static void fh_apply_feedback(struct virtio_freqhint *vi)
 {
+	bool recreate = false;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
@@ -193,10 +198,12 @@ static void fh_apply_feedback(struct virtio_freqhint *vi)
 		if (!class)
 			fh_perf_synthetic(&f);
 		/* perf.c takes cpufreq locks: outside fh_lock, which sysfs takes. */
-		fh_perf_set_freq(cpu, &f);
+		recreate |= fh_perf_set_freq(cpu, &f);
 		fh_perf_set_limits(cpu, min(floor, ceil), ceil);
 		fh_gather_set_levels(cpu, &lv);
 	}
+	if (recreate)
+		fh_perf_recreate();
 }
 
 static void fh_apply_fn(struct kthread_work *work)
@@ -331,7 +338,7 @@ static int fh_cpu_map_online(unsigned int cpu)
 
 	if (!vi)
 		return 0;
-	known = fh_read_fw_id(&id);
+	known = fh_read_fw_id(cpu, &id);
 	mutex_lock(&fh_lock);
 	if (known) {
 		vi->fw_id[cpu] = id;

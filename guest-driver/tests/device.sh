@@ -60,6 +60,21 @@ check "vCPU3 offline" sh -c 'echo 0 >/sys/devices/system/cpu/cpu3/online'
 sleep 0.5
 check "vCPU3 online" sh -c 'echo 1 >/sys/devices/system/cpu/cpu3/online'
 check "vCPU3 reports again" wait_vcpu 3 'f["online"]==1 && (f["idle"]==1 || f["perf"]!="-")'
+# The agent answered vCPU3's "no hint" with a host frequency class for it
+# (800 MHz..3.2 GHz, table 1.0..3.0 GHz).  Issue 27 bug 1: the policy's
+# table is never rewritten under a live governor; the policy is created
+# again, and the core validates the new table (cpuinfo is the table's
+# range).  A table written in place showed the class's 800..3200 MHz.
+C=/sys/devices/system/cpu
+check "vCPU3's policy takes the host's class: cpuinfo_max_freq 3.0 GHz" \
+	wait_file $C/cpu3/cpufreq/cpuinfo_max_freq '^3000000$' 20
+check_output "cpuinfo_min_freq 1.0 GHz (the validated table's lowest)" '^1000000$' \
+	cat $C/cpu3/cpufreq/cpuinfo_min_freq
+check_output "its table" '^1000000 1500000 2000000 2500000 3000000 ?$' \
+	cat $C/cpu3/cpufreq/scaling_available_frequencies
+check_output "vCPU0 keeps the synthetic range" '^1024000$' \
+	cat $C/cpu0/cpufreq/cpuinfo_max_freq
+check "schedutil again on the new policies" use_schedutil
 taskset -p 8 $$ >/dev/null
 
 if [ "$expect" = nouclamp ]; then

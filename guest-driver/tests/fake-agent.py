@@ -21,6 +21,11 @@ expectations are matched, in order, against the stream of records:
   V:busy     ... flags non-zero and not IDLE
   reset      a FULL frame whose records all have flags 0 (device reset)
 
+--host-freq ON:V:MIN:MAX:STEP:F1,F2,...  sends a HOST_FREQ frame (if the
+device offered FH_F_HOST_FREQ) when a record first matches ON (an
+expectation as above): one class, MIN..MAX kHz with that table and perf
+step, for vCPU V only (the others: no class).
+
 Exit status 0 only if the handshake happened, no record was invalid and all
 expectations matched in order.  A summary goes to stdout.
 """
@@ -44,7 +49,12 @@ PROTO_VERSION = 2
 
 MSG_HELLO, MSG_WELCOME, MSG_HINTS, MSG_GRANTS = 1, 2, 3, 4
 MSG_PING, MSG_PONG, MSG_CLOSE = 5, 6, 7
-F_ALL = 0x3
+MSG_HOST_FREQ = 8
+F_HOST_FREQ = 0x4
+F_ALL = 0x7
+HOST_FREQ = struct.Struct('<HHI')
+FREQ_CLASS = struct.Struct('<IIHH16I')
+NO_FREQ_CLASS = 0xff
 HINTS_F_FULL = 1
 R_MIN, R_MAX, R_PERF, R_IDLE, R_ALL = 1, 2, 4, 8, 0xf
 SCALE = 1024
@@ -115,6 +125,20 @@ class Conn:
     def send(self, msg_type, payload):
         self.sock.sendall(frame(msg_type, payload))
 
+    def send_host_freq(self, hf):
+        if not self.features & F_HOST_FREQ:
+            self.state['errors'].append('the device did not offer HOST_FREQ')
+            return
+        freqs = hf['freqs'] + [0] * (16 - len(hf['freqs']))
+        cls = FREQ_CLASS.pack(hf['min'], hf['max'], hf['step'],
+                              len(hf['freqs']), *freqs)
+        which = bytes(0 if i == hf['vcpu'] else NO_FREQ_CLASS
+                      for i in range(self.num_vcpus))
+        self.send(MSG_HOST_FREQ,
+                  HOST_FREQ.pack(1, self.num_vcpus, 0) + cls + which)
+        print('HOST_FREQ sent: vCPU %d %d..%d kHz %s' %
+              (hf['vcpu'], hf['min'], hf['max'], hf['freqs']))
+
     def handle(self, msg_type, payload):
         st = self.state
         if self.num_vcpus is None:
@@ -153,6 +177,10 @@ class Conn:
                     st['errors'].append('record %r: %s' % (r, ', '.join(errs)))
             st['frames'] += 1
             st['records'] += nrec
+            hf = self.args.host_freq
+            if hf and not st['host_freq_sent'] and matches(hf['on'], fflags, recs):
+                self.send_host_freq(hf)
+                st['host_freq_sent'] = True
             exp = st['expect']
             while st['matched'] < len(exp) and matches(exp[st['matched']], fflags, recs):
                 print('matched %s' % exp[st['matched']])
@@ -192,14 +220,23 @@ def main():
     ap.add_argument('--grant-ceiling', action='append', default=[],
                     metavar='V:N', help='granted ceiling of vCPU V')
     ap.add_argument('--timeout', type=float, default=600)
+    ap.add_argument('--host-freq', metavar='ON:V:MIN:MAX:STEP:F1,F2,...',
+                    help='send a HOST_FREQ class for vCPU V when ON matches')
     ap.add_argument('--ready', help='file created once listening')
     ap.add_argument('expect', nargs='*')
     args = ap.parse_args()
     args.grant_ceiling = {int(v): int(n) for v, n in
                           (g.split(':') for g in args.grant_ceiling)}
 
+    if args.host_freq:
+        # ON is an expectation (V:what), so it takes the first two fields.
+        f = args.host_freq.split(':')
+        args.host_freq = {'on': f[0] + ':' + f[1], 'vcpu': int(f[2]),
+                          'min': int(f[3]), 'max': int(f[4]),
+                          'step': int(f[5]),
+                          'freqs': [int(x) for x in f[6].split(',') if x]}
     state = {'errors': [], 'hellos': 0, 'frames': 0, 'records': 0,
-             'expect': args.expect, 'matched': 0}
+             'expect': args.expect, 'matched': 0, 'host_freq_sent': False}
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
