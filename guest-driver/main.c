@@ -405,10 +405,9 @@ static void fh_device_up(struct virtio_freqhint *vi)
 	mutex_unlock(&fh_lock);
 	virtio_device_ready(vi->vdev);
 	fh_transport_link(vi, true);
-	if (vi->evq) {
-		virtqueue_kick(vi->evq);
+	/* It takes what came and kicks eventq (the queue is fh_lock's). */
+	if (vi->evq)
 		kthread_queue_work(vi->worker, &vi->event_work);
-	}
 	fh_transport_resend();
 }
 
