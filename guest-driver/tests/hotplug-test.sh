@@ -6,7 +6,7 @@
 # Linux numbers QEMU's index 3 as CPU 1.  hotplug-qmp.py then hot-adds slot
 # 1 (Linux CPU 2) and slot 2 (Linux CPU 3) when hotplug.sh asks, checks
 # QEMU's cpu-index and APIC ID of each, and that the device receives CPU 2's
-# load under index 1.  Needs a device with cpu_id[] and a kernel with ACPI
+# load under index 1.  Needs a device with F_CPU_ID and a kernel with ACPI
 # CPU hot-plug.
 #
 # Two things make x86 CPU hot-add work in a TCG guest of Linux 6.12:
