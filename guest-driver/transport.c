@@ -102,8 +102,8 @@ static void fh_fill_record(struct virtio_freqhint *vi, unsigned int idx,
 	r->seq = cpu_to_le32(++vi->seq[idx]);
 }
 
-static struct virtio_freqhint_hints *fh_buf(struct virtio_freqhint *vi,
-					     unsigned int i)
+static struct virtio_freqhint_hints *
+fh_buf(struct virtio_freqhint *vi, unsigned int i)
 {
 	return (void *)vi->buf + i * fh_buf_size(vi->max_records);
 }
@@ -234,6 +234,7 @@ void fh_transport_stop(struct virtio_freqhint *vi)
 /* Remove, once nothing kicks any more. */
 void fh_transport_release(struct virtio_freqhint *vi)
 {
+	/* Pairs with smp_load_acquire() in fh_transport_kick(). */
 	smp_store_release(&fh_dev, NULL);
 	fh_gather_set_sender(NULL);
 	kthread_cancel_delayed_work_sync(&vi->send_work);
@@ -327,7 +328,7 @@ static const struct attribute_group fh_group = {
 	.attrs = fh_attrs,
 };
 
-#define FH_SHOW_STAT(name)						\
+#define FH_SHOW_STAT(name, field)					\
 static ssize_t name##_show(struct device *dev,				\
 			   struct device_attribute *attr, char *buf)	\
 {									\
@@ -335,21 +336,21 @@ static ssize_t name##_show(struct device *dev,				\
 	ssize_t ret;							\
 									\
 	mutex_lock(&fh_lock);						\
-	ret = sysfs_emit(buf, "%lu\n", vi->name);			\
+	ret = sysfs_emit(buf, "%lu\n", (field));			\
 	mutex_unlock(&fh_lock);						\
 	return ret;							\
 }									\
 static DEVICE_ATTR_RO(name)
 
-FH_SHOW_STAT(buffers_sent);
-FH_SHOW_STAT(records_sent);
-FH_SHOW_STAT(send_deferred);
-FH_SHOW_STAT(send_errors);
-FH_SHOW_STAT(feedback_applied);
-FH_SHOW_STAT(feedback_invalid);
-FH_SHOW_STAT(feedback_stale);
-FH_SHOW_STAT(events_invalid);
-FH_SHOW_STAT(unmapped_cpus);
+FH_SHOW_STAT(buffers_sent, vi->buffers_sent);
+FH_SHOW_STAT(records_sent, vi->records_sent);
+FH_SHOW_STAT(send_deferred, vi->send_deferred);
+FH_SHOW_STAT(send_errors, vi->send_errors);
+FH_SHOW_STAT(feedback_applied, vi->feedback_applied);
+FH_SHOW_STAT(feedback_invalid, vi->feedback_invalid);
+FH_SHOW_STAT(feedback_stale, vi->feedback_stale);
+FH_SHOW_STAT(events_invalid, vi->events_invalid);
+FH_SHOW_STAT(unmapped_cpus, vi->unmapped_cpus);
 
 static struct attribute *fh_stat_attrs[] = {
 	&dev_attr_buffers_sent.attr,

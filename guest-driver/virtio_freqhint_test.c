@@ -243,7 +243,9 @@ static void fh_test_publish_rule(struct kunit *test)
 	/* Clamps are exact: any change goes out (DRV-26). */
 	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 301, 600, 500), &l));
 	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 599, 500), &l));
-	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0), &l));
+	KUNIT_EXPECT_TRUE(test,
+			  fh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE,
+							      0, 0, 0), &l));
 	/* perf jitter within a step does not. */
 	KUNIT_EXPECT_FALSE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 510), &l));
 	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 520), &l));
@@ -647,6 +649,7 @@ static struct kunit_suite fh_test_suite = {
 	.name = "virtio_freqhint",
 	.test_cases = fh_test_cases,
 };
+
 kunit_test_suite(fh_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for virtio_freqhint");
