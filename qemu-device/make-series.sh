@@ -74,8 +74,8 @@ standard-headers: import the virtio-freqhint header
 
 linux/virtio_freqhint.h is the device's guest interface, imported the way
 scripts/update-linux-headers.sh imports uapi headers.  It is not in Linux
-yet: virtio device ID 63 is experimental, pending allocation by the virtio
-TC.
+yet: virtio device ID 56 is experimental, pending a reservation by the
+virtio TC.
 MSG
 
 add_files "${device_files[@]}"
@@ -88,8 +88,13 @@ The guest reports, per vCPU, the utilization clamps and performance
 request of what it runs.  The device validates every buffer (structural
 errors go through virtio_error(), bad records are refused one by one),
 keeps the latest record per vCPU and forwards changes, coalesced and rate
-bounded, to a host agent over a socket chardev.  Grants from the agent
-reach the guest through the configuration space.
+bounded, to a host agent over a socket chardev (any other chardev is
+refused at realize).  What the agent grants reaches the driver as FEEDBACK
+snapshots on an event queue: one snapshot of the whole host state per
+change, on the leading edge, at most one per rate window, and with no
+buffer posted only the latest state waits.  The rate and forward bounds
+hold through device resets and a driver breaking the device: a reset is
+forwarded only if some vCPU held a hint, through the forward interval.
 
 The device speaks to the agent only while the VM runs: HELLO waits for a
 paused or incoming VM to run, a VM that stops withdraws its hints and
@@ -103,17 +108,23 @@ include/hw/virtio/virtio-freqhint-agent.h, is shared with the agent
 (hence GPL-2.0-or-later OR BSD-3-Clause: the agent links it into a
 BSD-licensable daemon).
 
-The configuration space carries, besides the grants, each possible
-vCPU's APIC ID (so the guest maps its CPUs to the device's vCPU indexes)
-and the host frequency classes the agent reports.
+The 16-byte configuration space is fixed for the device's lifetime.  The
+event queue's first buffer after DRIVER_OK carries each possible vCPU's
+64-bit firmware id (CPUArchId.arch_id: the APIC ID on x86, the MPIDR
+affinity on arm), so the guest maps its CPUs to the device's vCPU
+indexes.  Migration carries guest state only and fails if the
+guest-visible constants differ; host state is re-derived on the
+destination, and the driver hears of it after load.
 
   -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
   -device virtio-freqhint-pci,chardev=fh0
 
 Properties: chardev, rate-window-ms (default 10), forward-interval-ms
-(default 5), perf, grants, host-freq, perf-step, idle-share.  Telemetry:
-qom-get <dev> x-stats (experimental).
-The PCI proxy is modern-only: ID 63 has no transitional device ID.
+(default 5), perf, feedback, host-freq, cpu-id, perf-step, idle-share.
+Telemetry: qom-get <dev> x-stats (experimental).
+The device is modern-only on every transport (validate_features refuses a
+driver without VIRTIO_F_VERSION_1); the PCI proxy has no transitional
+device ID.
 MSG
 
 add_files "${test_files[@]}"
@@ -124,8 +135,10 @@ tests/qtest: add virtio-freqhint tests
 
 A libqos node for virtio-freqhint-pci and qtests that play both the guest
 driver and the host agent: a batch through the virtqueue checked byte for
-byte on the agent socket, coalescing, grants through the configuration
-space, agent reconnect with full resend, stop/run and migration, vCPU
+byte on the agent socket, coalescing, CPU_IDS and FEEDBACK snapshots on
+the event queue (one per change, the rate bound, pending without a
+buffer, short buffers), x-query-virtio-status, refused features, reset
+loops, migration of guest state only, agent reconnect with full resend, stop/run and migration, vCPU
 hot-plug, a socket that stops taking frames, the keepalive timeout, the
 rate bound, and hostile buffers and records, none of which may reach the
 agent.

@@ -18,7 +18,8 @@
 #include "qemu/timer.h"
 #include "qemu/uuid.h"
 #include "qemu/error-report.h"
-#include "chardev/char-socket.h"
+#include "chardev/char.h"
+#include "qapi/error.h"
 #include "hw/boards.h"
 #include "hw/core/cpu.h"
 #include "hw/qdev-core.h"
@@ -37,7 +38,7 @@ static uint32_t virtio_freqhint_offered_features(VirtIOFreqHint *fh)
     if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_PERF)) {
         f |= FH_F_PERF;
     }
-    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_GRANTS)) {
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_FEEDBACK)) {
         f |= FH_F_GRANTS;
     }
     if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_HOST_FREQ)) {
@@ -202,7 +203,7 @@ static void fh_link_down(VirtIOFreqHint *fh)
     link->tx_off = link->tx_len = 0;
     link->pong_pending = false;
     link->vcpus_pending = false;
-    trace_virtio_freqhint_link_down(fh, was_up, !link->no_reconnect);
+    trace_virtio_freqhint_link_down(fh, was_up);
     if (was_up) {
         virtio_freqhint_agent_disconnected(fh);
     }
@@ -315,21 +316,21 @@ static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
                                    uint32_t len)
 {
     VirtIOFreqHintLink *link = &fh->link;
-    struct fh_msg_welcome w;
     uint32_t features, keepalive_ms;
 
-    if (len != sizeof(w)) {
+    if (len != sizeof(struct fh_msg_welcome)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "WELCOME of wrong size");
         return false;
     }
-    memcpy(&w, p, sizeof(w));
-    features = le32_to_cpu(w.features);
-    keepalive_ms = le32_to_cpu(w.keepalive_ms);
-    if (le16_to_cpu(w.version) != FH_PROTO_VERSION) {
+    features = fh_get_le32(p + offsetof(struct fh_msg_welcome, features));
+    keepalive_ms = fh_get_le32(p + offsetof(struct fh_msg_welcome,
+                                            keepalive_ms));
+    if (fh_get_le16(p) != FH_PROTO_VERSION) {
         fh_link_close(fh, FH_CLOSE_VERSION, "unsupported protocol version");
         return false;
     }
-    if (w.reserved || w.reserved2 ||
+    if (fh_get_le16(p + offsetof(struct fh_msg_welcome, reserved)) ||
+        fh_get_le32(p + offsetof(struct fh_msg_welcome, reserved2)) ||
         (features & ~virtio_freqhint_offered_features(fh))) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "bad WELCOME");
         return false;
@@ -349,32 +350,40 @@ static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
     return true;
 }
 
+/*
+ * The payload sits at any offset of rx_buf (after an odd-sized HOST_FREQ,
+ * an odd one): every field is read byte-wise, never through a struct.
+ */
 static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
                                   uint32_t len)
 {
-    struct fh_msg_grants g;
-    const struct virtio_freqhint_grant *grants;
+    VirtIOFreqHintGrant grants[FH_MAX_VCPUS];
+    const uint8_t *g = p + sizeof(struct fh_msg_grants);
     uint16_t floor, ceiling;
 
-    if (len < sizeof(g)) {
+    if (len < sizeof(struct fh_msg_grants)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "short GRANTS");
         return false;
     }
-    memcpy(&g, p, sizeof(g));
-    floor = le16_to_cpu(g.operator_floor);
-    ceiling = le16_to_cpu(g.operator_ceiling);
-    if (le16_to_cpu(g.num_grants) != fh->num_vcpus || g.reserved ||
-        len != sizeof(g) + fh->num_vcpus * sizeof(*grants) ||
+    floor = fh_get_le16(p + offsetof(struct fh_msg_grants, operator_floor));
+    ceiling = fh_get_le16(p + offsetof(struct fh_msg_grants,
+                                       operator_ceiling));
+    if (fh_get_le16(p + offsetof(struct fh_msg_grants, num_grants)) !=
+        fh->num_vcpus ||
+        fh_get_le16(p + offsetof(struct fh_msg_grants, reserved)) ||
+        len != sizeof(struct fh_msg_grants) +
+               fh->num_vcpus * sizeof(struct fh_grant) ||
         !fh_range_ok(floor, ceiling)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "bad GRANTS");
         return false;
     }
-    grants = (const void *)(p + sizeof(g));
     for (int i = 0; i < fh->num_vcpus; i++) {
-        uint16_t f = lduw_le_p(&grants[i].floor);
-        uint16_t c = lduw_le_p(&grants[i].ceiling);
+        const uint8_t *e = g + i * sizeof(struct fh_grant);
 
-        if (!fh_range_ok(f, c)) {
+        grants[i].floor = fh_get_le16(e + offsetof(struct fh_grant, floor));
+        grants[i].ceiling = fh_get_le16(e + offsetof(struct fh_grant,
+                                                     ceiling));
+        if (!fh_range_ok(grants[i].floor, grants[i].ceiling)) {
             fh_link_close(fh, FH_CLOSE_MALFORMED, "bad grant");
             return false;
         }
@@ -389,39 +398,55 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
     return true;
 }
 
+static void fh_link_get_freq_class(const uint8_t *e, VirtIOFreqHintClass *c)
+{
+    c->min_khz = fh_get_le32(e + offsetof(struct virtio_freqhint_freq_class,
+                                          min_khz));
+    c->max_khz = fh_get_le32(e + offsetof(struct virtio_freqhint_freq_class,
+                                          max_khz));
+    c->perf_step = fh_get_le16(e + offsetof(struct virtio_freqhint_freq_class,
+                                            perf_step));
+    c->num_freqs = fh_get_le16(e + offsetof(struct virtio_freqhint_freq_class,
+                                            num_freqs));
+    e += offsetof(struct virtio_freqhint_freq_class, freqs_khz);
+    for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++) {
+        c->freqs_khz[i] = fh_get_le32(e + 4 * i);
+    }
+}
+
 static bool fh_link_handle_host_freq(VirtIOFreqHint *fh, const uint8_t *p,
                                      uint32_t len)
 {
-    struct fh_msg_host_freq h;
-    const struct virtio_freqhint_freq_class *classes;
+    const size_t csize = sizeof(struct virtio_freqhint_freq_class);
+    VirtIOFreqHintClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
     const uint8_t *freq_class;
-    struct virtio_freqhint_freq_class c;
     uint16_t n;
 
-    if (len < sizeof(h)) {
+    if (len < sizeof(struct fh_msg_host_freq)) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "short HOST_FREQ");
         return false;
     }
-    memcpy(&h, p, sizeof(h));
-    n = le16_to_cpu(h.num_classes);
+    n = fh_get_le16(p + offsetof(struct fh_msg_host_freq, num_classes));
     if (n > VIRTIO_FREQHINT_MAX_FREQ_CLASSES ||
-        le16_to_cpu(h.num_vcpus) != fh->num_vcpus || h.reserved ||
-        len != sizeof(h) + n * sizeof(c) + fh->num_vcpus) {
+        fh_get_le16(p + offsetof(struct fh_msg_host_freq, num_vcpus)) !=
+        fh->num_vcpus ||
+        fh_get_le32(p + offsetof(struct fh_msg_host_freq, reserved)) ||
+        len != sizeof(struct fh_msg_host_freq) + n * csize + fh->num_vcpus) {
         fh_link_close(fh, FH_CLOSE_MALFORMED, "bad HOST_FREQ");
         return false;
     }
-    classes = (const void *)(p + sizeof(h));
-    freq_class = p + sizeof(h) + n * sizeof(c);
+    p += sizeof(struct fh_msg_host_freq);
     for (int i = 0; i < n; i++) {
         const char *why;
 
-        memcpy(&c, &classes[i], sizeof(c));
-        why = virtio_freqhint_check_freq_class(&c);
+        fh_link_get_freq_class(p + i * csize, &classes[i]);
+        why = virtio_freqhint_check_freq_class(&classes[i]);
         if (why) {
             fh_link_close(fh, FH_CLOSE_MALFORMED, why);
             return false;
         }
     }
+    freq_class = p + n * csize;
     for (int i = 0; i < fh->num_vcpus; i++) {
         if (freq_class[i] >= n &&
             freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS) {
@@ -429,13 +454,7 @@ static bool fh_link_handle_host_freq(VirtIOFreqHint *fh, const uint8_t *p,
             return false;
         }
     }
-    /* The payload is unaligned in rx_buf: publish from a copy. */
-    {
-        g_autofree struct virtio_freqhint_freq_class *copy =
-            g_memdup2(classes, n * sizeof(c));
-
-        virtio_freqhint_set_host_freq(fh, n, copy, freq_class);
-    }
+    virtio_freqhint_set_host_freq(fh, n, classes, freq_class);
     return true;
 }
 
@@ -448,7 +467,7 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
     trace_virtio_freqhint_link_recv(fh, type, len);
     if (type == FH_MSG_CLOSE) {
         if (len == sizeof(struct fh_msg_close)) {
-            trace_virtio_freqhint_link_closed_by_agent(fh, lduw_le_p(p));
+            trace_virtio_freqhint_link_closed_by_agent(fh, fh_get_le16(p));
         }
         qemu_chr_fe_disconnect(&link->chr);
         fh_link_down(fh);
@@ -492,7 +511,7 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
             (link->pong_pending || !fh_link_send(fh, FH_MSG_PONG, p, len)) &&
             link->state != FREQHINT_LINK_DOWN) {
             link->pong_pending = true;
-            link->pong_cookie = ldq_le_p(p);
+            link->pong_cookie = fh_get_le64(p);
             fh_link_watch(fh);
         }
         return true;
@@ -564,6 +583,11 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
 
     switch (event) {
     case CHR_EVENT_OPENED:
+        /*
+         * A new connection while the old one was never seen to close:
+         * that session is over, with everything the agent said in it.
+         */
+        fh_link_down(fh);
         fh_link_unwatch(fh);
         link->state = FREQHINT_LINK_CONNECTED;
         link->epoch++;
@@ -584,6 +608,32 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
     default:
         break;
     }
+}
+
+static int fh_link_be_change(void *opaque);
+
+static void fh_link_set_handlers(VirtIOFreqHint *fh)
+{
+    qemu_chr_fe_set_handlers(&fh->link.chr, fh_link_can_read, fh_link_read,
+                             fh_link_event, fh_link_be_change, fh, NULL, true);
+}
+
+/*
+ * chardev-change moved the link to another chardev.  If the old one was
+ * closed, CHR_EVENT_CLOSED ended its session; if both are open, the new
+ * one's CHR_EVENT_OPENED does.
+ */
+static int fh_link_be_change(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+    /* qemu_chr_fe_get_driver() is refused to a frontend with be_change. */
+    Chardev *chr = fh->link.chr.chr;
+
+    if (!object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
+        return -1;
+    }
+    fh_link_set_handlers(fh);
+    return 0;
 }
 
 bool virtio_freqhint_link_up(VirtIOFreqHint *fh)
@@ -656,34 +706,48 @@ bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
                         sizeof(*msg) + num * sizeof(*recs));
 }
 
-void virtio_freqhint_link_realize(VirtIOFreqHint *fh)
+/*
+ * Only a plain socket chardev carries the link: with a pipe, file or pty,
+ * qemu_chr_fe_disconnect() is a no-op and the link would stay dead after
+ * its first protocol error; a mux would take the focus from its other
+ * frontends and interleave their bytes with frames.
+ */
+bool virtio_freqhint_link_realize(VirtIOFreqHint *fh, Error **errp)
 {
     VirtIOFreqHintLink *link = &fh->link;
 
     link->state = FREQHINT_LINK_DOWN;
+    if (qemu_chr_fe_backend_connected(&link->chr)) {
+        Chardev *chr = qemu_chr_fe_get_driver(&link->chr);
+
+        if (!object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
+            error_setg(errp, "virtio-freqhint: chardev '%s' is a %s; the "
+                       "agent link needs a socket chardev (without mux)",
+                       chr->label, object_get_typename(OBJECT(chr)));
+            return false;
+        }
+        if (fh->num_vcpus > FH_MAX_VCPUS) {
+            error_setg(errp, "virtio-freqhint: the agent protocol carries at "
+                       "most %d vCPUs, the machine has %u", FH_MAX_VCPUS,
+                       fh->num_vcpus);
+            return false;
+        }
+    }
     link->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_link_timeout,
                                        fh);
     link->cpu_listener.realize = fh_link_cpu_changed;
     link->cpu_listener.unrealize = fh_link_cpu_changed;
     device_listener_register(&link->cpu_listener);
-    if (qemu_chr_fe_backend_connected(&link->chr)) {
-        Chardev *chr = qemu_chr_fe_get_driver(&link->chr);
-        SocketChardev *sock = (SocketChardev *)
-            object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET);
+    return true;
+}
 
-        /*
-         * The device does not reconnect by itself: a client socket without
-         * reconnect-ms stays down after the first close (a protocol error,
-         * a keepalive timeout, an agent restart).
-         */
-        if (sock && !sock->is_listen && !sock->reconnect_time_ms) {
-            warn_report("virtio-freqhint: chardev '%s' has no reconnect-ms: "
-                        "after its first close the device stays without "
-                        "an agent", chr->label);
-            link->no_reconnect = true;
-        }
-        qemu_chr_fe_set_handlers(&link->chr, fh_link_can_read, fh_link_read,
-                                 fh_link_event, NULL, fh, NULL, true);
+/* The device is ready for the link's callbacks. */
+void virtio_freqhint_link_start(VirtIOFreqHint *fh)
+{
+    VirtIOFreqHintLink *link = &fh->link;
+
+    if (qemu_chr_fe_backend_connected(&link->chr)) {
+        fh_link_set_handlers(fh);
     }
 }
 

@@ -35,10 +35,10 @@ static void virtio_freqhint_pci_realize(VirtIOPCIProxy *vpci_dev, Error **errp)
     DeviceState *vdev = DEVICE(&dev->vdev);
 
     if (vpci_dev->nvectors == DEV_NVECTORS_UNSPECIFIED) {
-        /* One for the configuration change, one for the hint queue. */
-        vpci_dev->nvectors = 2;
+        /* The configuration change, the hint queue and the event queue. */
+        vpci_dev->nvectors = 3;
     }
-    /* Device ID 63 has no legacy (transitional) PCI device ID. */
+    /* Device ID 56 has no legacy (transitional) PCI device ID. */
     virtio_pci_force_virtio_1(vpci_dev);
     qdev_realize(vdev, BUS(&vpci_dev->bus), errp);
 }

@@ -5,10 +5,14 @@
  * request of what it runs.  The device validates each record, keeps the
  * latest one per vCPU and forwards changes, coalesced and rate bounded, to a
  * host agent over a chardev (virtio-freqhint-agent.c).  What the host grants
- * comes back through the configuration space.
+ * comes back to the driver as FEEDBACK snapshots on the event queue.
  *
  * Hints are state, not events: nothing is queued while no agent listens,
- * and a (re)connected agent gets the whole state at once.
+ * and a (re)connected agent gets the whole state at once.  The same holds
+ * the other way: a snapshot the driver has no buffer for, or that comes
+ * within a rate window of the previous one, is kept as "pending" and
+ * written, with the state of that moment, when a buffer and the window
+ * allow.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,7 +41,13 @@
 #define FREQHINT_MAX_WINDOW_MS      1000
 #define FREQHINT_MAX_INTERVAL_MS    1000
 
-static void virtio_freqhint_reset_grants(VirtIOFreqHint *fh)
+#define FREQHINT_EVENT_FEATURES ((1ULL << VIRTIO_FREQHINT_F_FEEDBACK) | \
+                                 (1ULL << VIRTIO_FREQHINT_F_CPU_ID))
+
+static void virtio_freqhint_push_events(VirtIOFreqHint *fh);
+
+/* The no-agent defaults of the host feedback state. */
+static void virtio_freqhint_reset_host_state(VirtIOFreqHint *fh)
 {
     fh->operator_floor = 0;
     fh->operator_ceiling = VIRTIO_FREQHINT_SCALE;
@@ -48,30 +58,28 @@ static void virtio_freqhint_reset_grants(VirtIOFreqHint *fh)
     /* DEV-26: no agent, no host frequencies. */
     fh->num_freq_classes = 0;
     memset(fh->freq_classes, 0, sizeof(fh->freq_classes));
-    memset(fh->freq_class, VIRTIO_FREQHINT_NO_FREQ_CLASS,
-           sizeof(fh->freq_class));
+    memset(fh->freq_class, VIRTIO_FREQHINT_NO_FREQ_CLASS, fh->num_vcpus);
 }
 
-const char *virtio_freqhint_check_freq_class(
-    const struct virtio_freqhint_freq_class *c)
+const char *virtio_freqhint_check_freq_class(const VirtIOFreqHintClass *c)
 {
-    uint32_t min = le32_to_cpu(c->min_khz), max = le32_to_cpu(c->max_khz);
-    uint16_t step = le16_to_cpu(c->perf_step), n = le16_to_cpu(c->num_freqs);
     uint32_t prev = 0;
 
-    if (min == 0 || min > max) {
+    if (c->min_khz == 0 || c->min_khz > c->max_khz ||
+        c->max_khz > VIRTIO_FREQHINT_MAX_KHZ) {
         return "bad frequency range";
     }
-    if (step == 0 || step > VIRTIO_FREQHINT_SCALE) {
+    if (c->perf_step == 0 || c->perf_step > VIRTIO_FREQHINT_SCALE) {
         return "bad perf_step";
     }
-    if (n > VIRTIO_FREQHINT_MAX_FREQS) {
+    if (c->num_freqs > VIRTIO_FREQHINT_MAX_FREQS) {
         return "too many frequencies";
     }
     for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++) {
-        uint32_t f = le32_to_cpu(c->freqs_khz[i]);
+        uint32_t f = c->freqs_khz[i];
 
-        if (i >= n ? f != 0 : (f < min || f > max || (i && f <= prev))) {
+        if (i >= c->num_freqs ? f != 0 :
+            (f < c->min_khz || f > c->max_khz || (i && f <= prev))) {
             return "bad frequency table";
         }
         prev = f;
@@ -173,15 +181,6 @@ static void virtio_freqhint_send_no_hints(VirtIOFreqHint *fh)
     fh->resend_full = true;
 }
 
-/* Every vCPU back to "no hint", and the agent told at once. */
-static void virtio_freqhint_clear_hints(VirtIOFreqHint *fh)
-{
-    memset(fh->vcpus, 0, fh->num_vcpus * sizeof(*fh->vcpus));
-    fh->resend_full = true;
-    timer_del(fh->forward_timer);
-    virtio_freqhint_forward(fh);
-}
-
 static void virtio_freqhint_schedule_forward(VirtIOFreqHint *fh)
 {
     int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
@@ -200,6 +199,30 @@ static void virtio_freqhint_schedule_forward(VirtIOFreqHint *fh)
 static void virtio_freqhint_forward_timer(void *opaque)
 {
     virtio_freqhint_forward(opaque);
+}
+
+/*
+ * Every vCPU back to "no hint" (a reset, or a driver that broke the
+ * device).  Only vCPUs that held a hint are news for the agent, and they
+ * go out through the forward interval like any other change: a guest that
+ * resets or breaks the device in a loop costs the agent no more frames
+ * than one that sends hints.
+ */
+static void virtio_freqhint_clear_hints(VirtIOFreqHint *fh)
+{
+    bool held = false;
+
+    for (unsigned int i = 0; i < fh->num_vcpus; i++) {
+        VirtIOFreqHintVcpu *v = &fh->vcpus[i];
+        bool had = v->flags != 0;
+
+        held |= had;
+        *v = (VirtIOFreqHintVcpu) { .dirty = had || v->dirty };
+    }
+    trace_virtio_freqhint_clear_hints(fh, held);
+    if (held) {
+        virtio_freqhint_schedule_forward(fh);
+    }
 }
 
 /*
@@ -273,9 +296,7 @@ static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
     len = iov_size(elem->out_sg, elem->out_num);
     max_len = sizeof(hdr) + fh->num_vcpus * sizeof(*fh->scratch);
     if (len < sizeof(hdr) + sizeof(*fh->scratch) || len > max_len) {
-        virtio_error(vdev, "virtio-freqhint: hint buffer of %zu bytes "
-                     "(expected %zu..%zu)", len,
-                     sizeof(hdr) + sizeof(*fh->scratch), max_len);
+        virtio_error(vdev, "virtio-freqhint: hint buffer of %zu bytes", len);
         return false;
     }
     if (iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr)) !=
@@ -315,6 +336,15 @@ static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
     return true;
 }
 
+/* The driver may be served: DRIVER_OK, not broken, the VM running. */
+static bool virtio_freqhint_driver_ready(VirtIOFreqHint *fh)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+
+    return vdev->vm_running && !vdev->broken &&
+           (vdev->status & VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
 /*
  * Take up to FREQHINT_BURST buffers.  Returns true if anything was
  * consumed; what is left waits for the next wakeup.
@@ -324,11 +354,6 @@ static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
     VirtQueueElement *elem;
     bool used = false;
-
-    if (!virtio_queue_ready(fh->hintq) ||
-        !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) || vdev->broken) {
-        return false;
-    }
 
     for (int n = 0; n < FREQHINT_BURST &&
          (elem = virtqueue_pop(fh->hintq, sizeof(VirtQueueElement))); n++) {
@@ -364,6 +389,17 @@ static void virtio_freqhint_wakeup(VirtIOFreqHint *fh)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
 
+    /*
+     * A driver that cleared DRIVER_OK without a reset, or a stopped VM:
+     * no window opens, so no timer keeps coming back for buffers nobody
+     * may take.  Notifications stay on; set_status runs the queue when
+     * DRIVER_OK is set again.
+     */
+    if (!virtio_freqhint_driver_ready(fh) ||
+        !virtio_queue_ready(fh->hintq)) {
+        virtio_queue_set_notification(fh->hintq, 1);
+        return;
+    }
     fh->stats.wakeups++;
     virtio_freqhint_drain(fh);
     if (vdev->broken) {
@@ -378,6 +414,14 @@ static void virtio_freqhint_handle_hintq(VirtIODevice *vdev, VirtQueue *vq)
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
 
+    /*
+     * A kick the stop of the VM flushed out of an ioeventfd (like
+     * virtio-net's "device was stopped but VCPU wasn't"): the ring is not
+     * touched while the VM is stopped; set_status runs the queue on resume.
+     */
+    if (!vdev->vm_running) {
+        return;
+    }
     fh->stats.notifications++;
     trace_virtio_freqhint_kick(fh);
     if (timer_pending(fh->rate_timer)) {
@@ -403,31 +447,220 @@ static void virtio_freqhint_rate_timer(void *opaque)
     virtio_freqhint_wakeup(fh);
 }
 
+/*
+ * Event queue.  Buffers are the driver's; a snapshot or CPU_IDS message
+ * goes into one only when one is posted, else it waits as a flag.
+ */
+
+static bool virtio_freqhint_eventq_negotiated(VirtIOFreqHint *fh)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+
+    return fh->eventq && (vdev->guest_features & FREQHINT_EVENT_FEATURES);
+}
+
+/* One posted event buffer, or NULL (none posted, or a bad one). */
+static VirtQueueElement *virtio_freqhint_event_pop(VirtIOFreqHint *fh)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    VirtQueueElement *elem;
+    size_t size;
+
+    elem = virtqueue_pop(fh->eventq, sizeof(VirtQueueElement));
+    if (!elem) {
+        return NULL;
+    }
+    size = iov_size(elem->in_sg, elem->in_num);
+    if (elem->out_num || size < fh->event_buf_size) {
+        virtio_error(vdev, "virtio-freqhint: event buffer of %zu writable "
+                     "bytes (%u needed), %u readable descriptors", size,
+                     fh->event_buf_size, elem->out_num);
+        virtqueue_detach_element(fh->eventq, elem, 0);
+        g_free(elem);
+        virtio_freqhint_clear_hints(fh);
+        return NULL;
+    }
+    return elem;
+}
+
+static void virtio_freqhint_event_push(VirtIOFreqHint *fh,
+                                       VirtQueueElement *elem, size_t len)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+
+    iov_from_buf(elem->in_sg, elem->in_num, 0, fh->event_buf, len);
+    virtqueue_push(fh->eventq, elem, len);
+    g_free(elem);
+    virtio_notify(vdev, fh->eventq);
+}
+
+static size_t virtio_freqhint_build_cpu_ids(VirtIOFreqHint *fh)
+{
+    uint8_t *p = fh->event_buf;
+
+    memset(p, 0, sizeof(struct virtio_freqhint_cpu_ids));
+    stw_le_p(p, VIRTIO_FREQHINT_MSG_CPU_IDS);
+    stw_le_p(p + 2, fh->num_vcpus);
+    p += sizeof(struct virtio_freqhint_cpu_ids);
+    for (unsigned int i = 0; i < fh->num_vcpus; i++) {
+        stq_le_p(p + 8 * i, fh->cpu_ids[i]);
+    }
+    return sizeof(struct virtio_freqhint_cpu_ids) + 8 * fh->num_vcpus;
+}
+
+/* The whole host feedback state as a FEEDBACK message; seq left zero. */
+static size_t virtio_freqhint_build_feedback(VirtIOFreqHint *fh, uint8_t *p)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    bool host_freq = virtio_vdev_has_feature(vdev,
+                                             VIRTIO_FREQHINT_F_HOST_FREQ);
+    uint16_t num_classes = host_freq ? fh->num_freq_classes : 0;
+    size_t len = sizeof(struct virtio_freqhint_feedback) +
+                 fh->num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
+    uint8_t *c;
+
+    memset(p, 0, len);
+    stw_le_p(p, VIRTIO_FREQHINT_MSG_FEEDBACK);
+    stw_le_p(p + 2, virtio_freqhint_link_up(fh) ? VIRTIO_FREQHINT_FB_AGENT :
+             0);
+    stw_le_p(p + 8, fh->operator_floor);
+    stw_le_p(p + 10, fh->operator_ceiling);
+    stw_le_p(p + 12, fh->num_vcpus);
+    stw_le_p(p + 14, num_classes);
+    c = p + offsetof(struct virtio_freqhint_feedback, classes);
+    for (unsigned int i = 0; i < num_classes; i++) {
+        const VirtIOFreqHintClass *k = &fh->freq_classes[i];
+        uint8_t *e = c + i * sizeof(struct virtio_freqhint_freq_class);
+
+        stl_le_p(e, k->min_khz);
+        stl_le_p(e + 4, k->max_khz);
+        stw_le_p(e + 8, k->perf_step);
+        stw_le_p(e + 10, k->num_freqs);
+        for (unsigned int j = 0; j < VIRTIO_FREQHINT_MAX_FREQS; j++) {
+            stl_le_p(e + 12 + 4 * j, k->freqs_khz[j]);
+        }
+    }
+    p += sizeof(struct virtio_freqhint_feedback);
+    for (unsigned int i = 0; i < fh->num_vcpus; i++) {
+        uint8_t *v = p + i * sizeof(struct virtio_freqhint_vcpu_feedback);
+
+        stw_le_p(v, fh->grants[i].floor);
+        stw_le_p(v + 2, fh->grants[i].ceiling);
+        v[4] = host_freq ? fh->freq_class[i] : VIRTIO_FREQHINT_NO_FREQ_CLASS;
+    }
+    return len;
+}
+
+/*
+ * Write what the driver is owed: CPU_IDS first (once after DRIVER_OK), then
+ * a FEEDBACK snapshot if one is pending, on the leading edge and at most
+ * one per rate window.  What cannot go now stays a flag: the snapshot,
+ * built when it is written, always carries the latest state.
+ */
+static void virtio_freqhint_push_events(VirtIOFreqHint *fh)
+{
+    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    VirtQueueElement *elem;
+    int64_t now, due;
+    size_t len;
+
+    if (!virtio_freqhint_eventq_negotiated(fh) ||
+        !virtio_freqhint_driver_ready(fh) || !fh->vm_running ||
+        !virtio_queue_ready(fh->eventq)) {
+        return;
+    }
+    if (fh->cpu_ids_pending) {
+        if (virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_CPU_ID)) {
+            elem = virtio_freqhint_event_pop(fh);
+            if (!elem) {
+                return;
+            }
+            len = virtio_freqhint_build_cpu_ids(fh);
+            virtio_freqhint_event_push(fh, elem, len);
+            trace_virtio_freqhint_cpu_ids(fh, fh->num_vcpus);
+        }
+        fh->cpu_ids_pending = false;
+    }
+    if (!fh->feedback_pending) {
+        return;
+    }
+    if (!virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK)) {
+        fh->feedback_pending = false;
+        return;
+    }
+    now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+    due = fh->last_feedback_ms + fh->rate_window_ms;
+    if (now < due) {
+        if (!timer_pending(fh->feedback_timer)) {
+            timer_mod(fh->feedback_timer, due);
+        }
+        return;
+    }
+    /*
+     * A change undone while the snapshot waited (an agent that came and
+     * went within a window) is no news: the driver has this state.
+     */
+    len = virtio_freqhint_build_feedback(fh, fh->event_buf);
+    if (fh->feedback_sent_valid && !memcmp(fh->event_buf, fh->feedback_sent,
+                                           len)) {
+        fh->feedback_pending = false;
+        return;
+    }
+    elem = virtio_freqhint_event_pop(fh);
+    if (!elem) {
+        /* The next posted buffer (a kick on the eventq) takes it. */
+        return;
+    }
+    memcpy(fh->feedback_sent, fh->event_buf, len);
+    fh->feedback_sent_valid = true;
+    stl_le_p(fh->event_buf + 4, ++fh->feedback_seq);
+    virtio_freqhint_event_push(fh, elem, len);
+    fh->feedback_pending = false;
+    fh->last_feedback_ms = now;
+    fh->stats.feedback++;
+    trace_virtio_freqhint_feedback(fh, fh->feedback_seq,
+                                   lduw_le_p(fh->event_buf + 2));
+}
+
+/*
+ * The host feedback state may have changed.  Only a real change makes a
+ * snapshot due: the driver's view is compared with the state now.
+ */
+static void virtio_freqhint_feedback_changed(VirtIOFreqHint *fh,
+                                             bool changed)
+{
+    if (changed) {
+        fh->feedback_pending = true;
+        virtio_freqhint_push_events(fh);
+    }
+}
+
+static void virtio_freqhint_feedback_timer(void *opaque)
+{
+    virtio_freqhint_push_events(opaque);
+}
+
+static void virtio_freqhint_handle_eventq(VirtIODevice *vdev, VirtQueue *vq)
+{
+    if (!vdev->vm_running) {
+        return;
+    }
+    virtio_freqhint_push_events(VIRTIO_FREQHINT(vdev));
+}
+
 static void virtio_freqhint_get_config(VirtIODevice *vdev, uint8_t *data)
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
-    struct virtio_freqhint_config *cfg = (void *)data;
+    struct virtio_freqhint_config cfg = {
+        .num_vcpus = cpu_to_le16(fh->num_vcpus),
+        .max_records = cpu_to_le16(fh->num_vcpus),
+        .rate_window_ms = cpu_to_le16(fh->rate_window_ms),
+        .perf_step = cpu_to_le16(fh->perf_step),
+        .idle_share = cpu_to_le16(fh->idle_share),
+        .event_buf_size = cpu_to_le32(fh->event_buf_size),
+    };
 
-    memset(data, 0, sizeof(*cfg));
-    cfg->num_vcpus = cpu_to_le16(fh->num_vcpus);
-    cfg->max_records = cpu_to_le16(fh->num_vcpus);
-    cfg->rate_window_ms = cpu_to_le16(fh->rate_window_ms);
-    cfg->status = cpu_to_le16(fh->status);
-    cfg->operator_floor = cpu_to_le16(fh->operator_floor);
-    cfg->operator_ceiling = cpu_to_le16(fh->operator_ceiling);
-    cfg->perf_step = cpu_to_le16(fh->perf_step);
-    cfg->idle_share = cpu_to_le16(fh->idle_share);
-    for (int i = 0; i < VIRTIO_FREQHINT_MAX_VCPUS; i++) {
-        cfg->cpu_id[i] = cpu_to_le32(i < fh->num_vcpus ? fh->cpu_ids[i] :
-                                     VIRTIO_FREQHINT_CPU_ID_NONE);
-    }
-    for (int i = 0; i < fh->num_vcpus; i++) {
-        cfg->grants[i].floor = cpu_to_le16(fh->grants[i].floor);
-        cfg->grants[i].ceiling = cpu_to_le16(fh->grants[i].ceiling);
-        cfg->freq_class[i] = fh->freq_class[i];
-    }
-    cfg->num_freq_classes = cpu_to_le16(fh->num_freq_classes);
-    memcpy(cfg->freq_classes, fh->freq_classes, sizeof(cfg->freq_classes));
+    memcpy(data, &cfg, sizeof(cfg));
 }
 
 static uint64_t virtio_freqhint_get_features(VirtIODevice *vdev, uint64_t f,
@@ -438,19 +671,61 @@ static uint64_t virtio_freqhint_get_features(VirtIODevice *vdev, uint64_t f,
     /*
      * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
      * driver could still notify once per window on top of the timer.
+     * The transport's event_idx property is on by default, so it cannot
+     * tell an explicit request: the device never offers the feature.
      */
     virtio_clear_feature(&f, VIRTIO_RING_F_EVENT_IDX);
     return f | fh->host_features;
+}
+
+/* DEV-1, DEV-28: FEATURES_OK fails for these drivers. */
+static int virtio_freqhint_validate_features(VirtIODevice *vdev)
+{
+    if (!virtio_vdev_has_feature(vdev, VIRTIO_F_VERSION_1)) {
+        return -EINVAL;
+    }
+    if (virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ) &&
+        !virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK)) {
+        return -EINVAL;
+    }
+    return 0;
 }
 
 static void virtio_freqhint_set_status(VirtIODevice *vdev, uint8_t status)
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
 
-    if (!vdev->vm_running || !(status & VIRTIO_CONFIG_S_DRIVER_OK)) {
+    /*
+     * Modern only, on every transport.  validate_features refuses
+     * FEATURES_OK without VERSION_1; a legacy driver never sets it, so
+     * its DRIVER_OK breaks the device, which then serves it nothing.
+     */
+    if ((status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+        !virtio_vdev_has_feature(vdev, VIRTIO_F_VERSION_1) && !vdev->broken) {
+        virtio_error(vdev, "virtio-freqhint: the driver did not accept "
+                     "VIRTIO_F_VERSION_1");
         return;
     }
-    vdev->status = status;
+    /*
+     * The queues are served from a bottom half: the core writes the new
+     * status after this returns, which would hide the NEEDS_RESET of a bad
+     * buffer found here.
+     */
+    if (vdev->vm_running && (status & VIRTIO_CONFIG_S_DRIVER_OK)) {
+        qemu_bh_schedule(fh->status_bh);
+    }
+}
+
+/* DRIVER_OK was written (or the VM resumed with it). */
+static void virtio_freqhint_status_bh(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    if (!virtio_freqhint_driver_ready(fh)) {
+        return;
+    }
+    /* Buffers posted before DRIVER_OK get CPU_IDS and the first snapshot. */
+    virtio_freqhint_push_events(fh);
     /* Within a window the rate timer runs the queue, whatever the driver. */
     if (timer_pending(fh->rate_timer)) {
         return;
@@ -470,8 +745,6 @@ static void virtio_freqhint_set_status(VirtIODevice *vdev, uint8_t status)
 void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
 {
     fh->stats.agent_connects++;
-    fh->status |= VIRTIO_FREQHINT_S_AGENT;
-    virtio_notify_config(VIRTIO_DEVICE(fh));
     fh->resend_full = true;
     timer_del(fh->forward_timer);
     /* The first frame is a FULL one, even if the VM stopped meanwhile. */
@@ -480,15 +753,16 @@ void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
     } else {
         virtio_freqhint_send_no_hints(fh);
     }
+    /* FB_AGENT is news. */
+    virtio_freqhint_feedback_changed(fh, true);
 }
 
 void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh)
 {
-    fh->status &= ~VIRTIO_FREQHINT_S_AGENT;
-    virtio_freqhint_reset_grants(fh);
-    virtio_notify_config(VIRTIO_DEVICE(fh));
+    virtio_freqhint_reset_host_state(fh);
     timer_del(fh->forward_timer);
     fh->no_hints_pending = false;
+    virtio_freqhint_feedback_changed(fh, true);
 }
 
 /*
@@ -509,44 +783,32 @@ void virtio_freqhint_agent_writable(VirtIOFreqHint *fh)
 
 void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
                                 uint16_t ceiling,
-                                const struct virtio_freqhint_grant *grants)
+                                const VirtIOFreqHintGrant *grants)
 {
-    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
     bool changed = floor != fh->operator_floor ||
                    ceiling != fh->operator_ceiling;
-    bool grants_changed = false;
 
     fh->operator_floor = floor;
     fh->operator_ceiling = ceiling;
     for (int i = 0; grants && i < fh->num_vcpus; i++) {
-        uint16_t f = le16_to_cpu(grants[i].floor);
-        uint16_t c = le16_to_cpu(grants[i].ceiling);
-
-        grants_changed |= f != fh->grants[i].floor ||
-                          c != fh->grants[i].ceiling;
-        fh->grants[i].floor = f;
-        fh->grants[i].ceiling = c;
-    }
-    /* A driver without the feature does not read grants[]: no news. */
-    if (virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_GRANTS)) {
-        changed |= grants_changed;
+        changed |= grants[i].floor != fh->grants[i].floor ||
+                   grants[i].ceiling != fh->grants[i].ceiling;
+        fh->grants[i] = grants[i];
     }
     trace_virtio_freqhint_grants(fh, floor, ceiling, changed);
-    if (changed) {
-        virtio_notify_config(vdev);
-    }
+    virtio_freqhint_feedback_changed(fh, changed);
 }
 
 void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
-                                   const struct virtio_freqhint_freq_class *c,
+                                   const VirtIOFreqHintClass *c,
                                    const uint8_t *freq_class)
 {
-    VirtIODevice *vdev = VIRTIO_DEVICE(fh);
-    struct virtio_freqhint_freq_class classes[
-        VIRTIO_FREQHINT_MAX_FREQ_CLASSES] = {};
+    VirtIOFreqHintClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES] = {};
     bool changed;
 
-    memcpy(classes, c, num_classes * sizeof(*c));
+    if (num_classes) {
+        memcpy(classes, c, num_classes * sizeof(*c));
+    }
     changed = num_classes != fh->num_freq_classes ||
               memcmp(classes, fh->freq_classes, sizeof(classes)) ||
               memcmp(freq_class, fh->freq_class, fh->num_vcpus);
@@ -554,18 +816,26 @@ void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
     memcpy(fh->freq_classes, classes, sizeof(classes));
     memcpy(fh->freq_class, freq_class, fh->num_vcpus);
     trace_virtio_freqhint_host_freq(fh, num_classes, changed);
-    /* DEV-22: a driver without the feature does not read them. */
-    if (changed && virtio_vdev_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ)) {
-        virtio_notify_config(vdev);
-    }
+    /* A driver without F_HOST_FREQ sees the same snapshot: no news. */
+    changed &= virtio_vdev_has_feature(VIRTIO_DEVICE(fh),
+                                       VIRTIO_FREQHINT_F_HOST_FREQ);
+    virtio_freqhint_feedback_changed(fh, changed);
 }
 
 static void virtio_freqhint_reset(VirtIODevice *vdev)
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
 
-    timer_del(fh->rate_timer);
-    /* The VM's influence goes away at once, not at the next hint. */
+    /*
+     * The rate window stays open across a reset (the bound holds whatever
+     * the driver does), and so does the feedback window; the host state
+     * survives, only the driver's view of it starts over.
+     */
+    fh->cpu_ids_pending = true;
+    fh->feedback_pending = true;
+    fh->feedback_sent_valid = false;
+    fh->feedback_seq = 0;
+    /* The VM's influence goes away, within the forward interval. */
     virtio_freqhint_clear_hints(fh);
 }
 
@@ -618,7 +888,9 @@ static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
         !visit_type_uint64(v, "coalesced", &s->coalesced, errp) ||
         !visit_type_uint64(v, "rejected", &s->rejected, errp) ||
         !visit_type_uint64(v, "dropped", &s->dropped, errp) ||
-        !visit_type_uint64(v, "agent-connects", &s->agent_connects, errp)) {
+        !visit_type_uint64(v, "agent-connects", &s->agent_connects, errp) ||
+        !visit_type_uint64(v, "feedback", &s->feedback, errp) ||
+        !visit_type_uint32(v, "feedback-seq", &fh->feedback_seq, errp)) {
         goto out;
     }
     if (!visit_start_list(v, "vcpus", NULL, 0, errp)) {
@@ -626,7 +898,7 @@ static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
     }
     for (int i = 0; i < fh->num_vcpus; i++) {
         VirtIOFreqHintVcpu *vc = &fh->vcpus[i];
-        struct virtio_freqhint_grant *g = &fh->grants[i];
+        VirtIOFreqHintGrant *g = &fh->grants[i];
 
         if (!visit_start_struct(v, NULL, NULL, 0, errp)) {
             goto out_list;
@@ -655,27 +927,37 @@ out:
 }
 
 /*
- * DEV-25: the firmware id (x86: APIC ID) of every possible vCPU, plugged or
- * not, by vCPU index, so that the driver need not guess which of its CPUs
- * is which index.
+ * DEV-25: the firmware id (x86: APIC ID, arm: MPIDR affinity) of every
+ * possible vCPU, plugged or not, by vCPU index.  The machine lists its
+ * possible CPUs in slots of vcpus_count threads; slot k's threads are the
+ * vCPU indexes that follow those of slots 0..k-1, and a plugged CPU says
+ * its own index and id.  An index no slot accounts for has no id.
  */
 static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
 {
     MachineClass *mc = MACHINE_GET_CLASS(ms);
     const CPUArchIdList *possible = NULL;
+    CPUState *cpu;
+    int64_t index = 0;
 
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        fh->cpu_ids[i] = VIRTIO_FREQHINT_CPU_ID_NONE;
+    }
     if (mc->possible_cpu_arch_ids) {
         possible = mc->possible_cpu_arch_ids(ms);
     }
-    for (int i = 0; i < fh->num_vcpus; i++) {
-        CPUState *cpu = qemu_get_cpu(i);
+    for (int k = 0; possible && k < possible->len; k++) {
+        const CPUArchId *slot = &possible->cpus[k];
 
-        if (possible && i < possible->len) {
-            fh->cpu_ids[i] = possible->cpus[i].arch_id;
-        } else if (cpu) {
-            fh->cpu_ids[i] = CPU_GET_CLASS(cpu)->get_arch_id(cpu);
-        } else {
-            fh->cpu_ids[i] = VIRTIO_FREQHINT_CPU_ID_NONE;
+        /* A slot of one thread: its arch_id is that vCPU's id. */
+        if (slot->vcpus_count == 1 && index < fh->num_vcpus) {
+            fh->cpu_ids[index] = slot->arch_id;
+        }
+        index += slot->vcpus_count;
+    }
+    CPU_FOREACH(cpu) {
+        if (cpu->cpu_index < fh->num_vcpus) {
+            fh->cpu_ids[cpu->cpu_index] = CPU_GET_CLASS(cpu)->get_arch_id(cpu);
         }
     }
 }
@@ -707,35 +989,60 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
                    VIRTIO_FREQHINT_SCALE);
         return;
     }
-    if (ms->smp.max_cpus > VIRTIO_FREQHINT_MAX_VCPUS) {
-        error_setg(errp, "virtio-freqhint supports at most %d vCPUs, "
-                   "the machine has %u", VIRTIO_FREQHINT_MAX_VCPUS,
-                   ms->smp.max_cpus);
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_HOST_FREQ) &&
+        !virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_FEEDBACK)) {
+        error_setg(errp, "'host-freq' needs 'feedback'");
+        return;
+    }
+    if (ms->smp.max_cpus > UINT16_MAX) {
+        error_setg(errp, "virtio-freqhint supports at most %d vCPUs",
+                   UINT16_MAX);
         return;
     }
     fh->num_vcpus = ms->smp.max_cpus;
+    fh->event_buf_size = sizeof(struct virtio_freqhint_feedback) +
+        fh->num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
 
-    fh->cpu_ids = g_new(uint32_t, fh->num_vcpus);
+    if (!virtio_freqhint_link_realize(fh, errp)) {
+        return;
+    }
+
+    fh->cpu_ids = g_new(uint64_t, fh->num_vcpus);
+    fh->mig_cpu_ids = g_new0(uint64_t, fh->num_vcpus);
+    fh->mig_num_cpu_ids = fh->num_vcpus;
     virtio_freqhint_get_cpu_ids(fh, ms);
 
     virtio_init(vdev, VIRTIO_ID_FREQHINT,
                 sizeof(struct virtio_freqhint_config));
     fh->hintq = virtio_add_queue(vdev, FREQHINT_QUEUE_SIZE,
                                  virtio_freqhint_handle_hintq);
+    if (fh->host_features & FREQHINT_EVENT_FEATURES) {
+        fh->eventq = virtio_add_queue(vdev, FREQHINT_QUEUE_SIZE,
+                                      virtio_freqhint_handle_eventq);
+    }
 
     fh->vcpus = g_new0(VirtIOFreqHintVcpu, fh->num_vcpus);
-    fh->grants = g_new0(struct virtio_freqhint_grant, fh->num_vcpus);
+    fh->grants = g_new0(VirtIOFreqHintGrant, fh->num_vcpus);
+    fh->freq_class = g_new0(uint8_t, fh->num_vcpus);
     fh->scratch = g_new0(struct virtio_freqhint_record, fh->num_vcpus);
-    virtio_freqhint_reset_grants(fh);
+    fh->event_buf = g_malloc0(fh->event_buf_size);
+    fh->feedback_sent = g_malloc0(fh->event_buf_size);
+    virtio_freqhint_reset_host_state(fh);
+    fh->cpu_ids_pending = true;
+    fh->feedback_pending = true;
     fh->vm_running = runstate_is_running();
     fh->vmstate = qemu_add_vm_change_state_handler(
         virtio_freqhint_vm_state_change, fh);
     fh->last_forward_ms = INT64_MIN / 2;
+    fh->last_feedback_ms = INT64_MIN / 2;
     fh->rate_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                   virtio_freqhint_rate_timer, fh);
     fh->forward_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                      virtio_freqhint_forward_timer, fh);
-    virtio_freqhint_link_realize(fh);
+    fh->feedback_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
+                                      virtio_freqhint_feedback_timer, fh);
+    fh->status_bh = virtio_bh_new_guarded(dev, virtio_freqhint_status_bh, fh);
+    virtio_freqhint_link_start(fh);
 }
 
 static void virtio_freqhint_device_unrealize(DeviceState *dev)
@@ -745,20 +1052,67 @@ static void virtio_freqhint_device_unrealize(DeviceState *dev)
 
     virtio_freqhint_link_unrealize(fh);
     qemu_del_vm_change_state_handler(fh->vmstate);
+    qemu_bh_delete(fh->status_bh);
+    timer_free(fh->feedback_timer);
     timer_free(fh->forward_timer);
     timer_free(fh->rate_timer);
+    g_free(fh->feedback_sent);
+    g_free(fh->event_buf);
     g_free(fh->scratch);
+    g_free(fh->freq_class);
     g_free(fh->grants);
     g_free(fh->vcpus);
+    g_free(fh->mig_cpu_ids);
     g_free(fh->cpu_ids);
-    virtio_del_queue(vdev, 0);
+    if (fh->eventq) {
+        virtio_delete_queue(fh->eventq);
+    }
+    virtio_delete_queue(fh->hintq);
     virtio_cleanup(vdev);
+}
+
+static int virtio_freqhint_pre_save(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    fh->mig_host_features = fh->host_features;
+    fh->mig_rate_window_ms = fh->rate_window_ms;
+    fh->mig_perf_step = fh->perf_step;
+    fh->mig_idle_share = fh->idle_share;
+    memcpy(fh->mig_cpu_ids, fh->cpu_ids, fh->num_vcpus * sizeof(uint64_t));
+    return 0;
 }
 
 static int virtio_freqhint_post_load(void *opaque, int version_id)
 {
     VirtIOFreqHint *fh = opaque;
 
+    /*
+     * The driver read these once, at probe: a destination that publishes
+     * others would leave it working with the source's.
+     */
+    if (fh->mig_host_features != fh->host_features) {
+        error_report("virtio-freqhint: offered features 0x%" PRIx64 " differ "
+                     "from the source's 0x%" PRIx64, fh->host_features,
+                     fh->mig_host_features);
+        return -EINVAL;
+    }
+    if (fh->mig_rate_window_ms != fh->rate_window_ms ||
+        fh->mig_perf_step != fh->perf_step ||
+        fh->mig_idle_share != fh->idle_share) {
+        error_report("virtio-freqhint: rate-window-ms, perf-step or "
+                     "idle-share differ from the source's (%u/%u/%u, here "
+                     "%u/%u/%u)", fh->mig_rate_window_ms, fh->mig_perf_step,
+                     fh->mig_idle_share, fh->rate_window_ms, fh->perf_step,
+                     fh->idle_share);
+        return -EINVAL;
+    }
+    if (memcmp(fh->mig_cpu_ids, fh->cpu_ids,
+               fh->num_vcpus * sizeof(uint64_t))) {
+        error_report("virtio-freqhint: the vCPUs' firmware ids differ from "
+                     "the source's");
+        return -EINVAL;
+    }
     /* The stream is no more trusted than the guest or the agent. */
     for (int i = 0; i < fh->num_vcpus; i++) {
         VirtIOFreqHintVcpu *v = &fh->vcpus[i];
@@ -771,48 +1125,42 @@ static int virtio_freqhint_post_load(void *opaque, int version_id)
             error_report("virtio-freqhint: migrated vCPU %d: %s", i, why);
             return -EINVAL;
         }
-        if (fh->grants[i].ceiling > VIRTIO_FREQHINT_SCALE ||
-            fh->grants[i].floor > fh->grants[i].ceiling) {
-            error_report("virtio-freqhint: migrated grant of vCPU %d out of "
-                         "range", i);
-            return -EINVAL;
-        }
-        if (fh->freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS &&
-            fh->freq_class[i] >= fh->num_freq_classes) {
-            error_report("virtio-freqhint: migrated frequency class of vCPU "
-                         "%d out of range", i);
-            return -EINVAL;
-        }
-    }
-    if (fh->operator_ceiling > VIRTIO_FREQHINT_SCALE ||
-        fh->operator_floor > fh->operator_ceiling) {
-        error_report("virtio-freqhint: migrated operator bounds out of range");
-        return -EINVAL;
-    }
-    if (fh->num_freq_classes > VIRTIO_FREQHINT_MAX_FREQ_CLASSES) {
-        error_report("virtio-freqhint: %u migrated frequency classes",
-                     fh->num_freq_classes);
-        return -EINVAL;
-    }
-    for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++) {
-        const char *why = i < fh->num_freq_classes ?
-            virtio_freqhint_check_freq_class(&fh->freq_classes[i]) :
-            (buffer_is_zero(&fh->freq_classes[i],
-                            sizeof(fh->freq_classes[i])) ?
-             NULL : "unused class not zero");
-
-        if (why) {
-            error_report("virtio-freqhint: migrated frequency class %d: %s",
-                         i, why);
-            return -EINVAL;
-        }
+        /* Not sent to this host's agent yet: resend_full covers it. */
+        v->dirty = false;
     }
 
     /*
      * The destination's agent has seen nothing of this VM yet.  HELLO waits
-     * for the VM to run, and the handshake brings the whole state.
+     * for the VM to run, and the handshake brings the whole state.  Host
+     * state was not migrated: the driver gets this host's view (the
+     * no-agent defaults until its agent connects) as soon as the VM runs.
      */
     fh->resend_full = true;
+    fh->feedback_pending = true;
+    fh->feedback_sent_valid = false;
+    return 0;
+}
+
+/*
+ * Runs after the guest features are loaded (the device vmsd comes before
+ * them): a record the negotiated features do not allow is refused here.
+ */
+static int virtio_freqhint_post_load_device(VirtIODevice *vdev)
+{
+    VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
+
+    for (int i = 0; i < fh->num_vcpus; i++) {
+        VirtIOFreqHintVcpu *v = &fh->vcpus[i];
+        const char *why = virtio_freqhint_check_record(fh, i, v->flags,
+                                                       v->clamp_min,
+                                                       v->clamp_max,
+                                                       v->perf, 0, true);
+
+        if (why) {
+            error_report("virtio-freqhint: migrated vCPU %d: %s", i, why);
+            return -EINVAL;
+        }
+    }
     return 0;
 }
 
@@ -830,39 +1178,31 @@ static const VMStateDescription vmstate_virtio_freqhint_vcpu = {
     },
 };
 
-static const VMStateDescription vmstate_virtio_freqhint_grant = {
-    .name = "virtio-freqhint-grant",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT16(floor, struct virtio_freqhint_grant),
-        VMSTATE_UINT16(ceiling, struct virtio_freqhint_grant),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
+/*
+ * Guest state only: the records, where the driver is in the event protocol,
+ * and the guest-visible constants to compare.  Grants, classes and operator
+ * bounds are the source host's and stay there.
+ */
 static const VMStateDescription vmstate_virtio_freqhint_device = {
     .name = "virtio-freqhint-device",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_save = virtio_freqhint_pre_save,
     .post_load = virtio_freqhint_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT16_EQUAL(num_vcpus, VirtIOFreqHint, NULL),
+        VMSTATE_UINT64(mig_host_features, VirtIOFreqHint),
+        VMSTATE_UINT32(mig_rate_window_ms, VirtIOFreqHint),
+        VMSTATE_UINT16(mig_perf_step, VirtIOFreqHint),
+        VMSTATE_UINT16(mig_idle_share, VirtIOFreqHint),
+        /* num_vcpus matched, so both sides have as many ids. */
+        VMSTATE_VARRAY_UINT32(mig_cpu_ids, VirtIOFreqHint, mig_num_cpu_ids, 0,
+                              vmstate_info_uint64, uint64_t),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT16(vcpus, VirtIOFreqHint, num_vcpus,
                                              vmstate_virtio_freqhint_vcpu,
                                              VirtIOFreqHintVcpu),
-        VMSTATE_UINT16(operator_floor, VirtIOFreqHint),
-        VMSTATE_UINT16(operator_ceiling, VirtIOFreqHint),
-        VMSTATE_STRUCT_VARRAY_POINTER_UINT16(grants, VirtIOFreqHint, num_vcpus,
-                                             vmstate_virtio_freqhint_grant,
-                                             struct virtio_freqhint_grant),
-        VMSTATE_UINT16(num_freq_classes, VirtIOFreqHint),
-        /* Kept in wire (little-endian) order: the same bytes on any host. */
-        VMSTATE_BUFFER_UNSAFE(freq_classes, VirtIOFreqHint, 0,
-                              sizeof(struct virtio_freqhint_freq_class) *
-                              VIRTIO_FREQHINT_MAX_FREQ_CLASSES),
-        VMSTATE_UINT8_ARRAY(freq_class, VirtIOFreqHint,
-                            VIRTIO_FREQHINT_MAX_VCPUS),
+        VMSTATE_UINT32(feedback_seq, VirtIOFreqHint),
+        VMSTATE_BOOL(cpu_ids_pending, VirtIOFreqHint),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -884,10 +1224,12 @@ static const Property virtio_freqhint_properties[] = {
                        forward_interval_ms, 5),
     DEFINE_PROP_BIT64("perf", VirtIOFreqHint, host_features,
                       VIRTIO_FREQHINT_F_PERF, true),
-    DEFINE_PROP_BIT64("grants", VirtIOFreqHint, host_features,
-                      VIRTIO_FREQHINT_F_GRANTS, true),
+    DEFINE_PROP_BIT64("feedback", VirtIOFreqHint, host_features,
+                      VIRTIO_FREQHINT_F_FEEDBACK, true),
     DEFINE_PROP_BIT64("host-freq", VirtIOFreqHint, host_features,
                       VIRTIO_FREQHINT_F_HOST_FREQ, true),
+    DEFINE_PROP_BIT64("cpu-id", VirtIOFreqHint, host_features,
+                      VIRTIO_FREQHINT_F_CPU_ID, true),
     DEFINE_PROP_UINT16("perf-step", VirtIOFreqHint, perf_step, 16),
     DEFINE_PROP_UINT16("idle-share", VirtIOFreqHint, idle_share, 20),
 };
@@ -910,8 +1252,10 @@ static void virtio_freqhint_class_init(ObjectClass *klass, void *data)
     vdc->unrealize = virtio_freqhint_device_unrealize;
     vdc->get_config = virtio_freqhint_get_config;
     vdc->get_features = virtio_freqhint_get_features;
+    vdc->validate_features = virtio_freqhint_validate_features;
     vdc->set_status = virtio_freqhint_set_status;
     vdc->reset = virtio_freqhint_reset;
+    vdc->post_load = virtio_freqhint_post_load_device;
     vdc->vmsd = &vmstate_virtio_freqhint_device;
 }
 

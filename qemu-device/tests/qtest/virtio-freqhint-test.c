@@ -18,10 +18,12 @@
 #include "qemu/module.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
+#include "qobject/qstring.h"
 #include "libqos/qgraph.h"
 #include "libqos/virtio-freqhint.h"
 #include "standard-headers/linux/virtio_config.h"
 #include "standard-headers/linux/virtio_ring.h"
+#include "standard-headers/linux/virtio_pci.h"
 #include "standard-headers/linux/virtio_freqhint.h"
 #include "hw/virtio/virtio-freqhint-agent.h"
 
@@ -33,11 +35,15 @@
 #define FORWARD_MS          5
 #define MS                  (1000 * 1000)
 
-/* Configuration space offsets (spec/virtio-freqhint.md, 4) */
-#define CFG_CPU_ID          1040
-#define CFG_FREQ_CLASS      2064
-#define CFG_NUM_CLASSES     2320
-#define CFG_CLASSES         2328
+#define F_PERF              (1ull << VIRTIO_FREQHINT_F_PERF)
+#define F_FEEDBACK          (1ull << VIRTIO_FREQHINT_F_FEEDBACK)
+#define F_HOST_FREQ         (1ull << VIRTIO_FREQHINT_F_HOST_FREQ)
+#define F_CPU_ID            (1ull << VIRTIO_FREQHINT_F_CPU_ID)
+#define F_VERSION_1         (1ull << VIRTIO_F_VERSION_1)
+#define F_ALL               (F_PERF | F_FEEDBACK | F_HOST_FREQ | F_CPU_ID | \
+                             F_VERSION_1)
+/* Bytes of a FEEDBACK message, and of the event buffers the device asks for */
+#define FEEDBACK_LEN(n)     (624 + 8 * (n))
 
 #define R_MIN       VIRTIO_FREQHINT_R_MIN_VALID
 #define R_MAX       VIRTIO_FREQHINT_R_MAX_VALID
@@ -69,6 +75,8 @@ static FakeAgent agents[2] = { FAKE_AGENT_INIT, FAKE_AGENT_INIT };
 static FakeAgent *agent = &agents[0];
 /* The device's num_vcpus: the machine's maximum vCPU count. */
 static unsigned int num_vcpus = NUM_VCPUS;
+/* Like a driver, post a new event buffer for each one the device used. */
+static bool event_repost = true;
 
 typedef enum {
     EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
@@ -123,6 +131,7 @@ static void agent_cleanup(void *unused)
     agent_reset(&agents[1]);
     agent = &agents[0];
     num_vcpus = NUM_VCPUS;
+    event_repost = true;
 }
 
 static void agent_listen(FakeAgent *a)
@@ -480,63 +489,218 @@ static void wait_used(QTestState *qts, QVirtioFreqHint *fh, uint32_t head)
     }
 }
 
+/*
+ * The next event buffer the device used: its bytes (g_free) and length.
+ * The clock steps 1 ms per try with @step (a snapshot waiting for its rate
+ * window), else only real time passes.
+ */
+static uint8_t *event_recv(QTestState *qts, QVirtioFreqHint *fh,
+                           uint32_t *len, bool step)
+{
+    gint64 start = g_get_monotonic_time();
+    uint32_t head;
+
+    g_assert_nonnull(fh->eventq);
+    for (;;) {
+        if (qvirtqueue_get_buf(qts, fh->eventq, &head, len)) {
+            uint8_t *p = g_malloc0(fh->event_buf_size);
+
+            g_assert_cmpuint(*len, <=, fh->event_buf_size);
+            qtest_memread(qts, fh->event_addr[head], p, *len);
+            if (event_repost) {
+                qvirtio_freqhint_post_event(fh, fh->event_buf_size);
+            }
+            return p;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        if (step) {
+            qtest_clock_step(qts, MS);
+        } else {
+            g_usleep(1000);
+        }
+    }
+}
+
+static void event_assert_none(QTestState *qts, QVirtioFreqHint *fh)
+{
+    g_assert_false(qvirtqueue_get_buf(qts, fh->eventq, NULL, NULL));
+}
+
+/* A FEEDBACK message, decoded and checked against the message rules. */
+typedef struct Feedback {
+    uint16_t flags;
+    uint32_t seq;
+    uint16_t op_floor;
+    uint16_t op_ceiling;
+    uint16_t num_classes;
+    uint8_t classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES * 76];
+    uint16_t floor[8];
+    uint16_t ceiling[8];
+    uint8_t freq_class[8];
+} Feedback;
+
+static void feedback_recv(QTestState *qts, QVirtioFreqHint *fh, Feedback *f,
+                          bool step)
+{
+    uint32_t len;
+    g_autofree uint8_t *p = event_recv(qts, fh, &len, step);
+
+    g_assert_cmpuint(lduw_le_p(p), ==, VIRTIO_FREQHINT_MSG_FEEDBACK);
+    g_assert_cmpuint(len, ==, FEEDBACK_LEN(num_vcpus));
+    g_assert_cmpuint(lduw_le_p(p + 12), ==, num_vcpus);
+    g_assert_cmpuint(num_vcpus, <=, ARRAY_SIZE(f->floor));
+    f->flags = lduw_le_p(p + 2);
+    f->seq = ldl_le_p(p + 4);
+    f->op_floor = lduw_le_p(p + 8);
+    f->op_ceiling = lduw_le_p(p + 10);
+    f->num_classes = lduw_le_p(p + 14);
+    g_assert_cmphex(f->flags & ~VIRTIO_FREQHINT_FB_ALL, ==, 0);
+    g_assert_cmpuint(f->num_classes, <=, VIRTIO_FREQHINT_MAX_FREQ_CLASSES);
+    memcpy(f->classes, p + 16, sizeof(f->classes));
+    for (int i = f->num_classes * 76; i < sizeof(f->classes); i++) {
+        g_assert_cmpuint(f->classes[i], ==, 0);
+    }
+    for (int i = 0; i < num_vcpus; i++) {
+        const uint8_t *v = p + 624 + 8 * i;
+
+        f->floor[i] = lduw_le_p(v);
+        f->ceiling[i] = lduw_le_p(v + 2);
+        f->freq_class[i] = v[4];
+        g_assert_cmpuint(v[5] | v[6] | v[7], ==, 0);
+        g_assert_cmpuint(f->floor[i], <=, f->ceiling[i]);
+        g_assert_cmpuint(f->ceiling[i], <=, 1024);
+    }
+}
+
+/* Expect a snapshot of the no-agent defaults (or with the agent's flag). */
+static uint32_t feedback_expect_defaults(QTestState *qts, QVirtioFreqHint *fh,
+                                         bool agent_up, bool step)
+{
+    Feedback f;
+
+    feedback_recv(qts, fh, &f, step);
+    g_assert_cmphex(f.flags, ==, agent_up ? VIRTIO_FREQHINT_FB_AGENT : 0);
+    g_assert_cmpuint(f.op_floor, ==, 0);
+    g_assert_cmpuint(f.op_ceiling, ==, 1024);
+    g_assert_cmpuint(f.num_classes, ==, 0);
+    for (int i = 0; i < num_vcpus; i++) {
+        g_assert_cmpuint(f.floor[i], ==, 0);
+        g_assert_cmpuint(f.ceiling[i], ==, 1024);
+        g_assert_cmphex(f.freq_class[i], ==, VIRTIO_FREQHINT_NO_FREQ_CLASS);
+    }
+    return f.seq;
+}
+
+/* Expect CPU_IDS; returns the ids (g_free). */
+static uint64_t *cpu_ids_recv(QTestState *qts, QVirtioFreqHint *fh)
+{
+    uint32_t len;
+    g_autofree uint8_t *p = event_recv(qts, fh, &len, false);
+    uint64_t *ids = g_new(uint64_t, num_vcpus);
+
+    g_assert_cmpuint(lduw_le_p(p), ==, VIRTIO_FREQHINT_MSG_CPU_IDS);
+    g_assert_cmpuint(lduw_le_p(p + 2), ==, num_vcpus);
+    g_assert_cmpuint(ldl_le_p(p + 4), ==, 0);
+    g_assert_cmpuint(len, ==, 8 + 8 * num_vcpus);
+    for (int i = 0; i < num_vcpus; i++) {
+        ids[i] = ldq_le_p(p + 8 + 8 * i);
+    }
+    return ids;
+}
+
+/*
+ * What start_hw's DRIVER_OK brought: CPU_IDS, then the first snapshot
+ * (seq 1, no agent yet).
+ */
+static void events_initial(QTestState *qts, QVirtioFreqHint *fh)
+{
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, false, false), ==, 1);
+}
+
+/* A handshake, and the snapshot that says the agent is there. */
+static void agent_handshake_events(QTestState *qts, QVirtioFreqHint *fh)
+{
+    events_initial(qts, fh);
+    agent_handshake(qts, true);
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, true), ==, 2);
+}
+
+/*
+ * Start over after a reset as a driver accepting @features, with
+ * @event_bufs event buffers of @event_len bytes (0: event_buf_size).
+ */
+static void driver_reinit(QVirtioFreqHint *fh, uint64_t features,
+                          unsigned int event_bufs, uint32_t event_len)
+{
+    qvirtio_reset(fh->vdev);
+    qvirtio_set_acknowledge(fh->vdev);
+    qvirtio_set_driver(fh->vdev);
+    qvirtio_freqhint_init(fh, features, event_bufs, event_len);
+}
+
+/*
+ * DEV-1..3, DEV-25: the 16-byte configuration, the features, and what the
+ * event queue carries after DRIVER_OK: CPU_IDS, then one snapshot of the
+ * no-agent defaults.
+ */
 static void test_config(void *obj, void *data, QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
     QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    g_autofree uint64_t *ids = NULL;
 
+    g_test_queue_destroy(agent_cleanup, NULL);
     g_assert_cmpuint(vdev->device_type, ==, VIRTIO_ID_FREQHINT);
+    g_assert_cmpuint(VIRTIO_ID_FREQHINT, ==, 56);
     g_assert_cmpuint(qvirtio_config_readw(vdev, 0), ==, NUM_VCPUS);
     g_assert_cmpuint(qvirtio_config_readw(vdev, 2), ==, NUM_VCPUS);
     g_assert_cmpuint(qvirtio_config_readw(vdev, 4), ==, RATE_WINDOW_MS);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 0);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
-    for (int i = 0; i < NUM_VCPUS; i++) {
-        g_assert_cmpuint(qvirtio_config_readw(vdev, 16 + 4 * i), ==, 0);
-        g_assert_cmpuint(qvirtio_config_readw(vdev, 18 + 4 * i), ==, 1024);
-    }
-    g_assert_true(qvirtio_get_features(vdev) &
-                  (1ull << VIRTIO_FREQHINT_F_GRANTS));
-    g_assert_true(qvirtio_get_features(vdev) &
-                  (1ull << VIRTIO_FREQHINT_F_HOST_FREQ));
     /* The tuning the driver takes from the device (DEV-25). */
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 12), ==, 16);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 14), ==, 20);
-    /* -smp 2: APIC IDs 0 and 1; no other index names a vCPU. */
-    for (int i = 0; i < VIRTIO_FREQHINT_MAX_VCPUS; i++) {
-        g_assert_cmphex(qvirtio_config_readl(vdev, CFG_CPU_ID + 4 * i), ==,
-                        i < NUM_VCPUS ? i : VIRTIO_FREQHINT_CPU_ID_NONE);
-    }
-    /* No agent: no host frequencies (DEV-26). */
-    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_NUM_CLASSES), ==, 0);
-    for (int i = 0; i < NUM_VCPUS; i++) {
-        g_assert_cmphex(qvirtio_config_readb(vdev, CFG_FREQ_CLASS + i), ==,
-                        VIRTIO_FREQHINT_NO_FREQ_CLASS);
-    }
-    /* The whole structure is there, whatever num_vcpus is. */
-    g_assert_cmphex(qvirtio_config_readl(vdev, VIRTIO_FREQHINT_CONFIG_SIZE - 4),
-                    ==, 0);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 6), ==, 16);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 20);
+    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 0);
+    g_assert_cmpuint(qvirtio_config_readl(vdev, 12), ==,
+                     FEEDBACK_LEN(NUM_VCPUS));
+    g_assert_cmphex(qvirtio_get_features(vdev) & F_ALL, ==, F_ALL);
+    g_assert_false(qvirtio_get_features(vdev) &
+                   (1ull << VIRTIO_RING_F_EVENT_IDX));
+
+    /* -smp 2: APIC IDs 0 and 1. */
+    ids = cpu_ids_recv(qts, fh);
+    g_assert_cmphex(ids[0], ==, 0);
+    g_assert_cmphex(ids[1], ==, 1);
+    /* No agent: defaults, no host frequencies (DEV-26). */
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, false, false), ==, 1);
+    /* Nothing changed: nothing more, however long. */
+    qtest_clock_step(qts, 10 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "feedback"), ==, 1);
 }
 
 /*
  * DEV-25 with sparse APIC IDs: two sockets of three cores put the second
- * socket's cores at APIC IDs 4..6, and indexes 2..5 have no vCPU yet.
+ * socket's cores at APIC IDs 4..6, and indexes 2..5 have no vCPU yet; the
+ * ids are 64-bit, in CPU_IDS.
  */
 static void test_cpu_ids(void *obj, void *data, QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
-    const uint32_t want[] = { 0, 1, 2, 4, 5, 6 };
+    const uint64_t want[] = { 0, 1, 2, 4, 5, 6 };
+    g_autofree uint64_t *ids = NULL;
 
     g_test_queue_destroy(agent_cleanup, NULL);
     num_vcpus = ARRAY_SIZE(want);
     g_assert_cmpuint(qvirtio_config_readw(fh->vdev, 0), ==, num_vcpus);
+    g_assert_cmpuint(qvirtio_config_readl(fh->vdev, 12), ==,
+                     FEEDBACK_LEN(num_vcpus));
+    ids = cpu_ids_recv(global_qtest, fh);
     for (int i = 0; i < ARRAY_SIZE(want); i++) {
-        g_assert_cmphex(qvirtio_config_readl(fh->vdev, CFG_CPU_ID + 4 * i),
-                        ==, want[i]);
+        g_assert_cmphex(ids[i], ==, want[i]);
     }
-    g_assert_cmphex(qvirtio_config_readl(fh->vdev,
-                                         CFG_CPU_ID + 4 * ARRAY_SIZE(want)),
-                    ==, VIRTIO_FREQHINT_CPU_ID_NONE);
+    feedback_expect_defaults(global_qtest, fh, false, false);
     /* HELLO knows threads only for the plugged ones. */
     agent_handshake(global_qtest, true);
     g_assert_cmpuint(agent->tids[2], ==, 0);
@@ -546,8 +710,8 @@ static void test_cpu_ids(void *obj, void *data, QGuestAllocator *t_alloc)
 static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
-    QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
+    Feedback f;
     struct virtio_freqhint_record r[2] = {
         REC(0, R_MIN | R_MAX, 300, 600, 0, 1),
         REC(1, R_PERF | R_IDLE, 0, 0, 512, 7),
@@ -566,7 +730,7 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
     QDict *v0;
     struct {
         struct fh_msg_grants g;
-        struct virtio_freqhint_grant grants[NUM_VCPUS];
+        struct fh_grant grants[NUM_VCPUS];
     } grants = {
         .g = {
             .operator_floor = cpu_to_le16(100),
@@ -580,9 +744,7 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
     };
 
     g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(qts, true);
-    g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==,
-                    VIRTIO_FREQHINT_S_AGENT);
+    agent_handshake_events(qts, fh);
 
     /* A batch goes out as it came in. */
     len = build_batch(buf, 2, r, 2);
@@ -607,15 +769,17 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "forwarded"), ==, NUM_VCPUS + 2 + 1);
     g_assert_cmpint(get_stat(qts, "rejected"), ==, 0);
 
-    /* Grants reach the guest with a configuration change. */
+    /* Grants reach the driver as one FEEDBACK snapshot (DEV-33, DEV-37). */
     agent_send(FH_MSG_GRANTS, &grants, sizeof(grants));
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 900);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 200);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 18), ==, 800);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 20), ==, 0);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 22), ==, 1024);
+    feedback_recv(qts, fh, &f, true);
+    g_assert_cmpuint(f.seq, ==, 3);
+    g_assert_cmphex(f.flags, ==, VIRTIO_FREQHINT_FB_AGENT);
+    g_assert_cmpuint(f.op_floor, ==, 100);
+    g_assert_cmpuint(f.op_ceiling, ==, 900);
+    g_assert_cmpuint(f.floor[0], ==, 200);
+    g_assert_cmpuint(f.ceiling[0], ==, 800);
+    g_assert_cmpuint(f.floor[1], ==, 0);
+    g_assert_cmpuint(f.ceiling[1], ==, 1024);
 
     /* Telemetry: last guest values and grants per vCPU. */
     stats = get_stats(qts);
@@ -636,10 +800,8 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
      */
     close(agent->fd);
     agent->fd = -1;
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
-    g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==, 0);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 0);
+    /* DEV-20: FB_AGENT clear, the defaults, in one more snapshot. */
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, false, true), ==, 4);
     {
         uint16_t type;
         uint32_t hlen;
@@ -666,34 +828,39 @@ static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
 }
 
-/* A device reset withdraws the VM's influence at once. */
+/*
+ * DEV-8: a device reset withdraws the VM's influence: the vCPUs that held
+ * a hint go back to "no hint" on the agent; then the driver gets CPU_IDS
+ * and a snapshot again, its seq from 1.
+ */
 static void test_reset(void *obj, void *data, QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
     QTestState *qts = global_qtest;
     struct virtio_freqhint_record r = REC(1, R_MIN, 900, 0, 0, 1);
+    struct virtio_freqhint_record none = REC(1, 0, 0, 0, 0, 0);
     uint8_t buf[64];
     g_autofree struct virtio_freqhint_record *got = NULL;
     unsigned int num;
     uint16_t flags;
 
     g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(qts, true);
+    agent_handshake_events(qts, fh);
     wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
     qtest_clock_step(qts, FORWARD_MS * MS);
     got = agent_recv_hints(&num, &flags);
     assert_record(&got[0], &r);
     g_clear_pointer(&got, g_free);
 
-    qvirtio_reset(fh->vdev);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    driver_reinit(fh, F_ALL, 2, 0);
     got = agent_recv_hints(&num, &flags);
-    g_assert_cmpuint(flags, ==, FH_HINTS_F_FULL);
-    g_assert_cmpuint(num, ==, NUM_VCPUS);
-    for (int i = 0; i < NUM_VCPUS; i++) {
-        struct virtio_freqhint_record none = REC(i, 0, 0, 0, 0, 0);
-
-        assert_record(&got[i], &none);
-    }
+    g_assert_cmpuint(flags, ==, 0);
+    g_assert_cmpuint(num, ==, 1);
+    assert_record(&got[0], &none);
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+    agent_assert_quiet(qts);
     assert_running(qts);
 }
 
@@ -733,13 +900,11 @@ static void agent_ping(uint64_t cookie)
 static void test_agent_protocol(void *obj, void *data,
                                 QGuestAllocator *t_alloc)
 {
-    QVirtioFreqHint *fh = obj;
-    QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
     struct fh_msg_ping pong = { .cookie = cpu_to_le64(0x1234) };
     struct {
         struct fh_msg_grants g;
-        struct virtio_freqhint_grant grants[NUM_VCPUS];
+        struct fh_grant grants[NUM_VCPUS];
     } bad = {
         .g = {
             .operator_floor = cpu_to_le16(600),
@@ -759,8 +924,8 @@ static void test_agent_protocol(void *obj, void *data,
 
     agent_send(FH_MSG_GRANTS, &bad, sizeof(bad));
     agent_expect_close(FH_CLOSE_MALFORMED);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 0);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
+    g_assert_cmpint(get_stat(qts, "operator-floor"), ==, 0);
+    g_assert_cmpint(get_stat(qts, "operator-ceiling"), ==, 1024);
 
     /* reconnect-ms brings the device back with a new HELLO. */
     agent_handshake(qts, true);
@@ -798,7 +963,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     };
     struct {
         struct fh_msg_grants g;
-        struct virtio_freqhint_grant grants[NUM_VCPUS];
+        struct fh_grant grants[NUM_VCPUS];
     } grants = {
         .g = {
             .operator_floor = cpu_to_le16(100),
@@ -820,12 +985,15 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     unsigned int num;
     uint16_t flags;
     QDict *stats;
+    Feedback f;
 
     g_test_queue_destroy(agent_cleanup, NULL);
     qos_invalidate_command_line();
-    agent_handshake(src, true);
+    agent_handshake_events(src, fh);
     agent_send(FH_MSG_GRANTS, &grants, sizeof(grants));
-    qvirtio_wait_config_isr(fh->vdev, TIMEOUT_MS * 1000);
+    feedback_recv(src, fh, &f, true);
+    g_assert_cmpuint(f.seq, ==, 3);
+    g_assert_cmpuint(f.op_floor, ==, 100);
     /* The kick opens a rate window, and the migration happens inside it. */
     wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 2, r, 2)));
     qtest_clock_step(src, FORWARD_MS * MS);
@@ -872,10 +1040,19 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     agent_welcome(dst, true);
     agent_expect_full(r);
 
+    /*
+     * DEV-24, DEV-38: the source host's grants and bounds stayed there;
+     * the driver hears this host's view (no agent yet when the VM
+     * resumed), the snapshot numbering going on from the source's.
+     */
     stats = get_stats(dst);
-    g_assert_cmpint(qdict_get_int(stats, "operator-floor"), ==, 100);
-    g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 900);
+    g_assert_cmpint(qdict_get_int(stats, "operator-floor"), ==, 0);
+    g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 1024);
     qobject_unref(stats);
+    pci->pdev->bus->qts = dst;
+    g_assert_cmpuint(feedback_expect_defaults(dst, fh, false, false), ==, 4);
+    g_assert_cmpuint(feedback_expect_defaults(dst, fh, true, true), ==, 5);
+    pci->pdev->bus->qts = src;
 
     /*
      * The source migrated inside a rate window, so the used ring says
@@ -1075,8 +1252,7 @@ static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
         g_assert_false(qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL));
         g_assert_cmpint(get_stat(qts, "buffers"), ==, 0);
         g_assert_true(get_stat_bool(qts, "broken"));
-        /* DEV-10: the broken device's hints stop counting at once. */
-        agent_expect_no_hints();
+        /* DEV-10: no vCPU held a hint, so there is nothing to withdraw. */
     } else {
         wait_used(qts, fh, head);
         g_assert_false(vdev->bus->get_status(vdev) &
@@ -1236,22 +1412,9 @@ static void test_hotplug_reconnect(void *obj, void *data,
     g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
 }
 
-/* 4.7: FH_F_GRANTS is offered only with the 'grants' property. */
-static void test_grants_off(void *obj, void *data, QGuestAllocator *t_alloc)
-{
-    QVirtioFreqHint *fh = obj;
-
-    g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(global_qtest, true);
-    g_assert_cmphex(agent->features, ==,
-                    FH_F_PERF | FH_F_HOST_FREQ | FH_F_VCPUS);
-    g_assert_false(qvirtio_get_features(fh->vdev) &
-                   (1ull << VIRTIO_FREQHINT_F_GRANTS));
-}
-
 typedef struct {
     struct fh_msg_grants g;
-    struct virtio_freqhint_grant grants[NUM_VCPUS];
+    struct fh_grant grants[NUM_VCPUS];
 } GrantsFrame;
 
 static void grants_frame(GrantsFrame *f, uint16_t op_floor,
@@ -1272,6 +1435,31 @@ static void grants_frame(GrantsFrame *f, uint16_t op_floor,
 }
 
 /*
+ * FH_F_GRANTS and FH_F_HOST_FREQ are offered only with the 'feedback' and
+ * 'host-freq' properties; without FEEDBACK the event queue carries CPU_IDS
+ * only (DEV-33).
+ */
+static void test_feedback_off(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    GrantsFrame f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    g_assert_cmphex(agent->features, ==, FH_F_PERF | FH_F_VCPUS);
+    g_assert_cmphex(qvirtio_get_features(fh->vdev) & F_ALL, ==,
+                    F_PERF | F_CPU_ID | F_VERSION_1);
+    g_free(cpu_ids_recv(qts, fh));
+    grants_frame(&f, 100, 900, 200, 800);
+    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
+    agent_ping(1);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "operator-floor"), ==, 100);
+}
+
+/*
  * PA-14, PD-11: an agent that did not accept FH_F_GRANTS still sends
  * GRANTS; the device takes the operator bounds and leaves grants[] alone.
  */
@@ -1279,26 +1467,24 @@ static void test_grants_not_accepted(void *obj, void *data,
                                      QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
-    QVirtioDevice *vdev = fh->vdev;
-    GrantsFrame f;
+    QTestState *qts = global_qtest;
+    GrantsFrame gf;
+    Feedback f;
 
     g_test_queue_destroy(agent_cleanup, NULL);
     agent->accept_features = FH_F_PERF;
-    agent_handshake(global_qtest, true);
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);     /* S_AGENT */
+    agent_handshake_events(qts, fh);
 
-    grants_frame(&f, 100, 900, 200, 800);
-    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
+    grants_frame(&gf, 100, 900, 200, 800);
+    agent_send(FH_MSG_GRANTS, &gf, sizeof(gf));
     agent_ping(1);
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 900);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 16), ==, 0);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 18), ==, 1024);
-    g_assert_true(get_stat_bool(global_qtest, "agent-connected"));
+    feedback_recv(qts, fh, &f, true);
+    g_assert_cmpuint(f.op_floor, ==, 100);
+    g_assert_cmpuint(f.op_ceiling, ==, 900);
+    g_assert_cmpuint(f.floor[0], ==, 0);
+    g_assert_cmpuint(f.ceiling[0], ==, 1024);
+    g_assert_true(get_stat_bool(qts, "agent-connected"));
 }
-
-static bool config_isr(QVirtioDevice *vdev);
 
 /* A HOST_FREQ frame for NUM_VCPUS vCPUs with up to two classes. */
 typedef struct {
@@ -1337,27 +1523,17 @@ static size_t host_freq_frame(HostFreqFrame *f, uint16_t n)
     return sizeof(f->h) + n * sizeof(f->c[0]) + NUM_VCPUS;
 }
 
-static void assert_no_host_freq(QVirtioDevice *vdev)
-{
-    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_NUM_CLASSES), ==, 0);
-    for (int i = 0; i < NUM_VCPUS; i++) {
-        g_assert_cmphex(qvirtio_config_readb(vdev, CFG_FREQ_CLASS + i), ==,
-                        VIRTIO_FREQHINT_NO_FREQ_CLASS);
-    }
-    g_assert_cmphex(qvirtio_config_readl(vdev, CFG_CLASSES), ==, 0);
-}
-
 /*
- * PD-16, DEV-4, DEV-21, DEV-26: host frequency classes reach the
- * configuration space with a configuration change; an invalid HOST_FREQ
- * closes the connection and publishes nothing; a disconnect takes them away.
+ * PD-16, DEV-4, DEV-21, DEV-26: host frequency classes reach the driver
+ * in a FEEDBACK snapshot; an invalid HOST_FREQ closes the connection and
+ * publishes nothing; a disconnect takes them away.
  */
 static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
-    QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
     HostFreqFrame f;
+    Feedback fb;
     size_t len;
     /* Frame offsets: header 0, class 0 at 8, class 1 at 84, classes 160. */
     struct {
@@ -1382,42 +1558,41 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
     };
 
     g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(qts, true);
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);     /* S_AGENT */
-    assert_no_host_freq(vdev);
+    agent_handshake_events(qts, fh);
 
     len = host_freq_frame(&f, 2);
     agent_send(FH_MSG_HOST_FREQ, &f, len);
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_NUM_CLASSES), ==, 2);
-    g_assert_cmpuint(qvirtio_config_readb(vdev, CFG_FREQ_CLASS), ==, 1);
-    g_assert_cmpuint(qvirtio_config_readb(vdev, CFG_FREQ_CLASS + 1), ==, 0);
-    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES), ==, 800000);
-    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES + 4), ==, 3000000);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_CLASSES + 8), ==, 273);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_CLASSES + 10), ==, 3);
-    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES + 20), ==,
-                     3000000);
-    g_assert_cmpuint(qvirtio_config_readl(vdev, CFG_CLASSES + 76), ==, 400000);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, CFG_CLASSES + 76 + 8), ==, 8);
-    g_assert_cmphex(qvirtio_config_readl(vdev, CFG_CLASSES + 2 * 76), ==, 0);
+    feedback_recv(qts, fh, &fb, true);
+    g_assert_cmpuint(fb.seq, ==, 3);
+    g_assert_cmpuint(fb.num_classes, ==, 2);
+    g_assert_cmpuint(fb.freq_class[0], ==, 1);
+    g_assert_cmpuint(fb.freq_class[1], ==, 0);
+    g_assert_cmpuint(ldl_le_p(fb.classes), ==, 800000);
+    g_assert_cmpuint(ldl_le_p(fb.classes + 4), ==, 3000000);
+    g_assert_cmpuint(lduw_le_p(fb.classes + 8), ==, 273);
+    g_assert_cmpuint(lduw_le_p(fb.classes + 10), ==, 3);
+    g_assert_cmpuint(ldl_le_p(fb.classes + 20), ==, 3000000);
+    g_assert_cmpuint(ldl_le_p(fb.classes + 76), ==, 400000);
+    g_assert_cmpuint(lduw_le_p(fb.classes + 76 + 8), ==, 8);
 
-    /* The same again is no news; unchanged, no configuration change. */
+    /* The same again is no news: no snapshot (DEV-33). */
     agent_send(FH_MSG_HOST_FREQ, &f, len);
     agent_ping(1);
-    g_assert_false(config_isr(vdev));
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
 
     /* The agent goes: no host frequencies (DEV-26). */
     close(agent->fd);
     agent->fd = -1;
-    qvirtio_wait_config_isr(vdev, TIMEOUT_MS * 1000);
-    assert_no_host_freq(vdev);
+    feedback_expect_defaults(qts, fh, false, true);
 
     for (int i = 0; i < ARRAY_SIZE(bad); i++) {
         uint8_t *b = (uint8_t *)&f;
 
         g_test_message("bad HOST_FREQ: %s", bad[i].what);
         agent_handshake(qts, true);
+        qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+        feedback_expect_defaults(qts, fh, true, true);
         len = host_freq_frame(&f, 2);
         len += bad[i].len_delta;
         if (bad[i].size == 4) {
@@ -1429,7 +1604,8 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
         }
         agent_send(FH_MSG_HOST_FREQ, &f, len);
         agent_expect_close(FH_CLOSE_MALFORMED);
-        assert_no_host_freq(vdev);
+        /* DEV-21: nothing of it was taken. */
+        feedback_expect_defaults(qts, fh, false, true);
     }
 
     /* Not accepted: not valid at all. */
@@ -1438,7 +1614,6 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
     len = host_freq_frame(&f, 1);
     agent_send(FH_MSG_HOST_FREQ, &f, len);
     agent_expect_close(FH_CLOSE_PROTOCOL);
-    assert_no_host_freq(vdev);
     assert_running(qts);
 }
 
@@ -1486,56 +1661,44 @@ static void test_leading_edge(void *obj, void *data, QGuestAllocator *t_alloc)
     assert_record(&got[0], &r[2]);
 }
 
-/* Read and clear the configuration change bit of the ISR (no MSI-X here). */
-static bool config_isr(QVirtioDevice *vdev)
-{
-    QVirtioPCIDevice *dev = container_of(vdev, QVirtioPCIDevice, vdev);
-
-    g_assert_false(dev->pdev->msix_enabled);
-    return qpci_io_readb(dev->pdev, dev->bar, dev->isr_cfg_offset) & 2;
-}
-
 /*
- * DEV-22: a driver that did not negotiate VIRTIO_FREQHINT_F_GRANTS gets
- * no configuration change for grants[] alone.
+ * DEV-22: a driver that did not negotiate VIRTIO_FREQHINT_F_HOST_FREQ sees
+ * no classes and gets no snapshot for a change of them alone.
  */
-static void test_grants_not_negotiated(void *obj, void *data,
-                                       QGuestAllocator *t_alloc)
+static void test_host_freq_not_negotiated(void *obj, void *data,
+                                          QGuestAllocator *t_alloc)
 {
     QVirtioFreqHint *fh = obj;
-    QVirtioDevice *vdev = fh->vdev;
-    uint64_t features;
-    GrantsFrame f;
+    QTestState *qts = global_qtest;
+    HostFreqFrame hf;
+    GrantsFrame gf;
+    Feedback f;
+    size_t len;
 
     g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(global_qtest, true);
+    agent_handshake_events(qts, fh);
 
     /* Start over as a driver without the feature. */
-    qvirtio_reset(vdev);
-    agent_expect_no_hints();
-    qvirtio_set_acknowledge(vdev);
-    qvirtio_set_driver(vdev);
-    features = qvirtio_get_features(vdev);
-    g_assert_true(features & (1ull << VIRTIO_FREQHINT_F_GRANTS));
-    features &= ~(QVIRTIO_F_BAD_FEATURE |
-                  (1ull << VIRTIO_RING_F_INDIRECT_DESC) |
-                  (1ull << VIRTIO_RING_F_EVENT_IDX) |
-                  (1ull << VIRTIO_FREQHINT_F_GRANTS));
-    qvirtio_set_features(vdev, features);
-    qvirtio_set_driver_ok(vdev);
-    g_assert_false(config_isr(vdev));
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    driver_reinit(fh, F_ALL & ~F_HOST_FREQ, 4, 0);
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
 
-    grants_frame(&f, 0, 1024, 200, 800);
-    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    len = host_freq_frame(&hf, 2);
+    agent_send(FH_MSG_HOST_FREQ, &hf, len);
     agent_ping(1);
-    g_assert_false(config_isr(vdev));
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
 
-    /* The operator bounds are news to any driver. */
-    grants_frame(&f, 100, 1024, 200, 800);
-    agent_send(FH_MSG_GRANTS, &f, sizeof(f));
-    agent_ping(2);
-    g_assert_true(config_isr(vdev));
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
+    /* The operator bounds are news to any driver; classes stay hidden. */
+    grants_frame(&gf, 100, 1024, 200, 800);
+    agent_send(FH_MSG_GRANTS, &gf, sizeof(gf));
+    feedback_recv(qts, fh, &f, false);
+    g_assert_cmpuint(f.seq, ==, 2);
+    g_assert_cmpuint(f.op_floor, ==, 100);
+    g_assert_cmpuint(f.num_classes, ==, 0);
+    g_assert_cmphex(f.freq_class[0], ==, VIRTIO_FREQHINT_NO_FREQ_CLASS);
 }
 
 /* Make a buffer available whose head descriptor is out of the ring. */
@@ -1558,6 +1721,8 @@ static void broken_withdraws(QVirtioFreqHint *fh, bool bad_ring)
     QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
     struct virtio_freqhint_record r = REC(1, R_MIN, 900, 0, 0, 1);
+    struct virtio_freqhint_record none = REC(1, 0, 0, 0, 0, 0);
+    g_autofree struct virtio_freqhint_record *got = NULL;
     uint8_t buf[64];
     unsigned int num;
     uint16_t flags;
@@ -1587,7 +1752,11 @@ static void broken_withdraws(QVirtioFreqHint *fh, bool bad_ring)
                         TIMEOUT_MS * 1000);
         qtest_clock_step(qts, MS);
     }
-    agent_expect_no_hints();
+    /* DEV-10: the vCPU that held a hint has none on the host either. */
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 1);
+    g_assert_cmpuint(flags, ==, 0);
+    assert_record(&got[0], &none);
 
     /* The device's own state is "no hint" too. */
     stats = get_stats(qts);
@@ -1760,8 +1929,6 @@ static void test_stop_while_full(void *obj, void *data,
  */
 static void test_tcp_flood(void *obj, void *data, QGuestAllocator *t_alloc)
 {
-    QVirtioFreqHint *fh = obj;
-    QVirtioDevice *vdev = fh->vdev;
     QTestState *qts = global_qtest;
     enum { PINGS = 200, BURSTS = 2500 };
     GrantsFrame g;
@@ -1805,9 +1972,8 @@ static void test_tcp_flood(void *obj, void *data, QGuestAllocator *t_alloc)
     }
     if (closed) {
         /* The closed connection's unread frames must not count. */
-        g_assert_cmphex(qvirtio_config_readw(vdev, 6), ==, 0);
-        g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 0);
-        g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 1024);
+        g_assert_cmpint(get_stat(qts, "operator-floor"), ==, 0);
+        g_assert_cmpint(get_stat(qts, "operator-ceiling"), ==, 1024);
         g_assert_false(get_stat_bool(qts, "agent-connected"));
     }
     g_assert_false(closed);
@@ -1829,8 +1995,8 @@ static void test_tcp_flood(void *obj, void *data, QGuestAllocator *t_alloc)
     g_test_message("%" PRIu64 " PINGs, %u PONGs", cookie, pongs);
     /* The socket was full: some PINGs got no PONG of their own. */
     g_assert_cmpuint(pongs, <, cookie);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 8), ==, 100);
-    g_assert_cmpuint(qvirtio_config_readw(vdev, 10), ==, 900);
+    g_assert_cmpint(get_stat(qts, "operator-floor"), ==, 100);
+    g_assert_cmpint(get_stat(qts, "operator-ceiling"), ==, 900);
     agent_ping(cookie + 1);
     g_assert_true(get_stat_bool(qts, "agent-connected"));
     assert_running(qts);
@@ -1860,6 +2026,572 @@ static void test_keepalive(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(g_get_monotonic_time() - start, >=,
                     (FH_KEEPALIVE_MISSES * interval_ms - 50) * 1000);
     g_assert_false(get_stat_bool(global_qtest, "agent-connected"));
+}
+
+/*
+ * DEV-33, DEV-37: one snapshot, in one buffer, per change of the host
+ * state, on the leading edge; none for a change that changes nothing.
+ */
+static void test_feedback(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    GrantsFrame g;
+    Feedback f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    for (int i = 0; i < 3; i++) {
+        qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+        grants_frame(&g, 100, 900, 200 + 100 * i, 800);
+        agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+        feedback_recv(qts, fh, &f, false);
+        g_assert_cmpuint(f.seq, ==, 3 + i);
+        g_assert_cmphex(f.flags, ==, VIRTIO_FREQHINT_FB_AGENT);
+        g_assert_cmpuint(f.op_floor, ==, 100);
+        g_assert_cmpuint(f.floor[0], ==, 200 + 100 * i);
+        g_assert_cmpuint(f.ceiling[0], ==, 800);
+        event_assert_none(qts, fh);
+    }
+    /* The same grants again: no news. */
+    agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+    agent_ping(1);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "feedback"), ==, 5);
+    g_assert_cmpint(get_stat(qts, "feedback-seq"), ==, 5);
+}
+
+/*
+ * DEV-35: at most one snapshot per rate window: the first change at once,
+ * the burst that follows as one snapshot of its latest state when the
+ * window ends.
+ */
+static void test_feedback_rate(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    GrantsFrame g;
+    Feedback f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    for (int i = 1; i <= 5; i++) {
+        grants_frame(&g, 10 * i, 900, 0, 1024);
+        agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+        agent_ping(i);
+        if (i == 1) {
+            feedback_recv(qts, fh, &f, false);
+            g_assert_cmpuint(f.op_floor, ==, 10);
+        }
+        event_assert_none(qts, fh);
+    }
+    qtest_clock_step(qts, (RATE_WINDOW_MS - 1) * MS);
+    event_assert_none(qts, fh);
+    qtest_clock_step(qts, MS);
+    feedback_recv(qts, fh, &f, false);
+    g_assert_cmpuint(f.seq, ==, 4);
+    g_assert_cmpuint(f.op_floor, ==, 50);
+    qtest_clock_step(qts, 5 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "feedback"), ==, 4);
+}
+
+/*
+ * DEV-35, DEV-36: with no eventq buffer posted a due snapshot waits as
+ * "pending", latest state wins, nothing queues, and the hint queue and
+ * the agent link go on meanwhile; the next posted buffer gets the one
+ * snapshot.
+ */
+static void test_feedback_no_buffer(void *obj, void *data,
+                                    QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r = REC(0, R_MIN, 300, 0, 0, 1);
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    unsigned int num;
+    uint16_t flags;
+    uint8_t buf[64];
+    GrantsFrame g;
+    Feedback f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    /* Two buffers: CPU_IDS and the first snapshot take them. */
+    event_repost = false;
+    driver_reinit(fh, F_ALL, 2, 0);
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+
+    for (int i = 1; i <= 3; i++) {
+        qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+        grants_frame(&g, 100 * i, 900, 0, 1024);
+        agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+        agent_ping(i);
+    }
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    g_assert_cmpint(get_stat(qts, "feedback"), ==, 3);
+
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
+    got = agent_recv_hints(&num, &flags);
+    assert_record(&got[0], &r);
+
+    qvirtio_freqhint_post_event(fh, fh->event_buf_size);
+    feedback_recv(qts, fh, &f, false);
+    g_assert_cmpuint(f.seq, ==, 2);
+    g_assert_cmpuint(f.op_floor, ==, 300);
+    qvirtio_freqhint_post_event(fh, fh->event_buf_size);
+    qtest_clock_step(qts, 5 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+}
+
+static void wait_needs_reset(QTestState *qts, QVirtioDevice *vdev)
+{
+    gint64 start = g_get_monotonic_time();
+
+    while (!(vdev->bus->get_status(vdev) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        qtest_clock_step(qts, MS);
+    }
+}
+
+/* DEV-31: an eventq buffer shorter than event_buf_size breaks the device. */
+static void test_event_short(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    events_initial(qts, fh);
+    driver_reinit(fh, F_ALL, 0, 0);
+    qvirtio_freqhint_post_event(fh, fh->event_buf_size - 1);
+    wait_needs_reset(qts, fh->vdev);
+    g_assert_true(get_stat_bool(qts, "broken"));
+    g_assert_false(qvirtqueue_get_buf(qts, fh->eventq, NULL, NULL));
+    assert_running(qts);
+}
+
+/* Write the driver features through the modern common configuration. */
+static void write_features(QVirtioDevice *vdev, uint64_t features)
+{
+    QVirtioPCIDevice *dev = container_of(vdev, QVirtioPCIDevice, vdev);
+
+    for (int sel = 0; sel < 2; sel++) {
+        qpci_io_writel(dev->pdev, dev->bar,
+                       dev->common_cfg_offset + VIRTIO_PCI_COMMON_GFSELECT,
+                       sel);
+        qpci_io_writel(dev->pdev, dev->bar,
+                       dev->common_cfg_offset + VIRTIO_PCI_COMMON_GF,
+                       features >> (32 * sel));
+    }
+}
+
+/* Negotiate @features after a reset; returns whether FEATURES_OK stuck. */
+static bool try_features(QVirtioDevice *vdev, uint64_t features)
+{
+    uint8_t status;
+
+    qvirtio_reset(vdev);
+    qvirtio_set_acknowledge(vdev);
+    qvirtio_set_driver(vdev);
+    write_features(vdev, features);
+    status = vdev->bus->get_status(vdev) | VIRTIO_CONFIG_S_FEATURES_OK;
+    vdev->bus->set_status(vdev, status);
+    return vdev->bus->get_status(vdev) & VIRTIO_CONFIG_S_FEATURES_OK;
+}
+
+/*
+ * DEV-1, DEV-28 (issue 26 bug 7): FEATURES_OK fails for a driver without
+ * VIRTIO_F_VERSION_1 and for HOST_FREQ without FEEDBACK, on any transport
+ * (the check is the device's, not the PCI proxy's).
+ */
+static void test_features_refused(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    g_assert_false(try_features(vdev, F_ALL & ~F_VERSION_1));
+    g_assert_false(try_features(vdev, F_ALL & ~F_FEEDBACK));
+    g_assert_true(try_features(vdev, F_ALL & ~F_HOST_FREQ & ~F_FEEDBACK));
+    g_assert_true(try_features(vdev, F_VERSION_1));
+    g_assert_true(try_features(vdev, F_ALL));
+    g_assert_false(get_stat_bool(global_qtest, "broken"));
+}
+
+/*
+ * Issue 26 bug 1: x-query-virtio-status and HMP "info virtio-status" name
+ * the device's features instead of aborting QEMU.
+ */
+static void test_virtio_status(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QTestState *qts = global_qtest;
+    const char *path = "/machine/peripheral/" QVIRTIO_FREQHINT_ID
+                       "/virtio-backend";
+    QDict *rsp, *ret, *host;
+    const QListEntry *e;
+    g_autofree char *hmp = NULL;
+    int named = 0;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    rsp = qtest_qmp(qts, "{'execute': 'x-query-virtio-status',"
+                    " 'arguments': {'path': %s}}", path);
+    g_assert_true(qdict_haskey(rsp, "return"));
+    ret = qdict_get_qdict(rsp, "return");
+    g_assert_cmpint(qdict_get_int(ret, "device-id"), ==, VIRTIO_ID_FREQHINT);
+    g_assert_cmpstr(qdict_get_str(ret, "name"), ==, "virtio-freqhint");
+    host = qdict_get_qdict(ret, "host-features");
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(host, "dev-features"), e) {
+        const char *f = qstring_get_str(qobject_to(QString,
+                                                   qlist_entry_obj(e)));
+
+        named += g_str_has_prefix(f, "VIRTIO_FREQHINT_F_");
+    }
+    g_assert_cmpint(named, ==, 4);
+    /* Bit 30 is QEMU's VIRTIO_F_BAD_FEATURE; no device bit is unnamed. */
+    g_assert_cmphex(qdict_get_try_int(host, "unknown-dev-features", 0) &
+                    0xffffff, ==, 0);
+    qobject_unref(rsp);
+
+    hmp = qtest_hmp(qts, "info virtio-status %s", path);
+    g_assert_nonnull(strstr(hmp, "VIRTIO_FREQHINT_F_CPU_ID"));
+    assert_running(qts);
+}
+
+/*
+ * Issue 26 bug 2, DEV-8/DEV-10 with the forward bound: a guest that resets
+ * the device in a loop costs the agent nothing while no vCPU holds a hint,
+ * and no more than one frame per forward interval when it gives one after
+ * every reset.
+ */
+static void test_reset_loop(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    const int loops = 20;
+    uint8_t buf[64];
+    int frames = 0;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    for (int i = 0; i < loops / 2; i++) {
+        driver_reinit(fh, F_ALL, 0, 0);
+        qtest_clock_step(qts, MS);
+    }
+    agent_assert_quiet(qts);
+
+    for (int i = 0; i < loops; i++) {
+        struct virtio_freqhint_record r = REC(i % NUM_VCPUS, R_MIN, 100 + i,
+                                              0, 0, i);
+
+        driver_reinit(fh, F_ALL, 0, 0);
+        submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
+        qtest_clock_step(qts, MS);
+    }
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    while (wait_readable(agent->fd, QUIET_MS)) {
+        unsigned int num;
+        uint16_t flags;
+
+        g_free(agent_recv_hints(&num, &flags));
+        frames++;
+    }
+    g_test_message("%d resets with a hint each in %d ms: %d frames", loops,
+                   loops, frames);
+    g_assert_cmpint(frames, >=, 1);
+    /* 20 ms of resets, then two windows: one frame per interval at most. */
+    g_assert_cmpint(frames, <=,
+                    (loops + 2 * RATE_WINDOW_MS) / FORWARD_MS + 1);
+    assert_running(qts);
+}
+
+/*
+ * Issue 26 bug 6: a kick that reaches the device while the VM is stopped
+ * is not handled then (no used ring write, nothing counted); the queue
+ * runs when the VM runs again.
+ */
+static void test_stopped_kick(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r = REC(0, R_MIN, 400, 0, 0, 5);
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    uint16_t used_idx, flags;
+    unsigned int num;
+    uint32_t head;
+    uint8_t buf[64];
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    qtest_qmp_assert_success(qts, "{'execute': 'stop'}");
+    agent_expect_no_hints();
+
+    used_idx = qtest_readw(qts, fh->hintq->used + 2);
+    head = submit(qts, fh, buf, build_batch(buf, 1, &r, 1));
+    g_assert_cmpint(get_stat(qts, "notifications"), ==, 0);
+    g_assert_cmpuint(qtest_readw(qts, fh->hintq->used + 2), ==, used_idx);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 0);
+    agent_assert_quiet(qts);
+
+    qtest_qmp_assert_success(qts, "{'execute': 'cont'}");
+    agent_expect_no_hints();
+    wait_used(qts, fh, head);
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 1);
+    assert_record(&got[0], &r);
+}
+
+/*
+ * Issue 26 bug 10: a driver that clears DRIVER_OK without a reset, with
+ * buffers queued, leaves no rate timer running for ever; setting DRIVER_OK
+ * again runs the queue.
+ */
+static void test_driver_ok_cleared(void *obj, void *data,
+                                   QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QVirtioDevice *vdev = fh->vdev;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[2] = {
+        REC(0, R_MIN, 100, 0, 0, 1),
+        REC(0, R_MIN, 200, 0, 0, 2),
+    };
+    uint8_t status = vdev->bus->get_status(vdev);
+    uint32_t head;
+    int64_t wakeups;
+    uint8_t buf[64];
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r[0], 1)));
+    /* Within the window the kick opened: this one waits for its end. */
+    head = submit(qts, fh, buf, build_batch(buf, 1, &r[1], 1));
+    vdev->bus->set_status(vdev, status & ~VIRTIO_CONFIG_S_DRIVER_OK);
+    wakeups = get_stat(qts, "wakeups");
+    for (int i = 0; i < 20; i++) {
+        qtest_clock_step(qts, RATE_WINDOW_MS * MS);
+    }
+    g_assert_cmpint(get_stat(qts, "wakeups"), ==, wakeups);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 1);
+
+    vdev->bus->set_status(vdev, status);
+    wait_used(qts, fh, head);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 2);
+    assert_running(qts);
+}
+
+/*
+ * Issue 26 bug 5: the agent link needs a socket chardev; anything else is
+ * refused at realize with an error that says so.
+ */
+static void test_chardev_not_socket(void *obj, void *data,
+                                    QGuestAllocator *t_alloc)
+{
+    QTestState *qts = global_qtest;
+    QDict *rsp;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    qtest_qmp_assert_success(qts, "{'execute': 'chardev-add', 'arguments':"
+                             " {'id': 'fhnull', 'backend': {'type': 'null',"
+                             " 'data': {}}}}");
+    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                    " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
+                    " 'chardev': 'fhnull'}}");
+    g_assert_true(qdict_haskey(rsp, "error"));
+    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                          "desc"), "socket chardev"));
+    qobject_unref(rsp);
+    assert_running(qts);
+}
+
+/*
+ * Issue 26 bug 3, DEV-24: a destination whose guest-visible constants
+ * differ from the source's fails the migration.
+ */
+static void test_migrate_mismatch(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    QTestState *src = global_qtest, *dst;
+    g_autofree char *uri = NULL;
+    g_autoptr(GString) dst_cmd = NULL;
+    gint64 start = g_get_monotonic_time();
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    qos_invalidate_command_line();
+    agent_listen(&agents[1]);
+    uri = g_strdup_printf("unix:%s/migration.sock", agents[1].dir);
+    dst_cmd = g_string_new(qos_get_current_command_line());
+    agent_append_args(dst_cmd, &agents[1],
+                      "-global virtio-freqhint-device.rate-window-ms=20");
+    dst = qtest_initf("%s -incoming defer", dst_cmd->str);
+    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming',"
+                             " 'arguments': {'uri': %s,"
+                             " 'exit-on-error': false}}", uri);
+    qtest_qmp_assert_success(src, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp(dst, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool failed = !g_strcmp0(status, "failed");
+
+        g_assert_cmpstr(status, !=, "completed");
+        qobject_unref(rsp);
+        if (failed) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+    qtest_quit(dst);
+}
+
+/*
+ * Issue 26 bug 9: the link's chardev is changed (chardev-change) to one
+ * that is already connected.  Its CHR_EVENT_OPENED comes while the old
+ * session is up, and ends it: the old agent's bounds go, FB_AGENT is
+ * cleared until the new agent's WELCOME.
+ */
+static void test_chardev_change(void *obj, void *data,
+                                QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    GrantsFrame g;
+    Feedback f;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    grants_frame(&g, 100, 900, 0, 1024);
+    agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+    feedback_recv(qts, fh, &f, false);
+    g_assert_cmpuint(f.op_floor, ==, 100);
+
+    /* A client without reconnect-ms connects at once. */
+    agent_listen(&agents[1]);
+    qtest_qmp_assert_success(qts, "{'execute': 'chardev-change', 'arguments':"
+                             " {'id': 'fhchr', 'backend': {'type': 'socket',"
+                             " 'data': {'server': false, 'addr': {'type':"
+                             " 'unix', 'data': {'path': %s}}}}}}",
+                             agents[1].path);
+    g_assert_false(get_stat_bool(qts, "agent-connected"));
+    g_assert_cmpint(get_stat(qts, "operator-floor"), ==, 0);
+    feedback_expect_defaults(qts, fh, false, true);
+
+    agent = &agents[1];
+    agent_welcome(qts, true);
+    g_assert_cmpint(get_stat(qts, "agent-connects"), ==, 2);
+    feedback_expect_defaults(qts, fh, true, true);
+}
+
+/* Find @pat in @buf exactly once; returns its offset. */
+static size_t find_once(const uint8_t *buf, size_t len, const uint8_t *pat,
+                        size_t plen)
+{
+    size_t at = SIZE_MAX;
+
+    for (size_t i = 0; i + plen <= len; i++) {
+        if (!memcmp(buf + i, pat, plen)) {
+            g_assert_cmpuint(at, ==, SIZE_MAX);
+            at = i;
+        }
+    }
+    g_assert_cmpuint(at, !=, SIZE_MAX);
+    return at;
+}
+
+/*
+ * Issue 26 bug 11, DEV-24: a migration stream is no more trusted than the
+ * guest.  A record with PERF_VALID for a driver that did not negotiate
+ * VIRTIO_FREQHINT_F_PERF (forged into a saved stream: the guest cannot
+ * make one) fails the load, though the guest features load after the
+ * device's own state.
+ */
+static void test_migrate_forged_perf(void *obj, void *data,
+                                     QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *src = global_qtest, *dst;
+    struct virtio_freqhint_record r = REC(1, R_MIN, 777, 0, 0, 0xa5a5a5a5);
+    /* The record as the vmsd saves it: big-endian fields. */
+    const uint8_t saved[] = { 0, R_MIN, 0x03, 0x09, 0, 0, 0, 0,
+                              0xa5, 0xa5, 0xa5, 0xa5 };
+    g_autofree char *uri = NULL, *file = NULL;
+    g_autofree uint8_t *stream = NULL;
+    g_autoptr(GString) dst_cmd = NULL;
+    gint64 start;
+    uint8_t buf[64];
+    gsize len;
+    size_t at;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    qos_invalidate_command_line();
+    events_initial(src, fh);
+    driver_reinit(fh, F_ALL & ~F_PERF, 0, 0);
+    wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 1, &r, 1)));
+    qtest_qmp_assert_success(src, "{'execute': 'stop'}");
+
+    agent_listen(&agents[1]);
+    file = g_strdup_printf("%s/vm.state", agents[1].dir);
+    uri = g_strdup_printf("file:%s", file);
+    qtest_qmp_assert_success(src, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    start = g_get_monotonic_time();
+    for (;;) {
+        QDict *rsp = qtest_qmp(src, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool done = !g_strcmp0(status, "completed");
+
+        g_assert_cmpstr(status, !=, "failed");
+        qobject_unref(rsp);
+        if (done) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+    /* PERF_VALID | MIN_VALID, perf 100. */
+    g_assert_true(g_file_get_contents(file, (char **)&stream, &len, NULL));
+    at = find_once(stream, len, saved, sizeof(saved));
+    stream[at + 1] = R_MIN | R_PERF;
+    stream[at + 7] = 100;
+    g_assert_true(g_file_set_contents(file, (char *)stream, len, NULL));
+
+    dst_cmd = g_string_new(qos_get_current_command_line());
+    agent_append_args(dst_cmd, &agents[1], NULL);
+    dst = qtest_initf("%s -incoming defer", dst_cmd->str);
+    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming',"
+                             " 'arguments': {'uri': %s,"
+                             " 'exit-on-error': false}}", uri);
+    start = g_get_monotonic_time();
+    for (;;) {
+        QDict *rsp = qtest_qmp(dst, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool failed = !g_strcmp0(status, "failed");
+
+        g_assert_cmpstr(status, !=, "completed");
+        qobject_unref(rsp);
+        if (failed) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+    unlink(file);
+    qtest_quit(dst);
 }
 
 #define SREC(v, f, mn, mx, pf, sq) { \
@@ -1939,8 +2671,8 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("leading-edge", "virtio-freqhint", test_leading_edge, &opts);
     qos_add_test("grants-not-accepted", "virtio-freqhint",
                  test_grants_not_accepted, &opts);
-    qos_add_test("grants-not-negotiated", "virtio-freqhint",
-                 test_grants_not_negotiated, &opts);
+    qos_add_test("host-freq-not-negotiated", "virtio-freqhint",
+                 test_host_freq_not_negotiated, &opts);
     qos_add_test("broken-withdraws", "virtio-freqhint", test_broken_withdraws,
                  &opts);
     qos_add_test("broken-ring-withdraws", "virtio-freqhint",
@@ -1949,6 +2681,28 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("stop-while-full", "virtio-freqhint", test_stop_while_full,
                  &opts);
     qos_add_test("keepalive", "virtio-freqhint", test_keepalive, &opts);
+    qos_add_test("feedback", "virtio-freqhint", test_feedback, &opts);
+    qos_add_test("feedback-rate", "virtio-freqhint", test_feedback_rate,
+                 &opts);
+    qos_add_test("feedback-no-buffer", "virtio-freqhint",
+                 test_feedback_no_buffer, &opts);
+    qos_add_test("event-short", "virtio-freqhint", test_event_short, &opts);
+    qos_add_test("features-refused", "virtio-freqhint",
+                 test_features_refused, &opts);
+    qos_add_test("virtio-status", "virtio-freqhint", test_virtio_status,
+                 &opts);
+    qos_add_test("reset-loop", "virtio-freqhint", test_reset_loop, &opts);
+    qos_add_test("stopped-kick", "virtio-freqhint", test_stopped_kick, &opts);
+    qos_add_test("driver-ok-cleared", "virtio-freqhint",
+                 test_driver_ok_cleared, &opts);
+    qos_add_test("chardev-not-socket", "virtio-freqhint",
+                 test_chardev_not_socket, &opts);
+    qos_add_test("migrate-mismatch", "virtio-freqhint", test_migrate_mismatch,
+                 &opts);
+    qos_add_test("migrate-forged-perf", "virtio-freqhint",
+                 test_migrate_forged_perf, &opts);
+    qos_add_test("chardev-change", "virtio-freqhint", test_chardev_change,
+                 &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",
                                                 hostile_cases[i].name);
@@ -1969,8 +2723,10 @@ static void register_virtio_freqhint_test(void)
                  test_hotplug_reconnect, &opts);
     opts.arg = (void *)"-smp 2,maxcpus=6,sockets=2,cores=3,threads=1";
     qos_add_test("cpu-ids", "virtio-freqhint", test_cpu_ids, &opts);
-    opts.arg = (void *)"-global virtio-freqhint-device.grants=off";
-    qos_add_test("grants-off", "virtio-freqhint", test_grants_off, &opts);
+
+    opts.arg = (void *)"-global virtio-freqhint-device.feedback=off "
+                       "-global virtio-freqhint-device.host-freq=off";
+    qos_add_test("feedback-off", "virtio-freqhint", test_feedback_off, &opts);
     opts.before = agent_before_tcp;
     opts.arg = NULL;
     qos_add_test("tcp-flood", "virtio-freqhint", test_tcp_flood, &opts);

@@ -10,6 +10,7 @@
 #include "qgraph.h"
 #include "virtio-freqhint.h"
 #include "standard-headers/linux/virtio_ring.h"
+#include "standard-headers/linux/virtio_freqhint.h"
 
 static void *qvirtio_freqhint_get_driver(QVirtioFreqHint *fh,
                                          const char *interface)
@@ -36,6 +37,48 @@ static void *qvirtio_freqhint_pci_get_driver(void *object,
     return qvirtio_freqhint_get_driver(&dev->freqhint, interface);
 }
 
+void qvirtio_freqhint_post_event(QVirtioFreqHint *fh, uint32_t len)
+{
+    QTestState *qts = fh->pci_bus->qts;
+    uint64_t addr = guest_alloc(fh->alloc, len);
+    uint32_t head;
+
+    qtest_memset(qts, addr, 0, len);
+    head = qvirtqueue_add(qts, fh->eventq, addr, len, true, false);
+    g_assert_cmpuint(head, <, QVIRTIO_FREQHINT_QUEUE_SIZE);
+    fh->event_addr[head] = addr;
+    qvirtqueue_kick(qts, fh->vdev, fh->eventq, head);
+}
+
+void qvirtio_freqhint_init(QVirtioFreqHint *fh, uint64_t features,
+                           unsigned int event_bufs, uint32_t event_len)
+{
+    QVirtioDevice *vdev = fh->vdev;
+
+    if (fh->hintq) {
+        qvirtqueue_cleanup(vdev->bus, fh->hintq, fh->alloc);
+        fh->hintq = NULL;
+    }
+    if (fh->eventq) {
+        qvirtqueue_cleanup(vdev->bus, fh->eventq, fh->alloc);
+        fh->eventq = NULL;
+    }
+    qvirtio_set_features(vdev, features);
+    fh->event_buf_size = qvirtio_config_readl(vdev, 12);
+    fh->hintq = qvirtqueue_setup(vdev, fh->alloc, VIRTIO_FREQHINT_VQ_HINT);
+    if (features & ((1ull << VIRTIO_FREQHINT_F_FEEDBACK) |
+                    (1ull << VIRTIO_FREQHINT_F_CPU_ID))) {
+        fh->eventq = qvirtqueue_setup(vdev, fh->alloc,
+                                      VIRTIO_FREQHINT_VQ_EVENT);
+        /* Receive buffers go in before DRIVER_OK, like virtio-net rx. */
+        for (unsigned int i = 0; i < event_bufs; i++) {
+            qvirtio_freqhint_post_event(fh, event_len ? event_len :
+                                        fh->event_buf_size);
+        }
+    }
+    qvirtio_set_driver_ok(vdev);
+}
+
 static void qvirtio_freqhint_pci_start_hw(QOSGraphObject *obj)
 {
     QVirtioFreqHintPCI *dev = (QVirtioFreqHintPCI *)obj;
@@ -47,9 +90,7 @@ static void qvirtio_freqhint_pci_start_hw(QOSGraphObject *obj)
     features &= ~(QVIRTIO_F_BAD_FEATURE |
                   (1ull << VIRTIO_RING_F_INDIRECT_DESC) |
                   (1ull << VIRTIO_RING_F_EVENT_IDX));
-    qvirtio_set_features(fh->vdev, features);
-    fh->hintq = qvirtqueue_setup(fh->vdev, fh->alloc, 0);
-    qvirtio_set_driver_ok(fh->vdev);
+    qvirtio_freqhint_init(fh, features, QVIRTIO_FREQHINT_EVENT_BUFS, 0);
 }
 
 static void qvirtio_freqhint_pci_destructor(QOSGraphObject *obj)
@@ -59,6 +100,9 @@ static void qvirtio_freqhint_pci_destructor(QOSGraphObject *obj)
 
     if (fh->hintq) {
         qvirtqueue_cleanup(fh->vdev->bus, fh->hintq, fh->alloc);
+    }
+    if (fh->eventq) {
+        qvirtqueue_cleanup(fh->vdev->bus, fh->eventq, fh->alloc);
     }
     qvirtio_pci_destructor(&dev->pci_vdev.obj);
 }
@@ -72,6 +116,7 @@ static void *virtio_freqhint_pci_create(void *pci_bus, QGuestAllocator *alloc,
     virtio_pci_init(&dev->pci_vdev, pci_bus, addr);
     dev->freqhint.vdev = &dev->pci_vdev.vdev;
     dev->freqhint.alloc = alloc;
+    dev->freqhint.pci_bus = pci_bus;
 
     obj->get_driver = qvirtio_freqhint_pci_get_driver;
     obj->start_hw = qvirtio_freqhint_pci_start_hw;
