@@ -19,7 +19,9 @@ expectations are matched, in order, against the stream of records:
   V:idle     ... IDLE
   V:nohint   ... flags 0 ("no hint", e.g. the vCPU went offline)
   V:busy     ... flags non-zero and not IDLE
-  reset      a FULL frame whose records all have flags 0 (device reset)
+  reset      a frame carrying every vCPU (FULL, or one record per vCPU), all
+             with flags 0 (device reset: the v1 device forwards the cleared
+             records, not necessarily as a FULL frame)
 
 --host-freq ON:V:MIN:MAX:STEP:F1,F2,...  sends a HOST_FREQ frame (if the
 device offered FH_F_HOST_FREQ) when a record first matches ON (an
@@ -86,9 +88,11 @@ def record_errors(rec, num_vcpus, perf_ok):
     return errs
 
 
-def matches(exp, frame_flags, recs):
+def matches(exp, frame_flags, recs, num_vcpus):
     if exp == 'reset':
-        return bool(frame_flags & HINTS_F_FULL) and all(r[1] == 0 for r in recs)
+        whole = (frame_flags & HINTS_F_FULL or
+                 len(set(r[0] for r in recs)) == num_vcpus)
+        return bool(whole) and all(r[1] == 0 for r in recs)
     vcpu, what = exp.split(':', 1)
     for r in recs:
         if r[0] != int(vcpu):
@@ -178,11 +182,14 @@ class Conn:
             st['frames'] += 1
             st['records'] += nrec
             hf = self.args.host_freq
-            if hf and not st['host_freq_sent'] and matches(hf['on'], fflags, recs):
+            n = self.num_vcpus
+            if (hf and not st['host_freq_sent'] and
+                    matches(hf['on'], fflags, recs, n)):
                 self.send_host_freq(hf)
                 st['host_freq_sent'] = True
             exp = st['expect']
-            while st['matched'] < len(exp) and matches(exp[st['matched']], fflags, recs):
+            while (st['matched'] < len(exp) and
+                   matches(exp[st['matched']], fflags, recs, n)):
                 print('matched %s' % exp[st['matched']])
                 st['matched'] += 1
             return True
