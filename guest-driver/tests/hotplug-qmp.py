@@ -13,9 +13,10 @@ Follows the guest's console log:
   "FREQHINT-HOTPLUG: remove N" (issue 27 bug 6) poll until index N holds a
                               busy record, device_del the CPU of socket N,
                               wait until QEMU dropped it, then poll until
-                              the device holds "no hint" (flags 0) for
-                              index N (the guest waits 10 s; re-plugging
-                              the slot aborts QEMU's TCG)
+                              the device holds the driver's "no hint"
+                              (flags 0, seq > 0) for index N, within 5 s
+                              (the guest waits 10 s; re-plugging the slot
+                              aborts QEMU's TCG)
 
   hotplug-qmp.py --qmp SOCKET --log CONSOLE_LOG [--device ID] [--timeout S]
 Exit status 0 only if every step happened and checked out.
@@ -97,11 +98,11 @@ def device_vcpus(q, dev):
 
 
 def wait_vcpu(q, dev, n, cond, seconds):
-    """Poll x-stats until cond(flags of index n) holds."""
+    """Poll x-stats until cond(record of index n) holds."""
     deadline = time.time() + seconds
     while True:
         v = device_vcpus(q, dev)
-        if cond(v[n]["flags"]):
+        if cond(v[n]):
             return True
         if time.time() > deadline:
             print("hotplug-qmp: index %d never held the record wanted: %s" %
@@ -163,12 +164,18 @@ def main():
         print("hotplug-qmp: the guest never asked for a removal", file=sys.stderr)
         return 1
     n = int(m.group(1))
-    if not wait_vcpu(q, a.device, n, lambda f: f and not f & R_IDLE, 60):
+    if not wait_vcpu(q, a.device, n,
+                     lambda r: r["flags"] and not r["flags"] & R_IDLE, 60):
         return 1
     remove_socket(q, n)
-    if not wait_vcpu(q, a.device, n, lambda f: f == 0, 30):
+    # The driver's own record (seq > 0), within 5 s of the eject: the
+    # guest unloads the module (a device reset clears every record, seq 0)
+    # only 10 s after the CPU went.
+    if not wait_vcpu(q, a.device, n,
+                     lambda r: r["flags"] == 0 and r["seq"] > 0, 5):
         return 1
-    print("device: index %d no hint after the unplug" % n)
+    print("device: index %d no hint after the unplug: %s" %
+          (n, json.dumps(device_vcpus(q, a.device)[n])))
     return 0
 
 

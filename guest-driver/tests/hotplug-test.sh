@@ -55,7 +55,7 @@ grc=0
 	-smbios type=1,serial=VMware-freqhint-hotplug \
 	-device qemu64-x86_64-cpu,socket-id=3,core-id=0,thread-id=0,id=coldcpu3 \
 	-qmp "unix:$work/qmp.sock,server=on,wait=off" \
-	-device virtio-freqhint-pci,id=fh || grc=$?
+	-device virtio-freqhint-pci,id=fh,rate-window-ms=1000 || grc=$?
 hrc=0
 wait "$helper" || hrc=$?
 helper=

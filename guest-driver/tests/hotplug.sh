@@ -75,6 +75,10 @@ wait_gone() {
 }
 busy 3
 check "Linux CPU 3 (index 2) busy" wait_vcpu 3 'f["idle"]==0' 10
+# A send now (Linux CPU 1 leaves idle) opens a 1 s rate window (the device's
+# rate-window-ms here): the unplugged CPU's "no hint" record then waits
+# for its end, well after the eject has cleared the CPU's APIC ID.
+busy 1
 echo "FREQHINT-HOTPLUG: remove 2"
 check "the host ejects QEMU's slot 2: Linux CPU 3 goes" wait_gone 3
 stop_busy
