@@ -6,7 +6,12 @@
 #    probe, at a rebind, and (stock kernel, CONFIG_PM_DEBUG) at restore;
 #    eventq buffers may be posted before it;
 #  - issue 27 bug 4: on remove and freeze the device is reset before the
-#    queues are deleted, and nothing is added to a queue after the reset.
+#    queues are deleted, and nothing is added to a queue after the reset;
+#  - issue 27 bug 5 (stock kernel: CONFIG_PM_DEBUG, S3): a suspend whose
+#    CPUs go down and come back before the device's restore (pm_test=core)
+#    runs none of the module's device or feedback work between the end of
+#    its freeze and its restore (the old CPU-online callback read the reset
+#    device's configuration there).
 # Load churns on every vCPU meanwhile, so sends are wanted all the time.
 # Run it without F_CPU_ID (meson does): with it, records wait for CPU_IDS,
 # which hides the order.  The old order (link up, then DRIVER_OK) fails
@@ -76,6 +81,33 @@ if [ -e /sys/power/pm_test ]; then
 	n0=$(cat "$dev/statistics/records_sent")
 	check "records flow after resume" sh -c \
 		"i=0; while [ \$i -lt 100 ]; do [ \$(cat $dev/statistics/records_sent) -gt $n0 ] && exit 0; sleep 0.1; i=\$((i + 1)); done; exit 1"
+fi
+
+# The module's work functions that reach the device or the host's state
+# (old and new names), and the ends of its freeze and its restore.
+frozen_probes() {
+	echo 'r:fh/frozen virtfh_freeze' >>"$T/kprobe_events" &&
+		echo 'p:fh/restore virtfh_restore' >>"$T/kprobe_events" || return 1
+	for f in fh_config_fn fh_apply_fn fh_event_fn; do
+		grep -q " $f[[:space:]]*\[virtio_freqhint\]" /proc/kallsyms || continue
+		echo "p:fh/work_$f $f" >>"$T/kprobe_events" || return 1
+	done
+	echo 1 >"$T/events/fh/enable"
+}
+# frozen_judge: no work_* event between a "frozen" and the next "restore".
+frozen_judge() {
+	sed -nE 's/.* (frozen|restore|work_[a-z_]*): .*/\1/p' "$T/trace" |
+		awk '/^frozen/ { f = 1; n++; next } /^restore/ { f = 0; next }
+		f { print $1 " while frozen"; bad = 1 }
+		END { printf "%d freeze(s)\n", n; exit bad || !n }'
+}
+if [ -e /sys/power/pm_test ] && grep -q deep /sys/power/mem_sleep; then
+	check "probes on the module's freeze, restore and work" frozen_probes
+	check "S3 cycle, CPUs down and up while frozen (pm_test=core)" sh -c \
+		'echo core >/sys/power/pm_test && echo 1 >/sys/module/suspend/parameters/pm_test_delay &&
+		echo deep >/sys/power/mem_sleep && echo mem >/sys/power/state'
+	check "no device or feedback work between freeze and restore" frozen_judge
+	check "records flow after S3" wait_vcpu 1 'f["online"]==1' 10
 fi
 check "rmmod (remove)" rmmod virtio_freqhint
 stop_busy
