@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     if (GUINT16_FROM_LE(hello.version) != FH_PROTO_VERSION) {
         fail("HELLO version %u", GUINT16_FROM_LE(hello.version));
     }
-    if (nvcpus < 1 || nvcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
+    if (nvcpus < 1 || nvcpus > FH_MAX_VCPUS) {
         fail("HELLO num_vcpus %u", nvcpus);
     }
     if (len != sizeof(hello) + 4u * nvcpus) {
