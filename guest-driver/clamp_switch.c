@@ -29,8 +29,8 @@ static void fh_sched_switch(void *data, bool preempt, struct task_struct *prev,
 	fh_gather_switch(next);
 }
 
-static_assert(__builtin_types_compatible_p(typeof(&register_trace_sched_switch),
-					   int (*)(typeof(&fh_sched_switch), void *)),
+static_assert(__builtin_types_compatible_p(typeof(register_trace_sched_switch) *,
+					   int (*)(typeof(fh_sched_switch) *, void *)),
 	      "fh_sched_switch does not match trace_sched_switch()");
 
 static struct tracepoint *fh_tp_switch;

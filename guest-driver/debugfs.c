@@ -3,7 +3,8 @@
  * virtio_freqhint: debugfs view of what each vCPU would report.
  *
  * virtio_freqhint/vcpus has one line per possible CPU:
- *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1> min=<> max=<> perf=<> busy=<of 1024>
+ *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1>
+ *   min=<> max=<> perf=<> busy=<of 1024>
  *   switches=<> windows=<> publishes=<> leading=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge

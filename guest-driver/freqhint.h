@@ -3,7 +3,9 @@
  * virtio_freqhint: interfaces between the module's parts.
  *
  *   main.c          the virtio driver: probe/remove/freeze/restore, one
- *                   device, configuration snapshots, vCPU index mapping
+ *                   device, the event queue, vCPU index mapping
+ *   event.c         pure checks of the configuration and of the event
+ *                   queue's messages (CPU_IDS, FEEDBACK)
  *   window.c        pure logic: window accounting, bucket pick, idle rule,
  *                   publish decisions, the publish/consume protocol
  *   clamp_switch.c  the clamp source: a sched_switch tracepoint probe
@@ -24,6 +26,7 @@
 #include <linux/bitfield.h>
 #include <linux/atomic.h>
 #include <linux/bitops.h>
+#include <linux/kthread.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
@@ -124,6 +127,7 @@ void fh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
 unsigned int fh_win_bucket(u16 value);
 void fh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
 		  struct fh_win_result *r);
+u64 fh_win_backdate(u64 start, u64 now, u64 span);
 
 /*
  * A vCPU's host levels in capacity units: thr[i] is the highest perf that
@@ -184,9 +188,34 @@ int fh_perf_start(void);
 void fh_perf_stop(void);
 bool fh_perf_active(void);
 void fh_perf_synthetic(struct fh_freq *f);
-void fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f);
+bool fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f);
+void fh_perf_recreate(void);
 void fh_perf_set_limits(unsigned int cpu, unsigned int floor,
 			unsigned int ceiling);
+
+/* event.c: the configuration and the event queue's messages, checked. */
+struct fh_config {
+	u16 num_vcpus;
+	u16 max_records;
+	u16 rate_window_ms;
+	u16 perf_step;
+	u16 idle_share;
+	u16 reserved;
+	u32 event_buf_size;
+};
+
+/* Largest event buffer the driver allocates (num_vcpus 65535 fits). */
+#define FH_EVENT_BUF_MAX	(1024 * 1024)
+
+size_t fh_cpu_ids_size(unsigned int num_vcpus);
+size_t fh_feedback_size(unsigned int num_vcpus);
+const char *fh_config_why(const struct fh_config *c, bool eventq);
+bool fh_class_valid(const struct virtio_freqhint_freq_class *fc);
+const char *fh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
+			    bool host_freq);
+bool fh_seq_newer(u32 seq, u32 last);
+const char *fh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus);
+int fh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id);
 
 /* main.c / transport.c: the device. */
 struct fh_grant {
@@ -194,26 +223,46 @@ struct fh_grant {
 	u16 ceiling;
 };
 
+/* Event buffers kept posted: CPU_IDS and the first FEEDBACK fit at once. */
+#define FH_EVENT_BUFS		4
+
 struct virtio_freqhint {
 	struct virtio_device *vdev;
-	struct virtqueue *vq;
-	struct work_struct config_work;
+	struct virtqueue *vq;		/* hintq */
+	struct virtqueue *evq;		/* eventq, NULL without one */
+
+	/* The sender and the event handler share one kthread worker. */
+	struct kthread_worker *worker;
+	struct kthread_delayed_work send_work;
+	struct kthread_work event_work;
+	struct kthread_work apply_work;
 
 	/* Read-only after probe. */
 	u16 num_vcpus;
 	u16 max_records;
-	bool old_layout;	/* device predates cpu_id[] (perf_step 0) */
-	u32 *cpu_id;		/* [num_vcpus] */
+	bool has_feedback;	/* F_FEEDBACK */
+	bool has_host_freq;	/* F_HOST_FREQ */
+	bool has_cpu_id;	/* F_CPU_ID */
+	u32 event_buf_size;
+	void *event_bufs;	/* FH_EVENT_BUFS of event_buf_size */
 	struct fh_tuning tune;
 	unsigned int num_bufs;	/* 1, or FH_EVERY_BUFS (notify_every_change) */
 
 	/* Everything below is protected by fh_lock (transport.c). */
+	bool link_up;		/* after DRIVER_OK, until the reset */
+	bool have_ids;		/* CPU_IDS arrived since DRIVER_OK */
 	struct virtio_freqhint_hints *buf;	/* [num_bufs], max_records each */
 	unsigned long free_bufs;	/* bit i: buffer i is not the device's */
 	bool perf_ok;
 	u32 *seq;		/* [num_vcpus] */
+	u64 *cpu_ids;		/* [num_vcpus], from CPU_IDS */
+	u64 *fw_id;		/* [nr_cpu_ids], read on each CPU */
+	unsigned long *fw_known;	/* bitmap [nr_cpu_ids] */
+	int *index;		/* [nr_cpu_ids], -1: no device index */
 
-	u16 status;
+	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
+	u32 fb_seq;
+	bool agent;
 	u16 operator_floor;
 	u16 operator_ceiling;
 	struct fh_grant *grants;	/* [num_vcpus] */
@@ -226,8 +275,10 @@ struct virtio_freqhint {
 	unsigned long records_sent;
 	unsigned long send_deferred;
 	unsigned long send_errors;
-	unsigned long config_changes;
-	unsigned long config_invalid;
+	unsigned long feedback_applied;
+	unsigned long feedback_invalid;
+	unsigned long feedback_stale;
+	unsigned long events_invalid;
 	unsigned long unmapped_cpus;
 };
 
@@ -240,6 +291,7 @@ int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu);
 int fh_debug_vcpu_index(unsigned int cpu);
 int fh_transport_start(struct virtio_freqhint *vi);
 void fh_transport_link(struct virtio_freqhint *vi, bool up);
+void fh_transport_stop(struct virtio_freqhint *vi);
 void fh_transport_release(struct virtio_freqhint *vi);
 void fh_transport_kick(void);
 void fh_transport_resend(void);

@@ -282,8 +282,8 @@ void fh_gather_switch(struct task_struct *next)
 		 * hrtimer_start() under the rq lock is legal but deferred anyway.
 		 */
 		v->timer_armed = true;
-		v->win.start = max(v->win.start,
-				   now - FH_IDLE_BACKDATE * fh_window_ns());
+		v->win.start = fh_win_backdate(v->win.start, now,
+					       FH_IDLE_BACKDATE * fh_window_ns());
 		irq_work_queue(&v->arm_work);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);

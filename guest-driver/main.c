@@ -9,19 +9,32 @@
  * in remove; freeze/restore stop and restart the device side.  Without the
  * device the module does nothing.  The device describes the whole VM, so a
  * second one is refused.
+ *
+ * Device side (virtio-freqhint v1): a 16-byte configuration read once at
+ * probe; hintq (driver -> device) carries the records; eventq (device ->
+ * driver, with F_FEEDBACK or F_CPU_ID) carries CPU_IDS, each vCPU index's
+ * firmware id, once after DRIVER_OK, and FEEDBACK snapshots of the host's
+ * grants, operator bounds and frequency classes.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/device.h>
+#include <linux/kthread.h>
 #include <linux/minmax.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/version.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
+#ifdef CONFIG_ARM64
+#include <asm/cputype.h>
+#endif
 
 #include "freqhint.h"
 
@@ -31,150 +44,70 @@
  */
 #define FH_MIN_SHARE		51
 
-/* A device from before cpu_id[]/perf_step/idle_share: these defaults. */
-#define FH_OLD_PERF_STEP	16
-#define FH_OLD_IDLE_SHARE	20
-
 static DEFINE_MUTEX(fh_probe_lock);
 static struct virtio_freqhint *fh_bound;
 static struct virtio_freqhint *fh_hp_vi;
 static enum cpuhp_state fh_hp_state;
 
 /*
- * DRV-10: the device's index of @cpu is the i whose cpu_id[i] is the CPU's
- * firmware id (x86 APIC ID).  Computed at send time, so a CPU hot-added
- * later (its id known only from then on) is found too.
+ * @cpu's firmware id as the device's CPU_IDS names it: the x86 APIC ID,
+ * the arm64 MPIDR affinity fields (read on @cpu itself, where this runs:
+ * cpu_logical_map() is not exported).
  */
+static bool fh_read_fw_id(unsigned int cpu, u64 *id)
+{
+#if defined(CONFIG_X86)
+	*id = cpu_physical_id(cpu);
+	return true;
+#elif defined(CONFIG_ARM64)
+	*id = read_cpuid_mpidr() & VIRTIO_FREQHINT_MPIDR_AFF_MASK;
+	return true;
+#else
+	return false;
+#endif
+}
+
+/*
+ * DRV-10: the device's index of @cpu.  With F_CPU_ID, the i whose
+ * cpu_id[i] is the CPU's firmware id; else the Linux CPU number.  Called
+ * with fh_lock held, when the CPU comes online and when CPU_IDS arrives;
+ * the result is kept past the CPU's unplug, for its "no hint" record.
+ */
+static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
+{
+	if (!vi->has_cpu_id)
+		vi->index[cpu] = cpu < vi->num_vcpus ? cpu : -1;
+	else if (vi->have_ids && test_bit(cpu, vi->fw_known))
+		vi->index[cpu] = fh_cpu_ids_find(vi->cpu_ids, vi->num_vcpus,
+						 vi->fw_id[cpu]);
+}
+
+/* Called with fh_lock held (transport.c). */
 int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu)
 {
-	u32 id;
-	int i;
-
-	if (vi->old_layout)
-		return cpu < vi->num_vcpus ? cpu : -ENOENT;
-	id = cpu_physical_id(cpu);
-	for (i = 0; i < vi->num_vcpus; i++)
-		if (vi->cpu_id[i] != VIRTIO_FREQHINT_CPU_ID_NONE &&
-		    vi->cpu_id[i] == id)
-			return i;
-	return -ENOENT;
+	return vi->index[cpu];
 }
 
 /* debugfs.c: the index a record of @cpu would carry now, or -1. */
 int fh_debug_vcpu_index(unsigned int cpu)
 {
+	/* debugfs goes before the device is unbound: @vi lives. */
 	struct virtio_freqhint *vi = READ_ONCE(fh_bound);
 
-	return vi ? fh_vcpu_index(vi, cpu) : -1;
+	return vi ? READ_ONCE(vi->index[cpu]) : -1;
 }
 
-static u32 fh_generation(struct virtio_device *vdev)
-{
-	return vdev->config->generation ? vdev->config->generation(vdev) : 0;
-}
-
-#define FH_CREAD(vdev, field, ptr)	\
-	virtio_cread_le(vdev, struct virtio_freqhint_config, field, ptr)
-
-/* DEV-4 for one class; also derives its perf step. */
-static bool fh_class_valid(const struct fh_freq *f, u16 step)
+static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
+			       struct fh_freq *f)
 {
 	unsigned int i;
-
-	if (!f->min_khz || f->min_khz > f->max_khz || !step ||
-	    step > VIRTIO_FREQHINT_SCALE || f->n > VIRTIO_FREQHINT_MAX_FREQS)
-		return false;
-	for (i = 0; i < f->n; i++)
-		if (f->khz[i] < f->min_khz || f->khz[i] > f->max_khz ||
-		    (i && f->khz[i] <= f->khz[i - 1]))
-			return false;
-	return true;
-}
-
-static void fh_read_class(struct virtio_device *vdev, unsigned int c,
-			  struct fh_freq *f, u16 *step)
-{
-	unsigned int i;
-	u16 n;
 
 	memset(f, 0, sizeof(*f));
-	FH_CREAD(vdev, freq_classes[c].min_khz, &f->min_khz);
-	FH_CREAD(vdev, freq_classes[c].max_khz, &f->max_khz);
-	FH_CREAD(vdev, freq_classes[c].perf_step, step);
-	FH_CREAD(vdev, freq_classes[c].num_freqs, &n);
-	f->n = n;
-	for (i = 0; i < min_t(unsigned int, n, VIRTIO_FREQHINT_MAX_FREQS); i++)
-		FH_CREAD(vdev, freq_classes[c].freqs_khz[i], &f->khz[i]);
-}
-
-/*
- * Read the host's feedback as one consistent snapshot (DRV-5).  The host
- * is trusted less than the guest kernel: a snapshot with a value out of
- * range is refused as a whole, not clamped into something the host did
- * not mean.  Called with fh_lock held.
- */
-static bool fh_read_feedback(struct virtio_freqhint *vi)
-{
-	struct virtio_device *vdev = vi->vdev;
-	bool grants = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_GRANTS);
-	bool host_freq = !vi->old_layout &&
-			 virtio_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ);
-	unsigned int i;
-	bool bad;
-	u32 gen;
-
-	do {
-		gen = fh_generation(vdev);
-		bad = false;
-		FH_CREAD(vdev, status, &vi->status);
-		FH_CREAD(vdev, operator_floor, &vi->operator_floor);
-		FH_CREAD(vdev, operator_ceiling, &vi->operator_ceiling);
-		bad |= vi->operator_floor > VIRTIO_FREQHINT_SCALE ||
-		       vi->operator_ceiling > VIRTIO_FREQHINT_SCALE;
-		for (i = 0; i < vi->num_vcpus; i++) {
-			struct fh_grant g = { 0, VIRTIO_FREQHINT_SCALE };
-
-			/* DRV-4: grants[] only with F_GRANTS. */
-			if (grants) {
-				FH_CREAD(vdev, grants[i].floor, &g.floor);
-				FH_CREAD(vdev, grants[i].ceiling, &g.ceiling);
-			}
-			bad |= g.floor > VIRTIO_FREQHINT_SCALE ||
-			       g.ceiling > VIRTIO_FREQHINT_SCALE;
-			vi->grants[i] = g;
-			vi->freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
-			if (host_freq)
-				FH_CREAD(vdev, freq_class[i], &vi->freq_class[i]);
-		}
-		vi->num_freq_classes = 0;
-		if (host_freq) {
-			FH_CREAD(vdev, num_freq_classes, &vi->num_freq_classes);
-			bad |= vi->num_freq_classes >
-			       VIRTIO_FREQHINT_MAX_FREQ_CLASSES;
-			vi->num_freq_classes = min_t(u16, vi->num_freq_classes,
-						     VIRTIO_FREQHINT_MAX_FREQ_CLASSES);
-			for (i = 0; i < vi->num_freq_classes; i++) {
-				fh_read_class(vdev, i, &vi->classes[i],
-					      &vi->class_step[i]);
-				bad |= !fh_class_valid(&vi->classes[i],
-						       vi->class_step[i]);
-			}
-			for (i = 0; i < vi->num_vcpus; i++)
-				bad |= vi->freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS &&
-				       vi->freq_class[i] >= vi->num_freq_classes;
-		}
-	} while (gen != fh_generation(vdev));
-
-	if (bad) {
-		for (i = 0; i < vi->num_vcpus; i++) {
-			vi->grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
-			vi->freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
-		}
-		vi->operator_floor = 0;
-		vi->operator_ceiling = VIRTIO_FREQHINT_SCALE;
-		vi->num_freq_classes = 0;
-	}
-	return !bad;
+	f->min_khz = le32_to_cpu(fc->min_khz);
+	f->max_khz = le32_to_cpu(fc->max_khz);
+	f->n = le16_to_cpu(fc->num_freqs);
+	for (i = 0; i < f->n; i++)
+		f->khz[i] = le32_to_cpu(fc->freqs_khz[i]);
 }
 
 /* Capacity thresholds of a class's table (DRV-27, window.c). */
@@ -192,58 +125,189 @@ static void fh_class_levels(const struct fh_freq *f, u16 step,
 				  VIRTIO_FREQHINT_SCALE);
 }
 
-/* Push the snapshot to the cpufreq policies and the gatherer. */
+/* No agent, no snapshot yet: the host's defaults. */
+static void fh_feedback_defaults(struct virtio_freqhint *vi)
+{
+	unsigned int i;
+
+	vi->agent = false;
+	vi->operator_floor = 0;
+	vi->operator_ceiling = VIRTIO_FREQHINT_SCALE;
+	vi->num_freq_classes = 0;
+	for (i = 0; i < vi->num_vcpus; i++) {
+		vi->grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
+		vi->freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+	}
+}
+
+/* A checked FEEDBACK snapshot becomes the driver's state (fh_lock held). */
+static void fh_feedback_take(struct virtio_freqhint *vi,
+			     const struct virtio_freqhint_feedback *fb)
+{
+	unsigned int i;
+
+	vi->fb_seq = le32_to_cpu(fb->seq);
+	vi->agent = le16_to_cpu(fb->flags) & VIRTIO_FREQHINT_FB_AGENT;
+	vi->operator_floor = le16_to_cpu(fb->operator_floor);
+	vi->operator_ceiling = le16_to_cpu(fb->operator_ceiling);
+	vi->num_freq_classes = le16_to_cpu(fb->num_freq_classes);
+	for (i = 0; i < vi->num_freq_classes; i++) {
+		fh_freq_from_class(&fb->classes[i], &vi->classes[i]);
+		vi->class_step[i] = le16_to_cpu(fb->classes[i].perf_step);
+	}
+	for (i = 0; i < vi->num_vcpus; i++) {
+		vi->grants[i].floor = le16_to_cpu(fb->vcpus[i].floor);
+		vi->grants[i].ceiling = le16_to_cpu(fb->vcpus[i].ceiling);
+		vi->freq_class[i] = fb->vcpus[i].freq_class;
+	}
+}
+
+/*
+ * Push the feedback state to the cpufreq policies and the gatherer.  A
+ * policy's frequency table is fixed for its lifetime: when the host's
+ * frequencies for a CPU change, the policies are created again.
+ */
 static void fh_apply_feedback(struct virtio_freqhint *vi)
 {
+	bool recreate = false;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		unsigned int floor = vi->operator_floor;
-		unsigned int ceil = vi->operator_ceiling;
 		struct fh_levels lv = { .step = vi->tune.perf_step };
+		unsigned int floor, ceil;
 		struct fh_freq f;
-		int idx = fh_vcpu_index(vi, cpu);
-		u8 c = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+		bool class = false;
+		int idx;
 
+		mutex_lock(&fh_lock);
+		floor = vi->operator_floor;
+		ceil = vi->operator_ceiling;
+		idx = fh_vcpu_index(vi, cpu);
 		if (idx >= 0) {
+			u8 c = vi->freq_class[idx];
+
 			floor = max_t(unsigned int, floor, vi->grants[idx].floor);
 			ceil = min_t(unsigned int, ceil, vi->grants[idx].ceiling);
-			c = vi->freq_class[idx];
+			if (c < vi->num_freq_classes) {
+				f = vi->classes[c];
+				fh_class_levels(&f, vi->class_step[c], &lv);
+				class = true;
+			}
 		}
-		if (c < vi->num_freq_classes) {
-			f = vi->classes[c];
-			fh_class_levels(&f, vi->class_step[c], &lv);
-		} else {
+		mutex_unlock(&fh_lock);
+		if (!class)
 			fh_perf_synthetic(&f);
-		}
-		fh_perf_set_freq(cpu, &f);
+		/* perf.c takes cpufreq locks: outside fh_lock, which sysfs takes. */
+		recreate |= fh_perf_set_freq(cpu, &f);
 		fh_perf_set_limits(cpu, min(floor, ceil), ceil);
 		fh_gather_set_levels(cpu, &lv);
 	}
+	if (recreate)
+		fh_perf_recreate();
 }
 
-static void fh_config_fn(struct work_struct *work)
+static void fh_apply_fn(struct kthread_work *work)
 {
-	struct virtio_freqhint *vi =
-		container_of(work, struct virtio_freqhint, config_work);
+	fh_apply_feedback(container_of(work, struct virtio_freqhint,
+				       apply_work));
+}
+
+/*
+ * One message from eventq (fh_lock held).  Sets *@ids when CPU_IDS arrived
+ * and *@fb when a snapshot was taken.
+ */
+static void fh_event(struct virtio_freqhint *vi, const void *buf,
+		     unsigned int len, bool *ids, bool *fb)
+{
+	struct device *dev = &vi->vdev->dev;
+	const struct virtio_freqhint_cpu_ids *m = buf;
+	const char *why = "unknown message type";
+	unsigned int i, cpu;
+
+	if (len < sizeof(__le16)) {
+		why = "short message";
+	} else if (le16_to_cpu(m->msg_type) == VIRTIO_FREQHINT_MSG_CPU_IDS) {
+		why = vi->has_cpu_id ? fh_cpu_ids_why(buf, len, vi->num_vcpus) :
+				       "CPU_IDS without F_CPU_ID";
+		if (!why) {
+			for (i = 0; i < vi->num_vcpus; i++)
+				vi->cpu_ids[i] = le64_to_cpu(m->cpu_id[i]);
+			vi->have_ids = true;
+			for_each_possible_cpu(cpu)
+				fh_map_cpu(vi, cpu);
+			*ids = true;
+			return;
+		}
+	} else if (le16_to_cpu(m->msg_type) == VIRTIO_FREQHINT_MSG_FEEDBACK) {
+		const struct virtio_freqhint_feedback *s = buf;
+
+		why = vi->has_feedback ?
+		      fh_feedback_why(buf, len, vi->num_vcpus,
+				      vi->has_host_freq) :
+		      "FEEDBACK without F_FEEDBACK";
+		if (!why) {
+			if (!fh_seq_newer(le32_to_cpu(s->seq), vi->fb_seq)) {
+				vi->feedback_stale++;
+				return;
+			}
+			fh_feedback_take(vi, s);
+			vi->feedback_applied++;
+			*fb = true;
+			return;
+		}
+		/* The previous state stays. */
+		vi->feedback_invalid++;
+		dev_warn_ratelimited(dev, "FEEDBACK dropped: %s\n", why);
+		return;
+	}
+	vi->events_invalid++;
+	dev_warn_ratelimited(dev, "event dropped: %s\n", why);
+}
+
+static void *fh_event_buf(struct virtio_freqhint *vi, unsigned int i)
+{
+	return vi->event_bufs + i * ALIGN(vi->event_buf_size, 8);
+}
+
+static int fh_post_event_buf(struct virtio_freqhint *vi, void *buf)
+{
+	struct scatterlist sg;
+
+	sg_init_one(&sg, buf, vi->event_buf_size);
+	return virtqueue_add_inbuf(vi->evq, &sg, 1, buf, GFP_KERNEL);
+}
+
+static void fh_event_fn(struct kthread_work *work)
+{
+	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
+						  event_work);
+	bool ids = false, fb = false;
+	unsigned int len;
+	void *buf;
 
 	mutex_lock(&fh_lock);
-	vi->config_changes++;
-	if (!fh_read_feedback(vi)) {
-		vi->config_invalid++;
-		dev_warn_ratelimited(&vi->vdev->dev,
-				     "config values out of range, ignored\n");
+	if (!vi->link_up) {
+		mutex_unlock(&fh_lock);
+		return;
 	}
+	while ((buf = virtqueue_get_buf(vi->evq, &len))) {
+		if (len > vi->event_buf_size) {
+			vi->events_invalid++;
+			dev_warn_ratelimited(&vi->vdev->dev,
+					     "event longer than its buffer\n");
+		} else {
+			fh_event(vi, buf, len, &ids, &fb);
+		}
+		/* The same buffer goes back: it always fits. */
+		if (fh_post_event_buf(vi, buf))
+			vi->events_invalid++;
+	}
+	virtqueue_kick(vi->evq);
 	mutex_unlock(&fh_lock);
-	/* perf.c takes cpufreq locks: outside fh_lock, which sysfs shows take. */
-	fh_apply_feedback(vi);
-}
-
-static void fh_config_changed(struct virtio_device *vdev)
-{
-	struct virtio_freqhint *vi = vdev->priv;
-
-	schedule_work(&vi->config_work);
+	if (ids)
+		fh_transport_resend();
+	if (ids || fb)
+		fh_apply_feedback(vi);
 }
 
 static void fh_hintq_done(struct virtqueue *vq)
@@ -252,41 +316,115 @@ static void fh_hintq_done(struct virtqueue *vq)
 	fh_transport_kick();
 }
 
+static void fh_eventq_done(struct virtqueue *vq)
+{
+	struct virtio_freqhint *vi = vq->vdev->priv;
+
+	/* Until the link is up, fh_device_up() runs the handler itself. */
+	if (READ_ONCE(vi->link_up))
+		kthread_queue_work(vi->worker, &vi->event_work);
+}
+
 /*
- * A CPU came online, maybe one hot-added after probe whose firmware id (so
- * its vCPU index, class and grants) was unknown until now: apply the
- * configuration again, in process context.
+ * A CPU comes online (on that CPU): read its firmware id and map it.  No
+ * device access: during suspend (link down) nothing else happens, and
+ * restore gets CPU_IDS and FEEDBACK again, which apply everything.
  */
-static int fh_feedback_online(unsigned int cpu)
+static int fh_cpu_map_online(unsigned int cpu)
 {
 	struct virtio_freqhint *vi = READ_ONCE(fh_hp_vi);
+	bool known;
+	u64 id;
 
-	if (vi)
-		schedule_work(&vi->config_work);
+	if (!vi)
+		return 0;
+	known = fh_read_fw_id(cpu, &id);
+	mutex_lock(&fh_lock);
+	if (known) {
+		vi->fw_id[cpu] = id;
+		set_bit(cpu, vi->fw_known);
+	}
+	fh_map_cpu(vi, cpu);
+	/*
+	 * Its grants and class: the policy may be new (hot-added CPU).
+	 * Queued under fh_lock: fh_device_down() cancels it after the link
+	 * went down.
+	 */
+	if (vi->link_up)
+		kthread_queue_work(vi->worker, &vi->apply_work);
+	mutex_unlock(&fh_lock);
 	return 0;
 }
 
-static int fh_find_vq(struct virtio_freqhint *vi)
+static int fh_find_vqs(struct virtio_freqhint *vi)
 {
-	vi->vq = virtio_find_single_vq(vi->vdev, fh_hintq_done, "hintq");
-	return PTR_ERR_OR_ZERO(vi->vq);
+	struct virtqueue *vqs[2];
+	unsigned int nvqs = vi->event_bufs ? 2 : 1;
+	unsigned int i;
+	int err;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	struct virtqueue_info info[] = {
+		{ "hintq", fh_hintq_done },
+		{ "eventq", fh_eventq_done },
+	};
+
+	err = virtio_find_vqs(vi->vdev, nvqs, vqs, info, NULL);
+#else
+	vq_callback_t *cbs[] = { fh_hintq_done, fh_eventq_done };
+	static const char * const names[] = { "hintq", "eventq" };
+
+	err = virtio_find_vqs(vi->vdev, nvqs, vqs, cbs, names, NULL);
+#endif
+	if (err)
+		return err;
+	vi->vq = vqs[VIRTIO_FREQHINT_VQ_HINT];
+	vi->evq = nvqs > 1 ? vqs[VIRTIO_FREQHINT_VQ_EVENT] : NULL;
+	/* Receive buffers may be posted before DRIVER_OK (not kicked). */
+	for (i = 0; vi->evq && i < FH_EVENT_BUFS; i++) {
+		err = fh_post_event_buf(vi, fh_event_buf(vi, i));
+		if (err)
+			goto err_del_vqs;
+	}
+	return 0;
+
+err_del_vqs:
+	vi->vdev->config->del_vqs(vi->vdev);
+	return err;
 }
 
-/* The device side: queue up, link up, DRIVER_OK, send everything. */
+/*
+ * The device side up: DRIVER_OK first (DRV-8), then the link, then what
+ * the device may have sent meanwhile, then every vCPU's state.
+ */
 static void fh_device_up(struct virtio_freqhint *vi)
 {
-	fh_transport_link(vi, true);
+	mutex_lock(&fh_lock);
+	/* The device's snapshot numbers restart at 1 after a reset. */
+	vi->fb_seq = 0;
+	vi->have_ids = false;
+	mutex_unlock(&fh_lock);
 	virtio_device_ready(vi->vdev);
+	fh_transport_link(vi, true);
+	/* It takes what came and kicks eventq (the queue is fh_lock's). */
+	if (vi->evq)
+		kthread_queue_work(vi->worker, &vi->event_work);
 	fh_transport_resend();
 }
 
-/* The device side down: no send after this; the device is reset. */
+/*
+ * The device side down: the device is reset first, so it uses no buffer
+ * any more; then no callback runs (virtio-mmio's reset does not
+ * synchronize its interrupt) and no work is left, so nothing touches a
+ * queue when the caller deletes them.
+ */
 static void fh_device_down(struct virtio_freqhint *vi)
 {
 	fh_transport_link(vi, false);
-	/* No callbacks after the reset (virtio-pci synchronizes its IRQs). */
 	virtio_reset_device(vi->vdev);
-	cancel_work_sync(&vi->config_work);
+	virtio_synchronize_cbs(vi->vdev);
+	fh_transport_stop(vi);
+	kthread_cancel_work_sync(&vi->event_work);
+	kthread_cancel_work_sync(&vi->apply_work);
 }
 
 static int probe_common(struct virtio_device *vdev)
@@ -294,19 +432,17 @@ static int probe_common(struct virtio_device *vdev)
 	struct virtio_freqhint *vi = vdev->priv;
 	int err;
 
-	err = fh_find_vq(vi);
+	err = fh_find_vqs(vi);
 	if (err)
 		return err;
 
 	/*
 	 * Order matters: per-vCPU state first, then the host's frequencies
-	 * and limits, then the cpufreq driver (its policy init sets the first
-	 * perf value, which nothing may reset afterwards), then gathering.
+	 * and limits (defaults until a snapshot arrives), then the cpufreq
+	 * driver (its policy init sets the first perf value, which nothing
+	 * may reset afterwards), the worker, the CPU map, then gathering.
 	 */
 	fh_gather_init(&vi->tune);
-	mutex_lock(&fh_lock);
-	fh_read_feedback(vi);
-	mutex_unlock(&fh_lock);
 	fh_apply_feedback(vi);
 	err = fh_perf_start();
 	if (err)
@@ -315,27 +451,27 @@ static int probe_common(struct virtio_device *vdev)
 		      virtio_has_feature(vdev, VIRTIO_FREQHINT_F_PERF);
 	err = fh_transport_start(vi);
 	if (err)
-		goto err_perf;
+		goto err_perf_stop;
+	WRITE_ONCE(fh_hp_vi, vi);
+	/* Before gathering's state: a CPU is mapped before it publishes. */
+	err = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:map",
+				fh_cpu_map_online, NULL);
+	if (err < 0)
+		goto err_transport_release;
+	fh_hp_state = err;
 	err = fh_gather_start();
 	if (err)
-		goto err_transport;
-	WRITE_ONCE(fh_hp_vi, vi);
-	err = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN,
-					"virtio/freqhint:feedback",
-					fh_feedback_online, NULL);
-	if (err < 0)
-		goto err_gather;
-	fh_hp_state = err;
+		goto err_remove_map;
 
 	fh_device_up(vi);
 	return 0;
 
-err_gather:
+err_remove_map:
+	cpuhp_remove_state(fh_hp_state);
+err_transport_release:
 	WRITE_ONCE(fh_hp_vi, NULL);
-	fh_gather_stop();
-err_transport:
 	fh_transport_release(vi);
-err_perf:
+err_perf_stop:
 	fh_perf_stop();
 err_del_vqs:
 	vdev->config->del_vqs(vdev);
@@ -346,104 +482,113 @@ static void remove_common(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 
-	cpuhp_remove_state_nocalls(fh_hp_state);
-	WRITE_ONCE(fh_hp_vi, NULL);
-	/* Stop producing first, so no kick outlives the sender. */
-	fh_gather_stop();
 	fh_device_down(vi);
+	/* Offline callbacks publish "no hint"; the link is down, none kicks. */
+	fh_gather_stop();
+	cpuhp_remove_state(fh_hp_state);
+	WRITE_ONCE(fh_hp_vi, NULL);
 	fh_transport_release(vi);
 	fh_perf_stop();
 	vdev->config->del_vqs(vdev);
 }
 
-static int fh_read_limits(struct virtio_device *vdev,
+#define FH_CREAD(vdev, field, ptr)	\
+	virtio_cread_le(vdev, struct virtio_freqhint_config, field, ptr)
+
+/* The configuration, fixed for the device's lifetime: read once. */
+static int fh_read_config(struct virtio_device *vdev,
 			  struct virtio_freqhint *vi)
 {
-	u16 window, step, idle;
+	struct fh_config c;
+	const char *why;
 
-	FH_CREAD(vdev, num_vcpus, &vi->num_vcpus);
-	FH_CREAD(vdev, max_records, &vi->max_records);
-	FH_CREAD(vdev, rate_window_ms, &window);
-	FH_CREAD(vdev, perf_step, &step);
-	FH_CREAD(vdev, idle_share, &idle);
-	if (!vi->num_vcpus || vi->num_vcpus > VIRTIO_FREQHINT_MAX_VCPUS) {
-		dev_err(&vdev->dev, "invalid num_vcpus %u\n", vi->num_vcpus);
-		return -EINVAL;
-	}
+	FH_CREAD(vdev, num_vcpus, &c.num_vcpus);
+	FH_CREAD(vdev, max_records, &c.max_records);
+	FH_CREAD(vdev, rate_window_ms, &c.rate_window_ms);
+	FH_CREAD(vdev, perf_step, &c.perf_step);
+	FH_CREAD(vdev, idle_share, &c.idle_share);
+	FH_CREAD(vdev, reserved, &c.reserved);
+	FH_CREAD(vdev, event_buf_size, &c.event_buf_size);
 	/* DRV-7: a device this confused is not one to talk to. */
-	if (vi->max_records < VIRTIO_FREQHINT_MIN_BATCH ||
-	    vi->max_records > vi->num_vcpus) {
-		dev_err(&vdev->dev, "invalid max_records %u\n",
-			vi->max_records);
+	why = fh_config_why(&c, vi->has_feedback || vi->has_cpu_id);
+	if (why) {
+		dev_err(&vdev->dev, "invalid configuration: %s\n", why);
 		return -EINVAL;
 	}
-	if (!window) {
-		dev_err(&vdev->dev, "invalid rate_window_ms 0\n");
-		return -EINVAL;
-	}
-	if (step > VIRTIO_FREQHINT_SCALE || idle > VIRTIO_FREQHINT_SCALE) {
-		dev_err(&vdev->dev, "invalid perf_step %u or idle_share %u\n",
-			step, idle);
-		return -EINVAL;
-	}
-	/*
-	 * perf_step 0 is not a valid value (DEV-25): the device predates
-	 * cpu_id[], perf_step and idle_share (its configuration space ends
-	 * after grants[]).  Talk to it with the earlier rules: Linux CPU
-	 * numbers as indexes, fixed tuning (spec/guest-reporting.md).
-	 */
-	vi->old_layout = !step;
-	if (vi->old_layout) {
-		dev_warn(&vdev->dev, "device has no cpu_id[]: Linux CPU numbers used as vCPU indexes\n");
-		step = FH_OLD_PERF_STEP;
-		idle = FH_OLD_IDLE_SHARE;
-	}
-	vi->tune.window_ms = min_t(u16, window, 1000);
-	vi->tune.perf_step = step;
-	vi->tune.idle_share = idle;
+	vi->num_vcpus = c.num_vcpus;
+	vi->max_records = c.max_records;
+	vi->event_buf_size = c.event_buf_size;
+	vi->tune.window_ms = min_t(u16, c.rate_window_ms, 1000);
+	vi->tune.perf_step = c.perf_step;
+	vi->tune.idle_share = c.idle_share;
 	vi->tune.min_share = FH_MIN_SHARE;
-	return 0;
-}
-
-static int fh_read_cpu_ids(struct virtio_device *vdev,
-			   struct virtio_freqhint *vi)
-{
-	unsigned int i, cpu, unmapped = 0;
-
-	for (i = 0; i < vi->num_vcpus; i++) {
-		if (vi->old_layout)
-			vi->cpu_id[i] = i;
-		else
-			FH_CREAD(vdev, cpu_id[i], &vi->cpu_id[i]);
-	}
-	for_each_present_cpu(cpu)
-		if (fh_vcpu_index(vi, cpu) < 0)
-			unmapped++;
-	if (unmapped)
-		dev_warn(&vdev->dev, "%u present CPUs have no vCPU index on the device: not reported\n",
-			 unmapped);
 	return 0;
 }
 
 static void fh_free(struct virtio_freqhint *vi)
 {
+	kfree(vi->index);
+	bitmap_free(vi->fw_known);
+	kfree(vi->fw_id);
+	kfree(vi->cpu_ids);
+	kfree(vi->event_bufs);
 	kfree(vi->freq_class);
 	kfree(vi->grants);
 	kfree(vi->seq);
-	kfree(vi->cpu_id);
 	kfree(vi->buf);
 	kfree(vi);
+}
+
+static int fh_alloc(struct virtio_freqhint *vi)
+{
+	unsigned int cpu;
+
+	vi->seq = kcalloc(vi->num_vcpus, sizeof(*vi->seq), GFP_KERNEL);
+	vi->grants = kcalloc(vi->num_vcpus, sizeof(*vi->grants), GFP_KERNEL);
+	vi->freq_class = kcalloc(vi->num_vcpus, sizeof(*vi->freq_class),
+				 GFP_KERNEL);
+	vi->cpu_ids = kcalloc(vi->num_vcpus, sizeof(*vi->cpu_ids), GFP_KERNEL);
+	vi->fw_id = kcalloc(nr_cpu_ids, sizeof(*vi->fw_id), GFP_KERNEL);
+	vi->fw_known = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	vi->index = kcalloc(nr_cpu_ids, sizeof(*vi->index), GFP_KERNEL);
+	vi->num_bufs = fh_notify_every_change ? FH_EVERY_BUFS : 1;
+	vi->buf = kcalloc(vi->num_bufs, fh_buf_size(vi->max_records),
+			  GFP_KERNEL);
+	if (vi->has_feedback || vi->has_cpu_id)
+		vi->event_bufs = kcalloc(FH_EVENT_BUFS,
+					 ALIGN(vi->event_buf_size, 8),
+					 GFP_KERNEL);
+	if (!vi->seq || !vi->grants || !vi->freq_class || !vi->cpu_ids ||
+	    !vi->fw_id || !vi->fw_known || !vi->index || !vi->buf ||
+	    ((vi->has_feedback || vi->has_cpu_id) && !vi->event_bufs))
+		return -ENOMEM;
+	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
+		vi->index[cpu] = -1;
+	fh_feedback_defaults(vi);
+	return 0;
+}
+
+static int virtfh_validate(struct virtio_device *vdev)
+{
+	/* DRV-1: the v1 layout (little-endian, modern) only. */
+	if (!virtio_has_feature(vdev, VIRTIO_F_VERSION_1)) {
+		dev_err(&vdev->dev, "device without VIRTIO_F_VERSION_1 refused\n");
+		return -ENODEV;
+	}
+	if (!vdev->config->get) {
+		dev_err(&vdev->dev, "config access disabled\n");
+		return -EINVAL;
+	}
+	/* Frequency classes travel in FEEDBACK snapshots only. */
+	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK))
+		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_HOST_FREQ);
+	return 0;
 }
 
 static int virtfh_probe(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi;
 	int err;
-
-	if (!vdev->config->get) {
-		dev_err(&vdev->dev, "config access disabled\n");
-		return -EINVAL;
-	}
 
 	mutex_lock(&fh_probe_lock);
 	if (fh_bound) {
@@ -458,24 +603,17 @@ static int virtfh_probe(struct virtio_device *vdev)
 	if (!vi)
 		goto out_unlock;
 	vi->vdev = vdev;
-	INIT_WORK(&vi->config_work, fh_config_fn);
+	vi->has_feedback = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK);
+	vi->has_host_freq = virtio_has_feature(vdev,
+					       VIRTIO_FREQHINT_F_HOST_FREQ);
+	vi->has_cpu_id = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_CPU_ID);
+	kthread_init_work(&vi->event_work, fh_event_fn);
+	kthread_init_work(&vi->apply_work, fh_apply_fn);
 
-	err = fh_read_limits(vdev, vi);
+	err = fh_read_config(vdev, vi);
 	if (err)
 		goto err_free;
-	err = -ENOMEM;
-	vi->cpu_id = kcalloc(vi->num_vcpus, sizeof(*vi->cpu_id), GFP_KERNEL);
-	vi->seq = kcalloc(vi->num_vcpus, sizeof(*vi->seq), GFP_KERNEL);
-	vi->grants = kcalloc(vi->num_vcpus, sizeof(*vi->grants), GFP_KERNEL);
-	vi->freq_class = kcalloc(vi->num_vcpus, sizeof(*vi->freq_class),
-				 GFP_KERNEL);
-	vi->num_bufs = fh_notify_every_change ? FH_EVERY_BUFS : 1;
-	vi->buf = kcalloc(vi->num_bufs, fh_buf_size(vi->max_records),
-			  GFP_KERNEL);
-	if (!vi->cpu_id || !vi->seq || !vi->grants || !vi->freq_class ||
-	    !vi->buf)
-		goto err_free;
-	err = fh_read_cpu_ids(vdev, vi);
+	err = fh_alloc(vi);
 	if (err)
 		goto err_free;
 
@@ -486,12 +624,12 @@ static int virtfh_probe(struct virtio_device *vdev)
 	fh_bound = vi;
 	mutex_unlock(&fh_probe_lock);
 	fh_debugfs_init();
-	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies\n",
+	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies, vCPU indexes by %s\n",
 		 IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" :
 		 "not available (no CONFIG_UCLAMP_TASK)",
 		 fh_perf_active() ? "reported" : "not available",
-		 virtio_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ) &&
-		 !vi->old_layout ? "host" : "synthetic");
+		 vi->has_host_freq ? "host" : "synthetic",
+		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");
 	return 0;
 
 err_priv:
@@ -508,21 +646,21 @@ static void virtfh_remove(struct virtio_device *vdev)
 	struct virtio_freqhint *vi = vdev->priv;
 
 	fh_debugfs_exit();
-	remove_common(vdev);
 	mutex_lock(&fh_probe_lock);
 	fh_bound = NULL;
 	mutex_unlock(&fh_probe_lock);
+	remove_common(vdev);
 	vdev->priv = NULL;
 	fh_free(vi);
 }
 
 #ifdef CONFIG_PM_SLEEP
 /*
- * Suspend: only the device side stops (queue, sends, the device is reset);
- * the per-vCPU state, the samplers and the cpufreq policies stay, like
- * virtio-rng's and virtio_balloon's non-device state.  Unregistering the
- * cpufreq driver and removing CPU hotplug states in the middle of
- * dpm_suspend() hung the suspend-to-idle test; they are not device state.
+ * Suspend: only the device side stops (queues, sends, events; the device
+ * is reset); the per-vCPU state, the samplers and the cpufreq policies
+ * stay, like virtio-rng's and virtio_balloon's non-device state.  The CPU
+ * map callback stays too: it touches no device, and queues nothing while
+ * the link is down.
  */
 static int virtfh_freeze(struct virtio_device *vdev)
 {
@@ -538,20 +676,20 @@ static int virtfh_restore(struct virtio_device *vdev)
 	struct virtio_freqhint *vi = vdev->priv;
 	int err;
 
-	err = fh_find_vq(vi);
+	err = fh_find_vqs(vi);
 	if (err)
 		return err;
+	/* CPU_IDS and a FEEDBACK snapshot follow DRIVER_OK again. */
 	fh_device_up(vi);
-	/* The host may have changed anything meanwhile. */
-	schedule_work(&vi->config_work);
 	return 0;
 }
 #endif
 
 static unsigned int features[] = {
 	VIRTIO_FREQHINT_F_PERF,
-	VIRTIO_FREQHINT_F_GRANTS,
+	VIRTIO_FREQHINT_F_FEEDBACK,
 	VIRTIO_FREQHINT_F_HOST_FREQ,
+	VIRTIO_FREQHINT_F_CPU_ID,
 };
 
 static const struct virtio_device_id id_table[] = {
@@ -566,9 +704,9 @@ static struct virtio_driver virtio_freqhint_driver = {
 	.driver.name		= KBUILD_MODNAME,
 	.driver.dev_groups	= fh_groups,
 	.id_table		= id_table,
+	.validate		= virtfh_validate,
 	.probe			= virtfh_probe,
 	.remove			= virtfh_remove,
-	.config_changed		= fh_config_changed,
 #ifdef CONFIG_PM_SLEEP
 	.freeze			= virtfh_freeze,
 	.restore		= virtfh_restore,

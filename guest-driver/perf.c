@@ -17,6 +17,14 @@
  * operator's), so scaling_min_freq/scaling_max_freq show them and the
  * governor stays within them.
  *
+ * A policy's range and frequency table are fixed for the policy's
+ * lifetime, like virtual-cpufreq's: built in ->init from the frequencies
+ * known then, never written while the policy exists (schedutil's fast path
+ * reads them without any lock).  When the host's frequencies for a CPU
+ * change, the policies are created again (fh_perf_recreate()); grants only
+ * move the QoS limits.  The table lives in per-CPU storage: nothing is
+ * allocated after probe.
+ *
  * Transition notifications: .target (the governors' slow path) brackets
  * each change with cpufreq_freq_transition_begin()/end() as the core
  * expects of a ->target driver; the fast path (.fast_switch) sends none,
@@ -41,7 +49,9 @@
 #define FH_KHZ_PER_UNIT		1000
 
 struct fh_cpu {
-	struct fh_freq freq;
+	struct fh_freq want;	/* the host's latest, for the next ->init */
+	struct fh_freq freq;	/* the live policy's, fixed from ->init to ->exit */
+	bool live;
 	struct cpufreq_frequency_table table[VIRTIO_FREQHINT_MAX_FREQS + 1];
 	struct freq_qos_request min_req;
 	struct freq_qos_request max_req;
@@ -119,21 +129,42 @@ static int fh_cpufreq_verify(struct cpufreq_policy_data *policy)
 	return 0;
 }
 
-/* Lay @c->freq into the policy (policy rwsem held or policy not live). */
-static void fh_apply_freq(struct cpufreq_policy *policy, struct fh_cpu *c)
+/*
+ * ->init: take the host's latest frequencies for this policy's lifetime.
+ * The core validates and sorts the table after ->init returns.
+ */
+static void fh_init_freq(struct cpufreq_policy *policy, struct fh_cpu *c)
 {
 	unsigned int i;
 
+	c->freq = c->want;
+	memset(c->table, 0, sizeof(c->table));
 	for (i = 0; i < c->freq.n; i++) {
-		c->table[i].flags = 0;
 		c->table[i].driver_data = i;
 		c->table[i].frequency = c->freq.khz[i];
 	}
 	c->table[i].frequency = CPUFREQ_TABLE_END;
-	policy->cpuinfo.min_freq = c->freq.min_khz;
-	policy->cpuinfo.max_freq = c->freq.max_khz;
-	policy->freq_table = c->freq.n ? c->table : NULL;
-	policy->freq_table_sorted = CPUFREQ_TABLE_SORTED_ASCENDING;
+	if (c->freq.n) {
+		policy->freq_table = c->table;
+	} else {
+		policy->freq_table = NULL;
+		policy->cpuinfo.min_freq = c->freq.min_khz;
+		policy->cpuinfo.max_freq = c->freq.max_khz;
+	}
+	c->live = true;
+}
+
+static bool fh_freq_equal(const struct fh_freq *a, const struct fh_freq *b)
+{
+	unsigned int i;
+
+	if (a->min_khz != b->min_khz || a->max_khz != b->max_khz ||
+	    a->n != b->n)
+		return false;
+	for (i = 0; i < a->n; i++)
+		if (a->khz[i] != b->khz[i])
+			return false;
+	return true;
 }
 
 static int fh_cpufreq_init(struct cpufreq_policy *policy)
@@ -142,14 +173,12 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	int ret;
 
 	mutex_lock(&fh_perf_lock);
-	fh_apply_freq(policy, c);
-	policy->min = policy->cpuinfo.min_freq;
-	policy->max = policy->cpuinfo.max_freq;
+	fh_init_freq(policy, c);
 	policy->cpuinfo.transition_latency = 0;
 	/* Every version's default, written down: the host rate-limits anyway. */
 	policy->transition_delay_us = 1000;
 	policy->fast_switch_possible = true;
-	policy->cur = policy->cpuinfo.max_freq;
+	policy->cur = c->freq.max_khz;
 	fh_set_khz(policy, policy->cur);
 
 	ret = freq_qos_add_request(&policy->constraints, &c->min_req,
@@ -161,6 +190,8 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 					   fh_cap_to_khz(&c->freq, c->ceiling));
 	if (ret < 0 && freq_qos_request_active(&c->min_req))
 		freq_qos_remove_request(&c->min_req);
+	if (ret < 0)
+		c->live = false;
 	mutex_unlock(&fh_perf_lock);
 	if (ret < 0) {
 		fh_gather_set_perf(policy->cpu, FH_PERF_NONE);
@@ -178,6 +209,7 @@ static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
 		freq_qos_remove_request(&c->max_req);
 	if (freq_qos_request_active(&c->min_req))
 		freq_qos_remove_request(&c->min_req);
+	c->live = false;
 	mutex_unlock(&fh_perf_lock);
 	fh_gather_set_perf(policy->cpu, FH_PERF_NONE);
 }
@@ -224,35 +256,42 @@ static void fh_update_qos(struct fh_cpu *c)
 }
 
 /*
- * The host's frequencies for @cpu changed (process context).  Lock order
- * as the cpufreq core's: policy rwsem (held around ->init/->exit), then
- * fh_perf_lock.
+ * The host's frequencies for @cpu (process context): what its next policy
+ * starts with.  Returns whether its live policy shows others, so must be
+ * created again (fh_perf_recreate()).
  */
-void fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f)
+bool fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f)
 {
 	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
-	struct cpufreq_policy *policy = NULL;
+	bool stale;
 
-	if (READ_ONCE(fh_perf_registered))
-		policy = cpufreq_cpu_get(cpu);
-	if (policy)
-		down_write(&policy->rwsem);
 	mutex_lock(&fh_perf_lock);
-	if (memcmp(&c->freq, f, sizeof(*f))) {
+	c->want = *f;
+	stale = c->live && !fh_freq_equal(&c->freq, f);
+	if (!c->live)
 		c->freq = *f;
-		if (policy) {
-			fh_apply_freq(policy, c);
-			policy->cur = clamp(policy->cur, f->min_khz, f->max_khz);
-			fh_set_khz(policy, policy->cur);
-		}
-		fh_update_qos(c);
-	}
 	mutex_unlock(&fh_perf_lock);
-	if (policy) {
-		/* New cpuinfo limits and QoS: the policy's min/max follow. */
-		refresh_frequency_limits(policy);
-		up_write(&policy->rwsem);
-		cpufreq_cpu_put(policy);
+	return stale;
+}
+
+/*
+ * Create every policy again, each from its CPU's latest frequencies: the
+ * governors stop, the tables are dropped with their policies, and ->init
+ * builds new ones.  Process context, no driver lock held; called by the
+ * device's worker, which remove and freeze stop before fh_perf_stop().
+ */
+void fh_perf_recreate(void)
+{
+	int ret;
+
+	if (!READ_ONCE(fh_perf_registered))
+		return;
+	cpufreq_unregister_driver(&fh_cpufreq_driver);
+	ret = cpufreq_register_driver(&fh_cpufreq_driver);
+	if (ret) {
+		WRITE_ONCE(fh_perf_registered, false);
+		pr_warn("cpufreq driver not registered again (%d): no perf requests\n",
+			ret);
 	}
 }
 
@@ -312,6 +351,7 @@ void fh_perf_stop(void)
 		struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
 
 		fh_perf_synthetic(&c->freq);
+		c->want = c->freq;
 		c->floor = 0;
 		c->ceiling = VIRTIO_FREQHINT_SCALE;
 	}

@@ -11,7 +11,10 @@
  * in flight.  Hints are state: a vCPU that changes again before the send
  * is simply read again, nothing queues up.
  *
- * Records carry the device's vCPU index (DRV-10, main.c).
+ * Records carry the device's vCPU index (DRV-10, main.c), resolved when
+ * the CPU came online and kept, so the "no hint" record of a CPU that was
+ * just unplugged still finds its index.  With VIRTIO_FREQHINT_F_CPU_ID
+ * nothing is sent before the device's CPU_IDS message arrived.
  *
  * notify_every_change (measurement only, GR-16): the anchor the coalescing
  * is judged against.  Linux's virtual-cpufreq driver
@@ -45,8 +48,6 @@
 /* The device in use: one per guest (its records describe the vCPUs). */
 DEFINE_MUTEX(fh_lock);
 static struct virtio_freqhint *fh_dev;
-static struct kthread_worker *fh_worker;
-static bool fh_link_up;
 static unsigned long fh_last_send;
 
 bool fh_notify_every_change;
@@ -54,28 +55,32 @@ module_param_named(notify_every_change, fh_notify_every_change, bool, 0444);
 MODULE_PARM_DESC(notify_every_change,
 		 "Measurement only: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
 
-static void fh_send_fn(struct kthread_work *work);
-static struct kthread_delayed_work fh_send_work;
-
 size_t fh_buf_size(unsigned int n)
 {
 	return sizeof(struct virtio_freqhint_hints) +
 	       n * sizeof(struct virtio_freqhint_record);
 }
 
-/* Callable from any context but NMI: irq_work, vq callback, process. */
+/*
+ * Callable from any context but NMI: irq_work, vq callback, process.  The
+ * device and its worker live from fh_transport_start() to
+ * fh_transport_release(); callers are stopped before the latter (gather's
+ * irq_work synced, the device reset and its callbacks synchronized).
+ */
 void fh_transport_kick(void)
 {
+	/* Pairs with smp_store_release() in fh_transport_start(). */
+	struct virtio_freqhint *vi = smp_load_acquire(&fh_dev);
 	unsigned long next, delay = 0;
 
-	if (!READ_ONCE(fh_link_up))
+	if (!vi || !READ_ONCE(vi->link_up))
 		return;
 	next = READ_ONCE(fh_last_send) +
 	       msecs_to_jiffies(fh_gather_window_ms());
 	if (time_before(jiffies, next) && !fh_notify_every_change)
 		delay = next - jiffies;
 	/* Already queued: its (earlier or equal) time stands. */
-	kthread_queue_delayed_work(fh_worker, &fh_send_work, delay);
+	kthread_queue_delayed_work(vi->worker, &vi->send_work, delay);
 }
 
 static void fh_fill_record(struct virtio_freqhint *vi, unsigned int idx,
@@ -97,8 +102,8 @@ static void fh_fill_record(struct virtio_freqhint *vi, unsigned int idx,
 	r->seq = cpu_to_le32(++vi->seq[idx]);
 }
 
-static struct virtio_freqhint_hints *fh_buf(struct virtio_freqhint *vi,
-					     unsigned int i)
+static struct virtio_freqhint_hints *
+fh_buf(struct virtio_freqhint *vi, unsigned int i)
 {
 	return (void *)vi->buf + i * fh_buf_size(vi->max_records);
 }
@@ -121,14 +126,14 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 		if (!fh_gather_take(cpu, &rep))
 			continue;
 		/*
-		 * DRV-10: a CPU the device has no index for is not reported.
-		 * A possible CPU not (yet) present has no firmware id: the
-		 * device holds "no hint" for it since its reset, nothing is
-		 * missing.
+		 * DRV-10: a CPU the device has no index for is not reported,
+		 * but counted.  A possible CPU that never came online and has
+		 * no hint is not missing anything: the device holds "no hint"
+		 * for every index since its reset.
 		 */
 		idx = fh_vcpu_index(vi, cpu);
 		if (idx < 0) {
-			if (cpu_present(cpu))
+			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep))
 				vi->unmapped_cpus++;
 			continue;
 		}
@@ -142,16 +147,17 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 
 static void fh_send_fn(struct kthread_work *work)
 {
+	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
+						  send_work.work);
 	struct virtio_freqhint_hints *buf;
-	struct virtio_freqhint *vi;
 	struct scatterlist sg;
 	unsigned int i, n, len;
 	bool more;
 	int err;
 
 	mutex_lock(&fh_lock);
-	vi = fh_dev;
-	if (!vi || !fh_link_up)
+	/* Indexes are known once CPU_IDS arrived, which kicks again. */
+	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
 		goto out;
 	while ((buf = virtqueue_get_buf(vi->vq, &len)))
 		vi->free_bufs |= BIT(((void *)buf - (void *)vi->buf) /
@@ -185,7 +191,10 @@ out:
 	mutex_unlock(&fh_lock);
 }
 
-/* Probe: the sender thread; the link stays down until fh_transport_link(). */
+/*
+ * Probe: the worker (sender and event handler); the link stays down until
+ * fh_transport_link().
+ */
 int fh_transport_start(struct virtio_freqhint *vi)
 {
 	struct kthread_worker *w;
@@ -193,19 +202,17 @@ int fh_transport_start(struct virtio_freqhint *vi)
 	w = kthread_create_worker(0, "virtio_freqhint");
 	if (IS_ERR(w))
 		return PTR_ERR(w);
-	/* A work remembers its worker: a new worker needs a new work. */
-	kthread_init_delayed_work(&fh_send_work, fh_send_fn);
-	mutex_lock(&fh_lock);
-	fh_worker = w;
-	fh_dev = vi;
-	mutex_unlock(&fh_lock);
+	vi->worker = w;
+	kthread_init_delayed_work(&vi->send_work, fh_send_fn);
 	fh_gather_set_sender(w->task);
+	/* Pairs with smp_load_acquire() in fh_transport_kick(). */
+	smp_store_release(&fh_dev, vi);
 	return 0;
 }
 
 /*
- * Probe/restore (up, the queue exists) and remove/freeze (down, before the
- * device is reset): once the link is down no send touches the queue.
+ * Up after DRIVER_OK (DRV-8); down before the device is reset: once the
+ * link is down no send or event handler touches a queue.
  */
 void fh_transport_link(struct virtio_freqhint *vi, bool up)
 {
@@ -214,24 +221,25 @@ void fh_transport_link(struct virtio_freqhint *vi, bool up)
 		vi->free_bufs = GENMASK(vi->num_bufs - 1, 0);
 		WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
 	}
-	WRITE_ONCE(fh_link_up, up);
+	WRITE_ONCE(vi->link_up, up);
 	mutex_unlock(&fh_lock);
-	if (!up && fh_worker)
-		kthread_cancel_delayed_work_sync(&fh_send_work);
 }
 
-/* Remove, after the reset: no callback kicks any more. */
+/* After the reset and its callbacks: no send is pending or running. */
+void fh_transport_stop(struct virtio_freqhint *vi)
+{
+	kthread_cancel_delayed_work_sync(&vi->send_work);
+}
+
+/* Remove, once nothing kicks any more. */
 void fh_transport_release(struct virtio_freqhint *vi)
 {
-	if (fh_worker) {
-		kthread_cancel_delayed_work_sync(&fh_send_work);
-		kthread_destroy_worker(fh_worker);
-	}
+	/* Pairs with smp_load_acquire() in fh_transport_kick(). */
+	smp_store_release(&fh_dev, NULL);
 	fh_gather_set_sender(NULL);
-	mutex_lock(&fh_lock);
-	fh_worker = NULL;
-	fh_dev = NULL;
-	mutex_unlock(&fh_lock);
+	kthread_cancel_delayed_work_sync(&vi->send_work);
+	kthread_destroy_worker(vi->worker);
+	vi->worker = NULL;
 }
 
 /* A (re)started device knows nothing: send every vCPU. */
@@ -264,7 +272,7 @@ static DEVICE_ATTR_RO(name)
 
 FH_SHOW_U16(operator_floor, vi->operator_floor);
 FH_SHOW_U16(operator_ceiling, vi->operator_ceiling);
-FH_SHOW_U16(agent_connected, !!(vi->status & VIRTIO_FREQHINT_S_AGENT));
+FH_SHOW_U16(agent_connected, vi->agent);
 FH_SHOW_U16(num_vcpus, vi->num_vcpus);
 
 static ssize_t rate_window_ms_show(struct device *dev,
@@ -320,7 +328,7 @@ static const struct attribute_group fh_group = {
 	.attrs = fh_attrs,
 };
 
-#define FH_SHOW_STAT(name)						\
+#define FH_SHOW_STAT(name, field)					\
 static ssize_t name##_show(struct device *dev,				\
 			   struct device_attribute *attr, char *buf)	\
 {									\
@@ -328,27 +336,31 @@ static ssize_t name##_show(struct device *dev,				\
 	ssize_t ret;							\
 									\
 	mutex_lock(&fh_lock);						\
-	ret = sysfs_emit(buf, "%lu\n", vi->name);			\
+	ret = sysfs_emit(buf, "%lu\n", (field));			\
 	mutex_unlock(&fh_lock);						\
 	return ret;							\
 }									\
 static DEVICE_ATTR_RO(name)
 
-FH_SHOW_STAT(buffers_sent);
-FH_SHOW_STAT(records_sent);
-FH_SHOW_STAT(send_deferred);
-FH_SHOW_STAT(send_errors);
-FH_SHOW_STAT(config_changes);
-FH_SHOW_STAT(config_invalid);
-FH_SHOW_STAT(unmapped_cpus);
+FH_SHOW_STAT(buffers_sent, vi->buffers_sent);
+FH_SHOW_STAT(records_sent, vi->records_sent);
+FH_SHOW_STAT(send_deferred, vi->send_deferred);
+FH_SHOW_STAT(send_errors, vi->send_errors);
+FH_SHOW_STAT(feedback_applied, vi->feedback_applied);
+FH_SHOW_STAT(feedback_invalid, vi->feedback_invalid);
+FH_SHOW_STAT(feedback_stale, vi->feedback_stale);
+FH_SHOW_STAT(events_invalid, vi->events_invalid);
+FH_SHOW_STAT(unmapped_cpus, vi->unmapped_cpus);
 
 static struct attribute *fh_stat_attrs[] = {
 	&dev_attr_buffers_sent.attr,
 	&dev_attr_records_sent.attr,
 	&dev_attr_send_deferred.attr,
 	&dev_attr_send_errors.attr,
-	&dev_attr_config_changes.attr,
-	&dev_attr_config_invalid.attr,
+	&dev_attr_feedback_applied.attr,
+	&dev_attr_feedback_invalid.attr,
+	&dev_attr_feedback_stale.attr,
+	&dev_attr_events_invalid.attr,
 	&dev_attr_unmapped_cpus.attr,
 	NULL
 };

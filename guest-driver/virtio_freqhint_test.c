@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * KUnit tests of virtio_freqhint's window, bucket, hysteresis and
- * publish/consume logic (window.c, freqhint.h).  Built as
+ * publish/consume logic (window.c, freqhint.h), and of the checks of the
+ * device's configuration and event messages (event.c).  Built as
  * virtio_freqhint_test.ko when the kernel has CONFIG_KUNIT; the tests run
  * when it is loaded and report in KTAP on the console.
  */
@@ -14,6 +15,7 @@
 #include <linux/sched.h>
 
 #include "window.c"
+#include "event.c"
 
 #define US	1000ULL
 #define MS	1000000ULL
@@ -241,7 +243,9 @@ static void fh_test_publish_rule(struct kunit *test)
 	/* Clamps are exact: any change goes out (DRV-26). */
 	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 301, 600, 500), &l));
 	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 599, 500), &l));
-	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0), &l));
+	KUNIT_EXPECT_TRUE(test,
+			  fh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE,
+							      0, 0, 0), &l));
 	/* perf jitter within a step does not. */
 	KUNIT_EXPECT_FALSE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 510), &l));
 	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 520), &l));
@@ -382,6 +386,240 @@ static void fh_test_slot_concurrent(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mp->stale, 0U);
 }
 
+/* Issue 27 bug 8: early after boot the backdated start must not wrap. */
+static void fh_test_backdate_early(struct kunit *test)
+{
+	u64 span = 4 * 1000 * MS;
+
+	/* local_clock() at 1 ms, four 1 s windows back: 0, not ~2^64. */
+	KUNIT_EXPECT_EQ(test, fh_win_backdate(0, 1 * MS, span), 0ULL);
+	KUNIT_EXPECT_EQ(test, fh_win_backdate(500 * US, 1 * MS, span),
+			500 * US);
+	/* Later on: the span limits how far back the window reaches. */
+	KUNIT_EXPECT_EQ(test, fh_win_backdate(0, 10 * span, span), 9 * span);
+	KUNIT_EXPECT_EQ(test, fh_win_backdate(10 * span - 1, 10 * span, span),
+			10 * span - 1);
+}
+
+/* A busy vCPU woken early after boot is busy, not idle (bug 8, whole). */
+static void fh_test_backdate_busy(struct kunit *test)
+{
+	struct fh_win w = {};
+	struct fh_win_result r;
+	u64 now = 2 * MS;
+
+	fh_win_reset(&w, 0);
+	idle_for(&w, &now, 0);
+	w.start = fh_win_backdate(w.start, now, 4 * 10 * MS);
+	run(&w, &now, 10 * MS, 300, 600);
+	fh_win_close(&w, now, &fh_test_tune, &r);
+	KUNIT_EXPECT_FALSE(test, r.idle);
+	KUNIT_EXPECT_GT(test, r.busy, 512U);
+}
+
+static const struct fh_config fh_test_config = {
+	.num_vcpus = 4, .max_records = 4, .rate_window_ms = 10,
+	.perf_step = 16, .idle_share = 20, .event_buf_size = 624 + 8 * 4,
+};
+
+/* The 16-byte configuration (bug 7: no value is a layout marker). */
+static void fh_test_config_check(struct kunit *test)
+{
+	struct fh_config c = fh_test_config;
+
+	KUNIT_EXPECT_NULL(test, fh_config_why(&c, true));
+	c.perf_step = 0;	/* was "old layout": now simply invalid */
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	c = fh_test_config;
+	c.perf_step = 1025;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	c = fh_test_config;
+	c.num_vcpus = 0;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	c = fh_test_config;
+	c.max_records = 5;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	c = fh_test_config;
+	c.rate_window_ms = 0;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	c = fh_test_config;
+	c.idle_share = 1025;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	c = fh_test_config;
+	c.reserved = 1;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	/* event_buf_size counts only with an event queue. */
+	c = fh_test_config;
+	c.event_buf_size = 624 + 8 * 3;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, true));
+	KUNIT_EXPECT_NULL(test, fh_config_why(&c, false));
+	c.event_buf_size = FH_EVENT_BUF_MAX + 1;
+	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, true));
+}
+
+#define FH_TEST_VCPUS	4
+
+struct fh_test_fb {
+	struct virtio_freqhint_feedback fb;
+	struct virtio_freqhint_vcpu_feedback v[FH_TEST_VCPUS];
+};
+
+/* A valid snapshot: one class 800 MHz..3.2 GHz with a 7-entry table. */
+static void fh_test_fb_init(struct fh_test_fb *t)
+{
+	struct virtio_freqhint_freq_class *c = &t->fb.classes[0];
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	t->fb.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_FEEDBACK);
+	t->fb.flags = cpu_to_le16(VIRTIO_FREQHINT_FB_AGENT);
+	t->fb.seq = cpu_to_le32(1);
+	t->fb.operator_floor = cpu_to_le16(0);
+	t->fb.operator_ceiling = cpu_to_le16(768);
+	t->fb.num_vcpus = cpu_to_le16(FH_TEST_VCPUS);
+	t->fb.num_freq_classes = cpu_to_le16(1);
+	c->min_khz = cpu_to_le32(800000);
+	c->max_khz = cpu_to_le32(3200000);
+	c->perf_step = cpu_to_le16(128);
+	c->num_freqs = cpu_to_le16(7);
+	for (i = 0; i < 7; i++)
+		c->freqs_khz[i] = cpu_to_le32(800000 + i * 400000);
+	for (i = 0; i < FH_TEST_VCPUS; i++) {
+		t->v[i].floor = cpu_to_le16(0);
+		t->v[i].ceiling = cpu_to_le16(1024);
+		t->v[i].freq_class = i == 3 ? VIRTIO_FREQHINT_NO_FREQ_CLASS : 0;
+	}
+}
+
+static const char *fh_test_fb_why(struct fh_test_fb *t)
+{
+	return fh_feedback_why(t, sizeof(*t), FH_TEST_VCPUS, true);
+}
+
+/*
+ * Issue 27 bug 2: frequencies that collide with cpufreq's table markers
+ * or leave freq QoS's S32 range are refused with the whole snapshot.
+ */
+static void fh_test_feedback_khz_bound(struct kunit *test)
+{
+	struct virtio_freqhint_freq_class *c;
+	struct fh_test_fb t;
+
+	fh_test_fb_init(&t);
+	KUNIT_EXPECT_NULL(test, fh_test_fb_why(&t));
+	c = &t.fb.classes[0];
+	c->max_khz = cpu_to_le32(0xffffffff);	/* CPUFREQ_TABLE_END */
+	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	c->max_khz = cpu_to_le32(VIRTIO_FREQHINT_MAX_KHZ + 1);
+	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	c->max_khz = cpu_to_le32((u32)S32_MAX + 1);
+	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	c->max_khz = cpu_to_le32(VIRTIO_FREQHINT_MAX_KHZ);
+	KUNIT_EXPECT_NULL(test, fh_test_fb_why(&t));
+	/* A one-entry table at CPUFREQ_TABLE_END. */
+	fh_test_fb_init(&t);
+	c->max_khz = cpu_to_le32(0xffffffff);
+	c->num_freqs = cpu_to_le16(1);
+	memset(c->freqs_khz, 0, sizeof(c->freqs_khz));
+	c->freqs_khz[0] = cpu_to_le32(0xffffffff);
+	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	fh_test_fb_init(&t);
+	c->freqs_khz[6] = cpu_to_le32(0xfffffffe);	/* ENTRY_INVALID */
+	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+}
+
+/* Every rule of a snapshot: one bad field drops the whole of it. */
+static void fh_test_feedback_check(struct kunit *test)
+{
+	struct virtio_freqhint_freq_class *c;
+	struct fh_test_fb t;
+
+#define FH_BAD(stmt) do {						\
+		fh_test_fb_init(&t);					\
+		stmt;							\
+		KUNIT_EXPECT_NOT_NULL_MSG(test, fh_test_fb_why(&t), #stmt); \
+	} while (0)
+	c = &t.fb.classes[0];
+	FH_BAD(t.fb.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_CPU_IDS));
+	FH_BAD(t.fb.num_vcpus = cpu_to_le16(3));
+	FH_BAD(t.fb.operator_floor = cpu_to_le16(769));
+	FH_BAD(t.fb.operator_ceiling = cpu_to_le16(1025));
+	FH_BAD(t.fb.num_freq_classes = cpu_to_le16(9));
+	FH_BAD(c->min_khz = 0);
+	FH_BAD(c->min_khz = cpu_to_le32(3200001));
+	FH_BAD(c->perf_step = 0);
+	FH_BAD(c->perf_step = cpu_to_le16(1025));
+	FH_BAD(c->num_freqs = cpu_to_le16(17));
+	FH_BAD(c->freqs_khz[3] = c->freqs_khz[2]);
+	FH_BAD(c->freqs_khz[0] = cpu_to_le32(799999));
+	FH_BAD(c->freqs_khz[7] = cpu_to_le32(3200000));
+	FH_BAD(t.v[1].floor = cpu_to_le16(600); t.v[1].ceiling = cpu_to_le16(500));
+	FH_BAD(t.v[1].ceiling = cpu_to_le16(1025));
+	FH_BAD(t.v[2].freq_class = 1);
+	FH_BAD(t.v[2].reserved[1] = 1);
+#undef FH_BAD
+	/* Classes only with F_HOST_FREQ. */
+	fh_test_fb_init(&t);
+	KUNIT_EXPECT_NOT_NULL(test, fh_feedback_why(&t, sizeof(t),
+						    FH_TEST_VCPUS, false));
+	t.fb.num_freq_classes = 0;
+	t.v[0].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+	t.v[1].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+	t.v[2].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+	KUNIT_EXPECT_NULL(test, fh_feedback_why(&t, sizeof(t),
+						FH_TEST_VCPUS, false));
+	/* Short. */
+	fh_test_fb_init(&t);
+	KUNIT_EXPECT_NOT_NULL(test, fh_feedback_why(&t, sizeof(t) - 1,
+						    FH_TEST_VCPUS, true));
+}
+
+static void fh_test_seq(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, fh_seq_newer(1, 0));
+	KUNIT_EXPECT_TRUE(test, fh_seq_newer(8, 7));
+	KUNIT_EXPECT_FALSE(test, fh_seq_newer(7, 7));
+	KUNIT_EXPECT_FALSE(test, fh_seq_newer(6, 7));
+	/* Across the wrap. */
+	KUNIT_EXPECT_TRUE(test, fh_seq_newer(2, 0xfffffffe));
+	KUNIT_EXPECT_FALSE(test, fh_seq_newer(0xfffffffe, 2));
+}
+
+/* 64-bit firmware ids: an arm64 MPIDR with Aff3 is not its low 32 bits. */
+static void fh_test_cpu_ids(struct kunit *test)
+{
+	struct {
+		struct virtio_freqhint_cpu_ids h;
+		__le64 id[FH_TEST_VCPUS];
+	} m = {};
+	u64 ids[FH_TEST_VCPUS];
+	unsigned int i;
+
+	m.h.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_CPU_IDS);
+	m.h.num_vcpus = cpu_to_le16(FH_TEST_VCPUS);
+	m.id[0] = cpu_to_le64(0x0000000000ULL);
+	m.id[1] = cpu_to_le64(0x0100000000ULL);
+	m.id[2] = cpu_to_le64(VIRTIO_FREQHINT_CPU_ID_NONE);
+	m.id[3] = cpu_to_le64(0x0000000101ULL);
+	KUNIT_EXPECT_NULL(test, fh_cpu_ids_why(&m, sizeof(m), FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, fh_cpu_ids_why(&m, sizeof(m) - 8,
+						   FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, fh_cpu_ids_why(&m, sizeof(m), 3));
+	m.h.reserved[2] = 1;
+	KUNIT_EXPECT_NOT_NULL(test, fh_cpu_ids_why(&m, sizeof(m),
+						   FH_TEST_VCPUS));
+	for (i = 0; i < FH_TEST_VCPUS; i++)
+		ids[i] = le64_to_cpu(m.id[i]);
+	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS, 0), 0);
+	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS,
+					      0x0100000000ULL), 1);
+	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS, 0x101), 3);
+	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS, 2), -ENOENT);
+	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS,
+					      VIRTIO_FREQHINT_CPU_ID_NONE),
+			-ENOENT);
+}
+
 static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_bucket),
 	KUNIT_CASE(fh_test_window_exact),
@@ -396,7 +634,14 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_publish_rule),
 	KUNIT_CASE(fh_test_rep_pack),
 	KUNIT_CASE(fh_test_slot_sequential),
-	KUNIT_CASE(fh_test_slot_concurrent),
+	KUNIT_CASE_SLOW(fh_test_slot_concurrent),
+	KUNIT_CASE(fh_test_backdate_early),
+	KUNIT_CASE(fh_test_backdate_busy),
+	KUNIT_CASE(fh_test_config_check),
+	KUNIT_CASE(fh_test_feedback_khz_bound),
+	KUNIT_CASE(fh_test_feedback_check),
+	KUNIT_CASE(fh_test_seq),
+	KUNIT_CASE(fh_test_cpu_ids),
 	{}
 };
 
@@ -404,6 +649,7 @@ static struct kunit_suite fh_test_suite = {
 	.name = "virtio_freqhint",
 	.test_cases = fh_test_cases,
 };
+
 kunit_test_suite(fh_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for virtio_freqhint");

@@ -108,14 +108,16 @@ void fh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
 	r->idle = r->busy <= t->idle_share && r->min == 0;
 }
 
-static unsigned int fh_level(const struct fh_levels *l, u16 perf)
+/* @l may change meanwhile (gather.c): each entry is read once. */
+static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
+			     u16 perf)
 {
 	unsigned int i;
 
-	for (i = 0; i < l->n; i++)
+	for (i = 0; i < n; i++)
 		if (perf <= READ_ONCE(l->thr[i]))
 			return i;
-	return l->n;
+	return n;
 }
 
 /*
@@ -132,12 +134,8 @@ bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
 		return false;
 	if (val == VIRTIO_FREQHINT_SCALE || old == VIRTIO_FREQHINT_SCALE)
 		return true;
-	if (n && n <= VIRTIO_FREQHINT_MAX_FREQS) {
-		struct fh_levels t = *l;
-
-		t.n = n;
-		return fh_level(&t, old) != fh_level(&t, val);
-	}
+	if (n && n <= VIRTIO_FREQHINT_MAX_FREQS)
+		return fh_level(l, n, old) != fh_level(l, n, val);
 	return abs((int)old - (int)val) >= max_t(int, READ_ONCE(l->step), 1);
 }
 
@@ -154,4 +152,13 @@ bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
 		return true;
 	return fh_perf_changes_level(l, FIELD_GET(FH_REP_PERF, old),
 				     FIELD_GET(FH_REP_PERF, rep));
+}
+
+/*
+ * The start of a window woken from idle, reaching back at most @span from
+ * @now: saturating, since local_clock() is below @span early after boot.
+ */
+u64 fh_win_backdate(u64 start, u64 now, u64 span)
+{
+	return max(start, now > span ? now - span : 0);
 }

@@ -29,7 +29,9 @@ else
 	seen=(1:noclamp 1:perf\<=700 1:idle 3:nohint reset 1:busy)
 fi
 "$PYTHON3" "$tdir/fake-agent.py" --socket "$work/fh.sock" --ready "$work/ready" \
-	--ceiling 700 --grant-ceiling 2:500 --timeout 900 "${seen[@]}" \
+	--ceiling 700 --grant-ceiling 2:500 --timeout 900 \
+	--host-freq 3:nohint:3:800000:3200000:128:1000000,1500000,2000000,2500000,3000000 \
+	"${seen[@]}" \
 	>"$work/agent.log" 2>&1 &
 agent_pid=$!
 for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # In-guest: virtio_freqhint with the project's virtio-freqhint-pci device,
 # whose chardev leads to fake-agent.py on the host (see device-test.sh).
-# The agent grants an operator ceiling of 700 and vCPU2 a ceiling of 500;
-# the host side checks the records that arrive.
+# The agent grants an operator ceiling of 700 and vCPU2 a ceiling of 500,
+# which the device passes on as FEEDBACK snapshots on its event queue; the
+# host side checks the records that arrive.
 #   freqhint.expect=uclamp | nouclamp   as in gather.sh
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=fh-lib.sh
@@ -19,6 +20,15 @@ check "operator ceiling 700 arrives" wait_file "$dev/operator_ceiling" '^700$'
 check_output "operator floor 0" '^0$' cat "$dev/operator_floor"
 check "granted ceilings arrive" wait_file "$dev/granted_ceiling" '^1024 1024 500 1024$'
 check_output "granted floors" '^0 0 0 0$' cat "$dev/granted_floor"
+check "FEEDBACK snapshots were applied" \
+	wait_file "$dev/statistics/feedback_applied" '^[1-9]'
+check_output "none dropped as invalid" '^0$' cat "$dev/statistics/feedback_invalid"
+check_output "no unknown or malformed event" '^0$' cat "$dev/statistics/events_invalid"
+check_output "the v1 features were negotiated (PERF FEEDBACK HOST_FREQ CPU_ID)" \
+	'^1111' cat "$dev/features"
+check_output "vCPU indexes by firmware id (F_CPU_ID)" 'vCPU indexes by firmware id' dmesg
+check_fails "no config-space feedback: no config_* statistics" \
+	sh -c "ls $dev/statistics | grep config_"
 check_output "num_vcpus" '^4$' cat "$dev/num_vcpus"
 check_output "rate window (the device's, 200 ms here)" '^200$' cat "$dev/rate_window_ms"
 check "use schedutil" use_schedutil
@@ -50,6 +60,21 @@ check "vCPU3 offline" sh -c 'echo 0 >/sys/devices/system/cpu/cpu3/online'
 sleep 0.5
 check "vCPU3 online" sh -c 'echo 1 >/sys/devices/system/cpu/cpu3/online'
 check "vCPU3 reports again" wait_vcpu 3 'f["online"]==1 && (f["idle"]==1 || f["perf"]!="-")'
+# The agent answered vCPU3's "no hint" with a host frequency class for it
+# (800 MHz..3.2 GHz, table 1.0..3.0 GHz).  Issue 27 bug 1: the policy's
+# table is never rewritten under a live governor; the policy is created
+# again, and the core validates the new table (cpuinfo is the table's
+# range).  A table written in place showed the class's 800..3200 MHz.
+C=/sys/devices/system/cpu
+check "vCPU3's policy takes the host's class: cpuinfo_max_freq 3.0 GHz" \
+	wait_file $C/cpu3/cpufreq/cpuinfo_max_freq '^3000000$' 20
+check_output "cpuinfo_min_freq 1.0 GHz (the validated table's lowest)" '^1000000$' \
+	cat $C/cpu3/cpufreq/cpuinfo_min_freq
+check_output "its table" '^1000000 1500000 2000000 2500000 3000000 ?$' \
+	cat $C/cpu3/cpufreq/scaling_available_frequencies
+check_output "vCPU0 keeps the synthetic range" '^1024000$' \
+	cat $C/cpu0/cpufreq/cpuinfo_max_freq
+check "schedutil again on the new policies" use_schedutil
 taskset -p 8 $$ >/dev/null
 
 if [ "$expect" = nouclamp ]; then
@@ -58,6 +83,10 @@ if [ "$expect" = nouclamp ]; then
 	check "the agent link is back after resume" wait_file "$dev/agent_connected" '^1$'
 	check "the ceiling is back after resume" \
 		wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^700000$' 10
+	check_output "and vCPU2's grant (FEEDBACK seq restarted at 1 and was taken)" \
+		'^1024 1024 500 1024$' cat "$dev/granted_ceiling"
+	check_output "no snapshot dropped across the reset" '^0$' \
+		cat "$dev/statistics/feedback_invalid"
 	n0=$(cat "$dev/statistics/records_sent")
 	busy 1
 	check "records flow after resume" wait_vcpu 1 'f["idle"]==0'

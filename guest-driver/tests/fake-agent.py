@@ -3,7 +3,9 @@
 """A stand-in for freqhintd that checks what a guest's virtio_freqhint sends.
 
 Listens on a UNIX socket for the device (QEMU connects as the client), does
-the HELLO/WELCOME handshake, sends one GRANTS frame, answers nothing else but
+the HELLO/WELCOME handshake of agent protocol version 2
+(spec/include/freqhint/agent_protocol.h: a HELLO of another version fails
+the run), sends one GRANTS frame (struct fh_grant per vCPU), answers nothing else but
 PINGs, and records every HINTS frame.  Every record is validated with the
 device's record rules (spec/include/linux/virtio_freqhint.h); any invalid
 record fails the run.  When QEMU goes away (or --timeout passes) the
@@ -17,7 +19,14 @@ expectations are matched, in order, against the stream of records:
   V:idle     ... IDLE
   V:nohint   ... flags 0 ("no hint", e.g. the vCPU went offline)
   V:busy     ... flags non-zero and not IDLE
-  reset      a FULL frame whose records all have flags 0 (device reset)
+  reset      a frame carrying every vCPU (FULL, or one record per vCPU), all
+             with flags 0 (device reset: the v1 device forwards the cleared
+             records, not necessarily as a FULL frame)
+
+--host-freq ON:V:MIN:MAX:STEP:F1,F2,...  sends a HOST_FREQ frame (if the
+device offered FH_F_HOST_FREQ) when a record first matches ON (an
+expectation as above): one class, MIN..MAX kHz with that table and perf
+step, for vCPU V only (the others: no class).
 
 Exit status 0 only if the handshake happened, no record was invalid and all
 expectations matched in order.  A summary goes to stdout.
@@ -36,11 +45,18 @@ WELCOME = struct.Struct('<HHIII')
 HINTS = struct.Struct('<QHHI')
 RECORD = struct.Struct('<HHHHHHI')
 GRANTS = struct.Struct('<HHHH')
-GRANT = struct.Struct('<HH')
+GRANT = struct.Struct('<HH')      # struct fh_grant {floor, ceiling}
+
+PROTO_VERSION = 2
 
 MSG_HELLO, MSG_WELCOME, MSG_HINTS, MSG_GRANTS = 1, 2, 3, 4
 MSG_PING, MSG_PONG, MSG_CLOSE = 5, 6, 7
-F_ALL = 0x3
+MSG_HOST_FREQ = 8
+F_HOST_FREQ = 0x4
+F_ALL = 0x7
+HOST_FREQ = struct.Struct('<HHI')
+FREQ_CLASS = struct.Struct('<IIHH16I')
+NO_FREQ_CLASS = 0xff
 HINTS_F_FULL = 1
 R_MIN, R_MAX, R_PERF, R_IDLE, R_ALL = 1, 2, 4, 8, 0xf
 SCALE = 1024
@@ -72,9 +88,11 @@ def record_errors(rec, num_vcpus, perf_ok):
     return errs
 
 
-def matches(exp, frame_flags, recs):
+def matches(exp, frame_flags, recs, num_vcpus):
     if exp == 'reset':
-        return bool(frame_flags & HINTS_F_FULL) and all(r[1] == 0 for r in recs)
+        whole = (frame_flags & HINTS_F_FULL or
+                 len(set(r[0] for r in recs)) == num_vcpus)
+        return bool(whole) and all(r[1] == 0 for r in recs)
     vcpu, what = exp.split(':', 1)
     for r in recs:
         if r[0] != int(vcpu):
@@ -111,6 +129,20 @@ class Conn:
     def send(self, msg_type, payload):
         self.sock.sendall(frame(msg_type, payload))
 
+    def send_host_freq(self, hf):
+        if not self.features & F_HOST_FREQ:
+            self.state['errors'].append('the device did not offer HOST_FREQ')
+            return
+        freqs = hf['freqs'] + [0] * (16 - len(hf['freqs']))
+        cls = FREQ_CLASS.pack(hf['min'], hf['max'], hf['step'],
+                              len(hf['freqs']), *freqs)
+        which = bytes(0 if i == hf['vcpu'] else NO_FREQ_CLASS
+                      for i in range(self.num_vcpus))
+        self.send(MSG_HOST_FREQ,
+                  HOST_FREQ.pack(1, self.num_vcpus, 0) + cls + which)
+        print('HOST_FREQ sent: vCPU %d %d..%d kHz %s' %
+              (hf['vcpu'], hf['min'], hf['max'], hf['freqs']))
+
     def handle(self, msg_type, payload):
         st = self.state
         if self.num_vcpus is None:
@@ -121,11 +153,16 @@ class Conn:
             if len(payload) != HELLO.size + 4 * n:
                 st['errors'].append('HELLO length %d for %d vCPUs' % (len(payload), n))
                 return False
-            self.num_vcpus, self.features = n, features & F_ALL
-            st['hellos'] += 1
             print('HELLO version %d vcpus %d features %#x pid %d name %s' %
                   (version, n, features, pid, name.split(b'\0')[0].decode()))
-            self.send(MSG_WELCOME, WELCOME.pack(1, 0, self.features, 10000, 0))
+            if version != PROTO_VERSION:
+                st['errors'].append('HELLO version %d, not %d' %
+                                    (version, PROTO_VERSION))
+                return False
+            self.num_vcpus, self.features = n, features & F_ALL
+            st['hellos'] += 1
+            self.send(MSG_WELCOME, WELCOME.pack(PROTO_VERSION, 0,
+                                                self.features, 10000, 0))
             grants = b''.join(
                 GRANT.pack(0, self.args.grant_ceiling.get(i, SCALE))
                 for i in range(n))
@@ -144,8 +181,15 @@ class Conn:
                     st['errors'].append('record %r: %s' % (r, ', '.join(errs)))
             st['frames'] += 1
             st['records'] += nrec
+            hf = self.args.host_freq
+            n = self.num_vcpus
+            if (hf and not st['host_freq_sent'] and
+                    matches(hf['on'], fflags, recs, n)):
+                self.send_host_freq(hf)
+                st['host_freq_sent'] = True
             exp = st['expect']
-            while st['matched'] < len(exp) and matches(exp[st['matched']], fflags, recs):
+            while (st['matched'] < len(exp) and
+                   matches(exp[st['matched']], fflags, recs, n)):
                 print('matched %s' % exp[st['matched']])
                 st['matched'] += 1
             return True
@@ -183,14 +227,23 @@ def main():
     ap.add_argument('--grant-ceiling', action='append', default=[],
                     metavar='V:N', help='granted ceiling of vCPU V')
     ap.add_argument('--timeout', type=float, default=600)
+    ap.add_argument('--host-freq', metavar='ON:V:MIN:MAX:STEP:F1,F2,...',
+                    help='send a HOST_FREQ class for vCPU V when ON matches')
     ap.add_argument('--ready', help='file created once listening')
     ap.add_argument('expect', nargs='*')
     args = ap.parse_args()
     args.grant_ceiling = {int(v): int(n) for v, n in
                           (g.split(':') for g in args.grant_ceiling)}
 
+    if args.host_freq:
+        # ON is an expectation (V:what), so it takes the first two fields.
+        f = args.host_freq.split(':')
+        args.host_freq = {'on': f[0] + ':' + f[1], 'vcpu': int(f[2]),
+                          'min': int(f[3]), 'max': int(f[4]),
+                          'step': int(f[5]),
+                          'freqs': [int(x) for x in f[6].split(',') if x]}
     state = {'errors': [], 'hellos': 0, 'frames': 0, 'records': 0,
-             'expect': args.expect, 'matched': 0}
+             'expect': args.expect, 'matched': 0, 'host_freq_sent': False}
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

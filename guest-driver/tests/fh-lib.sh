@@ -6,14 +6,14 @@ FH_DBG=/sys/kernel/debug/virtio_freqhint/vcpus
 FH_KO=/modules/virtio_freqhint.ko
 fh_busy_pids=
 
-# fh_probe: the virtio device with ID 63 is present ($dev), and the module
+# fh_probe: the virtio device with ID 56 is present ($dev), and the module
 # loads (probing it).
 fh_probe() {
 	dev=
 	for fh_d in /sys/bus/virtio/devices/*; do
-		[ "$(cat "$fh_d/device")" = 0x003f ] && dev=$fh_d
+		[ "$(cat "$fh_d/device")" = 0x0038 ] && dev=$fh_d
 	done
-	check "a virtio device with ID 63 is present" test -n "$dev"
+	check "a virtio device with ID 56 is present" test -n "$dev"
 	check "insmod virtio_freqhint" insmod "$FH_KO"
 }
 

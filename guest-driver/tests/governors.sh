@@ -33,7 +33,7 @@ stop_busy
 
 n=0
 for d in /sys/bus/virtio/devices/*; do
-	[ "$(cat "$d/device")" = 0x003f ] || continue
+	[ "$(cat "$d/device")" = 0x0038 ] || continue
 	n=$((n + 1))
 	[ -e "$d/driver" ] && bound=$((${bound:-0} + 1))
 done

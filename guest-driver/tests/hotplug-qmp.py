@@ -10,6 +10,13 @@ Follows the guest's console log:
                               holds a busy record (flags set, IDLE clear)
                               while the next index holds none, then add the
                               slot of socket N + 1 (the guest waits for it)
+  "FREQHINT-HOTPLUG: remove N" (issue 27 bug 6) poll until index N holds a
+                              busy record, device_del the CPU of socket N,
+                              wait until QEMU dropped it, then poll until
+                              the device holds the driver's "no hint"
+                              (flags 0, seq > 0) for index N, within 5 s
+                              (the guest waits 10 s; re-plugging the slot
+                              aborts QEMU's TCG)
 
   hotplug-qmp.py --qmp SOCKET --log CONSOLE_LOG [--device ID] [--timeout S]
 Exit status 0 only if every step happened and checked out.
@@ -90,6 +97,32 @@ def device_vcpus(q, dev):
                              "property": "x-stats"})["vcpus"]
 
 
+def wait_vcpu(q, dev, n, cond, seconds):
+    """Poll x-stats until cond(record of index n) holds."""
+    deadline = time.time() + seconds
+    while True:
+        v = device_vcpus(q, dev)
+        if cond(v[n]):
+            return True
+        if time.time() > deadline:
+            print("hotplug-qmp: index %d never held the record wanted: %s" %
+                  (n, json.dumps(v)), file=sys.stderr)
+            return False
+        time.sleep(0.2)
+
+
+def remove_socket(q, n):
+    path = "/machine/peripheral/hotcpu%d" % n
+    q.cmd("device_del", {"id": "hotcpu%d" % n})
+    print("device_del hotcpu%d" % n)
+    deadline = time.time() + 120
+    while any(c["qom-path"] == path for c in q.cmd("query-cpus-fast")):
+        if time.time() > deadline:
+            raise RuntimeError("hotcpu%d not ejected by the guest" % n)
+        time.sleep(0.2)
+    print("QEMU: hotcpu%d gone" % n)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--qmp", required=True)
@@ -125,6 +158,24 @@ def main():
     print("device: index %d busy (flags %#x), index %d no hint" %
           (n, v[n]["flags"], n + 1))
     add_socket(q, n + 1)
+
+    m = wait_line(a.log, r"^FREQHINT-HOTPLUG: remove (\d+)", end)
+    if not m:
+        print("hotplug-qmp: the guest never asked for a removal", file=sys.stderr)
+        return 1
+    n = int(m.group(1))
+    if not wait_vcpu(q, a.device, n,
+                     lambda r: r["flags"] and not r["flags"] & R_IDLE, 60):
+        return 1
+    remove_socket(q, n)
+    # The driver's own record (seq > 0), within 5 s of the eject: the
+    # guest unloads the module (a device reset clears every record, seq 0)
+    # only 10 s after the CPU went.
+    if not wait_vcpu(q, a.device, n,
+                     lambda r: r["flags"] == 0 and r["seq"] > 0, 5):
+        return 1
+    print("device: index %d no hint after the unplug: %s" %
+          (n, json.dumps(device_vcpus(q, a.device)[n])))
     return 0
 
 

@@ -6,7 +6,7 @@
 # Linux numbers QEMU's index 3 as CPU 1.  hotplug-qmp.py then hot-adds slot
 # 1 (Linux CPU 2) and slot 2 (Linux CPU 3) when hotplug.sh asks, checks
 # QEMU's cpu-index and APIC ID of each, and that the device receives CPU 2's
-# load under index 1.  Needs a device with cpu_id[] and a kernel with ACPI
+# load under index 1.  Needs a device with F_CPU_ID and a kernel with ACPI
 # CPU hot-plug.
 #
 # Two things make x86 CPU hot-add work in a TCG guest of Linux 6.12:
@@ -55,7 +55,7 @@ grc=0
 	-smbios type=1,serial=VMware-freqhint-hotplug \
 	-device qemu64-x86_64-cpu,socket-id=3,core-id=0,thread-id=0,id=coldcpu3 \
 	-qmp "unix:$work/qmp.sock,server=on,wait=off" \
-	-device virtio-freqhint-pci,id=fh || grc=$?
+	-device virtio-freqhint-pci,id=fh,rate-window-ms=1000 || grc=$?
 hrc=0
 wait "$helper" || hrc=$?
 helper=

@@ -30,13 +30,16 @@ static int __init header_check_init(void)
 {
 	struct virtio_freqhint_record r;
 
+	BUILD_BUG_ON(sizeof(struct virtio_freqhint_config) != 16);
 	BUILD_BUG_ON(sizeof(struct virtio_freqhint_record) != 16);
 	BUILD_BUG_ON(sizeof(struct virtio_freqhint_hints) != 8);
-	BUILD_BUG_ON(offsetof(struct virtio_freqhint_config, grants) !=
-		     VIRTIO_FREQHINT_CONFIG_HDR_SIZE);
+	BUILD_BUG_ON(sizeof(struct virtio_freqhint_cpu_ids) != 8);
+	BUILD_BUG_ON(sizeof(struct virtio_freqhint_freq_class) != 76);
+	BUILD_BUG_ON(sizeof(struct virtio_freqhint_vcpu_feedback) != 8);
+	BUILD_BUG_ON(sizeof(struct virtio_freqhint_feedback) != 624);
 	BUILD_BUG_ON(VIRTIO_FREQHINT_SCALE != SCHED_CAPACITY_SCALE);
-	BUILD_BUG_ON(VIRTIO_FREQHINT_F_GRANTS >= VIRTIO_TRANSPORT_F_START);
-	BUILD_BUG_ON(VIRTIO_FREQHINT_MAX_VCPUS < 1);
+	BUILD_BUG_ON(VIRTIO_FREQHINT_F_CPU_ID >= VIRTIO_TRANSPORT_F_START);
+	BUILD_BUG_ON(VIRTIO_FREQHINT_MAX_KHZ > S32_MAX);
 	return header_check_fill(&r, 0) == 0 ? -EINVAL : 0;
 }
 

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * virtio_freqhint: the device's configuration and the event queue's
+ * messages (CPU_IDS, FEEDBACK), checked against the v1 ABI.  Pure: no
+ * device access, no locks, no allocation, so it can be unit-tested
+ * (virtio_freqhint_test.c) with any bytes.
+ *
+ * The host is trusted less than the guest kernel: a message with a value
+ * out of range is refused as a whole, never clamped into something the
+ * host did not mean.
+ */
+#include <linux/minmax.h>
+#include <linux/string.h>
+
+#include "freqhint.h"
+
+static_assert(sizeof(struct virtio_freqhint_config) == 16);
+static_assert(sizeof(struct virtio_freqhint_record) == 16);
+static_assert(sizeof(struct virtio_freqhint_hints) == 8);
+static_assert(sizeof(struct virtio_freqhint_cpu_ids) == 8);
+static_assert(sizeof(struct virtio_freqhint_freq_class) == 76);
+static_assert(sizeof(struct virtio_freqhint_vcpu_feedback) == 8);
+static_assert(sizeof(struct virtio_freqhint_feedback) == 624);
+
+size_t fh_cpu_ids_size(unsigned int num_vcpus)
+{
+	return sizeof(struct virtio_freqhint_cpu_ids) + num_vcpus * sizeof(__le64);
+}
+
+size_t fh_feedback_size(unsigned int num_vcpus)
+{
+	return sizeof(struct virtio_freqhint_feedback) +
+	       num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
+}
+
+/*
+ * The configuration, read once at probe (@c in host order).  @eventq: the
+ * event queue exists, so event_buf_size must hold either message.
+ * Returns NULL if the device is one to talk to, else why not.
+ */
+const char *fh_config_why(const struct fh_config *c, bool eventq)
+{
+	if (!c->num_vcpus)
+		return "num_vcpus is 0";
+	if (!c->max_records || c->max_records > c->num_vcpus)
+		return "max_records out of range";
+	if (!c->rate_window_ms)
+		return "rate_window_ms is 0";
+	if (!c->perf_step || c->perf_step > VIRTIO_FREQHINT_SCALE)
+		return "perf_step out of range";
+	if (c->idle_share > VIRTIO_FREQHINT_SCALE)
+		return "idle_share out of range";
+	if (c->reserved)
+		return "reserved field not zero";
+	if (eventq &&
+	    (c->event_buf_size < fh_cpu_ids_size(c->num_vcpus) ||
+	     c->event_buf_size < fh_feedback_size(c->num_vcpus) ||
+	     c->event_buf_size > FH_EVENT_BUF_MAX))
+		return "event_buf_size out of range";
+	return NULL;
+}
+
+/*
+ * One host frequency class: 1 <= min <= max <= VIRTIO_FREQHINT_MAX_KHZ
+ * (which keeps every value clear of cpufreq's table markers and of the S32
+ * range of frequency QoS), a perf step, and at most MAX_FREQS frequencies,
+ * strictly ascending within [min, max], zero after the last.
+ */
+bool fh_class_valid(const struct virtio_freqhint_freq_class *fc)
+{
+	u32 min = le32_to_cpu(fc->min_khz), max = le32_to_cpu(fc->max_khz);
+	u16 step = le16_to_cpu(fc->perf_step), n = le16_to_cpu(fc->num_freqs);
+	u32 prev = 0;
+	unsigned int i;
+
+	if (!min || min > max || max > VIRTIO_FREQHINT_MAX_KHZ)
+		return false;
+	if (!step || step > VIRTIO_FREQHINT_SCALE || n > VIRTIO_FREQHINT_MAX_FREQS)
+		return false;
+	for (i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++) {
+		u32 f = le32_to_cpu(fc->freqs_khz[i]);
+
+		if (i >= n) {
+			if (f)
+				return false;
+			continue;
+		}
+		if (f < min || f > max || f <= prev)
+			return false;
+		prev = f;
+	}
+	return true;
+}
+
+/*
+ * A FEEDBACK message of @len bytes: NULL if the whole snapshot is valid,
+ * else why it is dropped.  @host_freq: F_HOST_FREQ was negotiated.
+ */
+const char *fh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
+			    bool host_freq)
+{
+	const struct virtio_freqhint_feedback *fb = buf;
+	u16 nclasses, of, oc;
+	unsigned int i;
+
+	if (len < fh_feedback_size(num_vcpus))
+		return "short FEEDBACK";
+	if (le16_to_cpu(fb->msg_type) != VIRTIO_FREQHINT_MSG_FEEDBACK)
+		return "not a FEEDBACK";
+	if (le16_to_cpu(fb->num_vcpus) != num_vcpus)
+		return "num_vcpus differs from the configuration";
+	of = le16_to_cpu(fb->operator_floor);
+	oc = le16_to_cpu(fb->operator_ceiling);
+	if (of > oc || oc > VIRTIO_FREQHINT_SCALE)
+		return "operator range";
+	nclasses = le16_to_cpu(fb->num_freq_classes);
+	if (nclasses > (host_freq ? VIRTIO_FREQHINT_MAX_FREQ_CLASSES : 0))
+		return "num_freq_classes out of range";
+	for (i = 0; i < nclasses; i++)
+		if (!fh_class_valid(&fb->classes[i]))
+			return "frequency class out of range";
+	for (i = 0; i < num_vcpus; i++) {
+		const struct virtio_freqhint_vcpu_feedback *v = &fb->vcpus[i];
+		u16 fl = le16_to_cpu(v->floor), ce = le16_to_cpu(v->ceiling);
+
+		if (fl > ce || ce > VIRTIO_FREQHINT_SCALE)
+			return "granted range";
+		if (v->freq_class != VIRTIO_FREQHINT_NO_FREQ_CLASS &&
+		    v->freq_class >= nclasses)
+			return "freq_class out of range";
+		if (v->reserved[0] || v->reserved[1] || v->reserved[2])
+			return "reserved field not zero";
+	}
+	return NULL;
+}
+
+/* Serial-number order of snapshot sequence numbers (RFC 1982 style). */
+bool fh_seq_newer(u32 seq, u32 last)
+{
+	return (s32)(seq - last) > 0;
+}
+
+/* A CPU_IDS message of @len bytes: NULL if usable, else why not. */
+const char *fh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
+{
+	const struct virtio_freqhint_cpu_ids *m = buf;
+
+	if (len < fh_cpu_ids_size(num_vcpus))
+		return "short CPU_IDS";
+	if (le16_to_cpu(m->msg_type) != VIRTIO_FREQHINT_MSG_CPU_IDS)
+		return "not a CPU_IDS";
+	if (le16_to_cpu(m->num_vcpus) != num_vcpus)
+		return "num_vcpus differs from the configuration";
+	if (memchr_inv(m->reserved, 0, sizeof(m->reserved)))
+		return "reserved field not zero";
+	return NULL;
+}
+
+/* The index whose id is @id in @ids[@n], or -ENOENT. */
+int fh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)
+{
+	unsigned int i;
+
+	if (id == VIRTIO_FREQHINT_CPU_ID_NONE)
+		return -ENOENT;
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return i;
+	return -ENOENT;
+}
