@@ -47,6 +47,8 @@ fh_config_new (void)
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
+  /* MR-27: where the host has the files, the kernel holds the ceiling too */
+  c->mirror_ceiling = TRUE;
   c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
   c->perf_as_floor = TRUE;
   c->perf_headroom = -1;

@@ -514,12 +514,14 @@ vcpu_unplace (FhDaemon *d, FhVcpu *v)
   g_ptr_array_remove_index_fast (m, v->agg_slot);
   if (v->agg_slot < m->len)
     ((FhVcpu *) g_ptr_array_index (m, v->agg_slot))->agg_slot = v->agg_slot;
-  if (v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[v->agg_cpu], v->agg_eff))
+  if ((v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[v->agg_cpu], v->agg_eff)) ||
+      (v->agg_capped && !fh_merge_agg_remove_cap (&d->cpu_agg[v->agg_cpu], v->agg_cap)))
     cpu_mark (d, (guint) v->agg_cpu, CPU_RESCAN);
   else
     cpu_mark (d, (guint) v->agg_cpu, 0);
   v->agg_cpu = -1;
   v->agg_active = FALSE;
+  v->agg_capped = FALSE;
 }
 
 /*
@@ -531,26 +533,35 @@ vcpu_place (FhDaemon *d, FhVcpu *v)
 {
   gint cpu = v->cpu >= 0 && (guint) v->cpu < d->host->n_cpus ? v->cpu : -1;
   gboolean active = v->d.active && v->tid_ok;
+  /* MR-27: a thread that is not the VM's caps nothing, as it asks for nothing */
+  gboolean capped = v->tid_ok;
 
   if (cpu < 0) {
     vcpu_unplace (d, v);
     return;
   }
-  if (cpu == v->agg_cpu && active == v->agg_active &&
-      (!active || (v->agg_eff.min == v->d.eff.min && v->agg_eff.max == v->d.eff.max)))
+  if (cpu == v->agg_cpu && active == v->agg_active && capped == v->agg_capped &&
+      (!active || (v->agg_eff.min == v->d.eff.min && v->agg_eff.max == v->d.eff.max)) &&
+      (!capped || v->agg_cap == v->d.cap))
     return;
   if (cpu != v->agg_cpu) {
     vcpu_unplace (d, v);
     v->agg_cpu = cpu;
     v->agg_slot = d->cpu_members[cpu]->len;
     g_ptr_array_add (d->cpu_members[cpu], v);
-  } else if (v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[cpu], v->agg_eff)) {
+  } else if ((v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[cpu], v->agg_eff)) ||
+             (v->agg_capped && !fh_merge_agg_remove_cap (&d->cpu_agg[cpu], v->agg_cap))) {
+    /* the aggregate is rebuilt from the members: the other removal is moot */
     cpu_mark (d, (guint) cpu, CPU_RESCAN);
   }
   v->agg_active = active;
   v->agg_eff = v->d.eff;
+  v->agg_capped = capped;
+  v->agg_cap = v->d.cap;
   if (active)
     fh_merge_agg_add (&d->cpu_agg[cpu], v->d.eff);
+  if (capped)
+    fh_merge_agg_add_cap (&d->cpu_agg[cpu], v->d.cap);
   cpu_mark (d, (guint) cpu, 0);
 }
 
@@ -594,7 +605,7 @@ vm_decide (FhDaemon *d, FhVm *vm, GArray *targets)
       /* The process the thread belongs to now: a release later must find
        * it still there (tid reuse), whether or not that is the socket
        * peer (check_thread_owner=false). */
-      FhTidTarget t = { v->tid, v->info.tgid, v->d.active, v->d.eff, v->d.min_default };
+      FhTidTarget t = { v->tid, v->info.tgid, v->d.active, v->d.eff, v->d.min_default, v->d.cap };
 
       g_array_append_val (targets, t);
     }
@@ -620,6 +631,8 @@ settle_cpus (FhDaemon *d)
 
         if (v->agg_active)
           fh_merge_agg_add (&d->cpu_agg[c], v->agg_eff);
+        if (v->agg_capped)
+          fh_merge_agg_add_cap (&d->cpu_agg[c], v->agg_cap);
       }
     }
     d->cpu_flags[c] = 0;
@@ -1311,7 +1324,7 @@ static gboolean
 same_cpu_decision (const FhCpuDecision *a, const FhCpuDecision *b)
 {
   return a->active == b->active && a->floor == b->floor && a->ceiling == b->ceiling &&
-         a->n_active == b->n_active;
+         a->n_active == b->n_active && a->capped == b->capped && a->cap == b->cap;
 }
 
 /* The state a full recompute from scratch gives, with the engine's own (non-incremental) functions. */
@@ -1319,6 +1332,7 @@ gboolean
 fh_daemon_test_verify (FhDaemon *d, char **why)
 {
   g_autoptr (GArray) placed = g_array_new (FALSE, FALSE, sizeof (FhPlacedVcpu));
+  g_autoptr (GArray) caps = g_array_new (FALSE, FALSE, sizeof (FhPlacedCap));
   g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
   g_autofree FhCpuDecision *cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
 
@@ -1337,13 +1351,17 @@ fh_daemon_test_verify (FhDaemon *d, char **why)
       }
       if (v->cpu >= 0) {
         FhPlacedVcpu p = { ref.active && v->tid_ok, ref.eff, (guint) v->cpu };
+        FhPlacedCap c = { (guint) v->cpu, ref.cap };
 
         g_array_append_val (placed, p);
+        if (v->tid_ok)
+          g_array_append_val (caps, c);
       }
     }
   }
   fh_merge_aggregate_cpus ((const FhPlacedVcpu *) placed->data, placed->len, cpus,
                            d->host->n_cpus);
+  fh_merge_cap_cpus ((const FhPlacedCap *) caps->data, caps->len, cpus, d->host->n_cpus);
   for (guint c = 0; c < d->host->n_cpus; c++)
     if (!same_cpu_decision (&cpus[c], &d->cpus[c])) {
       *why = g_strdup_printf ("CPU %u: %s %u..%u (%u active), want %s %u..%u (%u active)", c,

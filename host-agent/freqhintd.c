@@ -82,7 +82,12 @@ mirror_ceilings (App *app)
       if (!fh_cgroup_mirror_vcpu_ceiling (&d->paths, v->tid, i, pct, &written, &error)) {
         g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
-        g_message ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
+        /* On by default: a host or a VM without libvirt's vcpuN groups
+         * with cpu.uclamp.* is normal, not worth a message per connection. */
+        if (g_error_matches (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED))
+          g_message ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
+        else
+          g_debug ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
       } else if (written) {
         g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
