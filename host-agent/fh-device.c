@@ -10,6 +10,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-device.h"
+#include "fh-log.h"
 #include "fh-listen.h"
 
 #include "fh-listener.h"
@@ -245,37 +246,8 @@ conn_flush_now (FhConn *conn)
   return conn->out->len == 0;
 }
 
-/*
- * Refusals are logged, but a peer that reconnects in a loop must not fill
- * the journal: at most REFUSAL_LOG_BURST lines per REFUSAL_LOG_INTERVAL_S,
- * then one line saying how many were left out (all are counted anyway).
- */
-#define REFUSAL_LOG_BURST 20
-#define REFUSAL_LOG_INTERVAL_S 10
-
-static gboolean
-refusal_log_allowed (void)
-{
-  static gint64 window_start;
-  static guint in_window;
-  static guint64 suppressed;
-  gint64 now = g_get_monotonic_time ();
-
-  if (now - window_start >= REFUSAL_LOG_INTERVAL_S * G_USEC_PER_SEC) {
-    if (suppressed)
-      g_warning ("%" G_GUINT64_FORMAT " more refused connections were not logged in the last %d s",
-                 suppressed, REFUSAL_LOG_INTERVAL_S);
-    window_start = now;
-    in_window = 0;
-    suppressed = 0;
-  }
-  if (in_window < REFUSAL_LOG_BURST) {
-    in_window++;
-    return TRUE;
-  }
-  suppressed++;
-  return FALSE;
-}
+/* Refusals are logged, but a peer that reconnects in a loop must not fill the journal. */
+static FhLogLimit refusals = FH_LOG_LIMIT_INIT ("refused connections", 20, 10);
 
 void
 fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
@@ -297,7 +269,7 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
 
   if (reason == FH_CLOSE_NORMAL)
     g_message ("%s: closing: %s", conn->desc, text);
-  else if (refusal_log_allowed ())
+  else if (fh_log_limit_allow (&refusals))
     g_warning ("%s: closing (%s): %s", conn->desc, fh_close_reason_name (reason), text);
 
   /*

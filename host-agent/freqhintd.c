@@ -179,7 +179,7 @@ fit_descriptor_limit (const FhConfig *c, GError **error)
   guint64 need = (guint64) c->max_connections * 2 + c->control_max_clients + FH_FD_RESERVE;
 
   if (c->metrics_port >= 0)
-    need += c->metrics_max_connections;
+    need += c->metrics_max_connections + FH_METRICS_SPARE;
   if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
     return TRUE;
   if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {

@@ -105,7 +105,7 @@ main (int argc, char **argv)
     { NULL }
   };
   struct rlimit rl;
-  int *fds;
+  g_autofree int *fds = NULL;
   gint64 end, next_trickle;
 
   g_option_context_add_main_entries (ctx, entries, NULL);
