@@ -1127,6 +1127,9 @@ fh_daemon_start (FhDaemon *d, GError **error)
     .max_connections = d->config->max_connections,
     .max_per_process = d->config->max_connections_per_process,
     .max_per_uid = d->config->max_connections_per_uid,
+    .max_prehello = d->config->max_prehello,
+    .max_prehello_per_uid = d->config->max_prehello_per_uid,
+    .max_prehello_per_group = d->config->max_prehello_per_group,
     .socket_mode = d->config->socket_mode,
     .peer_allowed = peer_allowed,
   };

@@ -53,6 +53,7 @@ struct _FhConn {
   guint keepalive_timer;
   ConnState state;
   struct ucred peer;
+  pid_t pgid; /* the peer's process group at accept; 0 unknown */
   uint16_t num_vcpus;
   uint32_t features;
   gint64 last_rx_us;
@@ -74,7 +75,7 @@ struct _FhDeviceServer {
   FhDeviceParams params;
   FhDeviceCallbacks cb;
   gpointer data;
-  GList *conns; /* FhConn*; small (<= max_connections) */
+  GList *conns; /* FhConn*, newest first; <= max_connections + max_prehello */
   gboolean activated; /* passed by systemd: the path is the socket unit's */
   gid_t group;        /* the socket file's group: its members may connect */
 };
@@ -364,6 +365,33 @@ keepalive_tick (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* FALSE (OVERLOAD) if a HELLO from conn would pass the limits of established connections. */
+static gboolean
+room_after_hello (FhConn *conn, FhError *err)
+{
+  const FhDeviceParams *p = &conn->server->params;
+  guint n = 0, same_uid = 0;
+
+  for (GList *l = conn->server->conns; l; l = l->next) {
+    FhConn *c = l->data;
+
+    if (c == conn || c->closing || c->state == CONN_AWAIT_HELLO)
+      continue;
+    n++;
+    same_uid += c->peer.uid == conn->peer.uid;
+  }
+  if (n >= p->max_connections) {
+    fh_error_set (err, FH_CLOSE_OVERLOAD, "at the limit of %u connections", p->max_connections);
+    return FALSE;
+  }
+  if (p->max_per_uid && same_uid >= p->max_per_uid) {
+    fh_error_set (err, FH_CLOSE_OVERLOAD, "uid %d is at the limit of %u connections",
+                  (int) conn->peer.uid, p->max_per_uid);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* One frame.  FALSE when the connection was closed (and freed). */
 static gboolean
 handle_frame (FhConn *conn, const FhFrame *f)
@@ -395,6 +423,9 @@ handle_frame (FhConn *conn, const FhFrame *f)
       size_t n;
 
       if (!fh_decode_hello (f, &hello, &err))
+        goto refuse;
+      /* Only connections past HELLO count against these (PA-4). */
+      if (!room_after_hello (conn, &err))
         goto refuse;
       conn->num_vcpus = hello.num_vcpus;
       conn->features = hello.features & FH_AGENT_FEATURES;
@@ -604,19 +635,75 @@ conn_free (FhConn *conn)
   g_free (conn);
 }
 
-/* Connections from the same process and from the same user (PA-4). */
-static void
-count_peers (FhDeviceServer *server, FhConn *conn, guint *same_pid, guint *same_uid)
+/* Connections from the same process (PA-4). */
+static guint
+count_same_pid (FhDeviceServer *server, FhConn *conn)
 {
-  *same_pid = *same_uid = 0;
+  guint n = 0;
+
   for (GList *l = server->conns; l; l = l->next) {
     FhConn *c = l->data;
 
-    if (c == conn)
-      continue;
-    *same_pid += c->peer.pid == conn->peer.pid;
-    *same_uid += c->peer.uid == conn->peer.uid;
+    n += c != conn && !c->closing && c->peer.pid == conn->peer.pid;
   }
+  return n;
+}
+
+/*
+ * The pre-HELLO pool (PA-4): room for conn, made by displacing the oldest
+ * silent connection still waiting for HELLO -- of conn's process group if
+ * that is at its bound, else of its uid, else of all.  A connection with
+ * bytes waiting (a HELLO on its way) is not displaced: a VM sends HELLO at
+ * once, so the pool's oldest silent members are the ones that never will.
+ * FALSE: every candidate has bytes waiting, conn itself goes.
+ */
+static gboolean
+make_prehello_room (FhDeviceServer *server, FhConn *conn)
+{
+  const FhDeviceParams *p = &server->params;
+  guint n_all = 0, n_uid = 0, n_grp = 0;
+  FhConn *old_all = NULL, *old_uid = NULL, *old_grp = NULL, *victim;
+  const char *scope;
+
+  /* newest first: the last silent one seen is the oldest */
+  for (GList *l = server->conns; l; l = l->next) {
+    FhConn *c = l->data;
+    gboolean silent;
+
+    if (c == conn || c->closing || c->state != CONN_AWAIT_HELLO)
+      continue;
+    silent = fh_conn_idle_open (c);
+    n_all++;
+    if (silent)
+      old_all = c;
+    if (c->peer.uid == conn->peer.uid) {
+      n_uid++;
+      if (silent)
+        old_uid = c;
+    }
+    if (conn->pgid > 0 && c->pgid == conn->pgid) {
+      n_grp++;
+      if (silent)
+        old_grp = c;
+    }
+  }
+  if (p->max_prehello_per_group && n_grp >= p->max_prehello_per_group) {
+    victim = old_grp;
+    scope = "its process group's";
+  } else if (p->max_prehello_per_uid && n_uid >= p->max_prehello_per_uid) {
+    victim = old_uid;
+    scope = "its uid's";
+  } else if (n_all >= p->max_prehello) {
+    victim = old_all;
+    scope = "the";
+  } else {
+    return TRUE;
+  }
+  if (!victim)
+    return FALSE;
+  fh_conn_close (victim, FH_CLOSE_OVERLOAD, "displaced by a newer connection: %s pre-HELLO slots are full",
+                 scope);
+  return TRUE;
 }
 
 static void
@@ -625,7 +712,6 @@ server_accept (int cfd, gpointer user_data)
   FhDeviceServer *server = user_data;
   socklen_t len = sizeof (struct ucred);
   FhConn *conn;
-  guint same_pid, same_uid;
 
   conn = g_new0 (FhConn, 1);
   conn->in_size = FH_FRAME_MAX;
@@ -654,20 +740,10 @@ server_accept (int cfd, gpointer user_data)
                    (int) conn->peer.gid);
     return;
   }
-  if (g_list_length (server->conns) > server->params.max_connections) {
-    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "at the limit of %u connections",
-                   server->params.max_connections);
-    return;
-  }
-  count_peers (server, conn, &same_pid, &same_uid);
-  if (server->params.max_per_process && same_pid >= server->params.max_per_process) {
+  if (server->params.max_per_process &&
+      count_same_pid (server, conn) >= server->params.max_per_process) {
     fh_conn_close (conn, FH_CLOSE_OVERLOAD, "process %d is at the limit of %u connections",
                    (int) conn->peer.pid, server->params.max_per_process);
-    return;
-  }
-  if (server->params.max_per_uid && same_uid >= server->params.max_per_uid) {
-    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "uid %d is at the limit of %u connections",
-                   (int) conn->peer.uid, server->params.max_per_uid);
     return;
   }
   /* PA-20: pin the peer, so its pid names this process for as long as we look. */
@@ -675,6 +751,12 @@ server_accept (int cfd, gpointer user_data)
   if (conn->pidfd < 0) {
     fh_conn_close (conn, FH_CLOSE_PERMISSION, "cannot pin the peer process: %s",
                    g_strerror (errno));
+    return;
+  }
+  /* pinned: the pid still names the peer (its children inherit the group) */
+  conn->pgid = MAX (getpgid (conn->peer.pid), 0);
+  if (!make_prehello_room (server, conn)) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "every pre-HELLO slot is busy with a HELLO");
     return;
   }
   g_debug ("%s: accepted", conn->desc);

@@ -33,7 +33,8 @@ dump() {
 }
 cleanup() {
 	local p
-	for p in "${CLIENTS[@]}"; do kill "$p" 2>/dev/null; done
+	# a negative entry is a process group
+	for p in "${CLIENTS[@]}"; do kill -- "$p" 2>/dev/null; done
 	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
 	[ -n "$T" ] && rm -rf "$T"
 }
