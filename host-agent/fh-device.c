@@ -693,7 +693,7 @@ make_prehello_room (FhDeviceServer *server, FhConn *conn)
   } else if (p->max_prehello_per_uid && n_uid >= p->max_prehello_per_uid) {
     victim = old_uid;
     scope = "its uid's";
-  } else if (n_all >= p->max_prehello) {
+  } else if (p->max_prehello && n_all >= p->max_prehello) {
     victim = old_all;
     scope = "the";
   } else {

@@ -34,7 +34,7 @@ typedef struct {
   guint max_per_uid;      /* connections after HELLO from one user; 0: no limit */
   /* Connections waiting for HELLO: a bounded pool apart from max_connections,
    * the oldest silent one displaced when full, in all or per uid or process
-   * group (0: no per-uid/per-group bound) -- so that connections that never
+   * group (0: no bound) -- so that connections that never
    * send HELLO cannot make a valid HELLO be refused. */
   guint max_prehello;
   guint max_prehello_per_uid;

@@ -41,7 +41,10 @@ opts_value (const char *p, GString *out)
   return p;
 }
 
-/* -name's argument: "NAME[,key=value...]" or "guest=NAME,...". */
+/*
+ * -name's argument: "NAME[,key=value...]" or "guest=NAME,...": the guest
+ * name it sets, or NULL when it sets none ("-name debug-threads=on").
+ */
 static char *
 parse_name_opts (const char *arg)
 {
@@ -86,7 +89,27 @@ parse_name_opts (const char *arg)
     if (*p == ',')
       p++;
   }
-  return guest ? g_string_free (g_steal_pointer (&guest), FALSE) : g_strdup ("");
+  return guest ? g_string_free (g_steal_pointer (&guest), FALSE) : NULL;
+}
+
+/*
+ * The options of QEMU's option table (qemu-options.hx, QEMU 10.0) that take
+ * no argument; every other option takes the next argument as its value,
+ * whatever it looks like (lookup_opt() in system/vl.c: HAS_ARG), so
+ * "-append -name" is -append's value, not a -name.  Options QEMU does not
+ * know never reach a running QEMU (it exits on them).
+ */
+static const char *const qemu_no_arg_options[] = {
+  "help", "version", "mem-prealloc", "snapshot", "usb", "nographic", "full-screen",
+  "win2k-hack", "no-fd-bootchk", "preconfig", "S", "s", "enable-kvm", "xen-attach",
+  "xen-domid-restrict", "no-reboot", "no-shutdown", "daemonize", "only-migratable", "nodefaults",
+  "semihosting", "old-param", "no-user-config", "enable-sync-profile", "perfmap", "jitdump",
+};
+
+static gboolean
+qemu_option_has_arg (const char *name)
+{
+  return !g_strv_contains (qemu_no_arg_options, name);
 }
 
 static gboolean
@@ -123,18 +146,36 @@ fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id)
   if (len > 0 && buf[len - 1] != '\0' && args->len > 0)
     g_ptr_array_set_size (args, args->len - 1);
 
-  for (guint k = 1; k + 1 < args->len; k++) {
+  /*
+   * As QEMU walks its arguments (qemu_init(), lookup_opt()): a bare argument
+   * is a disk image; "-opt" or "--opt" is an option, which takes the next
+   * argument if the table says so.  Repeated -name options merge into one
+   * (the "name" QemuOptsList has merge_lists): a later guest= replaces an
+   * earlier one, and "-name debug-threads=on" keeps the name.
+   */
+  for (guint k = 1; k < args->len; k++) {
     const char *opt = g_ptr_array_index (args, k);
-    const char *val = g_ptr_array_index (args, k + 1);
+    const char *val;
 
-    if (opt[0] == '-' && opt[1] == '-')
-      opt++;
-    if (strcmp (opt, "-name") == 0) {
-      g_free (id->name);
-      id->name = parse_name_opts (val);
+    if (opt[0] != '-')
+      continue;
+    opt += opt[1] == '-' ? 2 : 1;
+    if (!qemu_option_has_arg (opt))
+      continue;
+    if (++k >= args->len)
+      break; /* QEMU refuses an option without its argument */
+    val = g_ptr_array_index (args, k);
+    if (strcmp (opt, "name") == 0) {
+      char *guest = parse_name_opts (val);
+
+      if (guest) {
+        g_free (id->name);
+        id->name = guest;
+      } else if (!id->name) {
+        id->name = g_strdup ("");
+      }
       id->have_name = TRUE;
-      k++;
-    } else if (strcmp (opt, "-uuid") == 0) {
+    } else if (strcmp (opt, "uuid") == 0) {
       if (parse_uuid (val, id->uuid)) {
         /* An all-zero UUID means "no UUID" (spec/agent-protocol.md, 3), as
          * the nil UUID in HELLO does. */
@@ -144,7 +185,6 @@ fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id)
       } else {
         ok = FALSE;
       }
-      k++;
     }
   }
   return ok;

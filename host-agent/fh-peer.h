@@ -32,10 +32,13 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (FhPeerIdentity, fh_peer_identity_clear)
 
 /*
  * Pure: QEMU's -name/-uuid from a /proc/<pid>/cmdline buffer (NUL-separated
- * arguments).  Understands `-name NAME`, `-name guest=NAME,debug-threads=on`
+ * arguments), walked as QEMU walks them: options that take a value (QEMU's
+ * option table) consume the next argument, so "-append -name" names
+ * nothing.  Understands `-name NAME`, `-name guest=NAME,debug-threads=on`
  * (QemuOpts: ",," is a literal comma, the first bare value is "guest"),
- * `--name`, and `-uuid`/`--uuid`; the last occurrence wins, as in QEMU.
- * FALSE when a -uuid value is not a UUID.
+ * repeated -name options merged as QEMU merges them (a later guest= wins,
+ * "-name debug-threads=on" keeps the name), `--name`, and `-uuid`/`--uuid`
+ * (the last wins).  FALSE when a -uuid value is not a UUID.
  */
 gboolean fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id);
 

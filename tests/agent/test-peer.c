@@ -42,7 +42,7 @@ static void
 test_cmdline (void)
 {
   static const struct {
-    const char *argv[8];
+    const char *argv[64];
     const char *name; /* NULL: no -name */
     const char *uuid; /* NULL: no -uuid */
   } cases[] = {
@@ -58,6 +58,38 @@ test_cmdline (void)
     { { "qemu", "-name", "", NULL }, "", NULL },
     /* the nil UUID means no UUID, as in HELLO */
     { { "qemu", "-name", "vm4", "-uuid", "00000000-0000-0000-0000-000000000000", NULL }, "vm4", NULL },
+    /* repeated -name options merge (QemuOptsList "name" has merge_lists) */
+    { { "qemu", "-name", "guest=a", "-name", "debug-threads=on", NULL }, "a", NULL },
+    { { "qemu", "-name", "debug-threads=on", "-name", "b", NULL }, "b", NULL },
+    { { "qemu", "-name", "debug-threads=on", NULL }, "", NULL },
+    /* an option's value is never an option, whatever it looks like */
+    { { "qemu", "-name", "vm5", "-append", "-name", NULL }, "vm5", NULL },
+    { { "qemu", "-kernel", "k", "-append", "-name evil -uuid " U1, "-name", "vm6", NULL }, "vm6", NULL },
+    { { "qemu", "-append", "-uuid", "-name", "vm7", NULL }, "vm7", NULL },
+    { { "qemu", "-fw_cfg", "-name", "-S", "-name", "vm8", NULL }, "vm8", NULL },
+    /* options without a value do not take the next argument */
+    { { "qemu", "-S", "-name", "vm9", "-no-user-config", "-nodefaults", "-uuid", U1, NULL }, "vm9", U1 },
+    { { "qemu", "-nographic", "--no-shutdown", "--name", "vm10", "disk.img", NULL }, "vm10", NULL },
+    /* the last argument without its value: QEMU would refuse it */
+    { { "qemu", "-name", "vm11", "-append", NULL }, "vm11", NULL },
+    /* as libvirt 11 writes them (virsh domxml-to-native; trimmed) */
+    { { "/usr/bin/qemu-system-x86_64", "-name", "guest=web-1,debug-threads=on", "-S", "-object",
+        "{\"qom-type\":\"secret\",\"id\":\"masterKey0\",\"format\":\"raw\",\"file\":"
+        "\"/var/lib/libvirt/qemu/domain-3-web-1/master-key.aes\"}",
+        "-machine", "pc-q35-10.0,usb=off,dump-guest-core=off,memory-backend=pc.ram,acpi=on",
+        "-accel", "tcg", "-cpu", "qemu64", "-m", "size=1048576k", "-object",
+        "{\"qom-type\":\"memory-backend-ram\",\"id\":\"pc.ram\",\"size\":1073741824}",
+        "-overcommit", "mem-lock=off", "-smp", "2,sockets=2,cores=1,threads=1", "-uuid", U1,
+        "-no-user-config", "-nodefaults", "-chardev", "socket,id=charmonitor,fd=30,server=on,wait=off",
+        "-mon", "chardev=charmonitor,id=monitor,mode=control", "-rtc", "base=utc", "-no-shutdown",
+        "-boot", "strict=on", "-kernel", "/boot/vmlinuz", "-append", "console=ttyS0 -name x",
+        "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+        "-msg", "timestamp=on", NULL },
+      "web-1", U1 },
+    { { "/usr/bin/qemu-system-x86_64", "-name", "guest=db,,primary,debug-threads=on", "-S",
+        "-uuid", U1, "-no-user-config", "-nodefaults", "-device",
+        "{\"driver\":\"virtio-freqhint-pci\",\"id\":\"fh0\",\"chardev\":\"fh\"}", NULL },
+      "db,primary", U1 },
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
