@@ -182,12 +182,41 @@ fh_daemon_check_peer_tids (FhDaemon *d, FhConn *conn, const uint32_t *tids, guin
   return TRUE;
 }
 
+/*
+ * The VM names the host knows of besides a peer's (borrowed, NULL-ended):
+ * libvirt's running domains, the configured [vm NAME] sections and the
+ * connected VMs.  A machine scope that one of them could have made too
+ * does not say which VM a process is (PA-22, fh_peer_scope_match()).
+ */
+static GPtrArray *
+known_names (FhDaemon *d)
+{
+  GPtrArray *names = g_ptr_array_new ();
+  const GPtrArray *doms = fh_libvirt_view_domains (d->libvirt);
+  GHashTableIter it;
+  gpointer key, value;
+
+  for (guint i = 0; doms && i < doms->len; i++)
+    g_ptr_array_add (names, ((FhLibvirtDomain *) g_ptr_array_index (doms, i))->name);
+  if (d->config->vms) {
+    g_hash_table_iter_init (&it, d->config->vms);
+    while (g_hash_table_iter_next (&it, &key, NULL))
+      g_ptr_array_add (names, key);
+  }
+  g_hash_table_iter_init (&it, d->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value))
+    g_ptr_array_add (names, ((FhVm *) value)->name);
+  g_ptr_array_add (names, NULL);
+  return names;
+}
+
 /* PA-20: the HELLO's name and UUID are what the host says the peer is. */
 static gboolean
 check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uuid, FhError *err)
 {
   g_auto (FhPeerIdentity) id = { 0 };
   g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) others = NULL;
   char why[160];
   pid_t pid = fh_conn_peer_pid (conn);
 
@@ -199,12 +228,14 @@ check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uui
   } else if (!fh_peer_alive (fh_conn_peer_pidfd (conn))) {
     /* read after the check: the pid might have been reused meanwhile */
     fh_error_set (err, FH_CLOSE_PERMISSION, "peer process %d has exited", (int) pid);
-  } else if (!fh_peer_check_hello (&id, hello->name, uuid, why, sizeof why)) {
-    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
   } else if (!fh_libvirt_view_refresh (d->libvirt, &error)) {
     /* PA-22: without libvirt's record nobody can be told apart from a domain */
     fh_error_set (err, FH_CLOSE_PERMISSION, "identity: libvirt's domains unknown: %s",
                   error->message);
+  } else if (!fh_peer_check_hello (&id, hello->name, uuid,
+                                   (const char *const *) (others = known_names (d))->pdata, why,
+                                   sizeof why)) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
   } else if (!fh_peer_check_libvirt (fh_libvirt_view_domains (d->libvirt), pid, hello->name, uuid,
                                      d->config->require_libvirt, why, sizeof why)) {
     fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);

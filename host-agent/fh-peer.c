@@ -235,43 +235,65 @@ fh_peer_parse_scope (const char *text)
   return found;
 }
 
-/* What libvirt keeps of a name in a machine name: letters, digits, '-'; compared without '.' */
-static char *
-machine_chars (const char *s)
+/*
+ * libvirt's machine name for a domain of its privileged QEMU driver, as
+ * virDomainDriverGenerateMachineName() makes it (libvirt 11,
+ * src/hypervisor/domain_driver.c): "qemu-<id>-", then the name's ASCII
+ * letters and digits, a '.' or '-' only after one of those (so a run of
+ * them keeps its first, leading ones none), everything else dropped, no
+ * more once the whole is 64 bytes long, and trailing '-' and '.' trimmed.
+ */
+char *
+fh_peer_machine_name (const char *domain_id, const char *name)
 {
-  GString *out = g_string_new (NULL);
+  GString *m = g_string_new (NULL);
+  gboolean sep_ok = FALSE;
 
-  for (; *s; s++)
-    if (g_ascii_isalnum (*s) || *s == '-')
-      g_string_append_c (out, *s);
-  while (out->len && out->str[out->len - 1] == '-')
-    g_string_truncate (out, out->len - 1);
-  return g_string_free (out, FALSE);
+  g_string_printf (m, "qemu-%s-", domain_id);
+  for (const char *p = name; *p && m->len < 64; p++) {
+    if (*p == '.' || *p == '-') {
+      if (sep_ok)
+        g_string_append_c (m, *p);
+      sep_ok = FALSE;
+    } else if (g_ascii_isalnum (*p)) {
+      g_string_append_c (m, *p);
+      sep_ok = TRUE;
+    }
+  }
+  while (m->len && (m->str[m->len - 1] == '-' || m->str[m->len - 1] == '.'))
+    g_string_truncate (m, m->len - 1);
+  return g_string_free (m, FALSE);
 }
 
-gboolean
-fh_peer_scope_matches (const char *scope_name, const char *vm_name)
+FhScopeMatch
+fh_peer_scope_match (const char *scope_name, const char *vm_name, const char *const *others)
 {
   const char *p = scope_name;
-  g_autofree char *want = NULL, *have = NULL;
+  g_autofree char *id = NULL, *want = NULL;
 
   /* "qemu-<ID>-<name>" */
   if (!g_str_has_prefix (p, "qemu-"))
-    return FALSE;
+    return FH_SCOPE_NO_MATCH;
   p += 5;
-  if (!g_ascii_isdigit (*p))
-    return FALSE;
   while (g_ascii_isdigit (*p))
     p++;
-  if (*p != '-')
-    return FALSE;
-  p++;
-  have = machine_chars (p);
-  want = machine_chars (vm_name);
-  /* libvirt stops at 64 bytes of machine name: then only a prefix is known. */
-  if (strlen (scope_name) >= 63)
-    return g_str_has_prefix (want, have);
-  return strcmp (want, have) == 0;
+  if (p == scope_name + 5 || *p != '-')
+    return FH_SCOPE_NO_MATCH;
+  id = g_strndup (scope_name + 5, (gsize) (p - scope_name - 5));
+  want = fh_peer_machine_name (id, vm_name);
+  if (strcmp (want, scope_name) != 0)
+    return FH_SCOPE_NO_MATCH;
+  /* libvirt's escaping loses characters: another name the host knows may make the same scope */
+  for (guint i = 0; others && others[i]; i++) {
+    g_autofree char *other = NULL;
+
+    if (strcmp (others[i], vm_name) == 0)
+      continue;
+    other = fh_peer_machine_name (id, others[i]);
+    if (strcmp (other, scope_name) == 0)
+      return FH_SCOPE_AMBIGUOUS;
+  }
+  return FH_SCOPE_MATCH;
 }
 
 /* The name as the device puts it in HELLO (PD-2): at most 63 bytes, cut at a character. */
@@ -290,7 +312,7 @@ device_name (const char *name)
 
 gboolean
 fh_peer_check_hello (const FhPeerIdentity *id, const char *hello_name, const char *hello_uuid,
-                     char *why, gsize why_len)
+                     const char *const *others, char *why, gsize why_len)
 {
   static const char nil[] = "00000000-0000-0000-0000-000000000000";
   g_autofree char *want_name = device_name (id->have_name ? id->name : "");
@@ -315,12 +337,22 @@ fh_peer_check_hello (const FhPeerIdentity *id, const char *hello_name, const cha
                 id->have_name ? "-name" : "(absent) -name");
     return FALSE;
   }
-  if (id->scope_name && !fh_peer_scope_matches (id->scope_name, hello_name)) {
+  if (id->scope_name) {
+    /* libvirt made the scope from the whole -name, not the HELLO's cut of it */
+    FhScopeMatch m = fh_peer_scope_match (id->scope_name, id->have_name ? id->name : "", others);
     g_autofree char *scope = g_strescape (id->scope_name, NULL);
 
-    g_snprintf (why, why_len, "HELLO name does not match the process's machine scope \"%s\"",
-                scope);
-    return FALSE;
+    if (m == FH_SCOPE_NO_MATCH) {
+      g_snprintf (why, why_len, "HELLO name does not match the process's machine scope \"%s\"",
+                  scope);
+      return FALSE;
+    }
+    if (m == FH_SCOPE_AMBIGUOUS) {
+      g_snprintf (why, why_len,
+                  "the process's machine scope \"%s\" is also another known name's: ambiguous",
+                  scope);
+      return FALSE;
+    }
   }
   return TRUE;
 }

@@ -82,6 +82,42 @@ sec_identity_spoof() {
 		fail "metrics do not count identity rejections"
 }
 
+# Machine scopes as libvirt names them, exactly (issue 29 item 5): libvirt
+# made "qemu-3-vma" from "vm_a" (it drops '_'), and "vma" would make it too:
+# with vm_a a known name ([vm vm_a] in the configuration), a process in that
+# scope claiming "vma" is refused as ambiguous.  "vm.a" keeps its dot in
+# libvirt's name, so it is not "vma"'s scope either.
+sec_identity_scope_collision() {
+	EXTRA_CONF=$'[vm vm_a]\nfloor=max'
+	fixture
+	start_daemon none
+	# in_scope ID TID SCOPE NAME [CLOSE]: a process in machine scope SCOPE with -name NAME says NAME
+	in_scope() {
+		local id=$1 tid=$2 scope=$3 name=$4 expect=${5:-}
+		(
+			"$MKFIXTURE" thread "$FX" "$tid" 6 6 /machine.slice "$BASHPID"
+			mkdir -p "$FX/proc/$BASHPID"
+			printf '0::/machine.slice/machine-%s.scope/emulator\n' "$scope" >"$FX/proc/$BASHPID/cgroup"
+			# no timeout(1) in between: the peer must be the process the fixture names
+			exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --argv-name "$name" --name "$name" \
+				--vcpus 1 --tids "$tid" --hint 0:512:1024 ${expect:+--expect-close $expect}
+		) >"$T/client-$id.out" 2>&1 & CLIENTS+=($!)
+	}
+	in_scope amb 3101 'qemu\x2d3\x2dvma' vma permission
+	eventually grep -q 'close reason=permission' "$T/client-amb.out" ||
+		fail "vma in vm_a's scope was not refused: $(cat "$T/client-amb.out")"
+	grep -q 'is also another known name.s: ambiguous' "$T/daemon.log" || fail "ambiguity not logged"
+	in_scope dot 3102 'qemu\x2d3\x2dvma' vm.a permission
+	eventually grep -q 'close reason=permission' "$T/client-dot.out" ||
+		fail "vm.a in vma's scope was not refused: $(cat "$T/client-dot.out")"
+	# the honest ones: vm_a in its own scope, vm.a in the scope libvirt makes of it
+	in_scope own 3103 'qemu\x2d3\x2dvma' vm_a
+	expect_jq '.connected_vms' 1 status
+	in_scope dots 3104 'qemu\x2d4\x2dvm.a' vm.a
+	expect_jq '.connected_vms' 2 status
+	expect_jq '.identity_rejected_total' 2 status
+}
+
 # libvirt_state_dir's name under $T: long, since refusals name the path and
 # the daemon's log must keep it whole (a CLOSE frame's text holds 127 bytes;
 # the log once cut it there, and a long TMPDIR made the check fail).

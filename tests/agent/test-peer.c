@@ -121,11 +121,75 @@ test_scope (void)
   g_assert_cmpstr (a, ==, "qemu-3-vm-a");
   g_assert_null (none);
   g_assert_cmpstr (v1, ==, "qemu-12-web");
-  g_assert_true (fh_peer_scope_matches ("qemu-3-vm-a", "vm-a"));
-  g_assert_true (fh_peer_scope_matches ("qemu-3-vma", "vm_a")); /* libvirt drops '_' */
-  g_assert_false (fh_peer_scope_matches ("qemu-3-vm-a", "vm-b"));
-  g_assert_false (fh_peer_scope_matches ("qemu-3-vm-a", "vm-ab"));
-  g_assert_false (fh_peer_scope_matches ("lxc-3-vm-a", "vm-a"));
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm-a", "vm-a", NULL), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm_a", NULL), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm-a", "vm-b", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm-a", "vm-ab", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("lxc-3-vm-a", "vm-a", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu--vm-a", "vm-a", NULL), ==, FH_SCOPE_NO_MATCH);
+}
+
+/*
+ * libvirt's machine names, exactly (virDomainDriverGenerateMachineName()):
+ * '.' is kept, a run of '.'/'-' keeps its first, leading ones go, other
+ * characters are dropped, 64 bytes at most, no trailing '-' or '.'.
+ */
+static void
+test_machine_name (void)
+{
+  static const struct {
+    const char *id, *name, *machine;
+  } cases[] = {
+    { "1", "vm-a", "qemu-1-vm-a" },
+    { "1", "vm.a", "qemu-1-vm.a" },
+    { "1", "vm_a", "qemu-1-vma" },
+    { "1", "vm a", "qemu-1-vma" },
+    { "1", "..vm", "qemu-1-vm" },
+    { "1", "-vm", "qemu-1-vm" },
+    { "1", "vm.-.a", "qemu-1-vm.a" },
+    { "1", "vm--a", "qemu-1-vm-a" },
+    { "1", "vm-", "qemu-1-vm" },
+    { "1", "vm_.", "qemu-1-vm" },
+    { "12", "Web01", "qemu-12-Web01" },
+    { "1", "ümlaut-vm", "qemu-1-mlaut-vm" },
+    { "1", "___", "qemu-1" },
+    /* 64 bytes at most, then trailing '-' trimmed */
+    { "7", "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdeXYZ",
+      "qemu-7-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcde" },
+    { "7", "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcd-XYZ",
+      "qemu-7-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcd" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *m = fh_peer_machine_name (cases[i].id, cases[i].name);
+
+    g_assert_cmpstr (m, ==, cases[i].machine);
+  }
+}
+
+/* Names that libvirt makes into one scope: exact, and never ambiguous. */
+static void
+test_scope_collisions (void)
+{
+#define LONG "web-production-database-primary-replica-eu-west-1-zone-b" /* 56 bytes */
+  const char *const known[] = { "vm_a", "vm.a", LONG "-x", NULL };
+
+  /* "vm.a" keeps its dot: not "vma"'s scope, whatever letters-only says */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm.a", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm.a", "vma", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm.a", "vm.a", known), ==, FH_SCOPE_MATCH);
+  /* "vma" and "vm_a" make the same scope: with "vm_a" known, "vma" is ambiguous */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vma", known), ==, FH_SCOPE_AMBIGUOUS);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm_a", known), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm a", known), ==, FH_SCOPE_AMBIGUOUS);
+  /* cut at 64 bytes: a name sharing the kept prefix is no longer taken for it */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, LONG "-y", NULL), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, LONG "-y", known), ==, FH_SCOPE_AMBIGUOUS);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, LONG "-x", known), ==, FH_SCOPE_MATCH);
+  /* a shorter name is not taken for the cut one (a prefix test did) */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, "web-production-database", known), ==,
+                   FH_SCOPE_NO_MATCH);
+#undef LONG
 }
 
 static void
@@ -136,32 +200,32 @@ test_check_hello (void)
   char long_name[100];
 
   /* no -name, no -uuid: only the empty name and the nil UUID */
-  g_assert_true (fh_peer_check_hello (&id, "", "00000000-0000-0000-0000-000000000000", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm1", "", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "", U1, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "", "00000000-0000-0000-0000-000000000000", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "", U1, NULL, why, sizeof why));
   id.have_name = TRUE;
   id.name = g_strdup ("vm1");
   id.have_uuid = TRUE;
   strcpy (id.uuid, U1);
-  g_assert_true (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
-  g_assert_true (fh_peer_check_hello (&id, "vm1", "11111111-1111-1111-1111-111111111111", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm2", U1, why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm1", "", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm1", "22222222-2222-2222-2222-222222222222", why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "vm1", U1, NULL, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "vm1", "11111111-1111-1111-1111-111111111111", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm2", U1, NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "22222222-2222-2222-2222-222222222222", NULL, why, sizeof why));
   /* the device truncates names to 63 bytes (PD-2) */
   memset (long_name, 'x', sizeof long_name - 1);
   long_name[sizeof long_name - 1] = '\0';
   g_free (id.name);
   id.name = g_strdup (long_name);
   long_name[63] = '\0';
-  g_assert_true (fh_peer_check_hello (&id, long_name, U1, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, long_name, U1, NULL, why, sizeof why));
   long_name[62] = '\0';
-  g_assert_false (fh_peer_check_hello (&id, long_name, U1, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, long_name, U1, NULL, why, sizeof why));
   /* a machine scope must agree too */
   g_free (id.name);
   id.name = g_strdup ("vm1");
   id.scope_name = g_strdup ("qemu-4-vm2");
-  g_assert_false (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", U1, NULL, why, sizeof why));
   g_assert_nonnull (strstr (why, "machine scope"));
   fh_peer_identity_clear (&id);
 }
@@ -470,6 +534,8 @@ main (int argc, char **argv)
   g_log_set_writer_func (count_logs, NULL, NULL);
   g_test_add_func ("/peer/cmdline", test_cmdline);
   g_test_add_func ("/peer/scope", test_scope);
+  g_test_add_func ("/peer/machine-name", test_machine_name);
+  g_test_add_func ("/peer/scope-collisions", test_scope_collisions);
   g_test_add_func ("/peer/check-hello", test_check_hello);
   g_test_add_func ("/peer/pidfd", test_pidfd);
   g_test_add_func ("/peer/domstatus", test_domstatus);
