@@ -182,8 +182,12 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
    * request, as sched_setattr() would make it; without one, a real-time
    * thread keeps the kernel's RT default minimum, and a perf floor can
    * only add to it.  The host's default is not the guest's request, so
-   * the operator bounds do not apply to it.  Should it end above the
-   * ceiling, the minimum wins, as in uclamp_rq_util_with().
+   * the operator bounds do not apply to it.  It may end above the
+   * ceiling: the kernel keeps both as they are (uclamp_eff_get() takes
+   * each clamp id on its own, and uclamp_validate() lets a minimum of -1
+   * through whatever the maximum), so eff says min > max, as the task's
+   * effective clamps do.  The minimum wins only where a frequency is
+   * decided (fh_merge_aggregate_cpus(), like sugov_effective_cpu_perf()).
    */
   if (chain->rt && !(hint->flags & VIRTIO_FREQHINT_R_MIN_VALID)) {
     guint rt_min = fh_merge_rt_default_min (chain, d.chain);
@@ -192,7 +196,6 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
       d.eff.min = rt_min;
       d.min_default = TRUE;
     }
-    d.eff.max = MAX (d.eff.max, d.eff.min);
   }
   return d;
 }
@@ -262,9 +265,12 @@ take_max (FhCpuDecision *acc, guint floor, guint ceiling, guint n)
 
 /*
  * A run queue keeps, per clamp id, the max over its runnable tasks
- * (uclamp_rq_max_value()); uclamp_rq_util_with() then lets the min win
- * when min_util > max_util.  An idle vCPU is not runnable guest work and
- * so holds nothing up.
+ * (uclamp_rq_max_value()); where the frequency is decided the min wins
+ * when it exceeds the max (uclamp_rq_util_with() before 6.7;
+ * sugov_effective_cpu_perf() in kernel/sched/cpufreq_schedutil.c since:
+ * "if (actual < min) return min" after capping by max).  This is the one
+ * place an inverted vCPU (MR-26) is resolved.  An idle vCPU is not
+ * runnable guest work and so holds nothing up.
  */
 void
 fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDecision *cpus,

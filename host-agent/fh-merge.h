@@ -52,7 +52,8 @@ typedef struct {
   FhClamp req;     /* the guest's request (MR-3..MR-5) */
   FhClamp chain;   /* L: effective range of the deepest cgroup level (MR-10) */
   FhClamp grant;   /* what the vCPU is granted (MR-13) */
-  FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12) */
+  FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12); min > max
+                      only with min_default, as the kernel holds it (MR-26) */
   gboolean min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
   guint cap;            /* the operator ceiling, held whatever the guest reports (MR-27) */
 } FhVcpuDecision;
