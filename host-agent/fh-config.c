@@ -439,8 +439,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_uint (&src, kf, "daemon", "max_prehello", 1, 4096, &c->max_prehello, error) ||
       !take_uint (&src, kf, "daemon", "max_prehello_per_uid", 0, 4096, &c->max_prehello_per_uid,
                   error) ||
-      !take_uint (&src, kf, "daemon", "max_prehello_per_group", 0, 4096,
-                  &c->max_prehello_per_group, error) ||
+      !take_uint (&src, kf, "daemon", "max_prehello_per_group", 0, 4096, &c->max_prehello_per_group,
+                  error) ||
       !take_uint (&src, kf, "daemon", "max_vcpus", 1, 1048576, &c->max_vcpus, error) ||
       !take_uint (&src, kf, "daemon", "control_max_clients", 1, 1024, &c->control_max_clients,
                   error) ||

@@ -75,7 +75,7 @@ struct _FhDeviceServer {
   FhDeviceParams params;
   FhDeviceCallbacks cb;
   gpointer data;
-  GList *conns; /* FhConn*, newest first; <= max_connections + max_prehello */
+  GList *conns;       /* FhConn*, newest first; <= max_connections + max_prehello */
   gboolean activated; /* passed by systemd: the path is the socket unit's */
   gid_t group;        /* the socket file's group: its members may connect */
 };
@@ -662,48 +662,42 @@ make_prehello_room (FhDeviceServer *server, FhConn *conn)
 {
   const FhDeviceParams *p = &server->params;
   guint n_all = 0, n_uid = 0, n_grp = 0;
-  FhConn *old_all = NULL, *old_uid = NULL, *old_grp = NULL, *victim;
+  gboolean by_uid = FALSE, by_grp = FALSE;
   const char *scope;
 
-  /* newest first: the last silent one seen is the oldest */
   for (GList *l = server->conns; l; l = l->next) {
     FhConn *c = l->data;
-    gboolean silent;
 
     if (c == conn || c->closing || c->state != CONN_AWAIT_HELLO)
       continue;
-    silent = fh_conn_idle_open (c);
     n_all++;
-    if (silent)
-      old_all = c;
-    if (c->peer.uid == conn->peer.uid) {
-      n_uid++;
-      if (silent)
-        old_uid = c;
-    }
-    if (conn->pgid > 0 && c->pgid == conn->pgid) {
-      n_grp++;
-      if (silent)
-        old_grp = c;
-    }
+    n_uid += c->peer.uid == conn->peer.uid;
+    n_grp += conn->pgid > 0 && c->pgid == conn->pgid;
   }
   if (p->max_prehello_per_group && n_grp >= p->max_prehello_per_group) {
-    victim = old_grp;
+    by_grp = TRUE;
     scope = "its process group's";
   } else if (p->max_prehello_per_uid && n_uid >= p->max_prehello_per_uid) {
-    victim = old_uid;
+    by_uid = TRUE;
     scope = "its uid's";
   } else if (p->max_prehello && n_all >= p->max_prehello) {
-    victim = old_all;
     scope = "the";
   } else {
     return TRUE;
   }
-  if (!victim)
-    return FALSE;
-  fh_conn_close (victim, FH_CLOSE_OVERLOAD, "displaced by a newer connection: %s pre-HELLO slots are full",
-                 scope);
-  return TRUE;
+  /* oldest first (the list is newest first); only now ask the sockets */
+  for (GList *l = g_list_last (server->conns); l; l = l->prev) {
+    FhConn *c = l->data;
+
+    if (c == conn || c->closing || c->state != CONN_AWAIT_HELLO ||
+        (by_grp && c->pgid != conn->pgid) || (by_uid && c->peer.uid != conn->peer.uid) ||
+        !fh_conn_idle_open (c))
+      continue;
+    fh_conn_close (c, FH_CLOSE_OVERLOAD,
+                   "displaced by a newer connection: %s pre-HELLO slots are full", scope);
+    return TRUE;
+  }
+  return FALSE;
 }
 
 static void

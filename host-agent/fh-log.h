@@ -74,7 +74,9 @@ typedef struct {
 } FhLogLimit;
 
 #define FH_LOG_LIMIT_INIT(what_, burst_, interval_s_)                                              \
-  { .what = (what_), .burst = (burst_), .interval_s = (interval_s_) }
+  {                                                                                                \
+    .what = (what_), .burst = (burst_), .interval_s = (interval_s_)                                \
+  }
 
 /* TRUE: log this one. */
 gboolean fh_log_limit_allow (FhLogLimit *limit);

@@ -67,8 +67,7 @@ struct _FhMetrics {
  * client wants: rate-limited like the device socket's refusals (G-13). */
 static FhLogLimit mhd_messages = FH_LOG_LIMIT_INIT ("libmicrohttpd messages", 20, 10);
 
-static void G_GNUC_PRINTF (2, 0)
-mhd_log (void *cls, const char *fmt, va_list ap)
+static void G_GNUC_PRINTF (2, 0) mhd_log (void *cls, const char *fmt, va_list ap)
 {
   g_autofree char *text = NULL;
 

@@ -99,12 +99,14 @@ parse_name_opts (const char *arg)
  * "-append -name" is -append's value, not a -name.  Options QEMU does not
  * know never reach a running QEMU (it exits on them).
  */
+/* clang-format off */
 static const char *const qemu_no_arg_options[] = {
   "help", "version", "mem-prealloc", "snapshot", "usb", "nographic", "full-screen",
   "win2k-hack", "no-fd-bootchk", "preconfig", "S", "s", "enable-kvm", "xen-attach",
   "xen-domid-restrict", "no-reboot", "no-shutdown", "daemonize", "only-migratable", "nodefaults",
   "semihosting", "old-param", "no-user-config", "enable-sync-profile", "perfmap", "jitdump",
 };
+/* clang-format on */
 
 static gboolean
 qemu_option_has_arg (const char *name)
@@ -160,7 +162,8 @@ fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id)
     if (opt[0] != '-')
       continue;
     opt += opt[1] == '-' ? 2 : 1;
-    if (!qemu_option_has_arg (opt))
+    /* "--" is no QEMU option (QEMU exits on it): skipped, it takes nothing */
+    if (*opt == '\0' || !qemu_option_has_arg (opt))
       continue;
     if (++k >= args->len)
       break; /* QEMU refuses an option without its argument */

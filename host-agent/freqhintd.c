@@ -176,8 +176,8 @@ static gboolean
 fit_descriptor_limit (const FhConfig *c, GError **error)
 {
   struct rlimit rl;
-  guint64 need = ((guint64) c->max_connections + c->max_prehello) * 2 + c->control_max_clients +
-                 FH_FD_RESERVE;
+  guint64 need =
+      ((guint64) c->max_connections + c->max_prehello) * 2 + c->control_max_clients + FH_FD_RESERVE;
 
   if (c->metrics_port >= 0)
     need += c->metrics_max_connections + FH_METRICS_SPARE;
@@ -193,10 +193,12 @@ fit_descriptor_limit (const FhConfig *c, GError **error)
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                  "[daemon] max_connections=%u needs %" G_GUINT64_FORMAT
                  " descriptors (2 per device connection, max_prehello=%u more of them, plus "
-                 "control_max_clients=%u, [metrics] max_connections=%u and %u in reserve) but "
-                 "RLIMIT_NOFILE is %llu: lower max_connections or raise the limit (LimitNOFILE=)",
+                 "control_max_clients=%u, [metrics] max_connections=%u + %u and %u in reserve) "
+                 "but RLIMIT_NOFILE is %llu: lower max_connections or raise the limit "
+                 "(LimitNOFILE=)",
                  c->max_connections, need, c->max_prehello, c->control_max_clients,
-                 c->metrics_port >= 0 ? c->metrics_max_connections : 0, FH_FD_RESERVE,
+                 c->metrics_port >= 0 ? c->metrics_max_connections : 0,
+                 c->metrics_port >= 0 ? FH_METRICS_SPARE : 0, FH_FD_RESERVE,
                  (unsigned long long) rl.rlim_cur);
     return FALSE;
   }

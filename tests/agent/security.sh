@@ -344,7 +344,7 @@ sec_send_queue_bound() {
 # 400 idle control connections against a daemon with 256 descriptors: no
 # spinning, no log flood, freqhintctl and new VMs still served.
 sec_control_flood() {
-	EXTRA_DAEMON=$'control_max_clients=4\ncontrol_timeout_ms=1000\nmax_connections=32'
+	EXTRA_DAEMON=$'control_max_clients=4\ncontrol_timeout_ms=1000\nmax_connections=32\nmax_prehello=16'
 	DAEMON_WRAP="prlimit --nofile=256:256"
 	fixture; thread 3301 2 2
 	start_daemon cpufreq

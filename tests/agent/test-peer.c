@@ -70,6 +70,8 @@ test_cmdline (void)
     /* options without a value do not take the next argument */
     { { "qemu", "-S", "-name", "vm9", "-no-user-config", "-nodefaults", "-uuid", U1, NULL }, "vm9", U1 },
     { { "qemu", "-nographic", "--no-shutdown", "--name", "vm10", "disk.img", NULL }, "vm10", NULL },
+    /* "--" (never in a QEMU's arguments) takes nothing */
+    { { "qemu", "--name", "x", "--", "-name", "guest=y,debug-threads=on", NULL }, "y", NULL },
     /* the last argument without its value: QEMU would refuse it */
     { { "qemu", "-name", "vm11", "-append", NULL }, "vm11", NULL },
     /* as libvirt 11 writes them (virsh domxml-to-native; trimmed) */
