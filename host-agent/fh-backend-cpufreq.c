@@ -603,11 +603,14 @@ cpufreq_start (FhBackend *self, GError **error)
 static void
 policy_target (FhBackend *self, const FhPolicy *p, guint *min_khz, guint *max_khz)
 {
-  if (p->decision.active) {
+  if (p->decision.active || p->decision.capped) {
     FhFreqTable t = { p->cpuinfo_min_khz, p->cpuinfo_max_khz, (const guint *) p->available->data,
                       p->available->len };
+    /* MR-27: no active vCPU, only the ceilings of those placed there */
+    guint floor = p->decision.active ? p->decision.floor : 0;
+    guint ceiling = p->decision.active ? p->decision.ceiling : p->decision.cap;
 
-    fh_freq_limits (&t, p->decision.floor, p->decision.ceiling, min_khz, max_khz);
+    fh_freq_limits (&t, floor, ceiling, min_khz, max_khz);
     fh_freq_quantize (&t, self->quantum_khz, min_khz, max_khz);
     *min_khz = CLAMP (*min_khz, p->host_min_khz, p->host_max_khz);
     *max_khz = CLAMP (*max_khz, p->host_min_khz, p->host_max_khz);

@@ -221,7 +221,13 @@ apply_targets (FhBackend *self, const GArray *targets, gint64 now_us)
     }
     st->seen = TRUE;
     st->owner = t->owner;
-    apply_one (self, t->tid, t->owner, st, t->eff, !t->active, t->min_default, now_us);
+    if (t->active)
+      apply_one (self, t->tid, t->owner, st, t->eff, FALSE, t->min_default, now_us);
+    else if (t->cap < FH_SCALE)
+      /* MR-27: an idle or unhinted vCPU keeps its ceiling, and no floor */
+      apply_one (self, t->tid, t->owner, st, (FhClamp){ 0, t->cap }, FALSE, t->min_default, now_us);
+    else
+      apply_one (self, t->tid, t->owner, st, t->eff, TRUE, FALSE, now_us);
   }
 }
 

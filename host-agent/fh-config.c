@@ -39,6 +39,9 @@ fh_config_new (void)
   c->max_connections = 256;
   c->max_connections_per_process = 4;
   c->max_connections_per_uid = 0;
+  c->max_prehello = 64;
+  c->max_prehello_per_uid = 32;
+  c->max_prehello_per_group = 8;
   c->max_vcpus = 16384;
   c->control_max_clients = 16;
   c->control_timeout_ms = 5000;
@@ -47,6 +50,8 @@ fh_config_new (void)
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
+  /* MR-27: where the host has the files, the kernel holds the ceiling too */
+  c->mirror_ceiling = TRUE;
   c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
   c->perf_as_floor = TRUE;
   c->perf_headroom = -1;
@@ -89,7 +94,8 @@ fh_config_free (FhConfig *c)
 static const char *const daemon_keys[] = {
   "sysfs_root", "proc_root", "cgroup_root", "backend", "socket", "socket_mode", "socket_group",
   "control_socket", "state_dir", "poll_interval_ms", "rescan_interval_ms", "keepalive_ms", "hello_timeout_ms",
-  "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_vcpus",
+  "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_prehello",
+  "max_prehello_per_uid", "max_prehello_per_group", "max_vcpus",
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
   "check_thread_owner", "libvirt_state_dir", "require_libvirt", NULL,
 };
@@ -430,6 +436,11 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
                   &c->max_connections_per_process, error) ||
       !take_uint (&src, kf, "daemon", "max_connections_per_uid", 0, 65536,
                   &c->max_connections_per_uid, error) ||
+      !take_uint (&src, kf, "daemon", "max_prehello", 1, 4096, &c->max_prehello, error) ||
+      !take_uint (&src, kf, "daemon", "max_prehello_per_uid", 0, 4096, &c->max_prehello_per_uid,
+                  error) ||
+      !take_uint (&src, kf, "daemon", "max_prehello_per_group", 0, 4096, &c->max_prehello_per_group,
+                  error) ||
       !take_uint (&src, kf, "daemon", "max_vcpus", 1, 1048576, &c->max_vcpus, error) ||
       !take_uint (&src, kf, "daemon", "control_max_clients", 1, 1024, &c->control_max_clients,
                   error) ||

@@ -44,6 +44,9 @@ typedef struct {
   /* Resource bounds (threat model G-13): what one peer and all peers may hold. */
   guint max_connections_per_process; /* [daemon], 0: no limit */
   guint max_connections_per_uid;     /* [daemon], 0: no limit */
+  guint max_prehello;                /* [daemon] connections waiting for HELLO (PA-4) */
+  guint max_prehello_per_uid;        /* [daemon], 0: no limit */
+  guint max_prehello_per_group;      /* [daemon] per process group, 0: no limit */
   guint max_vcpus;                   /* [daemon] vCPUs of all connected VMs together */
   guint control_max_clients;         /* [daemon] control_max_clients */
   guint control_timeout_ms;          /* [daemon] control_timeout_ms: request and answer */

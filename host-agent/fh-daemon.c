@@ -182,12 +182,41 @@ fh_daemon_check_peer_tids (FhDaemon *d, FhConn *conn, const uint32_t *tids, guin
   return TRUE;
 }
 
+/*
+ * The VM names the host knows of besides a peer's (borrowed, NULL-ended):
+ * libvirt's running domains, the configured [vm NAME] sections and the
+ * connected VMs.  A machine scope that one of them could have made too
+ * does not say which VM a process is (PA-22, fh_peer_scope_match()).
+ */
+static GPtrArray *
+known_names (FhDaemon *d)
+{
+  GPtrArray *names = g_ptr_array_new ();
+  const GPtrArray *doms = fh_libvirt_view_domains (d->libvirt);
+  GHashTableIter it;
+  gpointer key, value;
+
+  for (guint i = 0; doms && i < doms->len; i++)
+    g_ptr_array_add (names, ((FhLibvirtDomain *) g_ptr_array_index (doms, i))->name);
+  if (d->config->vms) {
+    g_hash_table_iter_init (&it, d->config->vms);
+    while (g_hash_table_iter_next (&it, &key, NULL))
+      g_ptr_array_add (names, key);
+  }
+  g_hash_table_iter_init (&it, d->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value))
+    g_ptr_array_add (names, ((FhVm *) value)->name);
+  g_ptr_array_add (names, NULL);
+  return names;
+}
+
 /* PA-20: the HELLO's name and UUID are what the host says the peer is. */
 static gboolean
 check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uuid, FhError *err)
 {
   g_auto (FhPeerIdentity) id = { 0 };
   g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) others = NULL;
   char why[160];
   pid_t pid = fh_conn_peer_pid (conn);
 
@@ -199,12 +228,14 @@ check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uui
   } else if (!fh_peer_alive (fh_conn_peer_pidfd (conn))) {
     /* read after the check: the pid might have been reused meanwhile */
     fh_error_set (err, FH_CLOSE_PERMISSION, "peer process %d has exited", (int) pid);
-  } else if (!fh_peer_check_hello (&id, hello->name, uuid, why, sizeof why)) {
-    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
   } else if (!fh_libvirt_view_refresh (d->libvirt, &error)) {
     /* PA-22: without libvirt's record nobody can be told apart from a domain */
     fh_error_set (err, FH_CLOSE_PERMISSION, "identity: libvirt's domains unknown: %s",
                   error->message);
+  } else if (!fh_peer_check_hello (&id, hello->name, uuid,
+                                   (const char *const *) (others = known_names (d))->pdata, why,
+                                   sizeof why)) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
   } else if (!fh_peer_check_libvirt (fh_libvirt_view_domains (d->libvirt), pid, hello->name, uuid,
                                      d->config->require_libvirt, why, sizeof why)) {
     fh_error_set (err, FH_CLOSE_PERMISSION, "identity: %s", why);
@@ -514,12 +545,14 @@ vcpu_unplace (FhDaemon *d, FhVcpu *v)
   g_ptr_array_remove_index_fast (m, v->agg_slot);
   if (v->agg_slot < m->len)
     ((FhVcpu *) g_ptr_array_index (m, v->agg_slot))->agg_slot = v->agg_slot;
-  if (v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[v->agg_cpu], v->agg_eff))
+  if ((v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[v->agg_cpu], v->agg_eff)) ||
+      (v->agg_capped && !fh_merge_agg_remove_cap (&d->cpu_agg[v->agg_cpu], v->agg_cap)))
     cpu_mark (d, (guint) v->agg_cpu, CPU_RESCAN);
   else
     cpu_mark (d, (guint) v->agg_cpu, 0);
   v->agg_cpu = -1;
   v->agg_active = FALSE;
+  v->agg_capped = FALSE;
 }
 
 /*
@@ -531,26 +564,35 @@ vcpu_place (FhDaemon *d, FhVcpu *v)
 {
   gint cpu = v->cpu >= 0 && (guint) v->cpu < d->host->n_cpus ? v->cpu : -1;
   gboolean active = v->d.active && v->tid_ok;
+  /* MR-27: a thread that is not the VM's caps nothing, as it asks for nothing */
+  gboolean capped = v->tid_ok;
 
   if (cpu < 0) {
     vcpu_unplace (d, v);
     return;
   }
-  if (cpu == v->agg_cpu && active == v->agg_active &&
-      (!active || (v->agg_eff.min == v->d.eff.min && v->agg_eff.max == v->d.eff.max)))
+  if (cpu == v->agg_cpu && active == v->agg_active && capped == v->agg_capped &&
+      (!active || (v->agg_eff.min == v->d.eff.min && v->agg_eff.max == v->d.eff.max)) &&
+      (!capped || v->agg_cap == v->d.cap))
     return;
   if (cpu != v->agg_cpu) {
     vcpu_unplace (d, v);
     v->agg_cpu = cpu;
     v->agg_slot = d->cpu_members[cpu]->len;
     g_ptr_array_add (d->cpu_members[cpu], v);
-  } else if (v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[cpu], v->agg_eff)) {
+  } else if ((v->agg_active && !fh_merge_agg_remove (&d->cpu_agg[cpu], v->agg_eff)) ||
+             (v->agg_capped && !fh_merge_agg_remove_cap (&d->cpu_agg[cpu], v->agg_cap))) {
+    /* the aggregate is rebuilt from the members: the other removal is moot */
     cpu_mark (d, (guint) cpu, CPU_RESCAN);
   }
   v->agg_active = active;
   v->agg_eff = v->d.eff;
+  v->agg_capped = capped;
+  v->agg_cap = v->d.cap;
   if (active)
     fh_merge_agg_add (&d->cpu_agg[cpu], v->d.eff);
+  if (capped)
+    fh_merge_agg_add_cap (&d->cpu_agg[cpu], v->d.cap);
   cpu_mark (d, (guint) cpu, 0);
 }
 
@@ -594,7 +636,7 @@ vm_decide (FhDaemon *d, FhVm *vm, GArray *targets)
       /* The process the thread belongs to now: a release later must find
        * it still there (tid reuse), whether or not that is the socket
        * peer (check_thread_owner=false). */
-      FhTidTarget t = { v->tid, v->info.tgid, v->d.active, v->d.eff, v->d.min_default };
+      FhTidTarget t = { v->tid, v->info.tgid, v->d.active, v->d.eff, v->d.min_default, v->d.cap };
 
       g_array_append_val (targets, t);
     }
@@ -620,6 +662,8 @@ settle_cpus (FhDaemon *d)
 
         if (v->agg_active)
           fh_merge_agg_add (&d->cpu_agg[c], v->agg_eff);
+        if (v->agg_capped)
+          fh_merge_agg_add_cap (&d->cpu_agg[c], v->agg_cap);
       }
     }
     d->cpu_flags[c] = 0;
@@ -1114,6 +1158,9 @@ fh_daemon_start (FhDaemon *d, GError **error)
     .max_connections = d->config->max_connections,
     .max_per_process = d->config->max_connections_per_process,
     .max_per_uid = d->config->max_connections_per_uid,
+    .max_prehello = d->config->max_prehello,
+    .max_prehello_per_uid = d->config->max_prehello_per_uid,
+    .max_prehello_per_group = d->config->max_prehello_per_group,
     .socket_mode = d->config->socket_mode,
     .peer_allowed = peer_allowed,
   };
@@ -1311,7 +1358,7 @@ static gboolean
 same_cpu_decision (const FhCpuDecision *a, const FhCpuDecision *b)
 {
   return a->active == b->active && a->floor == b->floor && a->ceiling == b->ceiling &&
-         a->n_active == b->n_active;
+         a->n_active == b->n_active && a->capped == b->capped && a->cap == b->cap;
 }
 
 /* The state a full recompute from scratch gives, with the engine's own (non-incremental) functions. */
@@ -1319,6 +1366,7 @@ gboolean
 fh_daemon_test_verify (FhDaemon *d, char **why)
 {
   g_autoptr (GArray) placed = g_array_new (FALSE, FALSE, sizeof (FhPlacedVcpu));
+  g_autoptr (GArray) caps = g_array_new (FALSE, FALSE, sizeof (FhPlacedCap));
   g_autoptr (GPtrArray) vms = fh_daemon_sorted_vms (d);
   g_autofree FhCpuDecision *cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
 
@@ -1337,13 +1385,17 @@ fh_daemon_test_verify (FhDaemon *d, char **why)
       }
       if (v->cpu >= 0) {
         FhPlacedVcpu p = { ref.active && v->tid_ok, ref.eff, (guint) v->cpu };
+        FhPlacedCap c = { (guint) v->cpu, ref.cap };
 
         g_array_append_val (placed, p);
+        if (v->tid_ok)
+          g_array_append_val (caps, c);
       }
     }
   }
   fh_merge_aggregate_cpus ((const FhPlacedVcpu *) placed->data, placed->len, cpus,
                            d->host->n_cpus);
+  fh_merge_cap_cpus ((const FhPlacedCap *) caps->data, caps->len, cpus, d->host->n_cpus);
   for (guint c = 0; c < d->host->n_cpus; c++)
     if (!same_cpu_decision (&cpus[c], &d->cpus[c])) {
       *why = g_strdup_printf ("CPU %u: %s %u..%u (%u active), want %s %u..%u (%u active)", c,

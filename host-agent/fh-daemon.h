@@ -39,6 +39,8 @@ typedef struct {
   guint agg_slot;
   gboolean agg_active;
   FhClamp agg_eff;
+  gboolean agg_capped; /* its cap counts there (MR-27): the thread is the VM's */
+  guint agg_cap;
 } FhVcpu;
 
 typedef struct {

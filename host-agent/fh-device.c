@@ -10,6 +10,7 @@
 #define G_LOG_DOMAIN "freqhintd"
 
 #include "fh-device.h"
+#include "fh-log.h"
 #include "fh-listen.h"
 
 #include "fh-listener.h"
@@ -52,6 +53,7 @@ struct _FhConn {
   guint keepalive_timer;
   ConnState state;
   struct ucred peer;
+  pid_t pgid; /* the peer's process group at accept; 0 unknown */
   uint16_t num_vcpus;
   uint32_t features;
   gint64 last_rx_us;
@@ -73,7 +75,7 @@ struct _FhDeviceServer {
   FhDeviceParams params;
   FhDeviceCallbacks cb;
   gpointer data;
-  GList *conns; /* FhConn*; small (<= max_connections) */
+  GList *conns;       /* FhConn*, newest first; <= max_connections + max_prehello */
   gboolean activated; /* passed by systemd: the path is the socket unit's */
   gid_t group;        /* the socket file's group: its members may connect */
 };
@@ -245,37 +247,8 @@ conn_flush_now (FhConn *conn)
   return conn->out->len == 0;
 }
 
-/*
- * Refusals are logged, but a peer that reconnects in a loop must not fill
- * the journal: at most REFUSAL_LOG_BURST lines per REFUSAL_LOG_INTERVAL_S,
- * then one line saying how many were left out (all are counted anyway).
- */
-#define REFUSAL_LOG_BURST 20
-#define REFUSAL_LOG_INTERVAL_S 10
-
-static gboolean
-refusal_log_allowed (void)
-{
-  static gint64 window_start;
-  static guint in_window;
-  static guint64 suppressed;
-  gint64 now = g_get_monotonic_time ();
-
-  if (now - window_start >= REFUSAL_LOG_INTERVAL_S * G_USEC_PER_SEC) {
-    if (suppressed)
-      g_warning ("%" G_GUINT64_FORMAT " more refused connections were not logged in the last %d s",
-                 suppressed, REFUSAL_LOG_INTERVAL_S);
-    window_start = now;
-    in_window = 0;
-    suppressed = 0;
-  }
-  if (in_window < REFUSAL_LOG_BURST) {
-    in_window++;
-    return TRUE;
-  }
-  suppressed++;
-  return FALSE;
-}
+/* Refusals are logged, but a peer that reconnects in a loop must not fill the journal. */
+static FhLogLimit refusals = FH_LOG_LIMIT_INIT ("refused connections", 20, 10);
 
 void
 fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
@@ -297,7 +270,7 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
 
   if (reason == FH_CLOSE_NORMAL)
     g_message ("%s: closing: %s", conn->desc, text);
-  else if (refusal_log_allowed ())
+  else if (fh_log_limit_allow (&refusals))
     g_warning ("%s: closing (%s): %s", conn->desc, fh_close_reason_name (reason), text);
 
   /*
@@ -392,6 +365,33 @@ keepalive_tick (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* FALSE (OVERLOAD) if a HELLO from conn would pass the limits of established connections. */
+static gboolean
+room_after_hello (FhConn *conn, FhError *err)
+{
+  const FhDeviceParams *p = &conn->server->params;
+  guint n = 0, same_uid = 0;
+
+  for (GList *l = conn->server->conns; l; l = l->next) {
+    FhConn *c = l->data;
+
+    if (c == conn || c->closing || c->state == CONN_AWAIT_HELLO)
+      continue;
+    n++;
+    same_uid += c->peer.uid == conn->peer.uid;
+  }
+  if (n >= p->max_connections) {
+    fh_error_set (err, FH_CLOSE_OVERLOAD, "at the limit of %u connections", p->max_connections);
+    return FALSE;
+  }
+  if (p->max_per_uid && same_uid >= p->max_per_uid) {
+    fh_error_set (err, FH_CLOSE_OVERLOAD, "uid %d is at the limit of %u connections",
+                  (int) conn->peer.uid, p->max_per_uid);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* One frame.  FALSE when the connection was closed (and freed). */
 static gboolean
 handle_frame (FhConn *conn, const FhFrame *f)
@@ -423,6 +423,9 @@ handle_frame (FhConn *conn, const FhFrame *f)
       size_t n;
 
       if (!fh_decode_hello (f, &hello, &err))
+        goto refuse;
+      /* Only connections past HELLO count against these (PA-4). */
+      if (!room_after_hello (conn, &err))
         goto refuse;
       conn->num_vcpus = hello.num_vcpus;
       conn->features = hello.features & FH_AGENT_FEATURES;
@@ -632,19 +635,69 @@ conn_free (FhConn *conn)
   g_free (conn);
 }
 
-/* Connections from the same process and from the same user (PA-4). */
-static void
-count_peers (FhDeviceServer *server, FhConn *conn, guint *same_pid, guint *same_uid)
+/* Connections from the same process (PA-4). */
+static guint
+count_same_pid (FhDeviceServer *server, FhConn *conn)
 {
-  *same_pid = *same_uid = 0;
+  guint n = 0;
+
   for (GList *l = server->conns; l; l = l->next) {
     FhConn *c = l->data;
 
-    if (c == conn)
-      continue;
-    *same_pid += c->peer.pid == conn->peer.pid;
-    *same_uid += c->peer.uid == conn->peer.uid;
+    n += c != conn && !c->closing && c->peer.pid == conn->peer.pid;
   }
+  return n;
+}
+
+/*
+ * The pre-HELLO pool (PA-4): room for conn, made by displacing the oldest
+ * silent connection still waiting for HELLO -- of conn's process group if
+ * that is at its bound, else of its uid, else of all.  A connection with
+ * bytes waiting (a HELLO on its way) is not displaced: a VM sends HELLO at
+ * once, so the pool's oldest silent members are the ones that never will.
+ * FALSE: every candidate has bytes waiting, conn itself goes.
+ */
+static gboolean
+make_prehello_room (FhDeviceServer *server, FhConn *conn)
+{
+  const FhDeviceParams *p = &server->params;
+  guint n_all = 0, n_uid = 0, n_grp = 0;
+  gboolean by_uid = FALSE, by_grp = FALSE;
+  const char *scope;
+
+  for (GList *l = server->conns; l; l = l->next) {
+    FhConn *c = l->data;
+
+    if (c == conn || c->closing || c->state != CONN_AWAIT_HELLO)
+      continue;
+    n_all++;
+    n_uid += c->peer.uid == conn->peer.uid;
+    n_grp += conn->pgid > 0 && c->pgid == conn->pgid;
+  }
+  if (p->max_prehello_per_group && n_grp >= p->max_prehello_per_group) {
+    by_grp = TRUE;
+    scope = "its process group's";
+  } else if (p->max_prehello_per_uid && n_uid >= p->max_prehello_per_uid) {
+    by_uid = TRUE;
+    scope = "its uid's";
+  } else if (p->max_prehello && n_all >= p->max_prehello) {
+    scope = "the";
+  } else {
+    return TRUE;
+  }
+  /* oldest first (the list is newest first); only now ask the sockets */
+  for (GList *l = g_list_last (server->conns); l; l = l->prev) {
+    FhConn *c = l->data;
+
+    if (c == conn || c->closing || c->state != CONN_AWAIT_HELLO ||
+        (by_grp && c->pgid != conn->pgid) || (by_uid && c->peer.uid != conn->peer.uid) ||
+        !fh_conn_idle_open (c))
+      continue;
+    fh_conn_close (c, FH_CLOSE_OVERLOAD,
+                   "displaced by a newer connection: %s pre-HELLO slots are full", scope);
+    return TRUE;
+  }
+  return FALSE;
 }
 
 static void
@@ -653,7 +706,6 @@ server_accept (int cfd, gpointer user_data)
   FhDeviceServer *server = user_data;
   socklen_t len = sizeof (struct ucred);
   FhConn *conn;
-  guint same_pid, same_uid;
 
   conn = g_new0 (FhConn, 1);
   conn->in_size = FH_FRAME_MAX;
@@ -682,20 +734,10 @@ server_accept (int cfd, gpointer user_data)
                    (int) conn->peer.gid);
     return;
   }
-  if (g_list_length (server->conns) > server->params.max_connections) {
-    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "at the limit of %u connections",
-                   server->params.max_connections);
-    return;
-  }
-  count_peers (server, conn, &same_pid, &same_uid);
-  if (server->params.max_per_process && same_pid >= server->params.max_per_process) {
+  if (server->params.max_per_process &&
+      count_same_pid (server, conn) >= server->params.max_per_process) {
     fh_conn_close (conn, FH_CLOSE_OVERLOAD, "process %d is at the limit of %u connections",
                    (int) conn->peer.pid, server->params.max_per_process);
-    return;
-  }
-  if (server->params.max_per_uid && same_uid >= server->params.max_per_uid) {
-    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "uid %d is at the limit of %u connections",
-                   (int) conn->peer.uid, server->params.max_per_uid);
     return;
   }
   /* PA-20: pin the peer, so its pid names this process for as long as we look. */
@@ -703,6 +745,12 @@ server_accept (int cfd, gpointer user_data)
   if (conn->pidfd < 0) {
     fh_conn_close (conn, FH_CLOSE_PERMISSION, "cannot pin the peer process: %s",
                    g_strerror (errno));
+    return;
+  }
+  /* pinned: the pid still names the peer (its children inherit the group) */
+  conn->pgid = MAX (getpgid (conn->peer.pid), 0);
+  if (!make_prehello_room (server, conn)) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "every pre-HELLO slot is busy with a HELLO");
     return;
   }
   g_debug ("%s: accepted", conn->desc);

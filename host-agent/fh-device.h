@@ -29,9 +29,16 @@ typedef struct {
 typedef struct {
   guint hello_timeout_ms;
   guint keepalive_ms;
-  guint max_connections;
+  guint max_connections; /* after HELLO (PA-4) */
   guint max_per_process; /* connections from one peer process; 0: no limit */
-  guint max_per_uid;     /* connections from one user; 0: no limit */
+  guint max_per_uid;     /* connections after HELLO from one user; 0: no limit */
+  /* Connections waiting for HELLO: a bounded pool apart from max_connections,
+   * the oldest silent one displaced when full, in all or per uid or process
+   * group (0: no bound) -- so that connections that never
+   * send HELLO cannot make a valid HELLO be refused. */
+  guint max_prehello;
+  guint max_prehello_per_uid;
+  guint max_prehello_per_group;
   guint socket_mode;
   gid_t socket_gid; /* group of the socket (and of its directory if we create it) */
   /* peer check: return TRUE to accept (fd: the connection, for SO_PEERGROUPS) */

@@ -64,3 +64,29 @@ fh_log_init (gboolean verbose)
   log_to_journal = g_log_writer_is_journald (fileno (stderr));
   g_log_set_writer_func (fh_log_writer, NULL, NULL);
 }
+
+gboolean
+fh_log_limit_allow (FhLogLimit *l)
+{
+  gint64 now = g_get_monotonic_time ();
+  guint64 left_out = 0;
+  gboolean allow;
+
+  g_mutex_lock (&l->lock);
+  if (l->window_start == 0 || now - l->window_start >= (gint64) l->interval_s * G_USEC_PER_SEC) {
+    left_out = l->suppressed;
+    l->window_start = now;
+    l->in_window = 0;
+    l->suppressed = 0;
+  }
+  allow = l->in_window < l->burst;
+  if (allow)
+    l->in_window++;
+  else
+    l->suppressed++;
+  g_mutex_unlock (&l->lock);
+  if (left_out)
+    g_warning ("%" G_GUINT64_FORMAT " more %s were not logged in the last %u s", left_out, l->what,
+               l->interval_s);
+  return allow;
+}

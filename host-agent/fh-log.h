@@ -54,3 +54,29 @@ char *fh_log_format_line (const GLogField *fields, gsize n_fields);
 
 /* A message about one vCPU thread. */
 #define fh_log_tid(level, tid, ...) fh_log_num (level, FH_LOG_FIELD_TID, tid, __VA_ARGS__)
+
+/*
+ * Messages a peer can cause as often as it likes (refused connections,
+ * libmicrohttpd's complaints) must not fill the journal (G-13): at most
+ * burst lines per interval_s, then, with the next one after the window, a
+ * line saying how many were left out.  Thread-safe: libmicrohttpd logs
+ * from its own thread.  Define one per kind of message, statically:
+ *   static FhLogLimit refusals = FH_LOG_LIMIT_INIT ("refused connections", 20, 10);
+ */
+typedef struct {
+  GMutex lock; /* a static GMutex needs no g_mutex_init() */
+  const char *what;
+  guint burst;
+  guint interval_s;
+  gint64 window_start;
+  guint in_window;
+  guint64 suppressed;
+} FhLogLimit;
+
+#define FH_LOG_LIMIT_INIT(what_, burst_, interval_s_)                                              \
+  {                                                                                                \
+    .what = (what_), .burst = (burst_), .interval_s = (interval_s_)                                \
+  }
+
+/* TRUE: log this one. */
+gboolean fh_log_limit_allow (FhLogLimit *limit);

@@ -82,6 +82,13 @@ fh_merge_chain_effective (const FhChain *chain)
   return eff;
 }
 
+/* Configuration keeps floor <= ceiling; should it not, the floor wins. */
+static guint
+operator_cap (FhClamp op)
+{
+  return MAX (MIN (op.max, FH_SCALE), MIN (op.min, FH_SCALE));
+}
+
 /*
  * The operator's floor and ceiling restrict what the guest asks for, before
  * the host chain does (MR-11).  They are not a cgroup level: under
@@ -94,10 +101,8 @@ FhClamp
 fh_merge_operator (FhClamp req, FhClamp op)
 {
   FhClamp r;
-  guint lo = MIN (op.min, FH_SCALE), hi = MIN (op.max, FH_SCALE);
+  guint lo = MIN (op.min, FH_SCALE), hi = operator_cap (op);
 
-  /* Configuration keeps floor <= ceiling; should it not, the floor wins. */
-  hi = MAX (hi, lo);
   r.min = CLAMP (req.min, lo, hi);
   r.max = CLAMP (req.max, lo, hi);
   return r;
@@ -166,12 +171,23 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
   d.eff = fh_merge_restrict (fh_merge_operator (d.req, op), d.chain, chain->sys);
   d.grant = fh_merge_grant (op, d.chain, chain->sys);
   /*
+   * MR-27: the ceiling also holds while the vCPU asks for nothing.  An
+   * idle or unhinted vCPU leaves its thread to the host governor, which
+   * follows the thread's load: a guest that reports idle, or never loads
+   * the driver, would otherwise run at the host's full speed.
+   */
+  d.cap = operator_cap (op);
+  /*
    * MR-26: a guest clamp floor (MIN_VALID) is the thread's user-defined
    * request, as sched_setattr() would make it; without one, a real-time
    * thread keeps the kernel's RT default minimum, and a perf floor can
    * only add to it.  The host's default is not the guest's request, so
-   * the operator bounds do not apply to it.  Should it end above the
-   * ceiling, the minimum wins, as in uclamp_rq_util_with().
+   * the operator bounds do not apply to it.  It may end above the
+   * ceiling: the kernel keeps both as they are (uclamp_eff_get() takes
+   * each clamp id on its own, and uclamp_validate() lets a minimum of -1
+   * through whatever the maximum), so eff says min > max, as the task's
+   * effective clamps do.  The minimum wins only where a frequency is
+   * decided (fh_merge_aggregate_cpus(), like sugov_effective_cpu_perf()).
    */
   if (chain->rt && !(hint->flags & VIRTIO_FREQHINT_R_MIN_VALID)) {
     guint rt_min = fh_merge_rt_default_min (chain, d.chain);
@@ -180,7 +196,6 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
       d.eff.min = rt_min;
       d.min_default = TRUE;
     }
-    d.eff.max = MAX (d.eff.max, d.eff.min);
   }
   return d;
 }
@@ -250,9 +265,12 @@ take_max (FhCpuDecision *acc, guint floor, guint ceiling, guint n)
 
 /*
  * A run queue keeps, per clamp id, the max over its runnable tasks
- * (uclamp_rq_max_value()); uclamp_rq_util_with() then lets the min win
- * when min_util > max_util.  An idle vCPU is not runnable guest work and
- * so holds nothing up.
+ * (uclamp_rq_max_value()); where the frequency is decided the min wins
+ * when it exceeds the max (uclamp_rq_util_with() before 6.7;
+ * sugov_effective_cpu_perf() in kernel/sched/cpufreq_schedutil.c since:
+ * "if (actual < min) return min" after capping by max).  This is the one
+ * place an inverted vCPU (MR-26) is resolved.  An idle vCPU is not
+ * runnable guest work and so holds nothing up.
  */
 void
 fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDecision *cpus,
@@ -270,6 +288,32 @@ fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDecision
       cpus[c].ceiling = cpus[c].floor;
 }
 
+/* MR-27: nothing above the highest ceiling of the vCPUs placed there. */
+static void
+apply_cap (FhCpuDecision *c)
+{
+  if (!c->capped)
+    return;
+  c->floor = MIN (c->floor, c->cap);
+  c->ceiling = MIN (c->ceiling, c->cap);
+}
+
+void
+fh_merge_cap_cpus (const FhPlacedCap *caps, gsize n_caps, FhCpuDecision *cpus, gsize n_cpus)
+{
+  for (gsize i = 0; i < n_caps; i++) {
+    FhCpuDecision *c;
+
+    if (caps[i].cpu >= n_cpus)
+      continue;
+    c = &cpus[caps[i].cpu];
+    c->cap = c->capped ? MAX (c->cap, caps[i].cap) : caps[i].cap;
+    c->capped = TRUE;
+  }
+  for (gsize i = 0; i < n_cpus; i++)
+    apply_cap (&cpus[i]);
+}
+
 FhCpuDecision
 fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus, const guint *members,
                         gsize n_members)
@@ -284,9 +328,14 @@ fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus, const guint *me
     c = &cpus[members[i]];
     if (c->active)
       take_max (&acc, c->floor, c->ceiling, c->n_active);
+    if (c->capped) {
+      acc.cap = acc.capped ? MAX (acc.cap, c->cap) : c->cap;
+      acc.capped = TRUE;
+    }
   }
   if (acc.active && acc.floor > acc.ceiling)
     acc.ceiling = acc.floor;
+  apply_cap (&acc);
   return acc;
 }
 
@@ -319,7 +368,7 @@ fh_merge_agg_remove (FhCpuAgg *a, FhClamp eff)
 {
   g_return_val_if_fail (a->n_active > 0, FALSE);
   if (--a->n_active == 0) {
-    *a = (FhCpuAgg){ 0 };
+    a->floor = a->n_floor = a->ceiling = a->n_ceiling = 0;
     return TRUE;
   }
   if (eff.min == a->floor && --a->n_floor == 0)
@@ -329,16 +378,41 @@ fh_merge_agg_remove (FhCpuAgg *a, FhClamp eff)
   return TRUE;
 }
 
+void
+fh_merge_agg_add_cap (FhCpuAgg *a, guint cap)
+{
+  if (a->n_capped++ == 0 || cap > a->cap) {
+    a->cap = cap;
+    a->n_cap = 0;
+  }
+  if (cap == a->cap)
+    a->n_cap++;
+}
+
+gboolean
+fh_merge_agg_remove_cap (FhCpuAgg *a, guint cap)
+{
+  g_return_val_if_fail (a->n_capped > 0, FALSE);
+  if (--a->n_capped == 0) {
+    a->cap = a->n_cap = 0;
+    return TRUE;
+  }
+  return !(cap == a->cap && --a->n_cap == 0);
+}
+
 FhCpuDecision
 fh_merge_agg_decision (const FhCpuAgg *a)
 {
   FhCpuDecision c = { 0 };
 
-  if (a->n_active == 0)
-    return c;
-  c.active = TRUE;
-  c.floor = a->floor;
-  c.ceiling = MAX (a->ceiling, a->floor);
-  c.n_active = a->n_active;
+  if (a->n_active > 0) {
+    c.active = TRUE;
+    c.floor = a->floor;
+    c.ceiling = MAX (a->ceiling, a->floor);
+    c.n_active = a->n_active;
+  }
+  c.capped = a->n_capped > 0;
+  c.cap = a->cap;
+  apply_cap (&c);
   return c;
 }

@@ -52,8 +52,10 @@ typedef struct {
   FhClamp req;     /* the guest's request (MR-3..MR-5) */
   FhClamp chain;   /* L: effective range of the deepest cgroup level (MR-10) */
   FhClamp grant;   /* what the vCPU is granted (MR-13) */
-  FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12) */
+  FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12); min > max
+                      only with min_default, as the kernel holds it (MR-26) */
   gboolean min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
+  guint cap;            /* the operator ceiling, held whatever the guest reports (MR-27) */
 } FhVcpuDecision;
 
 /* Turn a guest record into a request (MR-3..MR-5). */
@@ -104,6 +106,9 @@ typedef struct {
   guint floor;
   guint ceiling;
   guint n_active;
+  /* MR-27: a vCPU is placed here, active or not; nothing above cap then */
+  gboolean capped;
+  guint cap;
 } FhCpuDecision;
 
 /*
@@ -114,6 +119,18 @@ typedef struct {
  */
 void fh_merge_aggregate_cpus (const FhPlacedVcpu *vcpus, gsize n_vcpus, FhCpuDecision *cpus,
                               gsize n_cpus);
+
+/* One vCPU placed on a CPU, active or not, and its VM's ceiling (MR-27). */
+typedef struct {
+  guint cpu;
+  guint cap;
+} FhPlacedCap;
+
+/*
+ * MR-27, after fh_merge_aggregate_cpus(): each CPU holding a placed vCPU is
+ * capped at the highest ceiling among them, idle, unhinted or active.
+ */
+void fh_merge_cap_cpus (const FhPlacedCap *caps, gsize n_caps, FhCpuDecision *cpus, gsize n_cpus);
 
 /* The same over a set of CPUs (a cpufreq policy). */
 FhCpuDecision fh_merge_aggregate_set (const FhCpuDecision *cpus, gsize n_cpus, const guint *members,
@@ -132,8 +149,14 @@ typedef struct {
   guint n_active;
   guint floor, n_floor;
   guint ceiling, n_ceiling;
+  /* MR-27: the vCPUs placed here, active or not, and the max of their caps */
+  guint n_capped;
+  guint cap, n_cap;
 } FhCpuAgg;
 
 void fh_merge_agg_add (FhCpuAgg *agg, FhClamp eff);
 gboolean fh_merge_agg_remove (FhCpuAgg *agg, FhClamp eff);
+/* The same for the cap of a placed vCPU (MR-27). */
+void fh_merge_agg_add_cap (FhCpuAgg *agg, guint cap);
+gboolean fh_merge_agg_remove_cap (FhCpuAgg *agg, guint cap);
 FhCpuDecision fh_merge_agg_decision (const FhCpuAgg *agg);

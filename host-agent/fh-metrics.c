@@ -11,6 +11,8 @@
 #include <gio/gio.h>
 #include <microhttpd.h>
 
+#include "fh-log.h"
+
 #if MHD_VERSION < 0x00097002
 typedef int MhdResult;
 #else
@@ -18,18 +20,30 @@ typedef enum MHD_Result MhdResult;
 #endif
 
 /*
- * Bounded (threat model G-13): at most max_connections connections (half of
- * them from one address), and each lives at most timeout_ms from accept —
- * headers, answer and keep-alive included — however slowly its client
- * trickles bytes.  libmicrohttpd's own timeout only measures idleness, so
- * the daemon's main loop shuts down connections past their deadline; MHD
- * then closes them in its thread.
+ * Bounded (threat model G-13): at most max_connections connections, and each
+ * lives at most timeout_ms from accept — headers, answer and keep-alive
+ * included — however slowly its client trickles bytes.  libmicrohttpd's own
+ * timeout only measures idleness, so the daemon's main loop shuts down
+ * connections past their deadline; MHD then closes them in its thread.
+ *
+ * A fixed number of slots alone lets a local user deny every scrape: the
+ * scraper shares 127.0.0.1 with every local process, so a per-address limit
+ * cannot tell them apart, and a client that holds its slots with requests it
+ * never finishes, reopening them when cut, keeps them full.  So, like the
+ * control socket, a connection beyond max_connections displaces the oldest
+ * one that has not sent a whole request yet (itself, if every other one is
+ * being answered).  A scraper sends its request at once, so it is answered
+ * however many half-open requests others keep reopening.  MHD's own limit
+ * is higher by FH_METRICS_SPARE, for displaced connections its thread has
+ * not closed yet, so that it never refuses at accept.
  */
 typedef struct {
   int fd;
   gint64 start_us;
   struct sockaddr_storage peer;
   socklen_t peer_len; /* 0: unknown, never shut down */
+  gboolean requested; /* a whole request arrived, its answer is not done */
+  gboolean cut;       /* shut down (deadline or displaced): MHD closes it */
 } Conn;
 
 struct _FhMetrics {
@@ -43,10 +57,69 @@ struct _FhMetrics {
   gboolean stopping;   /* under lock */
   guint port;
   GHashTable *conns; /* struct MHD_Connection* -> Conn*; under lock */
+  guint max_connections;
   gint64 timeout_us;
   guint reaper;
   guint64 expired;
 };
+
+/* libmicrohttpd's messages, one per refused or broken connection if a
+ * client wants: rate-limited like the device socket's refusals (G-13). */
+static FhLogLimit mhd_messages = FH_LOG_LIMIT_INIT ("libmicrohttpd messages", 20, 10);
+
+static void G_GNUC_PRINTF (2, 0) mhd_log (void *cls, const char *fmt, va_list ap)
+{
+  g_autofree char *text = NULL;
+
+  (void) cls;
+  if (!fh_log_limit_allow (&mhd_messages))
+    return;
+  text = g_strdup_vprintf (fmt, ap);
+  g_message ("metrics: libmicrohttpd: %s", g_strchomp (text));
+}
+
+/* Under m->lock: shut a connection down once; MHD's thread then closes it. */
+static gboolean
+conn_cut (Conn *c)
+{
+  struct sockaddr_storage now_peer = { 0 };
+  socklen_t len = sizeof now_peer;
+  gboolean done = FALSE;
+
+  if (c->cut || c->fd < 0)
+    return FALSE;
+  /* Still the same socket (never another one that reused the number)? */
+  if (c->peer_len && getpeername (c->fd, (struct sockaddr *) &now_peer, &len) == 0 &&
+      len == c->peer_len && memcmp (&now_peer, &c->peer, len) == 0) {
+    shutdown (c->fd, SHUT_RDWR);
+    done = TRUE;
+  }
+  c->cut = TRUE;
+  return done;
+}
+
+/* Under m->lock, after a connection started: over the limit, displace one. */
+static void
+displace_oldest (FhMetrics *m)
+{
+  GHashTableIter it;
+  gpointer value;
+  Conn *victim = NULL;
+  guint live = 0;
+
+  g_hash_table_iter_init (&it, m->conns);
+  while (g_hash_table_iter_next (&it, NULL, &value)) {
+    Conn *c = value;
+
+    if (c->cut)
+      continue;
+    live++;
+    if (!c->requested && (!victim || c->start_us < victim->start_us))
+      victim = c;
+  }
+  if (live > m->max_connections && victim)
+    conn_cut (victim);
+}
 
 /*
  * One answer being drained.  The page is the daemon's state, which only
@@ -228,9 +301,27 @@ notify_connection (void *cls, struct MHD_Connection *connection, void **socket_c
     if (c->peer_len)
       memcpy (&c->peer, addr->client_addr, c->peer_len);
     g_hash_table_insert (m->conns, connection, c);
+    displace_oldest (m);
   } else {
     g_hash_table_remove (m->conns, connection);
   }
+  g_mutex_unlock (&m->lock);
+}
+
+/* An answer is done: a kept-alive connection waits for a request again. */
+static void
+request_completed (void *cls, struct MHD_Connection *connection, void **con_cls,
+                   enum MHD_RequestTerminationCode toe)
+{
+  FhMetrics *m = cls;
+  Conn *c;
+
+  (void) con_cls;
+  (void) toe;
+  g_mutex_lock (&m->lock);
+  c = g_hash_table_lookup (m->conns, connection);
+  if (c)
+    c->requested = FALSE;
   g_mutex_unlock (&m->lock);
 }
 
@@ -247,18 +338,9 @@ reap (gpointer data)
   g_hash_table_iter_init (&it, m->conns);
   while (g_hash_table_iter_next (&it, NULL, &value)) {
     Conn *c = value;
-    struct sockaddr_storage now_peer = { 0 };
-    socklen_t len = sizeof now_peer;
 
-    if (c->fd < 0 || now - c->start_us < m->timeout_us)
-      continue;
-    /* Still the same socket (never another one that reused the number)? */
-    if (c->peer_len && getpeername (c->fd, (struct sockaddr *) &now_peer, &len) == 0 &&
-        len == c->peer_len && memcmp (&now_peer, &c->peer, len) == 0) {
-      shutdown (c->fd, SHUT_RDWR);
+    if (now - c->start_us >= m->timeout_us && conn_cut (c))
       m->expired++;
-    }
-    c->fd = -1; /* once */
   }
   g_mutex_unlock (&m->lock);
   return G_SOURCE_CONTINUE;
@@ -273,6 +355,14 @@ answer (void *cls, struct MHD_Connection *connection, const char *url, const cha
   MhdResult ret;
   unsigned int status = MHD_HTTP_OK;
   char *body = NULL;
+  Conn *c;
+
+  /* A whole request: no longer one to displace (until its answer is done). */
+  g_mutex_lock (&m->lock);
+  c = g_hash_table_lookup (m->conns, connection);
+  if (c)
+    c->requested = TRUE;
+  g_mutex_unlock (&m->lock);
 
   if (strcmp (method, "GET") != 0 && strcmp (method, "HEAD") != 0) {
     body = g_strdup ("only GET\n");
@@ -358,13 +448,16 @@ fh_metrics_new (const char *address, guint port, guint max_connections, guint ti
   m->renderer_data = renderer_data;
   m->requests = g_ptr_array_new ();
   m->conns = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  m->max_connections = max_connections;
   m->timeout_us = (gint64) timeout_ms * G_TIME_SPAN_MILLISECOND;
   m->mhd = MHD_start_daemon (
-      flags | MHD_USE_AUTO, (uint16_t) port, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR, &ss,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned int) max_connections,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int) MAX (1, max_connections / 2),
+      flags | MHD_USE_AUTO, (uint16_t) port, NULL, NULL, answer, m,
+      /* first, or MHD logs the other options' complaints itself */
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m, MHD_OPTION_SOCK_ADDR, &ss,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned int) (max_connections + FH_METRICS_SPARE),
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) MAX (1, (timeout_ms + 999) / 1000),
-      MHD_OPTION_NOTIFY_CONNECTION, notify_connection, m, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, notify_connection, m, MHD_OPTION_NOTIFY_COMPLETED,
+      request_completed, m, MHD_OPTION_END);
   if (!m->mhd) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot serve metrics on %s:%u", address,
                  port);

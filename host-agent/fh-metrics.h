@@ -22,7 +22,13 @@ typedef struct {
   void (*free) (gpointer page);
 } FhMetricsRenderer;
 
-/* At most max_connections at once, each closed timeout_ms after accept (G-13). */
+/* Displaced connections not yet closed by libmicrohttpd's thread, on top of max_connections. */
+#define FH_METRICS_SPARE 8
+
+/*
+ * At most max_connections at once, each closed timeout_ms after accept; one
+ * more displaces the oldest that has not sent a whole request (G-13).
+ */
 FhMetrics *fh_metrics_new (const char *address, guint port, guint max_connections, guint timeout_ms,
                            const FhMetricsRenderer *renderer, gpointer renderer_data,
                            GError **error);

@@ -41,7 +41,10 @@ opts_value (const char *p, GString *out)
   return p;
 }
 
-/* -name's argument: "NAME[,key=value...]" or "guest=NAME,...". */
+/*
+ * -name's argument: "NAME[,key=value...]" or "guest=NAME,...": the guest
+ * name it sets, or NULL when it sets none ("-name debug-threads=on").
+ */
 static char *
 parse_name_opts (const char *arg)
 {
@@ -86,7 +89,29 @@ parse_name_opts (const char *arg)
     if (*p == ',')
       p++;
   }
-  return guest ? g_string_free (g_steal_pointer (&guest), FALSE) : g_strdup ("");
+  return guest ? g_string_free (g_steal_pointer (&guest), FALSE) : NULL;
+}
+
+/*
+ * The options of QEMU's option table (qemu-options.hx, QEMU 10.0) that take
+ * no argument; every other option takes the next argument as its value,
+ * whatever it looks like (lookup_opt() in system/vl.c: HAS_ARG), so
+ * "-append -name" is -append's value, not a -name.  Options QEMU does not
+ * know never reach a running QEMU (it exits on them).
+ */
+/* clang-format off */
+static const char *const qemu_no_arg_options[] = {
+  "help", "version", "mem-prealloc", "snapshot", "usb", "nographic", "full-screen",
+  "win2k-hack", "no-fd-bootchk", "preconfig", "S", "s", "enable-kvm", "xen-attach",
+  "xen-domid-restrict", "no-reboot", "no-shutdown", "daemonize", "only-migratable", "nodefaults",
+  "semihosting", "old-param", "no-user-config", "enable-sync-profile", "perfmap", "jitdump",
+};
+/* clang-format on */
+
+static gboolean
+qemu_option_has_arg (const char *name)
+{
+  return !g_strv_contains (qemu_no_arg_options, name);
 }
 
 static gboolean
@@ -123,18 +148,37 @@ fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id)
   if (len > 0 && buf[len - 1] != '\0' && args->len > 0)
     g_ptr_array_set_size (args, args->len - 1);
 
-  for (guint k = 1; k + 1 < args->len; k++) {
+  /*
+   * As QEMU walks its arguments (qemu_init(), lookup_opt()): a bare argument
+   * is a disk image; "-opt" or "--opt" is an option, which takes the next
+   * argument if the table says so.  Repeated -name options merge into one
+   * (the "name" QemuOptsList has merge_lists): a later guest= replaces an
+   * earlier one, and "-name debug-threads=on" keeps the name.
+   */
+  for (guint k = 1; k < args->len; k++) {
     const char *opt = g_ptr_array_index (args, k);
-    const char *val = g_ptr_array_index (args, k + 1);
+    const char *val;
 
-    if (opt[0] == '-' && opt[1] == '-')
-      opt++;
-    if (strcmp (opt, "-name") == 0) {
-      g_free (id->name);
-      id->name = parse_name_opts (val);
+    if (opt[0] != '-')
+      continue;
+    opt += opt[1] == '-' ? 2 : 1;
+    /* "--" is no QEMU option (QEMU exits on it): skipped, it takes nothing */
+    if (*opt == '\0' || !qemu_option_has_arg (opt))
+      continue;
+    if (++k >= args->len)
+      break; /* QEMU refuses an option without its argument */
+    val = g_ptr_array_index (args, k);
+    if (strcmp (opt, "name") == 0) {
+      char *guest = parse_name_opts (val);
+
+      if (guest) {
+        g_free (id->name);
+        id->name = guest;
+      } else if (!id->name) {
+        id->name = g_strdup ("");
+      }
       id->have_name = TRUE;
-      k++;
-    } else if (strcmp (opt, "-uuid") == 0) {
+    } else if (strcmp (opt, "uuid") == 0) {
       if (parse_uuid (val, id->uuid)) {
         /* An all-zero UUID means "no UUID" (spec/agent-protocol.md, 3), as
          * the nil UUID in HELLO does. */
@@ -144,7 +188,6 @@ fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id)
       } else {
         ok = FALSE;
       }
-      k++;
     }
   }
   return ok;
@@ -195,43 +238,65 @@ fh_peer_parse_scope (const char *text)
   return found;
 }
 
-/* What libvirt keeps of a name in a machine name: letters, digits, '-'; compared without '.' */
-static char *
-machine_chars (const char *s)
+/*
+ * libvirt's machine name for a domain of its privileged QEMU driver, as
+ * virDomainDriverGenerateMachineName() makes it (libvirt 11,
+ * src/hypervisor/domain_driver.c): "qemu-<id>-", then the name's ASCII
+ * letters and digits, a '.' or '-' only after one of those (so a run of
+ * them keeps its first, leading ones none), everything else dropped, no
+ * more once the whole is 64 bytes long, and trailing '-' and '.' trimmed.
+ */
+char *
+fh_peer_machine_name (const char *domain_id, const char *name)
 {
-  GString *out = g_string_new (NULL);
+  GString *m = g_string_new (NULL);
+  gboolean sep_ok = FALSE;
 
-  for (; *s; s++)
-    if (g_ascii_isalnum (*s) || *s == '-')
-      g_string_append_c (out, *s);
-  while (out->len && out->str[out->len - 1] == '-')
-    g_string_truncate (out, out->len - 1);
-  return g_string_free (out, FALSE);
+  g_string_printf (m, "qemu-%s-", domain_id);
+  for (const char *p = name; *p && m->len < 64; p++) {
+    if (*p == '.' || *p == '-') {
+      if (sep_ok)
+        g_string_append_c (m, *p);
+      sep_ok = FALSE;
+    } else if (g_ascii_isalnum (*p)) {
+      g_string_append_c (m, *p);
+      sep_ok = TRUE;
+    }
+  }
+  while (m->len && (m->str[m->len - 1] == '-' || m->str[m->len - 1] == '.'))
+    g_string_truncate (m, m->len - 1);
+  return g_string_free (m, FALSE);
 }
 
-gboolean
-fh_peer_scope_matches (const char *scope_name, const char *vm_name)
+FhScopeMatch
+fh_peer_scope_match (const char *scope_name, const char *vm_name, const char *const *others)
 {
   const char *p = scope_name;
-  g_autofree char *want = NULL, *have = NULL;
+  g_autofree char *id = NULL, *want = NULL;
 
   /* "qemu-<ID>-<name>" */
   if (!g_str_has_prefix (p, "qemu-"))
-    return FALSE;
+    return FH_SCOPE_NO_MATCH;
   p += 5;
-  if (!g_ascii_isdigit (*p))
-    return FALSE;
   while (g_ascii_isdigit (*p))
     p++;
-  if (*p != '-')
-    return FALSE;
-  p++;
-  have = machine_chars (p);
-  want = machine_chars (vm_name);
-  /* libvirt stops at 64 bytes of machine name: then only a prefix is known. */
-  if (strlen (scope_name) >= 63)
-    return g_str_has_prefix (want, have);
-  return strcmp (want, have) == 0;
+  if (p == scope_name + 5 || *p != '-')
+    return FH_SCOPE_NO_MATCH;
+  id = g_strndup (scope_name + 5, (gsize) (p - scope_name - 5));
+  want = fh_peer_machine_name (id, vm_name);
+  if (strcmp (want, scope_name) != 0)
+    return FH_SCOPE_NO_MATCH;
+  /* libvirt's escaping loses characters: another name the host knows may make the same scope */
+  for (guint i = 0; others && others[i]; i++) {
+    g_autofree char *other = NULL;
+
+    if (strcmp (others[i], vm_name) == 0)
+      continue;
+    other = fh_peer_machine_name (id, others[i]);
+    if (strcmp (other, scope_name) == 0)
+      return FH_SCOPE_AMBIGUOUS;
+  }
+  return FH_SCOPE_MATCH;
 }
 
 /* The name as the device puts it in HELLO (PD-2): at most 63 bytes, cut at a character. */
@@ -250,7 +315,7 @@ device_name (const char *name)
 
 gboolean
 fh_peer_check_hello (const FhPeerIdentity *id, const char *hello_name, const char *hello_uuid,
-                     char *why, gsize why_len)
+                     const char *const *others, char *why, gsize why_len)
 {
   static const char nil[] = "00000000-0000-0000-0000-000000000000";
   g_autofree char *want_name = device_name (id->have_name ? id->name : "");
@@ -275,12 +340,22 @@ fh_peer_check_hello (const FhPeerIdentity *id, const char *hello_name, const cha
                 id->have_name ? "-name" : "(absent) -name");
     return FALSE;
   }
-  if (id->scope_name && !fh_peer_scope_matches (id->scope_name, hello_name)) {
+  if (id->scope_name) {
+    /* libvirt made the scope from the whole -name, not the HELLO's cut of it */
+    FhScopeMatch m = fh_peer_scope_match (id->scope_name, id->have_name ? id->name : "", others);
     g_autofree char *scope = g_strescape (id->scope_name, NULL);
 
-    g_snprintf (why, why_len, "HELLO name does not match the process's machine scope \"%s\"",
-                scope);
-    return FALSE;
+    if (m == FH_SCOPE_NO_MATCH) {
+      g_snprintf (why, why_len, "HELLO name does not match the process's machine scope \"%s\"",
+                  scope);
+      return FALSE;
+    }
+    if (m == FH_SCOPE_AMBIGUOUS) {
+      g_snprintf (why, why_len,
+                  "the process's machine scope \"%s\" is also another known name's: ambiguous",
+                  scope);
+      return FALSE;
+    }
   }
   return TRUE;
 }

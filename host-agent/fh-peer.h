@@ -32,10 +32,13 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (FhPeerIdentity, fh_peer_identity_clear)
 
 /*
  * Pure: QEMU's -name/-uuid from a /proc/<pid>/cmdline buffer (NUL-separated
- * arguments).  Understands `-name NAME`, `-name guest=NAME,debug-threads=on`
+ * arguments), walked as QEMU walks them: options that take a value (QEMU's
+ * option table) consume the next argument, so "-append -name" names
+ * nothing.  Understands `-name NAME`, `-name guest=NAME,debug-threads=on`
  * (QemuOpts: ",," is a literal comma, the first bare value is "guest"),
- * `--name`, and `-uuid`/`--uuid`; the last occurrence wins, as in QEMU.
- * FALSE when a -uuid value is not a UUID.
+ * repeated -name options merged as QEMU merges them (a later guest= wins,
+ * "-name debug-threads=on" keeps the name), `--name`, and `-uuid`/`--uuid`
+ * (the last wins).  FALSE when a -uuid value is not a UUID.
  */
 gboolean fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id);
 
@@ -44,12 +47,29 @@ gboolean fh_peer_parse_cmdline (const char *buf, gsize len, FhPeerIdentity *id);
  * path component of the form `machine-qemu\x2d<ID>\x2d<NAME>.scope` (with
  * systemd's \xNN escapes undone) gives NAME; NULL when there is none.
  * libvirt shortens and filters the name it puts there, so it is compared
- * as libvirt would derive it (fh_peer_scope_matches).
+ * as libvirt derives it (fh_peer_scope_match()).
  */
 char *fh_peer_parse_scope (const char *cgroup_text);
 
 /* Pure: does a VM name map to this scope name the way libvirt derives it? */
-gboolean fh_peer_scope_matches (const char *scope_name, const char *vm_name);
+/* Pure: libvirt's machine name for domain id and name (without "machine-" and ".scope"). */
+char *fh_peer_machine_name (const char *domain_id, const char *name);
+
+typedef enum {
+  FH_SCOPE_NO_MATCH,
+  FH_SCOPE_AMBIGUOUS, /* it matches, and so does one of the other names */
+  FH_SCOPE_MATCH,
+} FhScopeMatch;
+
+/*
+ * Pure: is scope_name ("qemu-ID-...") exactly what libvirt makes of
+ * vm_name, and of none of others (NULL-terminated, may be NULL: names the
+ * host knows of, the same name skipped)?  libvirt drops and collapses
+ * characters and cuts long names, so names collide ("vm_a", "vma"); a
+ * scope that more than one known name could have made says nothing.
+ */
+FhScopeMatch fh_peer_scope_match (const char *scope_name, const char *vm_name,
+                                  const char *const *others);
 
 /*
  * Pure: may a peer with this identity send a HELLO with this name (bytes up
@@ -57,10 +77,12 @@ gboolean fh_peer_scope_matches (const char *scope_name, const char *vm_name);
  * The HELLO must say exactly what QEMU would say for this process (PD-2):
  * its -name truncated like the device does, or "" without -name; its -uuid,
  * or the nil UUID without one; and if the process lives in a libvirt
- * machine scope, a name that scope was made from.
+ * machine scope, the name that scope was made from and none of others
+ * (fh_peer_scope_match()).
  */
 gboolean fh_peer_check_hello (const FhPeerIdentity *id, const char *hello_name,
-                              const char *hello_uuid, char *why, gsize why_len);
+                              const char *hello_uuid, const char *const *others, char *why,
+                              gsize why_len);
 
 /* I/O: read the identity of pid through the proc root. */
 gboolean fh_peer_read_identity (const FhPaths *paths, pid_t pid, FhPeerIdentity *id,

@@ -378,6 +378,12 @@ cpu_head (FhDaemon *d, guint c, JsonBuilder *b, GString *out)
     json_builder_add_int_value (b, cd->ceiling);
   else
     json_builder_add_null_value (b);
+  /* MR-27: the highest operator ceiling of the vCPUs placed here, active or not */
+  json_builder_set_member_name (b, "cap");
+  if (cd->capped)
+    json_builder_add_int_value (b, cd->cap);
+  else
+    json_builder_add_null_value (b);
   json_builder_end_object (b);
   append_built (out, b, FALSE, TRUE);
   g_string_append (out, ",\"holders\":[");

@@ -82,7 +82,12 @@ mirror_ceilings (App *app)
       if (!fh_cgroup_mirror_vcpu_ceiling (&d->paths, v->tid, i, pct, &written, &error)) {
         g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
-        g_message ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
+        /* On by default: a host or a VM without libvirt's vcpuN groups
+         * with cpu.uclamp.* is normal, not worth a message per connection. */
+        if (g_error_matches (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED))
+          g_message ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
+        else
+          g_debug ("VM \"%s\": ceiling not mirrored: %s", name, error->message);
       } else if (written) {
         g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
@@ -171,10 +176,11 @@ static gboolean
 fit_descriptor_limit (const FhConfig *c, GError **error)
 {
   struct rlimit rl;
-  guint64 need = (guint64) c->max_connections * 2 + c->control_max_clients + FH_FD_RESERVE;
+  guint64 need =
+      ((guint64) c->max_connections + c->max_prehello) * 2 + c->control_max_clients + FH_FD_RESERVE;
 
   if (c->metrics_port >= 0)
-    need += c->metrics_max_connections;
+    need += c->metrics_max_connections + FH_METRICS_SPARE;
   if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
     return TRUE;
   if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
@@ -186,11 +192,13 @@ fit_descriptor_limit (const FhConfig *c, GError **error)
   if (rl.rlim_cur < need) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                  "[daemon] max_connections=%u needs %" G_GUINT64_FORMAT
-                 " descriptors (2 per device connection, plus control_max_clients=%u, [metrics] "
-                 "max_connections=%u and %u in reserve) but RLIMIT_NOFILE is %llu: lower "
-                 "max_connections or raise the limit (LimitNOFILE=)",
-                 c->max_connections, need, c->control_max_clients,
-                 c->metrics_port >= 0 ? c->metrics_max_connections : 0, FH_FD_RESERVE,
+                 " descriptors (2 per device connection, max_prehello=%u more of them, plus "
+                 "control_max_clients=%u, [metrics] max_connections=%u + %u and %u in reserve) "
+                 "but RLIMIT_NOFILE is %llu: lower max_connections or raise the limit "
+                 "(LimitNOFILE=)",
+                 c->max_connections, need, c->max_prehello, c->control_max_clients,
+                 c->metrics_port >= 0 ? c->metrics_max_connections : 0,
+                 c->metrics_port >= 0 ? FH_METRICS_SPARE : 0, FH_FD_RESERVE,
                  (unsigned long long) rl.rlim_cur);
     return FALSE;
   }

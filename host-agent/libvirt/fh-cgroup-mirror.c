@@ -27,8 +27,9 @@ write_in_place (const char *path, const char *value, GError **error)
 
   if (fd < 0) {
     int e = errno;
-    g_set_error (error, FH_MIRROR_ERROR, FH_MIRROR_ERROR_FAILED, "cannot open %s: %s", path,
-                 g_strerror (e));
+    g_set_error (error, FH_MIRROR_ERROR,
+                 e == ENOENT ? FH_MIRROR_ERROR_NO_FILE : FH_MIRROR_ERROR_FAILED,
+                 "cannot open %s: %s", path, g_strerror (e));
     return FALSE;
   }
   n = write (fd, value, len);

@@ -23,6 +23,7 @@ GQuark fh_mirror_error_quark (void);
 typedef enum {
   FH_MIRROR_ERROR_NOT_VCPU_GROUP, /* the thread's group is not libvirt's vcpuN group */
   FH_MIRROR_ERROR_FAILED,         /* reading /proc or writing the file failed */
+  FH_MIRROR_ERROR_NO_FILE, /* the group has no cpu.uclamp.max (no cpu controller or uclamp) */
 } FhMirrorError;
 
 /*

@@ -293,6 +293,26 @@ case_rt_vcpu() {
 	expect_jq '.[0].effective.min' 300 vcpus vm-a
 }
 
+# MR-26 (issue 29 item 6): the kernel keeps a SCHED_FIFO thread's RT default
+# minimum above its maximum -- in a group capped at 74 % (758) with a max
+# request of 707 it holds 758/707 -- and telemetry shows exactly that; the
+# minimum wins only where a frequency is decided: the CPU, the policy.
+case_rt_inverted() {
+	fixture
+	"$MKFIXTURE" cgroup "$FX" /machine.slice/vm-a.scope 0.00 74.00
+	thread 2111 2 2 /machine.slice/vm-a.scope
+	set_policy 2111 1
+	start_daemon cpufreq
+	start_vm a vm-a $U1 2111 --hint 0:-:707
+	expect_jq '.[0].effective.min' 758 vcpus vm-a
+	expect_jq '.[0].effective.max' 707 vcpus vm-a
+	expect_jq '.[0].rt_default_min' true vcpus vm-a
+	expect_jq '.[] | select(.cpu==2) | .floor' 758 cpus
+	expect_jq '.[] | select(.cpu==2) | .ceiling' 758 cpus
+	expect_file "$POL/policy2/scaling_min_freq" 2400000      # 2368750 kHz snapped up
+	expect_file "$POL/policy2/scaling_max_freq" 2400000      # the floor wins
+}
+
 # --- agent protocol: HOST_FREQ (PA-18) and VCPUS (PA-19) -----------------------
 
 # host_freq_is ID REGEX: the client's last HOST_FREQ line matches

@@ -4,7 +4,7 @@
  * test that freqhintd bounds what one client can hold (threat model G-13).
  *
  *   fh-hog (--unix PATH | --tcp ADDR:PORT) --count N [--send TEXT]
- *          [--trickle TEXT --trickle-ms MS] [--hold S] [--paused]
+ *          [--trickle TEXT --trickle-ms MS] [--hold S] [--paused] [--reconnect]
  *
  * Prints "held N" once the connections are opened (N connected), then
  * "closed M" each time the number the other side has closed changes, and
@@ -12,6 +12,9 @@
  * side sends is read as it comes, every 50 ms; with --paused nothing is read
  * until SIGUSR1 (a reader that stopped: the other side's answers stay in
  * flight, however fast this host is), and a close is still reported.
+ * With --reconnect a connection the other side closed (or refused) is
+ * opened again at once, its --send text sent again, and "reconnected N"
+ * reports the total now and then: a client that keeps its slots full.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
@@ -85,7 +88,8 @@ main (int argc, char **argv)
 {
   g_autofree char *unix_path = NULL, *tcp = NULL, *send_text = NULL, *trickle = NULL;
   int count = 1, trickle_ms = 0, hold = -1, held = 0, closed = 0, last_closed = -1;
-  gboolean start_paused = FALSE;
+  gboolean start_paused = FALSE, reconnect = FALSE;
+  guint64 reconnected = 0, last_reported = 0;
   g_autoptr (GOptionContext) ctx = g_option_context_new ("- hold connections");
   g_autoptr (GError) error = NULL;
   const GOptionEntry entries[] = {
@@ -97,10 +101,11 @@ main (int argc, char **argv)
     { "trickle-ms", 0, 0, G_OPTION_ARG_INT, &trickle_ms, "Trickle interval", "MS" },
     { "hold", 0, 0, G_OPTION_ARG_INT, &hold, "Seconds to hold (default: until killed)", "S" },
     { "paused", 0, 0, G_OPTION_ARG_NONE, &start_paused, "Read nothing until SIGUSR1", NULL },
+    { "reconnect", 0, 0, G_OPTION_ARG_NONE, &reconnect, "Reopen closed connections at once", NULL },
     { NULL }
   };
   struct rlimit rl;
-  int *fds;
+  g_autofree int *fds = NULL;
   gint64 end, next_trickle;
 
   g_option_context_add_main_entries (ctx, entries, NULL);
@@ -142,6 +147,14 @@ main (int argc, char **argv)
 
     closed = 0;
     for (int i = 0; i < count; i++) {
+      if (fds[i] < 0 && reconnect) {
+        fds[i] = open_one (unix_path, tcp);
+        if (fds[i] >= 0) {
+          reconnected++;
+          if (send_text)
+            (void) !send (fds[i], send_text, strlen (send_text), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+      }
       if (fds[i] < 0) {
         closed++;
         continue;
@@ -164,6 +177,11 @@ main (int argc, char **argv)
         break;
       }
     }
+    if (reconnect && reconnected >= last_reported + 100) {
+      printf ("reconnected %" G_GUINT64_FORMAT "\n", reconnected);
+      fflush (stdout);
+      last_reported = reconnected;
+    }
     if (closed != last_closed) {
       printf ("closed %d\n", closed);
       fflush (stdout);
@@ -175,7 +193,8 @@ main (int argc, char **argv)
           (void) !send (fds[i], trickle, strlen (trickle), MSG_NOSIGNAL | MSG_DONTWAIT);
       next_trickle += (gint64) trickle_ms * 1000;
     }
-    g_usleep (50 * 1000);
+    /* reconnecting: as soon as a slot is free, as an attacker would */
+    g_usleep ((reconnect ? 5 : 50) * 1000);
   }
   return 0;
 }

@@ -33,7 +33,8 @@ dump() {
 }
 cleanup() {
 	local p
-	for p in "${CLIENTS[@]}"; do kill "$p" 2>/dev/null; done
+	# a negative entry is a process group
+	for p in "${CLIENTS[@]}"; do kill -- "$p" 2>/dev/null; done
 	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
 	[ -n "$T" ] && rm -rf "$T"
 }
@@ -977,12 +978,81 @@ case_close_after_partial() {
 	expect_jq '.rejected.malformed' 1 status
 }
 
-# LM-12: with [libvirt] mirror_ceiling=true the operator ceiling goes into
+# MR-27: the operator ceiling holds whatever the guest reports.  A VM that
+# sends no hint and one that reports idle (their threads may be busy: the
+# host governor would follow them) keep their policies at or below their
+# ceilings; a VM without a ceiling placed on the same policy lifts the cap
+# (max rule); the caps go when the VMs do.
+case_ceiling_cpufreq() {
+	EXTRA_CONF=$'[vm vm-quiet]\nceiling=25\n[vm vm-idle]\nceiling=25\n[vm vm-half]\nceiling=50'
+	fixture; thread 2401 2 2; thread 2402 4 4; thread 2403 3 3; thread 2404 6 6
+	start_daemon cpufreq
+	start_vm q vm-quiet $U1 2401
+	start_vm i vm-idle $U2 2402 --hint 0:0:1024:idle
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	expect_file "$POL/policy4/scaling_max_freq" 800000
+	file_is "$POL/policy2/scaling_min_freq" 800000 || fail "an unhinted VM got a floor"
+	expect_jq '.[] | select(.cpu==2) | .cap' 256 cpus
+	expect_jq '.[] | select(.cpu==2) | .active' false cpus
+	# a VM without a ceiling on the same policy lifts the cap (max rule) ...
+	start_vm f vm-free $U3 2403
+	expect_file "$POL/policy2/scaling_max_freq" 3200000
+	expect_jq '.[] | select(.cpu==3) | .cap' 1024 cpus
+	kill "$VM_f"; wait "$VM_f" 2>/dev/null
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	# ... and the highest ceiling placed there wins over a lower one
+	start_vm h vm-half 44444444-4444-4444-4444-444444444444 2403 --hint 0:0:1024:idle
+	expect_file "$POL/policy2/scaling_max_freq" 1600000
+	kill "$VM_h"; wait "$VM_h" 2>/dev/null
+	expect_file "$POL/policy2/scaling_max_freq" 800000
+	# an active request stays under the same ceiling
+	kill "$VM_i"; wait "$VM_i" 2>/dev/null
+	expect_file "$POL/policy4/scaling_max_freq" 3200000
+	start_vm i vm-idle $U2 2402 --hint 0:0:1024
+	expect_file "$POL/policy4/scaling_max_freq" 800000
+	# the table-less policy (quantum) too
+	kill "$VM_q"; wait "$VM_q" 2>/dev/null
+	expect_file "$POL/policy2/scaling_max_freq" 3200000
+	start_vm q vm-quiet $U1 2404
+	expect_file "$POL/policy6/scaling_max_freq" 800000
+	kill "$VM_q" "$VM_i"; wait "$VM_q" "$VM_i" 2>/dev/null
+	expect_file "$POL/policy6/scaling_max_freq" 3200000
+	expect_file "$POL/policy4/scaling_max_freq" 3200000
+	expect_jq '[.[] | select(.cap != null)] | length' 0 cpus
+}
+
+# MR-27, uclamp backend: an unhinted or idle vCPU's thread keeps
+# sched_util_max = its ceiling while the VM is connected.  This host's
+# kernel has no uclamp: the attempt is what the log shows (the guest suite
+# checks the values with sched_getattr() on a uclamp kernel).
+case_ceiling_uclamp() {
+	EXTRA_CONF=$'[vm vm-quiet]\nceiling=25\n[vm vm-idle]\nceiling=50'
+	fixture
+	start_daemon uclamp
+	(
+		"$MKFIXTURE" thread "$FX" "$BASHPID" 2 2 /machine.slice "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-quiet --uuid $U1 --vcpus 1 \
+			--tids "$BASHPID"
+	) >"$T/client-q.out" 2>&1 & CLIENTS+=($!)
+	local q=$!
+	(
+		"$MKFIXTURE" thread "$FX" "$BASHPID" 4 4 /machine.slice "$BASHPID"
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-idle --uuid $U2 --vcpus 1 \
+			--tids "$BASHPID" --hint 0:0:1024:idle
+	) >"$T/client-i.out" 2>&1 & CLIENTS+=($!)
+	local i=$!
+	eventually grep -q "sched_setattr(tid $q, util 0\.\.256)" "$T/daemon.log" ||
+		fail "the unhinted vCPU was not held at its ceiling"
+	eventually grep -q "sched_setattr(tid $i, util 0\.\.512)" "$T/daemon.log" ||
+		fail "the idle vCPU was not held at its ceiling"
+}
+
+# LM-12: with [libvirt] mirror_ceiling=true (the default) the operator ceiling goes into
 # cpu.uclamp.max of the vCPU thread's own vcpuN group -- never into a
 # group the thread shares (emulator), and not at all when off.
 case_mirror_ceiling() {
 	local scope=/machine.slice/vm-a.scope
-	EXTRA_CONF=$'[vm vm-a]\nceiling=50'
+	EXTRA_CONF=$'[libvirt]\nmirror_ceiling=false\n[vm vm-a]\nceiling=50'
 	fixture
 	"$MKFIXTURE" cgroup "$FX" $scope 0.00 max
 	"$MKFIXTURE" cgroup "$FX" $scope/libvirt 0.00 max
@@ -991,14 +1061,15 @@ case_mirror_ceiling() {
 	thread 2301 2 2 $scope/libvirt/vcpu0
 	thread 2302 4 4 $scope/libvirt/emulator
 	local vcpu0=$FX/cgroup$scope/libvirt/vcpu0/cpu.uclamp.max emu=$FX/cgroup$scope/libvirt/emulator/cpu.uclamp.max
-	# off (the default): nothing written
+	# off: nothing written
 	start_daemon cpufreq
 	start_vm a vm-a $U1 2301,2302 --hint 0:512:1024 --hint 1:512:1024
 	expect_jq '.[] | select(.name=="vm-a") | .operator.max' 512 vms
 	expect_file "$POL/policy2/scaling_max_freq" 1600000
 	file_is "$vcpu0" max || fail "mirrored although mirror_ceiling is off"
 	kill "$VM_a"; stop_daemon
-	EXTRA_CONF=$'[libvirt]\nmirror_ceiling=true\n[vm vm-a]\nceiling=50'; fixture
+	# on (the default since MR-27) where the files exist
+	EXTRA_CONF=$'[vm vm-a]\nceiling=50'; fixture
 	start_daemon cpufreq
 	start_vm a vm-a $U1 2301,2302 --hint 0:512:1024 --hint 1:512:1024
 	expect_file "$vcpu0" 50.00

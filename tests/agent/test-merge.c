@@ -260,8 +260,10 @@ typedef struct {
 static const RtCase rt_cases[] = {
   { "normal thread: no RT default, floor 0",
     FALSE, 1024, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 0, 600 }, FALSE },
-  { "RT thread, guest sets no floor: the RT default (1024), max raised to it",
-    TRUE, 1024, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 1024, 1024 }, TRUE },
+  { "RT thread, guest sets no floor: the RT default (1024), above the max as in the kernel",
+    TRUE, 1024, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 1024, 600 }, TRUE },
+  { "the oracle's row: SCHED_FIFO in a group capped at 74 %, max request 707: 758/707",
+    TRUE, 1024, DEF, 1, { { 0, 758 } }, OP_NONE, { MAX_V, 0, 707, 0 }, FALSE, { 758, 707 }, TRUE },
   { "RT default lowered by the sysctl",
     TRUE, 300, DEF, 0, { }, OP_NONE, { MAX_V, 0, 600, 0 }, FALSE, { 300, 600 }, TRUE },
   { "RT default 0: like a normal thread",
@@ -279,7 +281,7 @@ static const RtCase rt_cases[] = {
   { "a perf floor below the RT default adds nothing",
     TRUE, 800, DEF, 0, { }, OP_NONE, { PERF_V, 0, 0, 700 }, TRUE, { 800, 1024 }, TRUE },
   { "the operator bounds the guest, not the host's RT default",
-    TRUE, 1024, DEF, 0, { }, { 0, 512 }, { MAX_V, 0, 1024, 0 }, FALSE, { 1024, 1024 }, TRUE },
+    TRUE, 1024, DEF, 0, { }, { 0, 512 }, { MAX_V, 0, 1024, 0 }, FALSE, { 1024, 512 }, TRUE },
   { "no hint on an RT thread: the default, inactive",
     TRUE, 600, DEF, 0, { }, OP_NONE, { 0, 0, 0, 0 }, FALSE, { 600, 1024 }, TRUE },
 };
@@ -298,7 +300,18 @@ test_rt (void)
     g_assert_cmpuint (d.eff.min, ==, c->eff.min);
     g_assert_cmpuint (d.eff.max, ==, c->eff.max);
     g_assert_cmpint (d.min_default, ==, c->min_default);
-    g_assert_cmpuint (d.eff.min, <=, d.eff.max);
+    /* only the kernel's own RT default may exceed the maximum */
+    if (!d.min_default)
+      g_assert_cmpuint (d.eff.min, <=, d.eff.max);
+    if (d.eff.min > d.eff.max) {
+      /* the minimum wins where the frequency is decided (sugov_effective_cpu_perf()) */
+      FhPlacedVcpu p = { TRUE, d.eff, 0 };
+      FhCpuDecision cpu;
+
+      fh_merge_aggregate_cpus (&p, 1, &cpu, 1);
+      g_assert_cmpuint (cpu.floor, ==, d.eff.min);
+      g_assert_cmpuint (cpu.ceiling, ==, d.eff.min);
+    }
   }
 }
 
@@ -371,6 +384,67 @@ test_aggregate_policy (void)
   g_assert_cmpuint (p.floor, ==, 100);
   p = fh_merge_aggregate_set (cpus, 4, bad, 1);
   g_assert_false (p.active);
+}
+
+/* MR-27: placed vCPUs cap their CPU at the highest of their ceilings, active or not. */
+static void
+test_cap (void)
+{
+  static const FhClamp op25 = { 0, 256 };
+  static const FhGuestHint idle = { VIRTIO_FREQHINT_R_MAX_VALID | VIRTIO_FREQHINT_R_IDLE, 0, 1024, 0 };
+  static const FhGuestHint none = { 0 };
+  FhChain chain = { { 1024, 1024 }, NULL, 0, FALSE, 1024 };
+  FhVcpuDecision di = fh_merge_vcpu (&idle, &chain, op25, NULL);
+  FhVcpuDecision dn = fh_merge_vcpu (&none, &chain, FH_CLAMP_NONE, NULL);
+  FhPlacedVcpu v[] = { { di.active, di.eff, 0 }, { TRUE, { 100, 200 }, 1 }, { dn.active, dn.eff, 2 } };
+  FhPlacedCap caps[] = { { 0, di.cap }, { 1, 256 }, { 1, 512 }, { 2, dn.cap } };
+  const guint pol01[] = { 0, 1 }, pol02[] = { 0, 2 }, pol3[] = { 3 };
+  FhCpuDecision cpus[4], p;
+  FhCpuAgg agg = { 0 };
+  FhCpuDecision c;
+
+  g_assert_false (di.active);
+  g_assert_cmpuint (di.cap, ==, 256);
+  g_assert_cmpuint (dn.cap, ==, FH_SCALE);
+  /* a floor above the ceiling in the configuration: the floor wins (MR-11) */
+  g_assert_cmpuint (fh_merge_vcpu (&none, &chain, (FhClamp){ 600, 300 }, NULL).cap, ==, 600);
+
+  fh_merge_aggregate_cpus (v, G_N_ELEMENTS (v), cpus, 4);
+  fh_merge_cap_cpus (caps, G_N_ELEMENTS (caps), cpus, 4);
+  g_assert_false (cpus[0].active);
+  g_assert_true (cpus[0].capped);
+  g_assert_cmpuint (cpus[0].cap, ==, 256);
+  g_assert_cmpuint (cpus[1].cap, ==, 512); /* the highest ceiling placed there */
+  g_assert_cmpuint (cpus[1].ceiling, ==, 200);
+  g_assert_false (cpus[3].capped);
+  p = fh_merge_aggregate_set (cpus, 4, pol01, 2);
+  g_assert_true (p.capped);
+  g_assert_cmpuint (p.cap, ==, 512);
+  p = fh_merge_aggregate_set (cpus, 4, pol02, 2); /* a VM without a ceiling lifts it */
+  g_assert_cmpuint (p.cap, ==, FH_SCALE);
+  p = fh_merge_aggregate_set (cpus, 4, pol3, 1);
+  g_assert_false (p.capped);
+
+  /* an active floor above the cap (an RT default minimum) is cut to it */
+  fh_merge_agg_add (&agg, (FhClamp){ 900, 900 });
+  fh_merge_agg_add_cap (&agg, 256);
+  c = fh_merge_agg_decision (&agg);
+  g_assert_cmpuint (c.floor, ==, 256);
+  g_assert_cmpuint (c.ceiling, ==, 256);
+  /* the incremental aggregate: losing the only holder of the max asks for a rebuild */
+  fh_merge_agg_add_cap (&agg, 512);
+  g_assert_cmpuint (fh_merge_agg_decision (&agg).cap, ==, 512);
+  g_assert_false (fh_merge_agg_remove_cap (&agg, 512));
+  g_assert_true (fh_merge_agg_remove_cap (&agg, 256));
+  /* the active part going away keeps the cap */
+  agg = (FhCpuAgg){ 0 };
+  fh_merge_agg_add_cap (&agg, 256);
+  fh_merge_agg_add (&agg, (FhClamp){ 0, 200 });
+  g_assert_true (fh_merge_agg_remove (&agg, (FhClamp){ 0, 200 }));
+  c = fh_merge_agg_decision (&agg);
+  g_assert_false (c.active);
+  g_assert_true (c.capped);
+  g_assert_cmpuint (c.cap, ==, 256);
 }
 
 static void
@@ -471,6 +545,7 @@ main (int argc, char **argv)
   g_test_add_func ("/merge/auto-headroom", test_auto_headroom);
   g_test_add_func ("/merge/aggregate", test_aggregate);
   g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);
+  g_test_add_func ("/merge/cap", test_cap);
   g_test_add_func ("/merge/freq", test_freq);
   g_test_add_func ("/merge/freq-quantize", test_freq_quantize);
   return g_test_run ();

@@ -42,7 +42,7 @@ static void
 test_cmdline (void)
 {
   static const struct {
-    const char *argv[8];
+    const char *argv[64];
     const char *name; /* NULL: no -name */
     const char *uuid; /* NULL: no -uuid */
   } cases[] = {
@@ -58,6 +58,40 @@ test_cmdline (void)
     { { "qemu", "-name", "", NULL }, "", NULL },
     /* the nil UUID means no UUID, as in HELLO */
     { { "qemu", "-name", "vm4", "-uuid", "00000000-0000-0000-0000-000000000000", NULL }, "vm4", NULL },
+    /* repeated -name options merge (QemuOptsList "name" has merge_lists) */
+    { { "qemu", "-name", "guest=a", "-name", "debug-threads=on", NULL }, "a", NULL },
+    { { "qemu", "-name", "debug-threads=on", "-name", "b", NULL }, "b", NULL },
+    { { "qemu", "-name", "debug-threads=on", NULL }, "", NULL },
+    /* an option's value is never an option, whatever it looks like */
+    { { "qemu", "-name", "vm5", "-append", "-name", NULL }, "vm5", NULL },
+    { { "qemu", "-kernel", "k", "-append", "-name evil -uuid " U1, "-name", "vm6", NULL }, "vm6", NULL },
+    { { "qemu", "-append", "-uuid", "-name", "vm7", NULL }, "vm7", NULL },
+    { { "qemu", "-fw_cfg", "-name", "-S", "-name", "vm8", NULL }, "vm8", NULL },
+    /* options without a value do not take the next argument */
+    { { "qemu", "-S", "-name", "vm9", "-no-user-config", "-nodefaults", "-uuid", U1, NULL }, "vm9", U1 },
+    { { "qemu", "-nographic", "--no-shutdown", "--name", "vm10", "disk.img", NULL }, "vm10", NULL },
+    /* "--" (never in a QEMU's arguments) takes nothing */
+    { { "qemu", "--name", "x", "--", "-name", "guest=y,debug-threads=on", NULL }, "y", NULL },
+    /* the last argument without its value: QEMU would refuse it */
+    { { "qemu", "-name", "vm11", "-append", NULL }, "vm11", NULL },
+    /* as libvirt 11 writes them (virsh domxml-to-native; trimmed) */
+    { { "/usr/bin/qemu-system-x86_64", "-name", "guest=web-1,debug-threads=on", "-S", "-object",
+        "{\"qom-type\":\"secret\",\"id\":\"masterKey0\",\"format\":\"raw\",\"file\":"
+        "\"/var/lib/libvirt/qemu/domain-3-web-1/master-key.aes\"}",
+        "-machine", "pc-q35-10.0,usb=off,dump-guest-core=off,memory-backend=pc.ram,acpi=on",
+        "-accel", "tcg", "-cpu", "qemu64", "-m", "size=1048576k", "-object",
+        "{\"qom-type\":\"memory-backend-ram\",\"id\":\"pc.ram\",\"size\":1073741824}",
+        "-overcommit", "mem-lock=off", "-smp", "2,sockets=2,cores=1,threads=1", "-uuid", U1,
+        "-no-user-config", "-nodefaults", "-chardev", "socket,id=charmonitor,fd=30,server=on,wait=off",
+        "-mon", "chardev=charmonitor,id=monitor,mode=control", "-rtc", "base=utc", "-no-shutdown",
+        "-boot", "strict=on", "-kernel", "/boot/vmlinuz", "-append", "console=ttyS0 -name x",
+        "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+        "-msg", "timestamp=on", NULL },
+      "web-1", U1 },
+    { { "/usr/bin/qemu-system-x86_64", "-name", "guest=db,,primary,debug-threads=on", "-S",
+        "-uuid", U1, "-no-user-config", "-nodefaults", "-device",
+        "{\"driver\":\"virtio-freqhint-pci\",\"id\":\"fh0\",\"chardev\":\"fh\"}", NULL },
+      "db,primary", U1 },
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
@@ -89,11 +123,75 @@ test_scope (void)
   g_assert_cmpstr (a, ==, "qemu-3-vm-a");
   g_assert_null (none);
   g_assert_cmpstr (v1, ==, "qemu-12-web");
-  g_assert_true (fh_peer_scope_matches ("qemu-3-vm-a", "vm-a"));
-  g_assert_true (fh_peer_scope_matches ("qemu-3-vma", "vm_a")); /* libvirt drops '_' */
-  g_assert_false (fh_peer_scope_matches ("qemu-3-vm-a", "vm-b"));
-  g_assert_false (fh_peer_scope_matches ("qemu-3-vm-a", "vm-ab"));
-  g_assert_false (fh_peer_scope_matches ("lxc-3-vm-a", "vm-a"));
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm-a", "vm-a", NULL), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm_a", NULL), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm-a", "vm-b", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm-a", "vm-ab", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("lxc-3-vm-a", "vm-a", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu--vm-a", "vm-a", NULL), ==, FH_SCOPE_NO_MATCH);
+}
+
+/*
+ * libvirt's machine names, exactly (virDomainDriverGenerateMachineName()):
+ * '.' is kept, a run of '.'/'-' keeps its first, leading ones go, other
+ * characters are dropped, 64 bytes at most, no trailing '-' or '.'.
+ */
+static void
+test_machine_name (void)
+{
+  static const struct {
+    const char *id, *name, *machine;
+  } cases[] = {
+    { "1", "vm-a", "qemu-1-vm-a" },
+    { "1", "vm.a", "qemu-1-vm.a" },
+    { "1", "vm_a", "qemu-1-vma" },
+    { "1", "vm a", "qemu-1-vma" },
+    { "1", "..vm", "qemu-1-vm" },
+    { "1", "-vm", "qemu-1-vm" },
+    { "1", "vm.-.a", "qemu-1-vm.a" },
+    { "1", "vm--a", "qemu-1-vm-a" },
+    { "1", "vm-", "qemu-1-vm" },
+    { "1", "vm_.", "qemu-1-vm" },
+    { "12", "Web01", "qemu-12-Web01" },
+    { "1", "ümlaut-vm", "qemu-1-mlaut-vm" },
+    { "1", "___", "qemu-1" },
+    /* 64 bytes at most, then trailing '-' trimmed */
+    { "7", "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdeXYZ",
+      "qemu-7-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcde" },
+    { "7", "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcd-XYZ",
+      "qemu-7-abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcd" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *m = fh_peer_machine_name (cases[i].id, cases[i].name);
+
+    g_assert_cmpstr (m, ==, cases[i].machine);
+  }
+}
+
+/* Names that libvirt makes into one scope: exact, and never ambiguous. */
+static void
+test_scope_collisions (void)
+{
+#define LONG "web-production-database-primary-replica-eu-west-1-zone-b" /* 56 bytes */
+  const char *const known[] = { "vm_a", "vm.a", LONG "-x", NULL };
+
+  /* "vm.a" keeps its dot: not "vma"'s scope, whatever letters-only says */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm.a", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm.a", "vma", NULL), ==, FH_SCOPE_NO_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vm.a", "vm.a", known), ==, FH_SCOPE_MATCH);
+  /* "vma" and "vm_a" make the same scope: with "vm_a" known, "vma" is ambiguous */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vma", known), ==, FH_SCOPE_AMBIGUOUS);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm_a", known), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-3-vma", "vm a", known), ==, FH_SCOPE_AMBIGUOUS);
+  /* cut at 64 bytes: a name sharing the kept prefix is no longer taken for it */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, LONG "-y", NULL), ==, FH_SCOPE_MATCH);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, LONG "-y", known), ==, FH_SCOPE_AMBIGUOUS);
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, LONG "-x", known), ==, FH_SCOPE_MATCH);
+  /* a shorter name is not taken for the cut one (a prefix test did) */
+  g_assert_cmpint (fh_peer_scope_match ("qemu-12-" LONG, "web-production-database", known), ==,
+                   FH_SCOPE_NO_MATCH);
+#undef LONG
 }
 
 static void
@@ -104,32 +202,32 @@ test_check_hello (void)
   char long_name[100];
 
   /* no -name, no -uuid: only the empty name and the nil UUID */
-  g_assert_true (fh_peer_check_hello (&id, "", "00000000-0000-0000-0000-000000000000", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm1", "", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "", U1, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "", "00000000-0000-0000-0000-000000000000", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "", U1, NULL, why, sizeof why));
   id.have_name = TRUE;
   id.name = g_strdup ("vm1");
   id.have_uuid = TRUE;
   strcpy (id.uuid, U1);
-  g_assert_true (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
-  g_assert_true (fh_peer_check_hello (&id, "vm1", "11111111-1111-1111-1111-111111111111", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm2", U1, why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm1", "", why, sizeof why));
-  g_assert_false (fh_peer_check_hello (&id, "vm1", "22222222-2222-2222-2222-222222222222", why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "vm1", U1, NULL, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, "vm1", "11111111-1111-1111-1111-111111111111", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm2", U1, NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "", NULL, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", "22222222-2222-2222-2222-222222222222", NULL, why, sizeof why));
   /* the device truncates names to 63 bytes (PD-2) */
   memset (long_name, 'x', sizeof long_name - 1);
   long_name[sizeof long_name - 1] = '\0';
   g_free (id.name);
   id.name = g_strdup (long_name);
   long_name[63] = '\0';
-  g_assert_true (fh_peer_check_hello (&id, long_name, U1, why, sizeof why));
+  g_assert_true (fh_peer_check_hello (&id, long_name, U1, NULL, why, sizeof why));
   long_name[62] = '\0';
-  g_assert_false (fh_peer_check_hello (&id, long_name, U1, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, long_name, U1, NULL, why, sizeof why));
   /* a machine scope must agree too */
   g_free (id.name);
   id.name = g_strdup ("vm1");
   id.scope_name = g_strdup ("qemu-4-vm2");
-  g_assert_false (fh_peer_check_hello (&id, "vm1", U1, why, sizeof why));
+  g_assert_false (fh_peer_check_hello (&id, "vm1", U1, NULL, why, sizeof why));
   g_assert_nonnull (strstr (why, "machine scope"));
   fh_peer_identity_clear (&id);
 }
@@ -438,6 +536,8 @@ main (int argc, char **argv)
   g_log_set_writer_func (count_logs, NULL, NULL);
   g_test_add_func ("/peer/cmdline", test_cmdline);
   g_test_add_func ("/peer/scope", test_scope);
+  g_test_add_func ("/peer/machine-name", test_machine_name);
+  g_test_add_func ("/peer/scope-collisions", test_scope_collisions);
   g_test_add_func ("/peer/check-hello", test_check_hello);
   g_test_add_func ("/peer/pidfd", test_pidfd);
   g_test_add_func ("/peer/domstatus", test_domstatus);

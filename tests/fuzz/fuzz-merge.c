@@ -118,9 +118,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     /* MR-6 */
     CHECK (v[i].d.active == (v[i].hint.flags != 0 && !(v[i].hint.flags & VIRTIO_FREQHINT_R_IDLE)));
-    /* MR-1, MR-5, MR-12: units, and eff_min <= eff_max after the inversion rule. */
+    /* MR-1, MR-5, MR-12: units; eff_min > eff_max only for the kernel's RT default (MR-26). */
     CHECK (v[i].d.req.min <= v[i].d.req.max && v[i].d.req.max <= FH_SCALE);
-    CHECK (v[i].d.eff.min <= v[i].d.eff.max && v[i].d.eff.max <= FH_SCALE);
+    CHECK ((v[i].d.min_default || v[i].d.eff.min <= v[i].d.eff.max) &&
+           v[i].d.eff.max <= FH_SCALE && v[i].d.eff.min <= FH_SCALE);
     /* Never above any bound of the chain: sys max, every level's effective max. */
     CHECK (v[i].d.eff.max <= sys.max && v[i].d.eff.min <= sys.min);
     eff_level = (FhClamp){ MIN (sys.min, sys.max), sys.max };
