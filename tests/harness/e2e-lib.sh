@@ -295,9 +295,26 @@ policy_limits_are() {
 }
 policy_pair() { echo "$(policy_get "$1" min) $(policy_get "$1" max)"; }
 
-# within_operator_ceiling KHZ P...: each policy P holds either its original
-# limits (no active vCPU) or limits no higher than KHZ, the VM's operator
-# ceiling (MR-11: an active vCPU's floor and ceiling are both capped by it).
+# policies_released_under_cap KHZ P...: each policy P hosts a vCPU of a VM
+# the operator capped at KHZ (unsnapped) and no floor: scaling_min_freq at
+# its original, scaling_max_freq at the cap snapped down to its table (or
+# the original, if that is lower).  The cap holds whatever the guest
+# reports, an idle vCPU included (MR-27); only the floor follows the guest.
+policies_released_under_cap() {
+	local cap=$1 p want lo hi
+	shift
+	for p in "$@"; do
+		want=$(snap_down "$cap" "$p")
+		[ "$want" -le "$(policy_original "$p" max)" ] || want=$(policy_original "$p" max)
+		read -r lo hi < <(policy_pair "$p")
+		[ "$lo" = "$(policy_original "$p" min)" ] && [ "$hi" = "$want" ] || return 1
+	done
+}
+
+# within_operator_ceiling KHZ P...: each policy P hosts a vCPU of a VM the
+# operator capped at KHZ: its maximum is never above KHZ, whatever the guest
+# reports (MR-27), and its minimum is its original (no active vCPU) or no
+# higher than KHZ (MR-11: an active vCPU's floor is capped too).
 within_operator_ceiling() {
 	local cap=$1 p
 	shift
@@ -308,12 +325,13 @@ within_operator_ceiling() {
 # Checked file by file: the agent writes scaling_min_freq and
 # scaling_max_freq one after the other, so a reader can see one file at its
 # new value and the other at its old one (original -> 1.6..1.6 GHz reads
-# 1.6..3.2 GHz in between).  Each file is at its original or within the cap.
+# 1.6..3.2 GHz in between).  So each file is judged alone: the minimum at
+# its original or within the cap, the maximum within the cap.
 policy_at_original_or_capped() {
 	local lo hi
 	read -r lo hi < <(policy_pair "$1")
 	{ [ "$lo" = "$(policy_original "$1" min)" ] || [ "$lo" -le "$2" ]; } &&
-		{ [ "$hi" = "$(policy_original "$1" max)" ] || [ "$hi" -le "$2" ]; }
+		[ "$hi" -le "$2" ]
 }
 
 # policy_matches_agent P: what freqhintctl reports as policy P's limits
