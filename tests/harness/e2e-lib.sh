@@ -362,14 +362,17 @@ policies_summary() {
 
 # Capacity to kHz as schedutil maps it (spec/merge-rules.md): cap * max / 1024.
 cap_to_khz() { echo $(($1 * $(policy_original 0 max) / 1024)); }
-# Snap to a policy's frequency table: floors up, ceilings down.
+# Snap to a policy's frequency table: floors up, ceilings down.  A policy
+# without a table (a continuous range) takes the value as it is.
 snap_up() {
+	[ -e "$(pdir "$2")/scaling_available_frequencies" ] || { echo "$1"; return; }
 	tr ' ' '\n' <"$(pdir "$2")/scaling_available_frequencies" | grep . | sort -n |
-		awk -v f="$1" '$1 >= f { print; exit }'
+		awk -v f="$1" '$1 + 0 >= f + 0 { print; exit }'
 }
 snap_down() {
+	[ -e "$(pdir "$2")/scaling_available_frequencies" ] || { echo "$1"; return; }
 	tr ' ' '\n' <"$(pdir "$2")/scaling_available_frequencies" | grep . | sort -n |
-		awk -v f="$1" '$1 <= f { v = $1 } END { print v }'
+		awk -v f="$1" '$1 + 0 <= f + 0 { v = $1 } END { print v }'
 }
 
 # qom_stats: the device's stats, with host_ns_before/host_ns_after taken
