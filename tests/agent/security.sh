@@ -21,13 +21,22 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
 # counted, and change nothing for the VMs already there.
 SPOOFS=0
 spoof() {
-	local what=$1; shift
+	local what=$1 p i; shift
+	# no timeout(1) in between: the peer must be the process the fixture
+	# names (its thread 3009, its machine scope); 20 s at most all the same
 	(
 		"$MKFIXTURE" thread "$FX" 3009 6 6 /machine.slice "$BASHPID"
-		[ -n "${SPOOF_CGROUP:-}" ] && printf '0::%s\n' "$SPOOF_CGROUP" >"$FX/proc/$BASHPID/cgroup"
-		exec timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --vcpus 1 --tids 3009 \
+		if [ -n "${SPOOF_CGROUP:-}" ]; then
+			mkdir -p "$FX/proc/$BASHPID"
+			printf '0::%s\n' "$SPOOF_CGROUP" >"$FX/proc/$BASHPID/cgroup"
+		fi
+		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --vcpus 1 --tids 3009 \
 			--hint 0:1024:1024 --expect-close permission "$@"
-	) >"$T/client-spoof.out" 2>&1 || { cat "$T/client-spoof.out" >&2; fail "$what: not refused"; }
+	) >"$T/client-spoof.out" 2>&1 &
+	p=$!
+	for i in $(seq 200); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill "$p" 2>/dev/null
+	wait "$p" || { cat "$T/client-spoof.out" >&2; fail "$what: not refused"; }
 	SPOOFS=$((SPOOFS + 1))
 	expect_jq '.identity_rejected_total' $SPOOFS status
 	jq_is '.connected_vms' 2 status || fail "$what: the connected VMs changed"
@@ -59,6 +68,8 @@ sec_identity_spoof() {
 	# an argv rewritten to the victim's, but libvirt's scope says vm-a
 	SPOOF_CGROUP='/machine.slice/machine-qemu\x2d7\x2dvm\x2da.scope/emulator' \
 		spoof "forged argv, machine scope of vm-a" --name vm-b --uuid $U2
+	grep -q 'HELLO name does not match the process.s machine scope' "$T/daemon.log" ||
+		fail "the forged argv was not refused by its machine scope"
 	# its own identity, but the victim's vCPU thread (PA-21)
 	( exec timeout 20 "$FH_TESTCLIENT" --socket "$T/dev.sock" --name vm-c --uuid $U3 --vcpus 1 \
 		--tids 3002 --hint 0:1024:1024 --expect-close permission ) >"$T/client-spoof.out" 2>&1 ||
