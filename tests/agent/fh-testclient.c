@@ -93,8 +93,14 @@ build_malformed (const char *kind, const FhHello *hello, uint8_t *buf, size_t si
     bad.version = FH_PROTO_VERSION + 1;
     return fh_encode_hello (buf, size, &bad);
   }
-  if (strcmp (kind, "short-hello") == 0)
-    return fh_encode_raw (buf, size, 4, FH_MSG_HELLO, 0, "\1\0\1\0", 4);
+  if (strcmp (kind, "short-hello") == 0) {
+    /* version and num_vcpus of a valid HELLO, then nothing */
+    uint8_t head[4];
+
+    fh_put_le16 (head, FH_PROTO_VERSION);
+    fh_put_le16 (head + 2, 1);
+    return fh_encode_raw (buf, size, 4, FH_MSG_HELLO, 0, (const char *) head, 4);
+  }
   if (strcmp (kind, "hello-wrong-length") == 0) {
     n = fh_encode_hello (buf, size, hello);
     buf[0] -= 4; /* one tid short: length no longer matches num_vcpus */

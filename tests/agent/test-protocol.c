@@ -134,7 +134,10 @@ test_hello (void)
   g_assert_true (fh_decode_hello (&f, &out, &err));
 
   h = make_hello (4);
-  h.version = 2;
+  /* A peer of another version, earlier or later, is refused as such (PB-11). */
+  h.version = FH_PROTO_VERSION + 1;
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_VERSION);
+  h.version = FH_PROTO_VERSION - 1;
   expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_VERSION);
 
   h = make_hello (4);
