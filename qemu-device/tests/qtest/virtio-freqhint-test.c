@@ -490,6 +490,33 @@ static void wait_used(QTestState *qts, QVirtioFreqHint *fh, uint32_t head)
 }
 
 /*
+ * Poll query-migrate on @qts until its status is @want ("completed" or
+ * "failed"); the other of the two ends the test.
+ */
+static void wait_migration(QTestState *qts, const char *want)
+{
+    const char *other = g_str_equal(want, "completed") ? "failed"
+                                                       : "completed";
+    gint64 start = g_get_monotonic_time();
+
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
+        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
+                                               "status");
+        bool done = !g_strcmp0(status, want);
+
+        g_assert_cmpstr(status, !=, other);
+        qobject_unref(rsp);
+        if (done) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time() - start, <=,
+                        TIMEOUT_MS * 1000);
+        g_usleep(10 * 1000);
+    }
+}
+
+/*
  * The next event buffer the device used: its bytes (g_free) and length.
  * The clock steps 1 ms per try with @step (a snapshot waiting for its rate
  * window), else only real time passes.
@@ -980,7 +1007,6 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     g_autofree struct virtio_freqhint_record *got = NULL;
     g_autofree char *uri = NULL;
     g_autoptr(GString) dst_cmd = NULL;
-    gint64 start;
     uint8_t buf[64];
     unsigned int num;
     uint16_t flags;
@@ -1014,22 +1040,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
 
     qtest_qmp_assert_success(src, "{'execute': 'migrate',"
                              " 'arguments': {'uri': %s}}", uri);
-    start = g_get_monotonic_time();
-    for (;;) {
-        QDict *rsp = qtest_qmp(src, "{'execute': 'query-migrate'}");
-        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
-                                               "status");
-        bool done = !g_strcmp0(status, "completed");
-
-        g_assert_cmpstr(status, !=, "failed");
-        qobject_unref(rsp);
-        if (done) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time() - start, <=,
-                        TIMEOUT_MS * 1000);
-        g_usleep(10 * 1000);
-    }
+    wait_migration(src, "completed");
     /* The source stopped: its hints no longer count (PD-9). */
     agent = &agents[0];
     agent_expect_no_hints();
@@ -2421,7 +2432,6 @@ static void test_migrate_mismatch(void *obj, void *data,
     QTestState *src = global_qtest, *dst;
     g_autofree char *uri = NULL;
     g_autoptr(GString) dst_cmd = NULL;
-    gint64 start = g_get_monotonic_time();
 
     g_test_queue_destroy(agent_cleanup, NULL);
     qos_invalidate_command_line();
@@ -2436,21 +2446,7 @@ static void test_migrate_mismatch(void *obj, void *data,
                              " 'exit-on-error': false}}", uri);
     qtest_qmp_assert_success(src, "{'execute': 'migrate',"
                              " 'arguments': {'uri': %s}}", uri);
-    for (;;) {
-        QDict *rsp = qtest_qmp(dst, "{'execute': 'query-migrate'}");
-        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
-                                               "status");
-        bool failed = !g_strcmp0(status, "failed");
-
-        g_assert_cmpstr(status, !=, "completed");
-        qobject_unref(rsp);
-        if (failed) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time() - start, <=,
-                        TIMEOUT_MS * 1000);
-        g_usleep(10 * 1000);
-    }
+    wait_migration(dst, "failed");
     qtest_quit(dst);
 }
 
@@ -2528,7 +2524,6 @@ static void test_migrate_forged_perf(void *obj, void *data,
     g_autofree char *uri = NULL, *file = NULL;
     g_autofree uint8_t *stream = NULL;
     g_autoptr(GString) dst_cmd = NULL;
-    gint64 start;
     uint8_t buf[64];
     gsize len;
     size_t at;
@@ -2545,22 +2540,7 @@ static void test_migrate_forged_perf(void *obj, void *data,
     uri = g_strdup_printf("file:%s", file);
     qtest_qmp_assert_success(src, "{'execute': 'migrate',"
                              " 'arguments': {'uri': %s}}", uri);
-    start = g_get_monotonic_time();
-    for (;;) {
-        QDict *rsp = qtest_qmp(src, "{'execute': 'query-migrate'}");
-        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
-                                               "status");
-        bool done = !g_strcmp0(status, "completed");
-
-        g_assert_cmpstr(status, !=, "failed");
-        qobject_unref(rsp);
-        if (done) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time() - start, <=,
-                        TIMEOUT_MS * 1000);
-        g_usleep(10 * 1000);
-    }
+    wait_migration(src, "completed");
     /* PERF_VALID | MIN_VALID, perf 100. */
     g_assert_true(g_file_get_contents(file, (char **)&stream, &len, NULL));
     at = find_once(stream, len, saved, sizeof(saved));
@@ -2574,22 +2554,7 @@ static void test_migrate_forged_perf(void *obj, void *data,
     qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming',"
                              " 'arguments': {'uri': %s,"
                              " 'exit-on-error': false}}", uri);
-    start = g_get_monotonic_time();
-    for (;;) {
-        QDict *rsp = qtest_qmp(dst, "{'execute': 'query-migrate'}");
-        const char *status = qdict_get_try_str(qdict_get_qdict(rsp, "return"),
-                                               "status");
-        bool failed = !g_strcmp0(status, "failed");
-
-        g_assert_cmpstr(status, !=, "completed");
-        qobject_unref(rsp);
-        if (failed) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time() - start, <=,
-                        TIMEOUT_MS * 1000);
-        g_usleep(10 * 1000);
-    }
+    wait_migration(dst, "failed");
     unlink(file);
     qtest_quit(dst);
 }
