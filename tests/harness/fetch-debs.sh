@@ -7,8 +7,8 @@
 # against its signed lists) and unpacked side by side into one cached tree,
 # never installed.  Prints the entry directory.
 #
-#   fetch-debs.sh ARCH PKG...     PKG as apt names it, without :ARCH
-#                                 (arch: all packages work too)
+#   fetch-debs.sh ARCH PKG...     PKG as apt names it; PKG:all for an
+#                                 Architecture: all package
 #
 # Entry $FREQHINT_CACHE/debs/<ARCH>-<hash of the PKG=VERSION list>/:
 #   root/      every PKG unpacked with dpkg-deb -x
@@ -28,9 +28,14 @@ shift
 # The candidate version of each package, from apt's lists (no network; one
 # apt-cache run, which costs seconds on a machine with two architectures).
 specs=()
-for p in "$@"; do specs+=("$p:$arch"); done
+for p in "$@"; do
+	case "$p" in
+	*:all) specs+=("${p%:all}") ;;
+	*) specs+=("$p:$arch") ;;
+	esac
+done
 versions=$(apt-cache policy "${specs[@]}" 2>/dev/null |
-	awk '/^[^ ]/ { sub(":$", ""); sub(":[a-z0-9]+$", ""); p = $0 }
+	awk '/^[^ ]/ { sub(":$", ""); p = $0 }
 	     /^  Candidate:/ && $2 != "(none)" { print p "=" $2 }' | LC_ALL=C sort)
 [ "$(grep -c . <<<"$versions")" = $# ] ||
 	die "apt has no candidate for some of: ${specs[*]} (got: $(echo $versions); is $arch in dpkg --print-foreign-architectures? run scripts/setup.sh packages)"
@@ -45,7 +50,7 @@ if [ ! -f "$entry/.done" ]; then
 		cache_prune "$dcache" "$entry"
 		stage=$(mktemp -d "$dcache/.stage.XXXXXX")
 		specs=()
-		while IFS== read -r p v; do specs+=("$p:$arch=$v"); done <<<"$versions"
+		while IFS== read -r p v; do specs+=("$p=$v"); done <<<"$versions"
 		log "downloading ${#specs[@]} $arch packages: ${specs[*]}"
 		# apt's sandbox user cannot write into a root-owned cache.
 		(cd "$stage" && apt-get download -q -o APT::Sandbox::User=root "${specs[@]}" >download.log 2>&1) ||
