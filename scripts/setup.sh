@@ -48,7 +48,6 @@ BASE_PKGS=(
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
 	linux-headers-6.1.0-*-amd64
 	mmdebstrap e2fsprogs
-	gcc-aarch64-linux-gnu
 )
 # Packages that must come from bookworm-backports, pinned one by one: a
 # blanket -t bookworm-backports would drag systemd along.
@@ -136,7 +135,9 @@ main() {
 	"$here/tests/harness/build-kernel.sh"
 	"$here/tests/harness/fetch-stock-kernel.sh"
 	"$here/tests/harness/build-rootfs.sh"
-	# arm64 guests: the same uclamp kernel cross-compiled, Debian's arm64
+	# arm64 guests: the same uclamp kernel cross-compiled (with Debian's
+	# cross gcc unpacked by cross-gcc.sh: installed, it would remove
+	# gcc-multilib), Debian's arm64
 	# kernel and headers, the initramfs userland (QEMU's aarch64 target is
 	# part of the build above).
 	"$here/tests/harness/build-kernel.sh" --arch arm64

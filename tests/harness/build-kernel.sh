@@ -12,7 +12,8 @@
 #   build-kernel.sh --rebuild     throw the entry away and build again
 #   build-kernel.sh --arch arm64 [...]
 #                  the same kernel for arm64 (QEMU's virt machine),
-#                  cross-compiled with Debian's gcc-aarch64-linux-gnu from the
+#                  cross-compiled with Debian's gcc-aarch64-linux-gnu
+#                  (tests/harness/cross-gcc.sh: unpacked, not installed) from the
 #                  same source: uclamp.config, minus the symbols that
 #                  uclamp-arm64.config drops, plus uclamp-arm64.config
 #                  (--arch x86_64|arm64, default x86_64)
@@ -75,8 +76,9 @@ else
 	# taken out ("# drop: CONFIG_X  why" in the arch's fragment), then the
 	# arch's own lines: merged in that order, verified line by line.
 	arch_fragment="$here/tests/harness/uclamp-$arch.config"
-	command -v "${cross}gcc" >/dev/null ||
-		die "${cross}gcc not found: install gcc-aarch64-linux-gnu (scripts/setup.sh packages)"
+	# Debian's cross gcc, unpacked, not installed (see cross-gcc.sh).
+	PATH="$("$here/tests/harness/cross-gcc.sh" "$arch"):$PATH"
+	export PATH
 	fragment=$(mktemp "${TMPDIR:-/tmp}/uclamp-$arch.XXXXXX.config")
 	trap 'rm -f "$fragment"' EXIT
 	drops=$(sed -n 's/^# drop: \(CONFIG_[A-Za-z0-9_]*\).*/\1/p' "$arch_fragment")
