@@ -25,8 +25,20 @@ trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 arch=$1
 shift
 
-# The candidate version of each package, from apt's lists (no network; one
-# apt-cache run, which costs seconds on a machine with two architectures).
+dcache=$FREQHINT_CACHE/debs
+# The same request answered since apt's lists last changed: its entry, without
+# asking apt-cache (seconds on a machine with two architectures' lists).
+memo=$dcache/.resolved-$(printf '%s\n' "$arch" "$@" | cache_key)
+if [ -f "$memo" ] && [ "$memo" -nt /var/lib/apt/lists ]; then
+	entry=$(cat "$memo")
+	if [ -f "$entry/.done" ]; then
+		touch "$entry"
+		echo "$entry"
+		exit 0
+	fi
+fi
+
+# The candidate version of each package, from apt's lists (no network).
 specs=()
 for p in "$@"; do
 	case "$p" in
@@ -39,7 +51,6 @@ versions=$(apt-cache policy "${specs[@]}" 2>/dev/null |
 	     /^  Candidate:/ && $2 != "(none)" { print p "=" $2 }' | LC_ALL=C sort)
 [ "$(grep -c . <<<"$versions")" = $# ] ||
 	die "apt has no candidate for some of: ${specs[*]} (got: $(echo $versions); is $arch in dpkg --print-foreign-architectures? run scripts/setup.sh packages)"
-dcache=$FREQHINT_CACHE/debs
 entry=$dcache/$arch-$(printf '%s\n' "$arch" "$versions" | cache_key)
 
 if [ ! -f "$entry/.done" ]; then
@@ -66,4 +77,5 @@ if [ ! -f "$entry/.done" ]; then
 	fi
 fi
 touch "$entry"
+echo "$entry" >"$memo"
 echo "$entry"
