@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Lay the virtio-freqhint device into Debian's QEMU source and build
-# qemu-system-x86_64 (x86_64-softmmu only) plus the qtest binaries.
+# qemu-system-x86_64 and qemu-system-aarch64 (one build, targets
+# x86_64-softmmu and aarch64-softmmu) plus the qtest binaries.
 #
 #   build-qemu.sh                  build if anything changed; quiet
 #   build-qemu.sh --print-binary   build if needed, print qemu-system-x86_64
+#   build-qemu.sh --arch arm64 --print-binary
+#                                  the same, print qemu-system-aarch64
+#                                  (--arch x86_64|arm64, default x86_64)
 #   build-qemu.sh --print-build    build if needed, print the build directory
 #   build-qemu.sh --lay-only       refresh the source tree, do not build
 #   build-qemu.sh --print-dirs     refresh the source tree, print
@@ -28,7 +32,17 @@
 # build the system's SeaBIOS (package seabios) and the option ROMs built here
 # are linked into the build tree's qemu-bundle data directory, where the
 # binary looks first when run from its build directory, so it needs no -L.
-# firmware-<ver>/ holds the same links for -L.
+# firmware-<ver>/ holds the same links for -L.  The aarch64 guests boot with
+# -kernel on the virt machine and need no firmware.
+#
+# Why one build for both targets, not a second build: QEMU compiles its
+# target-independent code (most of hw/, the virtio device, block, chardev,
+# util) once per build, whatever the number of targets, and a second build
+# could not reuse the first one's objects through ccache either (common code
+# includes config-poison.h, generated from the target list).  Counted with
+# ninja on 10.0.2: x86_64 alone 1371 compile steps, aarch64 alone 1557,
+# both in one build 1890; so the aarch64 target costs 519 more steps, a
+# second build 1557.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +51,7 @@ top=$(cd "$here/.." && pwd)
 
 QEMU_VERSION=10.0.2
 QEMU_APT_SPEC=qemu/bookworm-backports
-TARGETS=(qemu-system-x86_64 tests/qtest/qos-test)
+TARGETS=(qemu-system-x86_64 qemu-system-aarch64 tests/qtest/qos-test)
 
 cache=${FREQHINT_QEMU_CACHE:-$FREQHINT_CACHE/qemu}
 tarball=$cache/qemu_$QEMU_VERSION+ds.orig.tar.xz
@@ -50,14 +64,22 @@ buildlog=$cache/build-$QEMU_VERSION.log
 # Files of qemu-device/ that sit at the same path in QEMU's tree.
 TREE_DIRS=(hw include tests/qtest docs)
 
-mode=build
-case "${1:-}" in
-"") ;;
---print-binary) mode=print-binary ;;
---print-build) mode=print-build ;;
---lay-only) mode=lay ;;
---print-dirs) mode=dirs ;;
-*) die "usage: $0 [--print-binary|--print-build|--lay-only|--print-dirs]" ;;
+mode=build arch=x86_64
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--print-binary) mode=print-binary ;;
+	--print-build) mode=print-build ;;
+	--lay-only) mode=lay ;;
+	--print-dirs) mode=dirs ;;
+	--arch) arch=${2:-}; shift ;;
+	*) die "usage: $0 [--arch x86_64|arm64] [--print-binary|--print-build|--lay-only|--print-dirs]" ;;
+	esac
+	shift
+done
+case "$arch" in
+x86_64) binary=qemu-system-x86_64 ;;
+arm64) binary=qemu-system-aarch64 ;;
+*) die "--arch x86_64|arm64, not '$arch'" ;;
 esac
 
 mkdir -p "$cache"
@@ -205,7 +227,7 @@ lay_tree() {
 
 configure_args() {
 	printf '%s\n' \
-		--target-list=x86_64-softmmu \
+		--target-list=x86_64-softmmu,aarch64-softmmu \
 		--python="$PYTHON3" \
 		--cc="ccache gcc" \
 		--without-default-features \
@@ -297,7 +319,7 @@ if [ "$mode" = dirs ]; then
 fi
 
 if [ "$(cat "$cache/built-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ] ||
-	[ ! -x "$build/qemu-system-x86_64" ]; then
+	[ ! -x "$build/qemu-system-x86_64" ] || [ ! -x "$build/qemu-system-aarch64" ]; then
 	: >"$buildlog"
 	rm -f "$cache/built-key-$QEMU_VERSION"
 	build_qemu
@@ -305,6 +327,6 @@ if [ "$(cat "$cache/built-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ] ||
 fi
 
 case $mode in
-print-binary) echo "$build/qemu-system-x86_64" ;;
+print-binary) echo "$build/$binary" ;;
 print-build) echo "$build" ;;
 esac

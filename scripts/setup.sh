@@ -58,6 +58,28 @@ BPO_PKGS=(
 	linux-image-amd64 linux-headers-amd64
 )
 
+# Foreign architectures for the arm64 guests: their kernel, headers and
+# userland are Debian's arm64 packages, fetched (never installed) with
+# apt-get download through dpkg multiarch (tests/harness/fetch-debs.sh).
+FOREIGN_ARCHES=(arm64)
+
+# foreign_arches_ok: dpkg knows every FOREIGN_ARCHES already.
+foreign_arches_ok() {
+	local have a
+	have=$(dpkg --print-foreign-architectures)
+	for a in "${FOREIGN_ARCHES[@]}"; do
+		grep -qx "$a" <<<"$have" || return 1
+	done
+}
+
+add_foreign_arches() {
+	foreign_arches_ok && return 0
+	local a
+	for a in "${FOREIGN_ARCHES[@]}"; do dpkg --add-architecture "$a"; done
+	# apt's lists must be fetched again for the new architecture.
+	rm -f "$FREQHINT_CACHE/.apt-updated"
+}
+
 # all_installed PKG...: true when dpkg has every PKG (an optional
 # /suite suffix ignored) installed; nothing is changed.
 all_installed() {
@@ -84,13 +106,14 @@ install_packages() {
 		pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
 		# Installed is not enough for backports packages: bookworm's own
 		# meson, libvirt or kernel are too old.
-		if all_installed "${pkgs[@]}" "${bpo[@]}" &&
+		if all_installed "${pkgs[@]}" "${bpo[@]}" && foreign_arches_ok &&
 			version_at_least meson 1.5 && version_at_least libvirt0 11 &&
 			version_at_least linux-image-amd64 6.12; then
 			return 0
 		fi
 	fi
 	add_backports_sources
+	add_foreign_arches
 	if [ ! -f "$FREQHINT_CACHE/.apt-updated" ]; then
 		apt-get update -q
 		touch "$FREQHINT_CACHE/.apt-updated"
@@ -112,6 +135,14 @@ main() {
 	"$here/tests/harness/build-kernel.sh"
 	"$here/tests/harness/fetch-stock-kernel.sh"
 	"$here/tests/harness/build-rootfs.sh"
+	# arm64 guests: the same uclamp kernel cross-compiled (with Debian's
+	# cross gcc unpacked by cross-gcc.sh: installed, it would remove
+	# gcc-multilib), Debian's arm64
+	# kernel and headers, the initramfs userland (QEMU's aarch64 target is
+	# part of the build above).
+	"$here/tests/harness/build-kernel.sh" --arch arm64
+	"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
+	"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
 	log "setup complete; cache in $FREQHINT_CACHE"
 }
 

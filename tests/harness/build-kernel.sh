@@ -10,9 +10,17 @@
 #   build-kernel.sh               build if needed (quiet, idempotent)
 #   build-kernel.sh --print-dir   build if needed, then print the entry dir
 #   build-kernel.sh --rebuild     throw the entry away and build again
+#   build-kernel.sh --arch arm64 [...]
+#                  the same kernel for arm64 (QEMU's virt machine),
+#                  cross-compiled with Debian's gcc-aarch64-linux-gnu
+#                  (tests/harness/cross-gcc.sh: unpacked, not installed) from the
+#                  same source: uclamp.config, minus the symbols that
+#                  uclamp-arm64.config drops, plus uclamp-arm64.config
+#                  (--arch x86_64|arm64, default x86_64)
 #
-# Cache entry $FREQHINT_CACHE/kernel/<source version>-<fragment hash>/:
-#   bzImage        the kernel to boot
+# Cache entry $FREQHINT_CACHE/kernel/<source version>-<fragment hash>/
+# (arm64: <source version>-arm64-<hash of fragments and compiler>/):
+#   bzImage        the kernel to boot (arm64: Image)
 #   build/         the O= build tree (.config, Module.symvers, vmlinux):
 #                  make -C <dir>/build M=<module dir> modules
 #   version        the Debian source version it was built from
@@ -33,12 +41,21 @@ fragment="$here/tests/harness/uclamp.config"
 kcache="$FREQHINT_CACHE/kernel"
 pkg=linux/bookworm-backports
 
-mode=build
-case "${1:-}" in
-	"") ;;
-	--print-dir) mode=print ;;
-	--rebuild) mode=rebuild ;;
-	*) die "usage: $0 [--print-dir|--rebuild]" ;;
+mode=build arch=x86_64
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--print-dir) mode=print ;;
+		--rebuild) mode=rebuild ;;
+		--arch) arch=${2:-}; shift ;;
+		*) die "usage: $0 [--arch x86_64|arm64] [--print-dir|--rebuild]" ;;
+	esac
+	shift
+done
+# Per architecture: make's ARCH and compiler, the image to boot.
+case "$arch" in
+	x86_64) karch=x86 cross='' image=bzImage ;;
+	arm64) karch=arm64 cross=aarch64-linux-gnu- image=Image ;;
+	*) die "--arch x86_64|arm64, not '$arch'" ;;
 esac
 
 mkdir -p "$kcache/src"
@@ -52,7 +69,26 @@ dsc=$(awk '$2 ~ /\.dsc$/ { print $2 }' <<<"$uris")
 version=${dsc#linux_}
 version=${version%.dsc}
 upstream=${version%%-*}
-key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" | sha256sum | cut -c1-12)"
+if [ "$arch" = x86_64 ]; then
+	key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" | sha256sum | cut -c1-12)"
+else
+	# The x86 fragment with the lines for symbols that do not apply here
+	# taken out ("# drop: CONFIG_X  why" in the arch's fragment), then the
+	# arch's own lines: merged in that order, verified line by line.
+	arch_fragment="$here/tests/harness/uclamp-$arch.config"
+	# Debian's cross gcc, unpacked, not installed (see cross-gcc.sh).
+	PATH="$("$here/tests/harness/cross-gcc.sh" "$arch"):$PATH"
+	export PATH
+	fragment=$(mktemp "${TMPDIR:-/tmp}/uclamp-$arch.XXXXXX.config")
+	trap 'rm -f "$fragment"' EXIT
+	drops=$(sed -n 's/^# drop: \(CONFIG_[A-Za-z0-9_]*\).*/\1/p' "$arch_fragment")
+	{
+		grep -vE "^(# )?($(paste -sd'|' <<<"${drops:-NONE}"))[= ]" "$here/tests/harness/uclamp.config"
+		cat "$arch_fragment"
+	} >"$fragment"
+	key="$(tr '~+' '__' <<<"$version")-$arch-$({ printf '%s\n' "$version" "$arch"
+		"${cross}gcc" --version | head -n1; cat "$fragment"; } | sha256sum | cut -c1-12)"
+fi
 entry="$kcache/$key"
 srcdir="$kcache/src/linux-$upstream-$(tr '~+' '__' <<<"$version")"
 
@@ -155,11 +191,12 @@ build() {
 	cp "$srcdir/.freqhint-unpacked" "$entry/source-method"
 	log "building guest kernel $version ($(cat "$entry/source-method")) in $entry"
 	local mk=(make -C "$srcdir" O="$b" -j"$(nproc)")
+	[ "$arch" = x86_64 ] || mk+=(ARCH="$karch" CROSS_COMPILE="$cross")
 	# ccache makes a fragment change cheap; it does not change CC's version
 	# text, so modules built later with plain gcc still match.
 	if command -v ccache >/dev/null; then
 		export CCACHE_DIR="$kcache/ccache" CCACHE_BASEDIR="$kcache"
-		mk+=(CC="ccache gcc")
+		mk+=(CC="ccache ${cross}gcc")
 	fi
 	{
 		"${mk[@]}" tinyconfig &&
@@ -167,12 +204,13 @@ build() {
 		"${mk[@]}" olddefconfig
 	} >"$entry/build.log" 2>&1 || { tail -n 30 "$entry/build.log"; die "kernel config failed"; }
 	verify_config "$b/.config"
-	"${mk[@]}" bzImage modules >>"$entry/build.log" 2>&1 ||
+	"${mk[@]}" "$image" modules >>"$entry/build.log" 2>&1 ||
 		{ tail -n 40 "$entry/build.log"; die "kernel build failed (log: $entry/build.log)"; }
 	[ -f "$b/Module.symvers" ] || die "no Module.symvers after make modules"
-	cp "$b/arch/x86/boot/bzImage" "$entry/bzImage"
+	cp "$b/arch/$karch/boot/$image" "$entry/$image"
+	echo "$arch" >"$entry/arch"
 	touch "$entry/.done"
-	log "guest kernel built in $((SECONDS - t0)) s: $entry/bzImage"
+	log "guest kernel ($arch) built in $((SECONDS - t0)) s: $entry/$image"
 }
 
 [ "$mode" = rebuild ] && rm -rf "$entry"

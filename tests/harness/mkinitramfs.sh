@@ -13,6 +13,11 @@
 #     --module FILE.ko     carry FILE.ko as /modules/FILE.ko (the test loads it)
 #     --add HOST:GUEST     carry a file (or directory) at GUEST
 #     -o FILE              also copy the image to FILE
+#     --arch x86_64|arm64  the guest's architecture (default x86_64).  arm64
+#                          takes busybox-static, util-linux, linux-cpupower
+#                          and their libraries from Debian's arm64 packages
+#                          (tests/harness/fetch-debs.sh, dpkg multiarch)
+#     --fetch-only         only fetch what --arch needs (scripts/setup.sh)
 # Images are cached in $FREQHINT_CACHE/initramfs/<input hash>.cpio.gz
 # (unused for a week: removed).
 #
@@ -34,7 +39,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # set -e exits without a word; say where.
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
-test_script='' kdir='' out=''
+test_script='' kdir='' out='' arch=x86_64 fetch_only=0
 adds=() modules=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -43,25 +48,76 @@ while [ $# -gt 0 ]; do
 		--module) modules+=("${2:?}"); shift ;;
 		--add) adds+=("${2:?}"); shift ;;
 		-o) out=${2:?}; shift ;;
-		*) die "usage: $0 --test SCRIPT [--kernel DIR] [--module KO]... [--add HOST:GUEST]... [-o FILE]" ;;
+		--arch) arch=${2:?}; shift ;;
+		--fetch-only) fetch_only=1 ;;
+		*) die "usage: $0 --test SCRIPT [--arch x86_64|arm64] [--kernel DIR] [--module KO]... [--add HOST:GUEST]... [-o FILE]" ;;
 	esac
 	shift
 done
+
+# The guest's userland comes from $sysroot: the host itself for x86_64,
+# Debian's arm64 packages unpacked for arm64.  Paths below are the guest's;
+# $sysroot$path is where the file is on the host.
+case "$arch" in
+	x86_64) sysroot= ;;
+	arm64)
+		sysroot=$("$here/tests/harness/fetch-debs.sh" arm64 busybox-static \
+			util-linux linux-cpupower libcpupower1 libc6)/root ;;
+	*) die "--arch x86_64|arm64, not '$arch'" ;;
+esac
+[ "$fetch_only" = 1 ] && exit 0
 [ -n "$test_script" ] || die "--test SCRIPT is required"
 [ -r "$test_script" ] || die "test script $test_script not found"
 
 BUSYBOX=/bin/busybox
 UCLAMPSET=/usr/bin/uclampset
 CPUPOWER=/usr/bin/cpupower
-if ! [ -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" | grep 'statically linked' >/dev/null; then
-	die "$BUSYBOX is not a static busybox (install busybox-static)"
+if ! [ -x "$sysroot$BUSYBOX" ] || ! file -L "$sysroot$BUSYBOX" | grep 'statically linked' >/dev/null; then
+	die "$sysroot$BUSYBOX is not a static busybox (install busybox-static)"
 fi
-[ -x "$UCLAMPSET" ] || die "$UCLAMPSET not found (install util-linux)"
-[ -x "$CPUPOWER" ] || die "$CPUPOWER not found (install linux-cpupower)"
+[ -x "$sysroot$UCLAMPSET" ] || die "$sysroot$UCLAMPSET not found (install util-linux)"
+[ -x "$sysroot$CPUPOWER" ] || die "$sysroot$CPUPOWER not found (install linux-cpupower)"
 
-# shared_libs BIN: the libraries (and loader) BIN needs, as host paths.
+# in_sysroot PATH: the host file behind the guest's PATH, symlinks
+# followed inside $sysroot.
+in_sysroot() {
+	local p=$sysroot$1 t n=0
+	while [ -L "$p" ] && [ $((n += 1)) -lt 20 ]; do
+		t=$(readlink "$p")
+		case "$t" in
+			/*) p=$sysroot$t ;;
+			*) p=$(dirname "$p")/$t ;;
+		esac
+	done
+	echo "$p"
+}
+
+# shared_libs BIN: the libraries (and loader) BIN needs, as guest paths.
+# The host's ldd for the host's binaries; for a foreign sysroot, the ELF
+# NEEDED entries resolved in Debian's multiarch directories, recursively.
 shared_libs() {
-	ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+	if [ -z "$sysroot" ]; then
+		ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+		return
+	fi
+	local todo=("$1") f lib d found
+	declare -A seen=()
+	readelf -lW "$(in_sysroot "$1")" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p'
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		for lib in $(readelf -dW "$(in_sysroot "$f")" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+			[ -n "${seen[$lib]:-}" ] && continue
+			seen[$lib]=1
+			found=
+			for d in /lib/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu /lib /usr/lib; do
+				if [ -e "$(in_sysroot "$d/$lib")" ]; then found=$d/$lib; break; fi
+			done
+			[ -n "$found" ] || die "$lib (needed by $f) is not in $sysroot"
+			echo "$found"
+			todo+=("$found")
+		done
+	done
 }
 
 kmods=()
@@ -74,10 +130,13 @@ fi
 
 # Everything that goes in, hashed: the image is rebuilt when any changes.
 mapfile -t libs < <({ shared_libs "$UCLAMPSET"; shared_libs "$CPUPOWER"; } | sort -u)
+lib_files=()
+for f in "${libs[@]}"; do lib_files+=("$(in_sysroot "$f")"); done
 key=$(
 	{
-		sha256sum "$0" "$here/tests/harness/test-lib.sh" "$BUSYBOX" "$UCLAMPSET" "$CPUPOWER" \
-			"${libs[@]}" "$test_script"
+		echo "arch $arch"
+		sha256sum "$0" "$here/tests/harness/test-lib.sh" "$sysroot$BUSYBOX" \
+			"$sysroot$UCLAMPSET" "$sysroot$CPUPOWER" "${lib_files[@]}" "$test_script"
 		for f in "${kmods[@]}" "${modules[@]}"; do sha256sum "$f"; done
 		for a in "${adds[@]}"; do
 			echo "add ${a#*:}"
@@ -93,17 +152,19 @@ build_image() {
 	root=$(mktemp -d "$icache/.stage.XXXXXX")
 	trap 'rm -rf "$root"' EXIT
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,modules,lib/freqhint,lib/kmod,etc}
-	cp "$BUSYBOX" "$root/bin/busybox"
+	cp "$sysroot$BUSYBOX" "$root/bin/busybox"
+	# A foreign busybox cannot run here to list its applets: the host's
+	# busybox-static (same Debian version and configuration) lists them.
 	local applet
 	for applet in $("$BUSYBOX" --list-full); do
 		[ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
 	done
 	# Binaries and their libraries at the paths the loader expects.
-	install -D -m 755 "$UCLAMPSET" "$root$UCLAMPSET"
-	install -D -m 755 "$CPUPOWER" "$root$CPUPOWER"
+	install -D -m 755 "$sysroot$UCLAMPSET" "$root$UCLAMPSET"
+	install -D -m 755 "$sysroot$CPUPOWER" "$root$CPUPOWER"
 	local f
 	for f in "${libs[@]}"; do
-		install -D -m 755 "$(readlink -f "$f")" "$root$f"
+		install -D -m 755 "$(in_sysroot "$f")" "$root$f"
 	done
 	for f in "${kmods[@]}"; do
 		cp "$f" "$root/lib/kmod/"

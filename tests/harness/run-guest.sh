@@ -4,26 +4,39 @@
 # Boot a test guest under QEMU (TCG, q35) with an initramfs from
 # mkinitramfs.sh and judge the run from its serial console.
 #
+#     --arch x86_64|arm64  default x86_64.  arm64: the virt machine
+#                     (gic-version=3, -cpu max, multi-threaded TCG),
+#                     qemu-system-aarch64 from build-qemu.sh --arch arm64,
+#                     the arm64 kernels (build-kernel.sh/fetch-stock-kernel.sh
+#                     --arch arm64) and initramfs, console on the PL011
+#                     (ttyAMA0), virtio-mmio transports in modern mode
+#                     (-global virtio-mmio.force-legacy=false) so that
+#                     -device virtio-freqhint-device lands on one of them
+#
 #   run-guest.sh --kernel K (--initrd IMG | --test SCRIPT [--module KO]...
 #                [--add HOST:GUEST]...) [options] [-- QEMU ARGS...]
 #     --kernel K      uclamp (build-kernel.sh's kernel), stock (Debian's, see
 #                     fetch-stock-kernel.sh), a cache entry dir, or a bzImage
+#                     (arm64: an Image)
 #     --initrd IMG    boot IMG as is; otherwise one is made by mkinitramfs.sh
 #                     from --test/--module/--add (and K's transport modules)
 #     --smp N         vCPUs (default 4)       --mem SIZE   (default 512M)
 #     --cpu MODEL     default qemu64,vendor=GenuineIntel,family=6,model=85:
 #                     a model with constant_tsc, without which the guest's
 #                     cpufreq core refuses fast frequency switching
+#                     (arm64: max)
 #     --timeout S     kill QEMU after S seconds (default 300)
-#     --qemu BIN      QEMU binary; else $FREQHINT_QEMU; else
+#     --qemu BIN      QEMU binary; else $FREQHINT_QEMU (x86_64 only); else
 #                     qemu-device/build-qemu.sh --print-binary (the project's
 #                     QEMU, built if needed); else qemu-system-x86_64 in PATH
+#                     (arm64: --qemu, else build-qemu.sh --arch arm64)
 #     --append ARGS   more kernel command line (repeatable)
 #     --tsc-khz N|auto|none  tell the guest its TSC rate (tsc_early_khz=).
 #                     Under TCG the guest reads the host's TSC, and the
 #                     guest's own calibration against the PIT fails on a busy
 #                     host (95 MHz measured: a guest clock 27x fast).  auto
-#                     (default) takes the host kernel's calibration
+#                     (default) takes the host kernel's calibration (x86_64
+#                     only: arm64 has the architected timer)
 #     --kmemleak      have /init scan for leaks after the test (uclamp kernel)
 #     --log FILE      console log (default: a new file under $TMPDIR)
 #     --quiet         print the console log only when the run fails
@@ -52,13 +65,14 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # set -e exits without a word; say where.
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
-kernel='' initrd='' log='' qemu=${FREQHINT_QEMU:-} append='' judge=''
+kernel='' initrd='' log='' qemu='' append='' judge=''
 incoming='' outgoing=0 since=''
 smp=4 mem=512M timeout=300 quiet=0 kmemleak=0 tsc_khz=auto
-cpu=qemu64,vendor=GenuineIntel,family=6,model=85
+cpu='' arch=x86_64
 mk_args=() qemu_extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
+		--arch) arch=${2:?}; shift ;;
 		--kernel) kernel=${2:?}; shift ;;
 		--initrd) initrd=${2:?}; shift ;;
 		--test|--module|--add) mk_args+=("$1" "${2:?}"); shift ;;
@@ -81,6 +95,22 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+# What differs per architecture: the machine, the CPU model, the console,
+# the kernel image's name in a cache entry, the QEMU binary.
+case "$arch" in
+	x86_64)
+		: "${cpu:=qemu64,vendor=GenuineIntel,family=6,model=85}"
+		machine=(-machine q35 -accel tcg)
+		console=ttyS0 image_name=bzImage qemu_name=qemu-system-x86_64
+		qemu=${qemu:-${FREQHINT_QEMU:-}} ;;
+	arm64)
+		: "${cpu:=max}"
+		machine=(-machine virt,gic-version=3 -accel tcg,thread=multi
+			-global virtio-mmio.force-legacy=false)
+		console=ttyAMA0 image_name=Image qemu_name=qemu-system-aarch64
+		tsc_khz=none ;;
+	*) die "--arch x86_64|arm64, not '$arch'" ;;
+esac
 # host_tsc_khz: the host kernel's TSC rate in kHz, or nothing.
 host_tsc_khz() {
 	local k
@@ -101,12 +131,12 @@ boot() {
 	# The kernel: a cache entry (bzImage + transport modules) or a bare image.
 	kdir=
 	case "$kernel" in
-		uclamp) kdir=$("$here/tests/harness/build-kernel.sh" --print-dir) ;;
-		stock) kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --print-dir) ;;
+		uclamp) kdir=$("$here/tests/harness/build-kernel.sh" --arch "$arch" --print-dir) ;;
+		stock) kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --arch "$arch" --print-dir) ;;
 		*) if [ -d "$kernel" ]; then kdir=$kernel; fi ;;
 	esac
 	if [ -n "$kdir" ]; then
-		bzimage=$kdir/bzImage
+		bzimage=$kdir/$image_name
 	else
 		bzimage=$kernel
 	fi
@@ -114,16 +144,16 @@ boot() {
 
 	if [ -z "$initrd" ]; then
 		[ ${#mk_args[@]} -gt 0 ] || die "--initrd IMG or --test SCRIPT is required"
-		initrd=$("$here/tests/harness/mkinitramfs.sh" ${kdir:+--kernel "$kdir"} "${mk_args[@]}")
+		initrd=$("$here/tests/harness/mkinitramfs.sh" --arch "$arch" ${kdir:+--kernel "$kdir"} "${mk_args[@]}")
 	fi
 	[ -r "$initrd" ] || die "initramfs $initrd not found"
 
 	if [ -z "$qemu" ]; then
 		if [ -x "$here/qemu-device/build-qemu.sh" ]; then
-			qemu=$("$here/qemu-device/build-qemu.sh" --print-binary) ||
+			qemu=$("$here/qemu-device/build-qemu.sh" --arch "$arch" --print-binary) ||
 				die "building the project's QEMU failed (or pass --qemu BIN)"
 		else
-			qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+			qemu=$(command -v "$qemu_name") || die "no $qemu_name"
 		fi
 	fi
 	[ -x "$qemu" ] || die "QEMU binary $qemu not found"
@@ -132,7 +162,7 @@ boot() {
 	# A migration's destination continues its source's console log.
 	[ -n "$incoming" ] || : >"$log"
 
-	cmdline="console=ttyS0 panic=-1 rdinit=/init"
+	cmdline="console=$console panic=-1 rdinit=/init"
 	[ "$kmemleak" = 1 ] && cmdline+=" freqhint.kmemleak=1"
 	case "$tsc_khz" in
 		none) ;;
@@ -155,7 +185,7 @@ boot() {
 	# counts crashes.
 	qemu_cmd=(
 		"$qemu" -nodefaults -no-user-config -display none -no-reboot
-		-machine q35 -accel tcg -cpu "$cpu" -smp "$smp" -m "$mem"
+		"${machine[@]}" -cpu "$cpu" -smp "$smp" -m "$mem"
 		-chardev "file,id=con,path=$log,append=on" -serial chardev:con
 		-kernel "$bzimage" -initrd "$initrd" -append "$cmdline"
 		"${qemu_extra[@]}"
