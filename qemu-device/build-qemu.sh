@@ -51,7 +51,12 @@ top=$(cd "$here/.." && pwd)
 
 QEMU_VERSION=10.0.2
 QEMU_APT_SPEC=qemu/bookworm-backports
-TARGETS=(qemu-system-x86_64 qemu-system-aarch64 tests/qtest/qos-test)
+TARGETS=(qemu-system-x86_64 tests/qtest/qos-test)
+TARGET_LIST=x86_64-softmmu
+if arm64_enabled; then
+	TARGETS+=(qemu-system-aarch64)
+	TARGET_LIST+=,aarch64-softmmu
+fi
 
 cache=${FREQHINT_QEMU_CACHE:-$FREQHINT_CACHE/qemu}
 tarball=$cache/qemu_$QEMU_VERSION+ds.orig.tar.xz
@@ -78,7 +83,10 @@ while [ $# -gt 0 ]; do
 done
 case "$arch" in
 x86_64) binary=qemu-system-x86_64 ;;
-arm64) binary=qemu-system-aarch64 ;;
+arm64)
+	arm64_enabled || die "--arch arm64: the aarch64 target is built with FREQHINT_ARM64=1"
+	binary=qemu-system-aarch64
+	;;
 *) die "--arch x86_64|arm64, not '$arch'" ;;
 esac
 
@@ -227,7 +235,7 @@ lay_tree() {
 
 configure_args() {
 	printf '%s\n' \
-		--target-list=x86_64-softmmu,aarch64-softmmu \
+		--target-list=$TARGET_LIST \
 		--python="$PYTHON3" \
 		--cc="ccache gcc" \
 		--without-default-features \
@@ -319,7 +327,8 @@ if [ "$mode" = dirs ]; then
 fi
 
 if [ "$(cat "$cache/built-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ] ||
-	[ ! -x "$build/qemu-system-x86_64" ] || [ ! -x "$build/qemu-system-aarch64" ]; then
+	[ ! -x "$build/qemu-system-x86_64" ] ||
+	{ arm64_enabled && [ ! -x "$build/qemu-system-aarch64" ]; }; then
 	: >"$buildlog"
 	rm -f "$cache/built-key-$QEMU_VERSION"
 	build_qemu

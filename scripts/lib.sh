@@ -16,6 +16,12 @@ die() { log "error: $*"; exit 1; }
 # cache_key: the key for the description of inputs on stdin.
 cache_key() { sha256sum | cut -c1-16; }
 
+# arm64 guests (issue 28) are opt-in while they are brought up: with
+# FREQHINT_ARM64=1, setup.sh fetches and builds the arm64 pieces,
+# build-qemu.sh adds the aarch64 target and test.sh turns on the meson
+# option 'arm64'.  Off, nothing of it is built, fetched or run.
+arm64_enabled() { [ "${FREQHINT_ARM64:-0}" = 1 ]; }
+
 # cache_prune DIR [KEEP]: remove DIR's entries (and abandoned staging
 # directories) untouched for two weeks, never KEEP or a lock file.
 cache_prune() {

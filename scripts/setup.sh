@@ -61,7 +61,8 @@ BPO_PKGS=(
 # Foreign architectures for the arm64 guests: their kernel, headers and
 # userland are Debian's arm64 packages, fetched (never installed) with
 # apt-get download through dpkg multiarch (tests/harness/fetch-debs.sh).
-FOREIGN_ARCHES=(arm64)
+FOREIGN_ARCHES=()
+arm64_enabled && FOREIGN_ARCHES=(arm64)
 
 # foreign_arches_ok: dpkg knows every FOREIGN_ARCHES already.
 foreign_arches_ok() {
@@ -140,9 +141,11 @@ main() {
 	# gcc-multilib), Debian's arm64
 	# kernel and headers, the initramfs userland (QEMU's aarch64 target is
 	# part of the build above).
-	"$here/tests/harness/build-kernel.sh" --arch arm64
-	"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
-	"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
+	if arm64_enabled; then
+		"$here/tests/harness/build-kernel.sh" --arch arm64
+		"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
+		"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
+	fi
 	log "setup complete; cache in $FREQHINT_CACHE"
 }
 

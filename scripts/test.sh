@@ -25,6 +25,8 @@ declare -A builds=(
 	[fuzz]="-Dfuzzing=true"
 )
 declare -A build_env=([main]="CC=gcc" [fuzz]="CC=clang")
+# arm64 guests are opt-in while they are brought up (scripts/lib.sh).
+if arm64_enabled; then builds[main]+=" -Darm64=true"; else builds[main]+=" -Darm64=false"; fi
 
 setup_build() {
 	local name=$1 dir=$FREQHINT_BUILD/$1
