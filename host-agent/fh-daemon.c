@@ -52,7 +52,7 @@ vm_free (FhVm *vm)
   FhDaemon *d = vm->daemon;
 
   d->n_vcpus -= vm->num_vcpus;
-  g_clear_handle_id (&vm->exit_watch, g_source_remove);
+  g_clear_pointer (&vm->exit_watch, fh_poller_watch_remove);
   if (vm->dirty)
     g_ptr_array_remove_fast (d->dirty_vms, vm);
   /* Its vCPUs leave their CPUs now: the member lists never hold freed vCPUs. */
@@ -909,7 +909,8 @@ on_peer_exit (gint fd, GIOCondition cond, gpointer data)
 {
   FhVm *vm = data;
 
-  vm->exit_watch = 0;
+  /* out of the epoll set while the pidfd is still open (fh_poller_watch_remove()) */
+  g_clear_pointer (&vm->exit_watch, fh_poller_watch_remove);
   if (peer_gone (vm))
     close_gone (vm->conn); /* frees vm */
   /* else the reader sees EOF; the re-scan looks again */
@@ -921,8 +922,10 @@ vm_watch_exit (FhDaemon *d, FhVm *vm)
 {
   int fd = vm->conn ? fh_conn_peer_pidfd (vm->conn) : -1;
 
+  /* In the device sockets' epoll set: a GSource per VM would make every
+   * main-loop iteration walk them all (fh-poller.h). */
   if (fd >= 0)
-    vm->exit_watch = g_unix_fd_add (fd, G_IO_IN, on_peer_exit, vm);
+    vm->exit_watch = fh_poller_add (fh_device_server_poller (d->device), fd, G_IO_IN, on_peer_exit, vm);
 }
 
 /* Directory rel is, or lies below or above, the group of one of the VM's threads. */

@@ -68,7 +68,7 @@ typedef struct {
   guint64 vcpus_frames; /* PA-19: VCPUS applied */
   gboolean dirty;        /* in daemon->dirty_vms: its vCPUs are decided again */
   gint64 next_probe_us;  /* the safety net's next re-read of its threads */
-  guint exit_watch;      /* GSource on the peer's pidfd */
+  FhPollerWatch *exit_watch; /* the peer's pidfd in the device server's poller */
 } FhVm;
 
 typedef void (*FhDaemonNotify) (FhDaemon *daemon, gpointer data);

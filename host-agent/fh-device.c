@@ -15,6 +15,7 @@
 
 #include "fh-listener.h"
 #include "fh-peer.h"
+#include "fh-poller.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,10 +48,12 @@ struct _FhConn {
   guint ref;
   int fd;
   int pidfd; /* the peer process, pinned at accept (PA-20) */
-  guint in_watch;
-  guint out_watch;
-  guint hello_timer;
-  guint keepalive_timer;
+  /* The socket in the server's epoll set: G_IO_IN always, G_IO_OUT while
+   * the send queue holds bytes (out_pending). */
+  FhPollerWatch *watch;
+  gboolean out_pending;
+  guint hello_timer;     /* pre-HELLO only: those are few (max_prehello) */
+  gint64 next_ping_us;   /* after WELCOME: the server's keepalive tick sends it */
   ConnState state;
   struct ucred peer;
   pid_t pgid; /* the peer's process group at accept; 0 unknown */
@@ -76,6 +79,11 @@ struct _FhDeviceServer {
   FhDeviceCallbacks cb;
   gpointer data;
   GList *conns;       /* FhConn*, newest first; <= max_connections + max_prehello */
+  /* Every connection's socket in one epoll source, and one keepalive timer
+   * for all: GLib's loop walks each of its sources on every iteration, so
+   * a source per VM made each wake-up cost the number of VMs (issue 29). */
+  FhPoller *poller;
+  guint keepalive_timer;
   gboolean activated; /* passed by systemd: the path is the socket unit's */
   gid_t group;        /* the socket file's group: its members may connect */
 };
@@ -165,7 +173,7 @@ fh_device_server_accept_failures (FhDeviceServer *server)
   return fh_listener_failures (server->listener);
 }
 
-static gboolean conn_out_ready (gint fd, GIOCondition cond, gpointer user_data);
+static void conn_want_out (FhConn *conn, gboolean want);
 
 /*
  * Send or queue bytes.  1: done or queued; 0: the peer stopped reading and
@@ -189,8 +197,7 @@ conn_send (FhConn *conn, const uint8_t *buf, size_t len)
   if (conn->out->len + (len - off) > SEND_QUEUE_MAX)
     return 0;
   g_byte_array_append (conn->out, buf + off, len - off);
-  if (!conn->out_watch)
-    conn->out_watch = g_unix_fd_add (conn->fd, G_IO_OUT, conn_out_ready, conn);
+  conn_want_out (conn, TRUE);
   return 1;
 }
 
@@ -213,24 +220,32 @@ conn_queue (FhConn *conn, const uint8_t *buf, size_t len, const char *what)
   return FALSE;
 }
 
-static gboolean
-conn_out_ready (gint fd, GIOCondition cond, gpointer user_data)
+/* Wait for the socket to take more (the send queue holds bytes), or stop. */
+static void
+conn_want_out (FhConn *conn, gboolean want)
 {
-  FhConn *conn = user_data;
-  ssize_t n = send (fd, conn->out->data, conn->out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (conn->out_pending == want || !conn->watch)
+    return;
+  conn->out_pending = want;
+  fh_poller_watch_set_cond (conn->watch, want ? G_IO_IN | G_IO_OUT : G_IO_IN);
+}
+
+/* The socket takes more: send the queue.  FALSE when conn was closed. */
+static gboolean
+conn_out_ready (FhConn *conn)
+{
+  ssize_t n = send (conn->fd, conn->out->data, conn->out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return G_SOURCE_CONTINUE;
+    return TRUE;
   if (n < 0) {
-    conn->out_watch = 0;
     fh_conn_close (conn, FH_CLOSE_NORMAL, "send failed: %s", g_strerror (errno));
-    return G_SOURCE_REMOVE;
+    return FALSE;
   }
   g_byte_array_remove_range (conn->out, 0, (guint) n);
-  if (conn->out->len > 0)
-    return G_SOURCE_CONTINUE;
-  conn->out_watch = 0;
-  return G_SOURCE_REMOVE;
+  if (conn->out->len == 0)
+    conn_want_out (conn, FALSE);
+  return TRUE;
 }
 
 /* Try once to send the whole queue without blocking; TRUE if it is empty now. */
@@ -288,10 +303,8 @@ fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...)
     server->cb.rejected (reason, server->data);
   server->conns = g_list_remove (server->conns, conn);
   /* No more events for a closing connection; memory goes with the last reference. */
-  g_clear_handle_id (&conn->in_watch, g_source_remove);
-  g_clear_handle_id (&conn->out_watch, g_source_remove);
+  g_clear_pointer (&conn->watch, fh_poller_watch_remove);
   g_clear_handle_id (&conn->hello_timer, g_source_remove);
-  g_clear_handle_id (&conn->keepalive_timer, g_source_remove);
   if (server->cb.closed)
     server->cb.closed (conn, server->data);
   fh_conn_unref (conn);
@@ -327,6 +340,12 @@ fh_conn_send_host_freq (FhConn *conn, const FhHostFreq *hf)
   return conn_queue (conn, frame, n, "HOST_FREQ");
 }
 
+static guint
+keepalive_tick_ms (FhDeviceServer *server)
+{
+  return MAX (server->params.keepalive_ms / 4, 25u);
+}
+
 static gboolean
 hello_timeout (gpointer user_data)
 {
@@ -338,31 +357,67 @@ hello_timeout (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/*
+ * One timer pings every connection past HELLO (PA-15) and closes the silent
+ * ones (PB-7).  It ticks four times an interval and pings a connection whose
+ * PING would otherwise be late by the next tick, so PINGs are at most
+ * keepalive_ms apart (and at least 3/4 of it), and silence is noticed
+ * within a quarter interval after FH_KEEPALIVE_MISSES intervals.
+ */
 static gboolean
 keepalive_tick (gpointer user_data)
 {
-  FhConn *conn = user_data;
-  guint ms = conn->server->params.keepalive_ms;
-  uint8_t frame[FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_ping)];
-  size_t n;
-  guint timer;
+  FhDeviceServer *server = user_data;
+  gint64 ms = server->params.keepalive_ms;
+  gint64 interval_us = ms * G_TIME_SPAN_MILLISECOND;
+  gint64 tick_us = keepalive_tick_ms (server) * G_TIME_SPAN_MILLISECOND;
+  gint64 now = g_get_monotonic_time ();
+  g_autoptr (GPtrArray) due = g_ptr_array_new_with_free_func ((GDestroyNotify) fh_conn_unref);
+  gboolean any = FALSE;
 
-  if (g_get_monotonic_time () - conn->last_rx_us >
-      (gint64) FH_KEEPALIVE_MISSES * ms * G_TIME_SPAN_MILLISECOND) {
-    conn->keepalive_timer = 0;
-    fh_conn_close (conn, FH_CLOSE_TIMEOUT, "nothing received for %u keepalive intervals",
-                   FH_KEEPALIVE_MISSES);
-    return G_SOURCE_REMOVE;
+  /* Closing one may close others (the daemon's callbacks): act on a list
+   * of references taken first. */
+  for (GList *l = server->conns; l; l = l->next) {
+    FhConn *c = l->data;
+
+    if (c->closing || c->state == CONN_AWAIT_HELLO)
+      continue;
+    any = TRUE;
+    if (c->next_ping_us - now < tick_us)
+      g_ptr_array_add (due, fh_conn_ref (c));
   }
-  n = fh_encode_ping (frame, sizeof frame, FH_MSG_PING, ++conn->ping_cookie);
-  /* conn_queue() may close and free conn, and this source ends with it:
-   * conn_free() must not remove it, and conn must not be touched after. */
-  timer = conn->keepalive_timer;
-  conn->keepalive_timer = 0;
-  if (!conn_queue (conn, frame, n, "PING"))
-    return G_SOURCE_REMOVE;
-  conn->keepalive_timer = timer;
-  return G_SOURCE_CONTINUE;
+  for (guint i = 0; i < due->len; i++) {
+    FhConn *conn = due->pdata[i];
+    uint8_t frame[FH_FRAME_HDR_SIZE + sizeof (struct fh_msg_ping)];
+    size_t n;
+
+    if (conn->closing)
+      continue;
+    if (now - conn->last_rx_us > FH_KEEPALIVE_MISSES * interval_us) {
+      fh_conn_close (conn, FH_CLOSE_TIMEOUT, "nothing received for %u keepalive intervals",
+                     FH_KEEPALIVE_MISSES);
+      continue;
+    }
+    conn->next_ping_us = now + interval_us;
+    n = fh_encode_ping (frame, sizeof frame, FH_MSG_PING, ++conn->ping_cookie);
+    (void) conn_queue (conn, frame, n, "PING"); /* closes conn when it fails */
+  }
+  if (any)
+    return G_SOURCE_CONTINUE;
+  server->keepalive_timer = 0;
+  return G_SOURCE_REMOVE;
+}
+
+/* After WELCOME: the connection's first PING is due one interval from now. */
+static void
+keepalive_start (FhConn *conn)
+{
+  FhDeviceServer *server = conn->server;
+
+  conn->next_ping_us =
+      g_get_monotonic_time () + (gint64) server->params.keepalive_ms * G_TIME_SPAN_MILLISECOND;
+  if (!server->keepalive_timer)
+    server->keepalive_timer = g_timeout_add (keepalive_tick_ms (server), keepalive_tick, server);
 }
 
 /* FALSE (OVERLOAD) if a HELLO from conn would pass the limits of established connections. */
@@ -448,7 +503,7 @@ handle_frame (FhConn *conn, const FhFrame *f)
       if (!conn_queue (conn, frame, n, "WELCOME"))
         return FALSE;
       conn->state = CONN_AWAIT_FULL;
-      conn->keepalive_timer = g_timeout_add (server->params.keepalive_ms, keepalive_tick, conn);
+      keepalive_start (conn);
       return TRUE;
     }
     case CONN_AWAIT_FULL:
@@ -518,11 +573,10 @@ conn_frame_max (uint16_t n)
 }
 
 /*
- * Reads a connection may make per main-loop wake-up.  GLib's cost per
- * iteration grows with the number of watched fds (two per VM: its socket
- * and its pidfd), and the receive buffer holds about one frame (issue 16),
- * so reading once per wake-up made a flooding VM cost a whole iteration per
- * frame; the bound keeps one busy VM from holding the loop from the others.
+ * Reads a connection may make per wake-up.  The receive buffer holds about
+ * one frame (issue 16), so reading once made a flooding VM cost a whole
+ * wake-up per frame; the bound keeps one busy VM from holding the loop
+ * from the others, which the poller then serves first (fh-poller.c).
  */
 #define FH_CONN_READS_PER_WAKEUP 16
 
@@ -543,7 +597,6 @@ conn_read_frames (FhConn *conn, gint fd)
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return CONN_READ_EMPTY;
   if (n <= 0) {
-    conn->in_watch = 0;
     fh_conn_close (conn, FH_CLOSE_NORMAL, "%s", n == 0 ? "peer disconnected" : g_strerror (errno));
     return CONN_READ_CLOSED;
   }
@@ -601,10 +654,14 @@ conn_read_frames (FhConn *conn, gint fd)
 }
 
 static gboolean
-conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
+conn_ready (gint fd, GIOCondition cond, gpointer user_data)
 {
   FhConn *conn = user_data;
 
+  if ((cond & G_IO_OUT) && !conn_out_ready (conn))
+    return G_SOURCE_REMOVE;
+  if (!(cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
+    return G_SOURCE_CONTINUE;
   for (guint i = 0; i < FH_CONN_READS_PER_WAKEUP; i++) {
     switch (conn_read_frames (conn, fd)) {
     case CONN_READ_MORE:
@@ -622,10 +679,8 @@ conn_in_ready (gint fd, GIOCondition cond, gpointer user_data)
 static void
 conn_free (FhConn *conn)
 {
-  g_clear_handle_id (&conn->in_watch, g_source_remove);
-  g_clear_handle_id (&conn->out_watch, g_source_remove);
+  g_clear_pointer (&conn->watch, fh_poller_watch_remove);
   g_clear_handle_id (&conn->hello_timer, g_source_remove);
-  g_clear_handle_id (&conn->keepalive_timer, g_source_remove);
   if (conn->fd >= 0)
     close (conn->fd);
   if (conn->pidfd >= 0)
@@ -754,7 +809,11 @@ server_accept (int cfd, gpointer user_data)
     return;
   }
   g_debug ("%s: accepted", conn->desc);
-  conn->in_watch = g_unix_fd_add (cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, conn_in_ready, conn);
+  conn->watch = fh_poller_add (server->poller, cfd, G_IO_IN, conn_ready, conn);
+  if (!conn->watch) {
+    fh_conn_close (conn, FH_CLOSE_OVERLOAD, "cannot watch the socket: %s", g_strerror (errno));
+    return;
+  }
   conn->hello_timer = g_timeout_add (server->params.hello_timeout_ms, hello_timeout, conn);
 }
 
@@ -768,14 +827,21 @@ fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDe
                       gpointer data, GError **error)
 {
   FhDeviceServer *server;
+  FhPoller *poller;
   gboolean activated;
   struct stat st;
-  int fd = fh_listen_unix ("device", path, params->socket_gid, params->socket_mode, &activated,
-                           error);
+  int fd;
 
-  if (fd < 0)
+  poller = fh_poller_new (error);
+  if (!poller)
     return NULL;
+  fd = fh_listen_unix ("device", path, params->socket_gid, params->socket_mode, &activated, error);
+  if (fd < 0) {
+    fh_poller_free (poller);
+    return NULL;
+  }
   server = g_new0 (FhDeviceServer, 1);
+  server->poller = poller;
   server->path = g_strdup (path);
   server->activated = activated;
   server->group = stat (path, &st) == 0 ? st.st_gid : params->socket_gid;
@@ -786,6 +852,12 @@ fh_device_server_new (const char *path, const FhDeviceParams *params, const FhDe
   return server;
 }
 
+FhPoller *
+fh_device_server_poller (FhDeviceServer *server)
+{
+  return server->poller;
+}
+
 void
 fh_device_server_free (FhDeviceServer *server)
 {
@@ -794,6 +866,8 @@ fh_device_server_free (FhDeviceServer *server)
   while (server->conns)
     fh_conn_close (server->conns->data, FH_CLOSE_NORMAL, "agent shutting down");
   g_clear_pointer (&server->listener, fh_listener_free);
+  g_clear_handle_id (&server->keepalive_timer, g_source_remove);
+  g_clear_pointer (&server->poller, fh_poller_free);
   /* A socket unit's path outlives us: systemd listens on it while we are down. */
   if (!server->activated)
     unlink (server->path);

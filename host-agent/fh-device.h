@@ -9,6 +9,7 @@
 #include <glib.h>
 #include <sys/types.h>
 
+#include "fh-poller.h"
 #include "fh-protocol.h"
 
 typedef struct _FhConn FhConn;
@@ -50,6 +51,9 @@ FhDeviceServer *fh_device_server_new (const char *path, const FhDeviceParams *pa
 /* Closes every connection with FH_CLOSE_NORMAL and removes the socket. */
 void fh_device_server_free (FhDeviceServer *server);
 guint fh_device_server_n_connections (FhDeviceServer *server);
+/* The epoll source of the connections' sockets; other per-VM fds (the
+ * peer's pidfd) belong there too, for the same reason (fh-poller.h). */
+FhPoller *fh_device_server_poller (FhDeviceServer *server);
 /* accept() failures for lack of descriptors or memory (each pauses accepting). */
 guint64 fh_device_server_accept_failures (FhDeviceServer *server);
 
