@@ -277,18 +277,20 @@ take_ids (const Src *src, GKeyFile *kf, const char *key, GArray *dst, GError **e
 
 /* Operator values are written like cgroup files: "max" or a percentage. */
 static gboolean
-take_percent (const Src *src, GKeyFile *kf, const char *group, const char *key, guint *dst,
+take_percent (const Src *src, GKeyFile *kf, const char *group, const char *key, guint16 *dst,
               GError **error)
 {
   g_autofree char *v = g_key_file_get_string (kf, group, key, NULL);
   g_autoptr (GError) local = NULL;
+  guint value;
 
   if (!v)
     return TRUE;
-  if (!fh_parse_uclamp (v, dst, &local)) {
+  if (!fh_parse_uclamp (v, &value, &local)) {
     cfg_error (error, src, group, key, "%s", local->message);
     return FALSE;
   }
+  *dst = (guint16) value; /* <= FH_SCALE */
   return TRUE;
 }
 

@@ -61,10 +61,28 @@ vm_free (FhVm *vm)
     vcpu_unplace (d, &vm->vcpus[i]);
     fh_thread_info_clear (&vm->vcpus[i].info);
   }
-  g_free (vm->vcpus);
   fh_vm_settings_clear (&vm->settings);
-  g_free (vm->key);
-  g_free (vm);
+  g_free (vm); /* its vCPUs and key with it (vm_alloc()) */
+}
+
+/*
+ * The VM, its vCPUs and its key in one allocation sized at HELLO: at 1000
+ * VMs, three blocks per VM with their headers and the holes between them
+ * were a good part of the memory per VM (issue 29, item 7).
+ */
+G_STATIC_ASSERT (sizeof (FhVm) % G_ALIGNOF (FhVcpu) == 0);
+
+static FhVm *
+vm_alloc (FhDaemon *d, const char *key, guint n_vcpus)
+{
+  gsize key_off = sizeof (FhVm) + (gsize) n_vcpus * sizeof (FhVcpu);
+  FhVm *vm = g_malloc0 (key_off + strlen (key) + 1);
+
+  vm->daemon = d;
+  vm->num_vcpus = n_vcpus;
+  vm->vcpus = (FhVcpu *) (vm + 1);
+  vm->key = strcpy ((char *) vm + key_off, key);
+  return vm;
 }
 
 const char *
@@ -255,49 +273,37 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   g_autofree char *log_name = NULL; /* the peer's bytes, escaped (PA-6) */
   char uuid[37];
   guint n_vcpus = hello->num_vcpus;
+  g_autofree char *key = NULL;
 
   /* Refusals here close this connection only; no existing VM is touched. */
   format_uuid (hello->uuid, uuid);
   if (!check_identity (d, conn, hello, uuid, err) ||
       !fh_daemon_check_peer_tids (d, conn, hello->tids, hello->num_vcpus, err))
     return FALSE;
+  /*
+   * QEMU without -uuid reports the nil UUID; such VMs are told apart by
+   * name, or by process when they have none.
+   */
+  key = memcmp (hello->uuid, nil, 16) != 0 ? g_strdup (uuid)
+        : hello->name[0] ? g_strdup_printf ("name:%s", hello->name)
+                         : g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
   /* The VM this HELLO replaces (PA-8) gives its vCPUs back. */
-  old = NULL;
-  {
-    g_autofree char *key = memcmp (hello->uuid, nil, 16) != 0 ? g_strdup (uuid)
-                           : hello->name[0] ? g_strdup_printf ("name:%s", hello->name)
-                                            : g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
-
-    old = g_hash_table_lookup (d->vms, key);
-  }
+  old = g_hash_table_lookup (d->vms, key);
   if (d->n_vcpus - (old ? old->num_vcpus : 0) + n_vcpus > d->config->max_vcpus) {
     fh_error_set (err, FH_CLOSE_OVERLOAD, "%u vCPUs would exceed max_vcpus=%u (%u connected)",
                   n_vcpus, d->config->max_vcpus, d->n_vcpus);
     return FALSE;
   }
 
-  vm = g_new0 (FhVm, 1);
-  vm->daemon = d;
+  vm = vm_alloc (d, key, n_vcpus);
+  memcpy (vm->uuid, uuid, sizeof uuid);
   vm->conn = conn;
-  format_uuid (hello->uuid, vm->uuid);
   g_strlcpy (vm->name, hello->name, sizeof vm->name);
   log_name = fh_text_sanitize (vm->name, -1);
-  /*
-   * QEMU without -uuid reports the nil UUID; such VMs are told apart by
-   * name, or by process when they have none.
-   */
-  if (memcmp (hello->uuid, nil, 16) != 0)
-    vm->key = g_strdup (vm->uuid);
-  else if (vm->name[0])
-    vm->key = g_strdup_printf ("name:%s", vm->name);
-  else
-    vm->key = g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
   vm->pid = fh_conn_peer_pid (conn);
   vm->uid = fh_conn_peer_uid (conn);
-  vm->num_vcpus = hello->num_vcpus;
   vm->features = fh_conn_features (conn);
   vm->connected_realtime_us = g_get_real_time ();
-  vm->vcpus = g_new0 (FhVcpu, vm->num_vcpus);
   d->n_vcpus += vm->num_vcpus;
   for (guint i = 0; i < vm->num_vcpus; i++) {
     vm->vcpus[i].index = i;
@@ -313,9 +319,9 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   /* A restarted or migrated QEMU wins over a stale connection. */
   old = g_hash_table_lookup (d->vms, vm->key);
   if (old) {
-    g_autofree char *key = fh_text_sanitize (vm->key, -1);
+    g_autofree char *shown = fh_text_sanitize (vm->key, -1);
 
-    fh_conn_close (old->conn, FH_CLOSE_DUPLICATE, "VM %s connected again (pid %d)", key,
+    fh_conn_close (old->conn, FH_CLOSE_DUPLICATE, "VM %s connected again (pid %d)", shown,
                    (int) vm->pid);
   }
 
@@ -607,8 +613,8 @@ vcpu_decision (FhDaemon *d, FhVm *vm, guint j, double *headroom)
   FhClamp op = vm->settings.op;
 
   if (v->info.levels) {
-    chain.levels = (const FhClamp *) v->info.levels->data;
-    chain.n_levels = v->info.levels->len;
+    chain.levels = v->info.levels->v;
+    chain.n_levels = v->info.levels->n;
   }
   chain.rt = v->info.rt; /* MR-26 */
   chain.rt_min_default = d->host->rt_min_default;
@@ -826,20 +832,19 @@ static void
 levels_unref (gpointer levels)
 {
   if (levels)
-    g_array_unref (levels);
+    fh_levels_unref (levels);
 }
 
 /* What of a vCPU's host view the decision and HOST_FREQ depend on. */
 static gboolean
 vcpu_view_equal (const FhVcpu *v, gint cpu, gboolean by_config, guint8 cls, gboolean rt,
-                 const GArray *levels)
+                 const FhLevels *levels)
 {
-  guint n = v->info.levels ? v->info.levels->len : 0;
+  guint n = v->info.levels ? v->info.levels->n : 0;
 
-  if (v->cpu != cpu || v->placed_by_config != by_config || v->freq_class != cls ||
-      v->info.rt != rt || n != (levels ? levels->len : 0))
-    return FALSE;
-  return n == 0 || memcmp (v->info.levels->data, levels->data, n * sizeof (FhClamp)) == 0;
+  /* interned: the same chain is the same pointer, but an empty one may also be NULL */
+  return v->cpu == cpu && v->placed_by_config == by_config && v->freq_class == cls &&
+         v->info.rt == rt && (v->info.levels == levels || (n == 0 && (levels ? levels->n : 0) == 0));
 }
 
 /*
@@ -866,7 +871,7 @@ vm_reprobe (FhDaemon *d, FhVm *vm)
     flags[i] = (v->tid_ok ? 1 : 0) | (v->placed_by_config ? 2 : 0) | (v->info.rt ? 4 : 0);
     tgid[i] = v->info.tgid;
     cls[i] = v->freq_class;
-    g_ptr_array_add (levels, v->info.levels ? g_array_ref (v->info.levels) : NULL);
+    g_ptr_array_add (levels, v->info.levels ? (gpointer) fh_levels_ref (v->info.levels) : NULL);
   }
   vm_probe (d, vm);
   for (guint i = 0; i < n; i++) {
@@ -1298,15 +1303,12 @@ fh_daemon_rejected_total (FhDaemon *d)
 FhVm *
 fh_daemon_test_add_vm (FhDaemon *d, const char *name, const guint *tids, guint n_vcpus)
 {
-  FhVm *vm = g_new0 (FhVm, 1);
+  g_autofree char *key = g_strdup_printf ("name:%s", name);
+  FhVm *vm = vm_alloc (d, key, n_vcpus);
 
-  vm->daemon = d;
   g_strlcpy (vm->name, name, sizeof vm->name);
   g_strlcpy (vm->uuid, "00000000-0000-0000-0000-000000000000", sizeof vm->uuid);
-  vm->key = g_strdup_printf ("name:%s", name);
   vm->pid = getpid ();
-  vm->num_vcpus = n_vcpus;
-  vm->vcpus = g_new0 (FhVcpu, n_vcpus);
   d->n_vcpus += n_vcpus;
   for (guint i = 0; i < n_vcpus; i++) {
     vm->vcpus[i].index = i;

@@ -19,28 +19,33 @@
 
 typedef struct _FhDaemon FhDaemon;
 
+/*
+ * One per connected vCPU, 16 000 of them at 1000 VMs: packed, widest
+ * members first, flags as bits and clamps in 16 bits (issue 29, item 7:
+ * memory per VM).
+ */
 typedef struct {
-  guint index;
-  guint tid;        /* from HELLO; 0 when QEMU did not know it */
-  FhGuestHint hint; /* latest record; flags 0 = no hint */
-  guint32 seq;
-  gboolean hinted;   /* at least one record seen */
   FhThreadInfo info; /* host view of the thread */
-  gboolean tid_ok;   /* thread exists and belongs to the VM's process */
-  gint cpu;          /* placement used, -1 unknown */
-  gboolean placed_by_config;
   FhVcpuDecision d;
+  FhGuestHint hint;     /* latest record; flags 0 = no hint */
   double perf_headroom; /* the factor used for this vCPU (MR-4) */
-  guint8 freq_class;    /* PA-18: host frequency class, or VIRTIO_FREQHINT_NO_FREQ_CLASS */
+  guint32 tid;          /* from HELLO; 0 when QEMU did not know it */
+  guint32 seq;
+  gint32 cpu;           /* placement used, -1 unknown */
   /* Where the vCPU counts in the per-CPU aggregation now (daemon_update()):
    * the CPU whose member list holds it (-1 none), its index there, and the
    * contribution it made. */
-  gint agg_cpu;
-  guint agg_slot;
-  gboolean agg_active;
+  gint32 agg_cpu;
+  guint32 agg_slot;
   FhClamp agg_eff;
-  gboolean agg_capped; /* its cap counts there (MR-27): the thread is the VM's */
-  guint agg_cap;
+  guint16 agg_cap;
+  guint16 index;
+  guint8 freq_class; /* PA-18: host frequency class, or VIRTIO_FREQHINT_NO_FREQ_CLASS */
+  guint hinted : 1;  /* at least one record seen */
+  guint tid_ok : 1;  /* thread exists and belongs to the VM's process */
+  guint placed_by_config : 1;
+  guint agg_active : 1;
+  guint agg_capped : 1; /* its cap counts there (MR-27): the thread is the VM's */
 } FhVcpu;
 
 typedef struct {

@@ -394,7 +394,7 @@ fh_thread_info_clear (FhThreadInfo *info)
 {
   g_clear_pointer (&info->cgroup, g_ref_string_release);
   g_clear_pointer (&info->cgroup_dir, g_free);
-  g_clear_pointer (&info->levels, g_array_unref);
+  g_clear_pointer (&info->levels, fh_levels_unref);
   g_clear_pointer (&info->allowed, g_ref_string_release);
   memset (info, 0, sizeof *info);
   info->cpu = -1;
@@ -419,15 +419,16 @@ fh_cgroup_cache_new (void)
   return g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
-static GArray *
+static const FhLevels *
 read_chain (const FhPaths *paths, const FhCgroupPath *cg, GHashTable *cache)
 {
-  GArray *levels = g_array_new (FALSE, FALSE, sizeof (FhClamp));
+  g_autoptr (GArray) levels = g_array_new (FALSE, FALSE, sizeof (FhClamp));
   g_auto (GStrv) parts = g_strsplit (cg->path, "/", -1);
   g_autoptr (GString) rel = g_string_new (cg->hierarchy ? cg->hierarchy : "");
 
   for (char **p = parts; *p; p++) {
     FhClamp level;
+    guint min, max;
     g_autofree char *min_path = NULL, *max_path = NULL, *min_text = NULL, *max_text = NULL;
     g_autoptr (GError) error = NULL;
 
@@ -452,14 +453,15 @@ read_chain (const FhPaths *paths, const FhCgroupPath *cg, GHashTable *cache)
     min_text = fh_read_small_file (min_path, NULL);
     max_text = fh_read_small_file (max_path, NULL);
     if (!min_text || !max_text ||
-        !fh_parse_uclamp (min_text, &level.min, &error) ||
-        !fh_parse_uclamp (max_text, &level.max, &error)) {
+        !fh_parse_uclamp (min_text, &min, &error) ||
+        !fh_parse_uclamp (max_text, &max, &error)) {
       if (error)
         g_warning ("cgroup %s: %s; ignoring this level and below", rel->str, error->message);
       if (cache)
         g_hash_table_insert (cache, g_strdup (rel->str), g_new0 (CgLevel, 1));
       break;
     }
+    level = (FhClamp){ (guint16) min, (guint16) max }; /* <= FH_SCALE */
     if (cache) {
       CgLevel *e = g_new (CgLevel, 1);
 
@@ -469,7 +471,7 @@ read_chain (const FhPaths *paths, const FhCgroupPath *cg, GHashTable *cache)
     }
     g_array_append_val (levels, level);
   }
-  return levels;
+  return fh_levels_intern ((const FhClamp *) levels->data, levels->len);
 }
 
 /* The thread's group directory as read_chain() walks it (no "..", no "."). */
@@ -509,6 +511,7 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
   g_autofree char *status = NULL, *cgroup = NULL, *stat = NULL, *allowed = NULL, *tgid = NULL;
   g_autoptr (FhCgroupPath) cg = NULL;
   g_autoptr (GError) error = NULL;
+  guint policy;
 
   fh_thread_info_clear (info);
   if (tid == 0)
@@ -547,8 +550,10 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
       info->cpu = (gint) cpu;
     g_clear_error (&error);
   }
-  if (stat && fh_stat_policy (stat, &info->policy))
-    info->rt = info->policy == 1 || info->policy == 2;
+  if (stat && fh_stat_policy (stat, &policy)) {
+    info->policy = (guint8) MIN (policy, G_MAXUINT8);
+    info->rt = policy == 1 || policy == 2;
+  }
 
   cgroup = fh_read_small_file (cgroup_path, NULL);
   cg = cgroup ? fh_parse_proc_cgroup (cgroup, &error) : NULL;
@@ -564,6 +569,6 @@ fh_host_probe_thread_cached (const FhPaths *paths, GHashTable *cache, guint tid,
   } else {
     if (error)
       g_debug ("tid %u: cgroup: %s", tid, error->message);
-    info->levels = g_array_new (FALSE, FALSE, sizeof (FhClamp));
+    info->levels = fh_levels_intern (NULL, 0);
   }
 }

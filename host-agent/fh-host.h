@@ -9,6 +9,7 @@
 #include <glib.h>
 #include <sys/types.h>
 
+#include "fh-levels.h"
 #include "fh-merge.h"
 #include "fh-paths.h"
 #include "fh-protocol.h"
@@ -77,19 +78,21 @@ const char *fh_host_governor (const FhHost *host);
 /* The governor of the policy covering cpu; NULL when no policy covers it. */
 const char *fh_host_cpu_governor (const FhHost *host, gint cpu);
 
+/* One per vCPU thread, kept for as long as its VM is connected: packed
+ * (issue 29, item 7: memory per VM). */
 typedef struct {
-  gboolean exists; /* PROC/<tid>/status readable */
-  pid_t tgid;
   /* interned (GRefString): a VM's vCPU threads share their scope's one copy */
   char *cgroup;   /* "v2:/path" or "v1(cpu,cpuacct):/path" for display */
   char *cgroup_dir; /* its directory relative to the cgroup root, "/" + hierarchy + path;
                      * NULL when that is cgroup (v2): fh_thread_info_cgroup_dir() */
-  GArray *levels; /* FhClamp per cgroup level below the root, outermost first */
-  gint cpu;       /* placement, -1 when unknown */
-  gboolean pinned;
-  guint policy;   /* field 41 of PROC/<tid>/stat: SCHED_OTHER 0, FIFO 1, RR 2, ... */
+  const FhLevels *levels; /* per cgroup level below the root (interned), NULL when unknown */
   char *allowed;  /* Cpus_allowed_list as read (interned), NULL when unknown */
-  gboolean rt;    /* SCHED_FIFO or SCHED_RR (MR-26) */
+  pid_t tgid;
+  gint cpu;       /* placement, -1 when unknown */
+  guint8 policy;  /* field 41 of PROC/<tid>/stat: SCHED_OTHER 0, FIFO 1, RR 2, ... */
+  guint exists : 1; /* PROC/<tid>/status readable */
+  guint pinned : 1;
+  guint rt : 1;     /* SCHED_FIFO or SCHED_RR (MR-26) */
 } FhThreadInfo;
 
 void fh_thread_info_clear (FhThreadInfo *info);

@@ -13,9 +13,11 @@
 
 #define FH_SCALE 1024u
 
+/* 16 bits, as on the wire and in the kernel's uclamp_se.value (11 bits):
+ * one is kept per vCPU several times over (issue 29, item 7: memory per VM). */
 typedef struct {
-  guint min; /* UCLAMP_MIN */
-  guint max; /* UCLAMP_MAX */
+  guint16 min; /* UCLAMP_MIN */
+  guint16 max; /* UCLAMP_MAX */
 } FhClamp;
 
 #define FH_CLAMP_NONE ((FhClamp){ 0, FH_SCALE })
@@ -27,8 +29,8 @@ typedef struct {
 
 /* A guest record, as validated by the protocol decoder. */
 typedef struct {
-  guint flags; /* VIRTIO_FREQHINT_R_* */
-  guint clamp_min, clamp_max, perf;
+  guint16 flags; /* VIRTIO_FREQHINT_R_* */
+  guint16 clamp_min, clamp_max, perf; /* le16 on the wire */
 } FhGuestHint;
 
 /*

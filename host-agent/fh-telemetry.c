@@ -208,8 +208,8 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
   add_bool (b, "rt_default_min", v->d.min_default); /* MR-26 */
   json_builder_set_member_name (b, "cgroup_levels");
   json_builder_begin_array (b);
-  for (guint i = 0; v->info.levels && i < v->info.levels->len; i++) {
-    FhClamp l = g_array_index (v->info.levels, FhClamp, i);
+  for (guint i = 0; v->info.levels && i < v->info.levels->n; i++) {
+    FhClamp l = v->info.levels->v[i];
 
     json_builder_begin_object (b);
     add_int (b, "min", l.min);

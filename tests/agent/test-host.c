@@ -184,8 +184,8 @@ test_probe_v2 (void)
   g_assert_true (info.pinned);
   g_assert_cmpint (info.cpu, ==, 3);
   g_assert_cmpstr (info.cgroup, ==, "/machine.slice/vm.scope/vcpu0");
-  g_assert_cmpuint (info.levels->len, ==, 2);
-  l = g_array_index (info.levels, FhClamp, 1);
+  g_assert_cmpuint (info.levels->n, ==, 2);
+  l = info.levels->v[1];
   g_assert_cmpuint (l.min, ==, 102);
   g_assert_cmpuint (l.max, ==, 512);
 
@@ -194,7 +194,7 @@ test_probe_v2 (void)
   fh_host_probe_thread (&p, 502, 8, &info);
   g_assert_false (info.pinned);
   g_assert_cmpint (info.cpu, ==, 6);
-  g_assert_cmpuint (info.levels->len, ==, 1);
+  g_assert_cmpuint (info.levels->n, ==, 1);
   /* last CPU beyond the online ones: unknown */
   fh_host_probe_thread (&p, 502, 4, &info);
   g_assert_cmpint (info.cpu, ==, -1);
@@ -204,12 +204,12 @@ test_probe_v2 (void)
   expect_warning ("*fifty*");
   fh_host_probe_thread (&p, 501, 8, &info);
   assert_expected_warning ();
-  g_assert_cmpuint (info.levels->len, ==, 1);
+  g_assert_cmpuint (info.levels->n, ==, 1);
 
   /* a path that tries to climb out of the cgroup root */
   thread (503, "1", 1, "0::/machine.slice/../../../etc\n");
   fh_host_probe_thread (&p, 503, 8, &info);
-  g_assert_cmpuint (info.levels->len, ==, 1);
+  g_assert_cmpuint (info.levels->n, ==, 1);
 
   /* a thread that is gone, and tid 0 */
   fh_host_probe_thread (&p, 999, 8, &info);
@@ -235,11 +235,51 @@ test_probe_v1 (void)
   paths_for (&p);
   fh_host_probe_thread (&p, 601, 8, &info);
   g_assert_cmpstr (info.cgroup, ==, "cpu,cpuacct:/machine/vm1");
-  g_assert_cmpuint (info.levels->len, ==, 2);
-  g_assert_cmpuint (g_array_index (info.levels, FhClamp, 0).min, ==, 205);
-  g_assert_cmpuint (g_array_index (info.levels, FhClamp, 1).min, ==, 1024);
-  g_assert_cmpuint (g_array_index (info.levels, FhClamp, 1).max, ==, 768);
+  g_assert_cmpuint (info.levels->n, ==, 2);
+  g_assert_cmpuint (info.levels->v[0].min, ==, 205);
+  g_assert_cmpuint (info.levels->v[1].min, ==, 1024);
+  g_assert_cmpuint (info.levels->v[1].max, ==, 768);
   fh_thread_info_clear (&info);
+  fh_paths_clear (&p);
+}
+
+/*
+ * Interned chains (issue 29, item 7): threads in groups with the same
+ * requests share one copy, a different request gets its own, and the copy
+ * goes with its last thread.
+ */
+static void
+test_levels_interned (void)
+{
+  FhPaths p;
+  FhThreadInfo a = { 0 }, b = { 0 }, c = { 0 };
+  guint before = fh_levels_n_interned ();
+
+  put ("cgroup/machine.slice/cpu.uclamp.min", "0.00\n");
+  put ("cgroup/machine.slice/cpu.uclamp.max", "max\n");
+  put ("cgroup/machine.slice/a.scope/cpu.uclamp.min", "5.00\n");
+  put ("cgroup/machine.slice/a.scope/cpu.uclamp.max", "90.00\n");
+  put ("cgroup/machine.slice/b.scope/cpu.uclamp.min", "5.00\n");
+  put ("cgroup/machine.slice/b.scope/cpu.uclamp.max", "90.00\n");
+  put ("cgroup/machine.slice/c.scope/cpu.uclamp.min", "5.00\n");
+  put ("cgroup/machine.slice/c.scope/cpu.uclamp.max", "80.00\n");
+  thread (701, "1", 1, "0::/machine.slice/a.scope\n");
+  thread (702, "2", 2, "0::/machine.slice/b.scope\n");
+  thread (703, "3", 3, "0::/machine.slice/c.scope\n");
+  paths_for (&p);
+  fh_host_probe_thread (&p, 701, 8, &a);
+  fh_host_probe_thread (&p, 702, 8, &b);
+  fh_host_probe_thread (&p, 703, 8, &c);
+  g_assert_cmpuint (a.levels->n, ==, 2);
+  g_assert_true (a.levels == b.levels);
+  g_assert_true (a.levels != c.levels);
+  g_assert_cmpuint (c.levels->v[1].max, ==, 819);
+  g_assert_cmpuint (fh_levels_n_interned (), ==, before + 2);
+  fh_thread_info_clear (&a);
+  g_assert_cmpuint (fh_levels_n_interned (), ==, before + 2);
+  fh_thread_info_clear (&b);
+  fh_thread_info_clear (&c);
+  g_assert_cmpuint (fh_levels_n_interned (), ==, before);
   fh_paths_clear (&p);
 }
 
@@ -437,6 +477,7 @@ main (int argc, char **argv)
   g_test_add_func ("/host/load", test_host_load);
   g_test_add_func ("/host/probe-v2", test_probe_v2);
   g_test_add_func ("/host/probe-v1", test_probe_v1);
+  g_test_add_func ("/host/levels-interned", test_levels_interned);
   g_test_add_func ("/host/config", test_config);
   g_test_add_func ("/host/config-strict", test_config_strict);
   g_test_add_func ("/host/stat-policy", test_stat_policy);
