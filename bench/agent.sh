@@ -140,7 +140,7 @@ log "bench: connecting $VMS VMs x $VCPUS vCPUs"
 "$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
 	--mode hold --ready-file "$T/ready" >"$T/hold.out" 2>"$T/hold.err" &
 client_pid=$!
-eventually 300 test -e "$T/ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/hold.err")"
+eventually 900 test -e "$T/ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/hold.err")"
 eventually 30 test "$(status_field connected_vms)" = $VMS ||
 	die "freqhintd has $(status_field connected_vms) VMs, want $VMS"
 result mem_connect_s "$(sed -n 's/.*connected in \([0-9.]*\) s/\1/p' "$T/hold.err")"
@@ -166,7 +166,7 @@ rm -f "$T/flood-ready"
 "$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
 	--mode flood --seconds 16 --ready-file "$T/flood-ready" >"$T/flood.out" 2>"$T/flood.err" &
 client_pid=$!
-eventually 300 test -e "$T/flood-ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/flood.err")"
+eventually 900 test -e "$T/flood-ready" || die "fh-bench-vms did not connect: $(tail -n3 "$T/flood.err")"
 sleep 2
 f0=$(status_field hints_frames_total) u0=$(status_field updates_total) c0=$(cpu_s) t0=$(date +%s%3N)
 sleep 10

@@ -525,6 +525,177 @@ test_close_in_callback (void)
   g_rmdir (dir);
 }
 
+/* --- device: many sockets in one epoll source (issue 29, item 8) ------------ */
+
+/* Per connection, who sent which HINTS: the peer's first record's clamp_min says. */
+static guint hints_by_tag[256];
+
+static void
+hints_count (FhConn *conn, const FhHints *h, gpointer data)
+{
+  hints_by_tag[h->records[0].clamp_min & 0xff]++;
+}
+
+static size_t
+encode_hello_full (uint8_t *buf, size_t size, guint tag)
+{
+  static FhHello hello;
+  static FhHints hints;
+  size_t n;
+
+  hello.version = FH_PROTO_VERSION;
+  hello.num_vcpus = 1;
+  n = fh_encode_hello (buf, size, &hello);
+  hints.flags = FH_HINTS_F_FULL;
+  hints.num_records = 1;
+  hints.records[0].flags = VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID;
+  hints.records[0].clamp_min = (uint16_t) tag;
+  hints.records[0].clamp_max = 1024;
+  return n + fh_encode_hints (buf + n, size - n, &hints);
+}
+
+/* 200 VMs, one of which sends half a frame and hangs up: it alone goes. */
+static void
+test_many_one_closing (void)
+{
+  enum { N = 200, HALF = 77 };
+  g_autofree char *dir = g_dir_make_tmp ("fh-device-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "dev.sock", NULL);
+  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
+                            .max_connections = 2 * N, .socket_mode = 0600,
+                            .socket_gid = (gid_t) -1 };
+  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints_count, .closed = on_closed };
+  g_autoptr (GError) error = NULL;
+  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+  uint8_t buf[2 * FH_FRAME_MAX];
+  int fd[N];
+
+  g_assert_no_error (error);
+  memset (hints_by_tag, 0, sizeof hints_by_tag);
+  closed_seen = 0;
+  for (guint i = 0; i < N; i++) {
+    fd[i] = connect_to (path);
+    /* accept as we go: connect() blocks on a full backlog */
+    while (g_main_context_iteration (NULL, FALSE))
+      ;
+  }
+  run_for (300); /* all accepted */
+  g_assert_cmpuint (fh_device_server_n_connections (server), ==, N);
+  for (guint i = 0; i < N; i++) {
+    size_t n = encode_hello_full (buf, sizeof buf, i == HALF ? 255 : i % 250);
+
+    if (i == HALF) {
+      /* HELLO and half of the HINTS frame, then gone mid-read */
+      n -= 10;
+      g_assert_cmpint (send (fd[i], buf, n, 0), ==, (ssize_t) n);
+      close (fd[i]);
+      fd[i] = -1;
+      continue;
+    }
+    g_assert_cmpint (send (fd[i], buf, n, 0), ==, (ssize_t) n);
+  }
+  run_for (500);
+  g_assert_cmpuint (closed_seen, ==, 1);
+  g_assert_cmpuint (hints_by_tag[255], ==, 0);
+  g_assert_cmpuint (fh_device_server_n_connections (server), ==, N - 1);
+  for (guint i = 0; i < N; i++)
+    if (i != HALF)
+      g_assert_cmpuint (hints_by_tag[i % 250], >=, 1);
+  fh_device_server_free (server);
+  g_assert_cmpuint (closed_seen, ==, N);
+  for (guint i = 0; i < N; i++)
+    if (fd[i] >= 0)
+      close (fd[i]);
+  g_rmdir (dir);
+}
+
+/* A peer that sends HINTS as fast as its socket takes them, from a thread. */
+typedef struct {
+  int fd;
+  gint stop;
+} Flooder;
+
+static gpointer
+flood_thread (gpointer data)
+{
+  Flooder *f = data;
+  static FhHints hints;
+  uint8_t frame[64 * 64];
+  size_t one, n = 0;
+
+  hints.num_records = 1;
+  hints.records[0].flags = VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID;
+  hints.records[0].clamp_min = 1;
+  hints.records[0].clamp_max = 1024;
+  one = fh_encode_hints (frame, sizeof frame, &hints);
+  while (n + one <= sizeof frame)
+    n += fh_encode_hints (frame + n, sizeof frame - n, &hints);
+  while (!g_atomic_int_get (&f->stop))
+    if (send (f->fd, frame, n, MSG_NOSIGNAL) < 0)
+      break;
+  return NULL;
+}
+
+/* Fairness: while one VM floods, another's single HINTS is read at once. */
+static void
+test_flood_fairness (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("fh-device-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "dev.sock", NULL);
+  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
+                            .max_connections = 8, .socket_mode = 0600,
+                            .socket_gid = (gid_t) -1 };
+  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints_count, .closed = on_closed };
+  g_autoptr (GError) error = NULL;
+  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+  Flooder f = { 0 };
+  GThread *thread;
+  uint8_t buf[2 * FH_FRAME_MAX];
+  int quiet;
+  size_t n;
+  gint64 deadline;
+  guint flooded;
+
+  g_assert_no_error (error);
+  memset (hints_by_tag, 0, sizeof hints_by_tag);
+  f.fd = connect_to (path);
+  quiet = connect_to (path);
+  n = encode_hello_full (buf, sizeof buf, 1);
+  g_assert_cmpint (send (f.fd, buf, n, 0), ==, (ssize_t) n);
+  n = encode_hello_full (buf, sizeof buf, 2);
+  g_assert_cmpint (send (quiet, buf, n, 0), ==, (ssize_t) n);
+  run_for (200);
+  g_assert_cmpuint (hints_by_tag[2], ==, 1);
+  thread = g_thread_new ("flood", flood_thread, &f);
+  run_for (300); /* the flood is on */
+  flooded = hints_by_tag[1];
+  g_assert_cmpuint (flooded, >, 1000);
+  n = encode_hello_full (buf, sizeof buf, 2);
+  /* just the HINTS frame this time (after the HELLO's bytes) */
+  {
+    static FhHello hello;
+    size_t h;
+
+    hello.version = FH_PROTO_VERSION;
+    hello.num_vcpus = 1;
+    h = fh_encode_hello (buf, sizeof buf, &hello);
+    g_assert_cmpint (send (quiet, buf + h, n - h, 0), ==, (ssize_t) (n - h));
+  }
+  deadline = g_get_monotonic_time () + G_TIME_SPAN_SECOND;
+  while (hints_by_tag[2] < 2 && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (hints_by_tag[2], ==, 2);
+  /* and the flood went on being read meanwhile */
+  g_assert_cmpuint (hints_by_tag[1], >, flooded);
+  g_atomic_int_set (&f.stop, 1);
+  shutdown (f.fd, SHUT_RDWR);
+  g_thread_join (thread);
+  fh_device_server_free (server);
+  close (f.fd);
+  close (quiet);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -543,6 +714,8 @@ main (int argc, char **argv)
   g_test_add_func ("/peer/domstatus", test_domstatus);
   g_test_add_func ("/peer/check-libvirt", test_check_libvirt);
   g_test_add_func ("/device/close-in-callback", test_close_in_callback);
+  g_test_add_func ("/device/many-one-closing", test_many_one_closing);
+  g_test_add_func ("/device/flood-fairness", test_flood_fairness);
   g_test_add_func ("/listener/emfile", test_listener_emfile);
   return g_test_run ();
 }
