@@ -573,34 +573,49 @@ conn_frame_max (uint16_t n)
 }
 
 /*
- * Reads a connection may make per wake-up.  The receive buffer holds about
- * one frame (issue 16), so reading once made a flooding VM cost a whole
- * wake-up per frame; the bound keeps one busy VM from holding the loop
- * from the others, which the poller then serves first (fh-poller.c).
+ * What a connection may send per wake-up: one read of up to this many of
+ * its largest frames.  Its own buffer holds one frame (issue 16: memory per
+ * VM), so reading into it took a recv() per frame; a flood's cost was then
+ * mostly syscalls (issue 29, item 8).  A read goes into one buffer shared
+ * by all connections instead, and only an incomplete frame at its end is
+ * kept in the connection's own.  The bound keeps one busy VM from holding
+ * the loop from the others, which the poller then serves (fh-poller.c).
  */
-#define FH_CONN_READS_PER_WAKEUP 16
+#define FH_CONN_FRAMES_PER_WAKEUP 16
+
+/* The shared read buffer: the main loop is single-threaded, and nothing a
+ * frame's handler does reads another connection. */
+static uint8_t rx[FH_CONN_FRAMES_PER_WAKEUP * FH_FRAME_MAX];
 
 typedef enum {
-  CONN_READ_MORE,    /* frames were taken; the socket may hold more */
-  CONN_READ_DRAINED, /* frames were taken; the socket held no more */
-  CONN_READ_EMPTY,   /* nothing to read now */
+  CONN_READ_DRAINED, /* frames were taken (or none waited): wait for the next wake-up */
   CONN_READ_CLOSED,
 } ConnReadResult;
+
+/* The largest frame conn may send now: FH_FRAME_MAX until HELLO. */
+static size_t
+conn_in_cap (FhConn *conn)
+{
+  return conn->state == CONN_AWAIT_HELLO ? FH_FRAME_MAX : conn_frame_max (conn->num_vcpus);
+}
 
 static ConnReadResult
 conn_read_frames (FhConn *conn, gint fd)
 {
-  size_t off = 0, offered = conn->in_size - conn->in_len;
+  size_t off = 0, len = conn->in_len, offered;
   ssize_t n;
 
-  n = recv (fd, conn->in + conn->in_len, offered, MSG_DONTWAIT);
+  /* the incomplete frame kept from the last read comes first */
+  memcpy (rx, conn->in, len);
+  offered = FH_CONN_FRAMES_PER_WAKEUP * conn_in_cap (conn) - len;
+  n = recv (fd, rx + len, offered, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return CONN_READ_EMPTY;
+    return CONN_READ_DRAINED;
   if (n <= 0) {
     fh_conn_close (conn, FH_CLOSE_NORMAL, "%s", n == 0 ? "peer disconnected" : g_strerror (errno));
     return CONN_READ_CLOSED;
   }
-  conn->in_len += (size_t) n;
+  len += (size_t) n;
   conn->last_rx_us = g_get_monotonic_time ();
 
   fh_conn_ref (conn);
@@ -608,15 +623,15 @@ conn_read_frames (FhConn *conn, gint fd)
     FhFrame f;
     size_t size = 0;
     FhError err = { 0 };
-    FhParseResult r = fh_frame_parse (conn->in + off, conn->in_len - off, &f, &size, &err);
+    FhParseResult r = fh_frame_parse (rx + off, len - off, &f, &size, &err);
 
     if (r == FH_PARSE_NEED_MORE) {
       /* A frame no buffer of this VM holds would never complete: refuse it now. */
-      if (conn->in_len - off >= FH_FRAME_HDR_SIZE &&
-          FH_FRAME_HDR_SIZE + fh_get_le32 (conn->in + off) > conn->in_size) {
+      if (len - off >= FH_FRAME_HDR_SIZE &&
+          FH_FRAME_HDR_SIZE + fh_get_le32 (rx + off) > conn_in_cap (conn)) {
         fh_conn_close (conn, FH_CLOSE_MALFORMED,
                        "frame of %u bytes is larger than any a device with %u vCPUs sends",
-                       fh_get_le32 (conn->in + off), conn->num_vcpus);
+                       fh_get_le32 (rx + off), conn->num_vcpus);
         fh_conn_unref (conn);
         return CONN_READ_CLOSED;
       }
@@ -635,22 +650,15 @@ conn_read_frames (FhConn *conn, gint fd)
     off += size;
   }
   fh_conn_unref (conn);
-  if (off) {
-    memmove (conn->in, conn->in + off, conn->in_len - off);
-    conn->in_len -= off;
-  }
   /* After HELLO the buffer is sized by the VM's vCPU count (issue 16: memory per VM). */
-  if (conn->state != CONN_AWAIT_HELLO && conn->in_size > conn_frame_max (conn->num_vcpus) &&
-      conn->in_len <= conn_frame_max (conn->num_vcpus)) {
-    conn->in_size = conn_frame_max (conn->num_vcpus);
+  if (conn->in_size != conn_in_cap (conn)) {
+    conn->in_size = conn_in_cap (conn);
     conn->in = g_realloc (conn->in, conn->in_size);
   }
-  /*
-   * A stream socket's recv() returns less than offered only when it holds
-   * no more: another read would just say EAGAIN, at the usual rate of one
-   * frame per window a syscall per wake-up for nothing.
-   */
-  return (size_t) n < offered ? CONN_READ_DRAINED : CONN_READ_MORE;
+  /* what is left is less than one frame that fits (checked above) */
+  conn->in_len = len - off;
+  memcpy (conn->in, rx + off, conn->in_len);
+  return CONN_READ_DRAINED;
 }
 
 static gboolean
@@ -662,18 +670,8 @@ conn_ready (gint fd, GIOCondition cond, gpointer user_data)
     return G_SOURCE_REMOVE;
   if (!(cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
     return G_SOURCE_CONTINUE;
-  for (guint i = 0; i < FH_CONN_READS_PER_WAKEUP; i++) {
-    switch (conn_read_frames (conn, fd)) {
-    case CONN_READ_MORE:
-      break;
-    case CONN_READ_DRAINED:
-    case CONN_READ_EMPTY:
-      return G_SOURCE_CONTINUE;
-    case CONN_READ_CLOSED:
-      return G_SOURCE_REMOVE;
-    }
-  }
-  return G_SOURCE_CONTINUE;
+  /* level-triggered: bytes left in the socket wake us again, after the others */
+  return conn_read_frames (conn, fd) == CONN_READ_CLOSED ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
 }
 
 static void
