@@ -22,21 +22,21 @@
 #
 # DIR is a meson build dir where the bench programs, freqhintd and
 # freqhintctl are built.  Writes key=value lines to FILE.  --steps: a
-# comma-separated subset of merge,memory,decide,economy,write (memory
-# includes the idle CPU and the flood); default all.
+# comma-separated subset of merge,memory,flood,decide,economy,write (memory
+# includes the idle CPU; flood alone starts its own daemon); default all.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= quick=0 steps=merge,memory,decide,economy,write
+build= out= quick=0 steps=merge,memory,flood,decide,economy,write
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
 	--quick) quick=1 ;;
 	--steps) steps=${2:?}; shift ;;
-	*) die "usage: $0 --build DIR --out FILE [--quick] [--steps merge,memory,decide,economy,write]" ;;
+	*) die "usage: $0 --build DIR --out FILE [--quick] [--steps merge,memory,flood,decide,economy,write]" ;;
 	esac
 	shift
 done
@@ -102,7 +102,7 @@ VMS=1000 VCPUS=16
 [ $quick = 1 ] && VMS=100
 # Economy's largest load: 64 VMs x 4 vCPUs.
 threads=256
-{ step memory || step decide; } && threads=$((VMS * VCPUS))
+{ step memory || step flood || step decide; } && threads=$((VMS * VCPUS))
 log "bench: fixture with $threads vCPU threads"
 make_threads 100000 "$threads"
 
@@ -158,7 +158,13 @@ kill -TERM "$client_pid"
 wait "$client_pid" 2>/dev/null || true
 client_pid=
 eventually 30 test "$(status_field connected_vms)" = 0 || true
+fi
 
+if step flood; then
+if [ -z "$agent_pid" ]; then
+	write_config
+	start_agent cpufreq --metrics-port 0
+fi
 log "bench: flooding freqhintd from $VMS VMs"
 # Measured over a steady window of the flood: the peers' connects before it
 # and their exits after it are full passes, not the flood.
@@ -185,7 +191,7 @@ result flood_hwm_kb "$(vm_status VmHWM)"
 stop_agent
 fi
 # The flood's anchor in the same run: the pure merge loop (step merge).
-if step merge && step memory; then
+if step merge && step flood; then
 	result flood_vs_merge "$(awk -v f="$(sed -n 's/^flood_records_per_cpu_s=//p' "$out")" \
 		-v m="$(sed -n 's/^merge_median_updates_per_s=//p' "$out")" \
 		'BEGIN { if (m > 0) printf "%.3f", f / m; else print "?" }')"
