@@ -2,7 +2,8 @@
 /*
  * Device socket server (spec/agent-protocol.md).
  *
- * Each connection has a receive buffer of exactly one maximal frame and a
+ * Each connection keeps at most one maximal frame of input (what a read
+ * left incomplete; reads go through one buffer shared by all) and a
  * bounded send queue, so a VM can never make the agent allocate more than
  * that.  Every protocol error closes only that connection: FH_MSG_CLOSE
  * with the reason (best effort), a log line, a counter.
