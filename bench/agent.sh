@@ -18,7 +18,7 @@
 #              every change of the decided limits is written at once
 #   write      fh-bench-write: one cpufreq actuation on a fixture file
 #
-#   agent.sh --build DIR --out FILE [--quick] [--steps LIST]
+#   agent.sh --build DIR --out FILE [--quick] [--vms N] [--steps LIST]
 #
 # DIR is a meson build dir where the bench programs, freqhintd and
 # freqhintctl are built.  Writes key=value lines to FILE.  --steps: a
@@ -29,14 +29,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= quick=0 steps=merge,memory,flood,decide,economy,write
+build= out= quick=0 vms= steps=merge,memory,flood,decide,economy,write
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
 	--quick) quick=1 ;;
+	--vms) vms=${2:?}; shift ;;
 	--steps) steps=${2:?}; shift ;;
-	*) die "usage: $0 --build DIR --out FILE [--quick] [--steps merge,memory,flood,decide,economy,write]" ;;
+	*) die "usage: $0 --build DIR --out FILE [--quick] [--vms N] [--steps merge,memory,flood,decide,economy,write]" ;;
 	esac
 	shift
 done
@@ -100,6 +101,8 @@ write_config() {
 
 VMS=1000 VCPUS=16
 [ $quick = 1 ] && VMS=100
+# A loaded host forks 1000 peer processes slowly (over 900 s at load 17).
+[ -n "$vms" ] && VMS=$vms
 # Economy's largest load: 64 VMs x 4 vCPUs.
 threads=256
 { step memory || step flood || step decide; } && threads=$((VMS * VCPUS))
