@@ -119,7 +119,7 @@ destination, and the driver hears of it after load.
   -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
   -device virtio-freqhint-pci,chardev=fh0
 
-Properties: chardev, rate-window-ms (default 10), forward-interval-ms
+Properties: chardev, rate-window-ms (default 10), x-forward-interval-ms
 (default 5), perf, feedback, host-freq, cpu-id, perf-step, idle-share.
 Telemetry: qom-get <dev> x-stats (experimental).
 The device is modern-only on every transport (validate_features refuses a
