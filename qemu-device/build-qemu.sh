@@ -14,6 +14,8 @@
 #   build-qemu.sh --lay-only       refresh the source tree, do not build
 #   build-qemu.sh --print-dirs     refresh the source tree, print
 #                                  PRISTINE=, SOURCE= and BUILD= lines
+#   build-qemu.sh --print-configure
+#                                  the configure arguments, one a line
 #
 # Everything heavy lives in $FREQHINT_CACHE/qemu/ (or $FREQHINT_QEMU_CACHE),
 # outside the clone:
@@ -78,8 +80,9 @@ while [ $# -gt 0 ]; do
 	--print-build) mode=print-build ;;
 	--lay-only) mode=lay ;;
 	--print-dirs) mode=dirs ;;
+	--print-configure) mode=configure ;;
 	--arch) arch=${2:-}; shift ;;
-	*) die "usage: $0 [--arch x86_64|arm64] [--print-binary|--print-build|--lay-only|--print-dirs]" ;;
+	*) die "usage: $0 [--arch x86_64|arm64] [--print-binary|--print-build|--lay-only|--print-dirs|--print-configure]" ;;
 	esac
 	shift
 done
@@ -320,6 +323,10 @@ build_qemu() {
 	log "QEMU built in $((SECONDS - start)) s"
 }
 
+if [ "$mode" = configure ]; then
+	configure_args
+	exit 0
+fi
 fetch_tarball
 unpack_pristine
 key=$(input_key)

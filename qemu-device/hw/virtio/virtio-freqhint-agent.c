@@ -87,22 +87,20 @@ static uint32_t fh_agent_offered_features(FreqHintAgent *a)
 }
 
 static gboolean fh_agent_writable(void *do_not_use, GIOCondition cond,
-                                 void *opaque);
+                                  void *opaque);
 static bool fh_agent_send_vcpus(FreqHintAgent *a);
 
 /* Call fh_agent_writable() once the socket takes output again. */
 static void fh_agent_watch(FreqHintAgent *a)
 {
-    
     if (!a->tx_watch) {
         a->tx_watch = qemu_chr_fe_add_watch(&a->chr, G_IO_OUT | G_IO_HUP,
-                                               fh_agent_writable, a);
+                                            fh_agent_writable, a);
     }
 }
 
 static void fh_agent_unwatch(FreqHintAgent *a)
 {
-    
     if (a->tx_watch) {
         g_source_remove(a->tx_watch);
         a->tx_watch = 0;
@@ -122,7 +120,7 @@ static bool fh_agent_tx_busy(FreqHintAgent *a)
  */
 static bool fh_agent_tx_continue(FreqHintAgent *a)
 {
-        int ret;
+    int ret;
 
     if (!fh_agent_tx_busy(a)) {
         return true;
@@ -150,9 +148,9 @@ static bool fh_agent_tx_continue(FreqHintAgent *a)
  * frame taken in part is finished from the watch.
  */
 static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
-                         const void *payload, size_t len)
+                          const void *payload, size_t len)
 {
-        int ret;
+    int ret;
 
     assert(len <= FH_MAX_PAYLOAD);
     if (a->state == FREQHINT_LINK_DOWN || fh_agent_tx_busy(a)) {
@@ -191,10 +189,10 @@ static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
  * PONG that did not fit, then whatever the device has to say now.
  */
 static gboolean fh_agent_writable(void *do_not_use, GIOCondition cond,
-                                 void *opaque)
+                                  void *opaque)
 {
     FreqHintAgent *a = opaque;
-    
+
     a->tx_watch = 0;
     if (a->state == FREQHINT_LINK_DOWN || !fh_agent_tx_continue(a)) {
         return G_SOURCE_REMOVE;
@@ -219,22 +217,30 @@ static gboolean fh_agent_writable(void *do_not_use, GIOCondition cond,
     return G_SOURCE_REMOVE;
 }
 
-/* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
-static void fh_agent_down(FreqHintAgent *a)
+/* Forget the connection's session: its buffers, timers and pending frames. */
+static void fh_agent_new_session(FreqHintAgent *a, FreqHintAgentState state)
 {
-        bool was_up = a->state == FREQHINT_LINK_UP;
-
-    if (a->state == FREQHINT_LINK_DOWN) {
-        return;
-    }
     timer_del(a->timeout_timer);
     fh_agent_unwatch(a);
-    a->state = FREQHINT_LINK_DOWN;
+    a->state = state;
     a->epoch++;
     a->rx_len = 0;
     a->tx_off = a->tx_len = 0;
     a->pong_pending = false;
     a->vcpus_pending = false;
+    a->features = 0;
+    a->keepalive_ms = 0;
+}
+
+/* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
+static void fh_agent_down(FreqHintAgent *a)
+{
+    bool was_up = a->state == FREQHINT_LINK_UP;
+
+    if (a->state == FREQHINT_LINK_DOWN) {
+        return;
+    }
+    fh_agent_new_session(a, FREQHINT_LINK_DOWN);
     trace_virtio_freqhint_link_down(a, was_up);
     if (was_up) {
         a->parent_obj.ops->disconnected(a->parent_obj.opaque);
@@ -242,7 +248,7 @@ static void fh_agent_down(FreqHintAgent *a)
 }
 
 static void fh_agent_close(FreqHintAgent *a, uint16_t reason,
-                          const char *text)
+                           const char *text)
 {
     struct fh_msg_close msg = {
         .reason = cpu_to_le16(reason),
@@ -257,7 +263,7 @@ static void fh_agent_close(FreqHintAgent *a, uint16_t reason,
 
 static void fh_agent_arm_timeout(FreqHintAgent *a)
 {
-        int64_t ms;
+    int64_t ms;
 
     if (a->state == FREQHINT_LINK_HELLO_SENT) {
         ms = FH_HELLO_TIMEOUT_MS;
@@ -272,9 +278,9 @@ static void fh_agent_timeout(void *opaque)
     FreqHintAgent *a = opaque;
 
     fh_agent_close(a, FH_CLOSE_TIMEOUT,
-                  a->state == FREQHINT_LINK_UP ?
-                  "no frame within the keepalive interval" :
-                  "no WELCOME in time");
+                   a->state == FREQHINT_LINK_UP ?
+                   "no frame within the keepalive interval" :
+                   "no WELCOME in time");
 }
 
 /*
@@ -307,7 +313,7 @@ static void fh_agent_put_tids(FreqHintAgent *a, uint8_t *tids)
 /* PD-17: the current vCPU threads; returns false if the socket refused. */
 static bool fh_agent_send_vcpus(FreqHintAgent *a)
 {
-        struct fh_msg_vcpus *msg = (void *)(a->tx_buf + FH_HDR_SIZE);
+    struct fh_msg_vcpus *msg = (void *)(a->tx_buf + FH_HDR_SIZE);
     size_t len = sizeof(*msg) + a->parent_obj.num_vcpus * sizeof(uint32_t);
 
     if (fh_agent_tx_busy(a)) {
@@ -323,7 +329,7 @@ static bool fh_agent_send_vcpus(FreqHintAgent *a)
 
 static void fh_agent_send_hello(FreqHintAgent *a)
 {
-        struct fh_msg_hello *hello = (void *)(a->tx_buf + FH_HDR_SIZE);
+    struct fh_msg_hello *hello = (void *)(a->tx_buf + FH_HDR_SIZE);
     uint8_t *tids = (uint8_t *)(hello + 1);
     size_t len = sizeof(*hello) + a->parent_obj.num_vcpus * sizeof(uint32_t);
 
@@ -342,9 +348,9 @@ static void fh_agent_send_hello(FreqHintAgent *a)
 }
 
 static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
-                                   uint32_t len)
+                                    uint32_t len)
 {
-        uint32_t features, keepalive_ms;
+    uint32_t features, keepalive_ms;
 
     if (len != sizeof(struct fh_msg_welcome)) {
         fh_agent_close(a, FH_CLOSE_MALFORMED, "WELCOME of wrong size");
@@ -383,7 +389,7 @@ static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
  * an odd one): every field is read byte-wise, never through a struct.
  */
 static bool fh_agent_handle_grants(FreqHintAgent *a, const uint8_t *p,
-                                  uint32_t len)
+                                   uint32_t len)
 {
     VirtIOFreqHintGrant grants[FH_MAX_VCPUS];
     const uint8_t *g = p + sizeof(struct fh_msg_grants);
@@ -443,7 +449,7 @@ static void fh_agent_get_freq_class(const uint8_t *e, VirtIOFreqHintClass *c)
 }
 
 static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
-                                     uint32_t len)
+                                      uint32_t len)
 {
     const size_t csize = sizeof(struct virtio_freqhint_freq_class);
     VirtIOFreqHintClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
@@ -459,7 +465,8 @@ static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
         fh_get_le16(p + offsetof(struct fh_msg_host_freq, num_vcpus)) !=
         a->parent_obj.num_vcpus ||
         fh_get_le32(p + offsetof(struct fh_msg_host_freq, reserved)) ||
-        len != sizeof(struct fh_msg_host_freq) + n * csize + a->parent_obj.num_vcpus) {
+        len != sizeof(struct fh_msg_host_freq) + n * csize +
+               a->parent_obj.num_vcpus) {
         fh_agent_close(a, FH_CLOSE_MALFORMED, "bad HOST_FREQ");
         return false;
     }
@@ -489,9 +496,8 @@ static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
 
 /* Returns false if the connection was closed. */
 static bool fh_agent_dispatch(FreqHintAgent *a, uint16_t type,
-                             const uint8_t *p, uint32_t len)
+                              const uint8_t *p, uint32_t len)
 {
-    
     trace_virtio_freqhint_link_recv(a, type, len);
     if (type == FH_MSG_CLOSE) {
         if (len == sizeof(struct fh_msg_close)) {
@@ -562,7 +568,7 @@ static int fh_agent_can_read(void *opaque)
 static void fh_agent_read(void *opaque, const uint8_t *buf, int size)
 {
     FreqHintAgent *a = opaque;
-        unsigned int epoch = a->epoch;
+    unsigned int epoch = a->epoch;
     size_t off = 0;
 
     if (a->state == FREQHINT_LINK_DOWN) {
@@ -580,9 +586,9 @@ static void fh_agent_read(void *opaque, const uint8_t *buf, int size)
 
         if (reason != FH_CLOSE_NORMAL) {
             fh_agent_close(a, reason,
-                          reason == FH_CLOSE_TOO_BIG ? "frame too big" :
-                          reason == FH_CLOSE_UNKNOWN_TYPE ?
-                          "unknown frame type" : "reserved header bits");
+                           reason == FH_CLOSE_TOO_BIG ? "frame too big" :
+                           reason == FH_CLOSE_UNKNOWN_TYPE ?
+                           "unknown frame type" : "reserved header bits");
             return;
         }
         if (a->rx_len - off < FH_HDR_SIZE + len) {
@@ -606,7 +612,7 @@ static void fh_agent_read(void *opaque, const uint8_t *buf, int size)
 static void fh_agent_event(void *opaque, QEMUChrEvent event)
 {
     FreqHintAgent *a = opaque;
-    
+
     switch (event) {
     case CHR_EVENT_OPENED:
         /*
@@ -614,15 +620,7 @@ static void fh_agent_event(void *opaque, QEMUChrEvent event)
          * that session is over, with everything the agent said in it.
          */
         fh_agent_down(a);
-        fh_agent_unwatch(a);
-        a->state = FREQHINT_LINK_CONNECTED;
-        a->epoch++;
-        a->rx_len = 0;
-        a->tx_off = a->tx_len = 0;
-        a->pong_pending = false;
-        a->vcpus_pending = false;
-        a->features = 0;
-        a->keepalive_ms = 0;
+        fh_agent_new_session(a, FREQHINT_LINK_CONNECTED);
         trace_virtio_freqhint_link_opened(a);
         if (a->parent_obj.vm_running) {
             fh_agent_send_hello(a);
@@ -652,6 +650,7 @@ static void fh_agent_set_handlers(FreqHintAgent *a)
 static int fh_agent_be_change(void *opaque)
 {
     FreqHintAgent *a = opaque;
+
     /* qemu_chr_fe_get_driver() is refused to a frontend with be_change. */
     Chardev *chr = a->chr.chr;
 
@@ -694,7 +693,7 @@ static void fh_agent_cpu_changed(DeviceListener *listener, DeviceState *dev)
     if (a->state == FREQHINT_LINK_UP && (a->features & FH_F_VCPUS)) {
         /* Not taken now: the table as it is then, when the socket drains. */
         a->vcpus_pending = !fh_agent_send_vcpus(a) &&
-                              a->state == FREQHINT_LINK_UP;
+                           a->state == FREQHINT_LINK_UP;
         return;
     }
     if (a->state == FREQHINT_LINK_HELLO_SENT ||
@@ -741,13 +740,8 @@ static bool fh_agent_send_hints(FreqHintBackend *b,
  */
 static Chardev *fh_agent_find_chardev(FreqHintAgent *a, Error **errp)
 {
-    Chardev *chr;
+    Chardev *chr = qemu_chr_find(a->chr_name);
 
-    if (!a->chr_name) {
-        error_setg(errp, "freqhint-agent: 'chardev' is not set");
-        return NULL;
-    }
-    chr = qemu_chr_find(a->chr_name);
     if (!chr) {
         error_setg(errp, "freqhint-agent: chardev '%s' not found",
                    a->chr_name);
@@ -762,9 +756,15 @@ static Chardev *fh_agent_find_chardev(FreqHintAgent *a, Error **errp)
     return chr;
 }
 
+/*
+ * -object creates backends before chardevs: the chardev is looked up when
+ * a device attaches.
+ */
 static void fh_agent_complete(UserCreatable *uc, Error **errp)
 {
-    fh_agent_find_chardev(FREQHINT_AGENT(uc), errp);
+    if (!FREQHINT_AGENT(uc)->chr_name) {
+        error_setg(errp, "freqhint-agent: 'chardev' is not set");
+    }
 }
 
 /* The chardev is the device's only while it is attached. */

@@ -500,8 +500,8 @@ static size_t virtio_freqhint_build_feedback(VirtIOFreqHint *fh, uint8_t *p)
 
     memset(p, 0, len);
     stw_le_p(p, VIRTIO_FREQHINT_MSG_FEEDBACK);
-    stw_le_p(p + 2, freqhint_backend_is_up(fh->backend) ? VIRTIO_FREQHINT_FB_AGENT :
-             0);
+    stw_le_p(p + 2, freqhint_backend_is_up(fh->backend) ?
+             VIRTIO_FREQHINT_FB_AGENT : 0);
     stw_le_p(p + 8, fh->operator_floor);
     stw_le_p(p + 10, fh->operator_ceiling);
     stw_le_p(p + 12, fh->num_vcpus);
@@ -647,13 +647,6 @@ static uint64_t virtio_freqhint_get_features(VirtIODevice *vdev, uint64_t f,
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
 
-    /*
-     * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
-     * driver could still notify once per window on top of the timer.
-     * The transport's event_idx property is on by default, so it cannot
-     * tell an explicit request: the device never offers the feature.
-     */
-    virtio_clear_feature(&f, VIRTIO_RING_F_EVENT_IDX);
     return f | fh->host_features;
 }
 
@@ -965,15 +958,25 @@ static bool virtio_freqhint_attach_backend(VirtIOFreqHint *fh, Error **errp)
 {
     uint32_t features = 0;
 
+    /* An empty chardev= (clearing a -global) is none. */
+    if (fh->chardev && !fh->chardev[0]) {
+        g_clear_pointer(&fh->chardev, g_free);
+    }
     if (fh->backend && fh->chardev) {
         error_setg(errp, "virtio-freqhint: 'backend' and 'chardev' exclude "
                    "each other");
         return false;
     }
     if (!fh->backend) {
-        Object *b = object_new(fh->chardev ? TYPE_FREQHINT_AGENT :
-                               TYPE_FREQHINT_NULL);
+        const char *type = fh->chardev ? TYPE_FREQHINT_AGENT :
+                           TYPE_FREQHINT_NULL;
+        Object *b;
 
+        if (!object_class_by_name(type)) {
+            error_setg(errp, "virtio-freqhint: this QEMU has no %s", type);
+            return false;
+        }
+        b = object_new(type);
         if ((fh->chardev &&
              !object_property_set_str(b, "chardev", fh->chardev, errp)) ||
             !user_creatable_complete(USER_CREATABLE(b), errp)) {
@@ -1029,6 +1032,11 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
     if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_HOST_FREQ) &&
         !virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_FEEDBACK)) {
         error_setg(errp, "'host-freq' needs 'feedback'");
+        return;
+    }
+    if (virtio_has_feature(vdev->host_features, VIRTIO_RING_F_EVENT_IDX)) {
+        error_setg(errp, "virtio-freqhint does not support 'event_idx': its "
+                   "rate bound relies on VRING_USED_F_NO_NOTIFY");
         return;
     }
     if (ms->smp.max_cpus > UINT16_MAX) {
@@ -1274,10 +1282,17 @@ static const Property virtio_freqhint_properties[] = {
     DEFINE_PROP_UINT16("idle-share", VirtIOFreqHint, idle_share, 20),
 };
 
+/*
+ * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
+ * driver could notify once per window on top of the timer.  The device
+ * does not offer VIRTIO_RING_F_EVENT_IDX: the transport's event_idx
+ * property, on by default, is off here, and event_idx=on is refused at
+ * realize rather than silently dropped.
+ */
 static void virtio_freqhint_instance_init(Object *obj)
 {
-    object_property_add(obj, "x-stats", "VirtIOFreqHintStats",
-                        virtio_freqhint_get_stats, NULL, NULL, NULL);
+    virtio_clear_feature(&VIRTIO_DEVICE(obj)->host_features,
+                         VIRTIO_RING_F_EVENT_IDX);
 }
 
 static void virtio_freqhint_class_init(ObjectClass *klass, void *data)
@@ -1289,6 +1304,11 @@ static void virtio_freqhint_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &vmstate_virtio_freqhint;
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
     vdc->realize = virtio_freqhint_device_realize;
+    /* Telemetry for tests and operators; not a stable interface. */
+    object_class_property_add(klass, "x-stats", "VirtIOFreqHintStats",
+                              virtio_freqhint_get_stats, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "x-stats",
+        "experimental: the device's counters and per-vCPU state");
     vdc->unrealize = virtio_freqhint_device_unrealize;
     vdc->get_config = virtio_freqhint_get_config;
     vdc->get_features = virtio_freqhint_get_features;
