@@ -380,7 +380,7 @@ cat <<EOF
 Guest clamp change → host write: **p50 $(val latency_clk_p50) ms, p90 $(val latency_clk_p90) ms, p99 $(val latency_clk_p99) ms**, max $(val latency_clk_max) ms
 over $(val latency_n) changes raising the floor ($(val latency_missed) missed), each within ± $(val latency_clk_err) ms (the clock offset's error bound). Goal $lat_goal: $v4.
 Anchor, another boot of the same programs with every window off (device \`rate-window-ms=1\`, so the driver's window too,
-\`forward-interval-ms=0\`, freqhintd \`[cpufreq] min_write_interval_ms=0\`): p50 $(val latency_nowin_clk_p50) ms, p90 $(val latency_nowin_clk_p90) ms,
+\`x-forward-interval-ms=0\`, freqhintd \`[cpufreq] min_write_interval_ms=0\`): p50 $(val latency_nowin_clk_p50) ms, p90 $(val latency_nowin_clk_p90) ms,
 p99 $(val latency_nowin_clk_p99) ms, max $(val latency_nowin_clk_max) ms over $(val latency_nowin_n) changes (± $(val latency_nowin_clk_err) ms);
 the windows' share at p50: $(calc "$(val latency_clk_p50) - $(val latency_nowin_clk_p50)") ms.
 

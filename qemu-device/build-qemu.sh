@@ -14,6 +14,8 @@
 #   build-qemu.sh --lay-only       refresh the source tree, do not build
 #   build-qemu.sh --print-dirs     refresh the source tree, print
 #                                  PRISTINE=, SOURCE= and BUILD= lines
+#   build-qemu.sh --print-configure
+#                                  the configure arguments, one a line
 #
 # Everything heavy lives in $FREQHINT_CACHE/qemu/ (or $FREQHINT_QEMU_CACHE),
 # outside the clone:
@@ -24,6 +26,8 @@
 #   firmware-<ver>/             SeaBIOS + the option ROMs this build made
 #   ccache/                     compiler cache ($FREQHINT_CCACHE_DIR overrides,
 #                               so several caches can share one)
+# FREQHINT_QEMU_CONFIGURE_FLAGS adds configure flags (a sanitizer build:
+# --enable-ubsan, in a cache of its own), FREQHINT_QEMU_JOBS limits ninja.
 # The source tree is re-laid only when the device's inputs change (key:
 # QEMU version + hash of qemu-device/ and spec/include/), and only files whose
 # content changed are rewritten, so ninja rebuilds just what depends on them.
@@ -76,8 +80,9 @@ while [ $# -gt 0 ]; do
 	--print-build) mode=print-build ;;
 	--lay-only) mode=lay ;;
 	--print-dirs) mode=dirs ;;
+	--print-configure) mode=configure ;;
 	--arch) arch=${2:-}; shift ;;
-	*) die "usage: $0 [--arch x86_64|arm64] [--print-binary|--print-build|--lay-only|--print-dirs]" ;;
+	*) die "usage: $0 [--arch x86_64|arm64] [--print-binary|--print-build|--lay-only|--print-dirs|--print-configure]" ;;
 	esac
 	shift
 done
@@ -245,6 +250,11 @@ configure_args() {
 		--disable-install-blobs \
 		--disable-docs \
 		--disable-werror
+	# Extra configure flags, e.g. --enable-ubsan for a sanitizer build in
+	# its own FREQHINT_QEMU_CACHE; part of the configure key.
+	if [ -n "${FREQHINT_QEMU_CONFIGURE_FLAGS:-}" ]; then
+		printf '%s\n' $FREQHINT_QEMU_CONFIGURE_FLAGS
+	fi
 }
 
 ccache_env() {
@@ -303,7 +313,7 @@ build_qemu() {
 	configure_qemu
 	log "building QEMU $QEMU_VERSION + virtio-freqhint (log: $buildlog)"
 	local start=$SECONDS
-	run_logged ninja -C "$build" "${TARGETS[@]}"
+	run_logged ninja -C "$build" ${FREQHINT_QEMU_JOBS:+-j"$FREQHINT_QEMU_JOBS"} "${TARGETS[@]}"
 	# Option ROMs (linuxboot_dma.bin for -kernel, ...) are built by make,
 	# not ninja; configure enables them when gcc can target i386.
 	[ -f "$build/pc-bios/optionrom/config.mak" ] ||
@@ -313,6 +323,10 @@ build_qemu() {
 	log "QEMU built in $((SECONDS - start)) s"
 }
 
+if [ "$mode" = configure ]; then
+	configure_args
+	exit 0
+fi
 fetch_tarball
 unpack_pristine
 key=$(input_key)

@@ -9,9 +9,12 @@
 # pristine tarball, so every "index" line names the same blobs as in a full
 # QEMU checkout and the series applies there with git am.
 #
-#   1/3 standard-headers: import the virtio-freqhint header
-#   2/3 hw/virtio: add the virtio-freqhint device   (+ patches/0001-*)
-#   3/3 tests/qtest: add virtio-freqhint tests      (+ patches/0002-*)
+#   1/6 virtio: validate every driver that sets FEATURES_OK  (patches/0001-*)
+#   2/6 standard-headers: import the virtio-freqhint header
+#   3/6 hw/virtio: the device and its null backend        (+ patches/0002-*)
+#   4/6 hw/virtio: the freqhint-agent backend              (+ patches/0003-*)
+#   5/6 tests/qtest: virtio-freqhint tests                 (+ patches/0004-*)
+#   6/6 docs/interop: the agent protocol                   (+ patches/0005-*)
 #
 # The build fix-ups in patches/build/ are for Debian's tarball and are not
 # part of the series.
@@ -29,21 +32,30 @@ export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME
 export GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
 git() { command git -C "$repo" -c commit.gpgsign=false "$@"; }
 
-device_files=(
-	hw/virtio/virtio-freqhint.c
-	hw/virtio/virtio-freqhint-agent.c
-	hw/virtio/virtio-freqhint-pci.c
-	include/hw/virtio/virtio-freqhint.h
-	include/hw/virtio/virtio-freqhint-agent.h
-	docs/interop/virtio-freqhint-agent.rst
-)
+core_patch=$here/patches/0001-virtio-validate-features-on-every-FEATURES_OK.patch
 header_files=(
 	include/standard-headers/linux/virtio_freqhint.h
+)
+# The device, its PCI proxy, the backend class with the null backend, and
+# the agent protocol header (the device checks records with its rules).
+device_files=(
+	hw/virtio/virtio-freqhint.c
+	hw/virtio/virtio-freqhint-backend.c
+	hw/virtio/virtio-freqhint-pci.c
+	include/hw/virtio/virtio-freqhint.h
+	include/hw/virtio/virtio-freqhint-backend.h
+	include/hw/virtio/virtio-freqhint-agent.h
+)
+agent_files=(
+	hw/virtio/virtio-freqhint-agent.c
 )
 test_files=(
 	tests/qtest/libqos/virtio-freqhint.c
 	tests/qtest/libqos/virtio-freqhint.h
 	tests/qtest/virtio-freqhint-test.c
+)
+doc_files=(
+	docs/interop/virtio-freqhint-agent.rst
 )
 
 # Base: the pristine versions of every existing file the patches edit.
@@ -67,9 +79,26 @@ add_files() {
 	done
 }
 
-add_files "${header_files[@]}"
+# commit FILES... -- PATCH: the files as built here, the hook-up patch
+# (edits to existing QEMU files), the message on stdin.
+commit() {
+	local files=() p
+	while [ "$1" != -- ]; do files+=("$1"); shift; done
+	shift
+	add_files "${files[@]}"
+	for p in "$@"; do git apply "$p"; done
+	git add -A
+	git commit -q -s -F -
+}
+
+git apply "$core_patch"
 git add -A
-git commit -q -s -F - <<'MSG'
+# The rationale is the patch's own message.
+sed -n '/^Subject: /,/^Signed-off-by:/p' "$core_patch" |
+	sed -e '1s/^Subject: \[PATCH [0-9/]*\] //' -e '/^Signed-off-by:/d' |
+	git commit -q -s -F -
+
+commit "${header_files[@]}" -- <<'MSG'
 standard-headers: import the virtio-freqhint header
 
 linux/virtio_freqhint.h is the device's guest interface, imported the way
@@ -78,35 +107,27 @@ yet: virtio device ID 56 is experimental, pending a reservation by the
 virtio TC.
 MSG
 
-add_files "${device_files[@]}"
-git apply "$here"/patches/0001-*.patch
-git add -A
-git commit -q -s -F - <<'MSG'
-hw/virtio: add the virtio-freqhint device
+commit "${device_files[@]}" -- "$here"/patches/0002-*.patch <<'MSG'
+hw/virtio: add the virtio-freqhint device and its null backend
 
 The guest reports, per vCPU, the utilization clamps and performance
 request of what it runs.  The device validates every buffer (structural
 errors go through virtio_error(), bad records are refused one by one),
 keeps the latest record per vCPU and forwards changes, coalesced and rate
-bounded, to a host agent over a socket chardev (any other chardev is
-refused at realize).  What the agent grants reaches the driver as FEEDBACK
-snapshots on an event queue: one snapshot of the whole host state per
-change, on the leading edge, at most one per rate window, and with no
-buffer posted only the latest state waits.  The rate and forward bounds
-hold through device resets and a driver breaking the device: a reset is
-forwarded only if some vCPU held a hint, through the forward interval.
+bounded, to a backend.  What the host grants reaches the driver as
+FEEDBACK snapshots on an event queue: one snapshot of the whole host
+state per change, on the leading edge, at most one per rate window, and
+with no buffer posted only the latest state waits.  The rate and forward
+bounds hold through device resets and a driver breaking the device: a
+reset is forwarded only if some vCPU held a hint, through the forward
+interval.
 
-The device speaks to the agent only while the VM runs: HELLO waits for a
-paused or incoming VM to run, a VM that stops withdraws its hints and
-sends them again when it runs, and a vCPU hot-plug is reported with a
-VCPUS message.  Output never blocks the main loop and nothing stale is
-queued: a frame the socket takes in part is finished from a G_IO_OUT
-watch, and a refused one is regenerated from the current state when the
-socket drains.  The agent protocol is documented in
-docs/interop/virtio-freqhint-agent.rst; its header,
-include/hw/virtio/virtio-freqhint-agent.h, is shared with the agent
-(hence GPL-2.0-or-later OR BSD-3-Clause: the agent links it into a
-BSD-licensable daemon).
+The backend is a QOM object linked with backend=, the way virtio-rng
+links its rng backend: an abstract freqhint-backend class (hints out,
+VM run state, feedback in) and freqhint-null, which acts on nothing and
+grants the no-agent defaults.  A device given no backend makes a
+freqhint-null; with chardev= it makes a freqhint-agent (next patch) on
+that chardev, the short form of -object freqhint-agent.
 
 The 16-byte configuration space is fixed for the device's lifetime.  The
 event queue's first buffer after DRIVER_OK carries each possible vCPU's
@@ -116,32 +137,66 @@ indexes.  Migration carries guest state only and fails if the
 guest-visible constants differ; host state is re-derived on the
 destination, and the driver hears of it after load.
 
-  -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
-  -device virtio-freqhint-pci,chardev=fh0
+The agent protocol header, include/hw/virtio/virtio-freqhint-agent.h,
+comes with the device, which checks records by its rules.  It is shared
+with the agent, hence GPL-2.0-or-later OR BSD-3-Clause: the agent links
+it into a BSD-licensable daemon.
 
-Properties: chardev, rate-window-ms (default 10), forward-interval-ms
-(default 5), perf, feedback, host-freq, cpu-id, perf-step, idle-share.
-Telemetry: qom-get <dev> x-stats (experimental).
-The device is modern-only on every transport (validate_features refuses a
-driver without VIRTIO_F_VERSION_1); the PCI proxy has no transitional
-device ID.
+Properties: backend, chardev, rate-window-ms (default 10), perf,
+feedback, host-freq, cpu-id, perf-step, idle-share; host tuning
+x-forward-interval-ms (default 5).  Telemetry: qom-get <dev> x-stats
+(experimental).  The device is modern-only on every transport
+(validate_features refuses a driver without VIRTIO_F_VERSION_1); the
+PCI proxy has no transitional device ID.  VIRTIO_RING_F_EVENT_IDX is not
+offered, and event_idx=on is refused: the rate bound relies on
+VRING_USED_F_NO_NOTIFY.
 MSG
 
-add_files "${test_files[@]}"
-git apply "$here"/patches/0002-*.patch
-git add -A
-git commit -q -s -F - <<'MSG'
+commit "${agent_files[@]}" -- "$here"/patches/0003-*.patch <<'MSG'
+hw/virtio: add the freqhint-agent backend
+
+  -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
+  -object freqhint-agent,id=agent0,chardev=fh0
+  -device virtio-freqhint-pci,backend=agent0
+
+freqhint-agent speaks the protocol of include/hw/virtio/virtio-freqhint-agent.h
+to a host agent over a socket chardev (any other chardev is refused when
+a device attaches: with pipe, file or pty a disconnect is a no-op, a mux
+would interleave bytes).  It speaks only while the VM runs: HELLO waits
+for a paused or incoming VM to run, and carries the vCPU thread ids and
+the VM's identity, which the agent checks against the process that
+connected to it; a vCPU hot-plug is reported with a VCPUS message.
+Output never blocks the main loop and nothing stale is queued: a frame
+the socket takes in part is finished from a G_IO_OUT watch, and a refused
+one is regenerated from the device's current state when the socket
+drains.  The agent is trusted no more than the guest: a frame that
+breaks the protocol closes the connection.
+
+MSG
+
+commit "${test_files[@]}" -- "$here"/patches/0004-*.patch <<'MSG'
 tests/qtest: add virtio-freqhint tests
 
 A libqos node for virtio-freqhint-pci and qtests that play both the guest
 driver and the host agent: a batch through the virtqueue checked byte for
-byte on the agent socket, coalescing, CPU_IDS and FEEDBACK snapshots on
-the event queue (one per change, the rate bound, pending without a
-buffer, short buffers), x-query-virtio-status, refused features, reset
-loops, migration of guest state only, agent reconnect with full resend, stop/run and migration, vCPU
-hot-plug, a socket that stops taking frames, the keepalive timeout, the
-rate bound, and hostile buffers and records, none of which may reach the
-agent.
+byte on the agent socket, coalescing, indirect descriptors, CPU_IDS and
+FEEDBACK snapshots on the event queue (one per change, the rate bound,
+pending without a buffer, short buffers), x-query-virtio-status, refused
+features and event_idx, the backend objects (freqhint-agent by
+backend=, freqhint-null, one device per backend), device_del, reset
+loops, migration of guest state only, agent reconnect with full resend,
+stop/run, vCPU hot-plug, a socket that stops taking frames, the
+keepalive timeout, the rate bound, and hostile buffers and records, none
+of which may reach the agent.  The x86-only cases (vCPU hot-plug, APIC
+ID layouts, ACPI hot-unplug) are registered on x86_64 only.
+MSG
+
+commit "${doc_files[@]}" -- "$here"/patches/0005-*.patch <<'MSG'
+docs/interop: document the freqhint agent protocol
+
+The protocol between freqhint-agent and the host agent, for the people
+who write agents: framing, the handshake, what HELLO carries and why,
+hints, grants, host frequencies, keepalive and close reasons.
 MSG
 
 rm -rf "$out"

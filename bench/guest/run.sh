@@ -17,7 +17,7 @@
 # the latency (figure 4), results latency_TAG_*, with every window that
 # can be turned off turned off or to its least: the device's rate window
 # 1 ms (rate-window-ms, 0 is refused) and so the driver's window, which
-# follows it; the device's forward interval 0 (forward-interval-ms);
+# follows it; the device's forward interval 0 (x-forward-interval-ms);
 # freqhintd's per-policy write interval 0 ([cpufreq] min_write_interval_ms).
 # What stays: freqhintd's decision passes at least 5 ms apart (a constant;
 # a pass starts at once when the last is older, as here between samples)
@@ -82,7 +82,7 @@ props=",rate-window-ms=$window"
 lat_prefix=latency_
 if [ -n "$nowin" ]; then
 	printf '\n[cpufreq]\nmin_write_interval_ms=0\n' >>"$E2E_DIR/freqhintd.conf"
-	props=",rate-window-ms=1,forward-interval-ms=0"
+	props=",rate-window-ms=1,x-forward-interval-ms=0"
 	lat_prefix=latency_${nowin}_
 fi
 e2e_start_agent

@@ -8,7 +8,14 @@ out=$("$build/qemu-system-x86_64" -device help)
 grep -q '^name "virtio-freqhint-pci", bus PCI' <<<"$out" ||
 	{ echo "virtio-freqhint-pci not in -device help" >&2; exit 1; }
 props=$("$build/qemu-system-x86_64" -device virtio-freqhint-pci,help)
-for p in chardev rate-window-ms forward-interval-ms perf feedback host-freq cpu-id perf-step idle-share; do
+for p in chardev backend rate-window-ms x-forward-interval-ms perf feedback host-freq cpu-id perf-step idle-share; do
 	grep -q "^  $p=" <<<"$props" || { echo "no property $p" >&2; exit 1; }
 done
-echo "virtio-freqhint-pci listed with its properties"
+# The backends: freqhint-agent (with its chardev) and freqhint-null.
+objs=$("$build/qemu-system-x86_64" -object help)
+for o in freqhint-agent freqhint-null; do
+	grep -qx "  $o" <<<"$objs" || { echo "-object help lacks $o" >&2; exit 1; }
+done
+"$build/qemu-system-x86_64" -object freqhint-agent,help | grep -q '^  chardev=' ||
+	{ echo "freqhint-agent has no chardev property" >&2; exit 1; }
+echo "virtio-freqhint-pci listed with its properties, and its backends"

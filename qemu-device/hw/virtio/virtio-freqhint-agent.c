@@ -1,5 +1,9 @@
 /*
- * Virtio frequency hint device: the link to the host agent
+ * Virtio frequency hint device: freqhint-agent, the host agent backend
+ *
+ *   -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
+ *   -object freqhint-agent,id=agent0,chardev=fh0
+ *   -device virtio-freqhint-pci,backend=agent0
  *
  * Frames of hw/virtio/virtio-freqhint-agent.h on a socket chardev.
  * QEMU is the client; with reconnect-ms the chardev reconnects on its own
@@ -15,68 +19,98 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
+#include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qemu/uuid.h"
 #include "qemu/error-report.h"
 #include "chardev/char.h"
+#include "chardev/char-fe.h"
 #include "qapi/error.h"
-#include "hw/boards.h"
+#include "qom/object_interfaces.h"
 #include "hw/core/cpu.h"
 #include "hw/qdev-core.h"
-#include "hw/virtio/virtio.h"
-#include "hw/virtio/virtio-freqhint.h"
+#include "hw/virtio/virtio-freqhint-backend.h"
+#include "hw/virtio/virtio-freqhint-agent.h"
 #include "system/system.h"
 #include "trace.h"
+
+OBJECT_DECLARE_SIMPLE_TYPE(FreqHintAgent, FREQHINT_AGENT)
+
+typedef enum FreqHintAgentState {
+    FREQHINT_LINK_DOWN,         /* no agent connection */
+    FREQHINT_LINK_CONNECTED,    /* connected, HELLO waits for the VM to run */
+    FREQHINT_LINK_HELLO_SENT,   /* waiting for WELCOME */
+    FREQHINT_LINK_UP,           /* WELCOME received */
+} FreqHintAgentState;
+
+struct FreqHintAgent {
+    FreqHintBackend parent_obj;
+
+    char *chr_name;
+    CharBackend chr;
+    FreqHintAgentState state;
+    uint32_t features;          /* FH_F_* accepted by WELCOME */
+    uint32_t keepalive_ms;
+    QEMUTimer *timeout_timer;   /* handshake, then keepalive */
+    DeviceListener cpu_listener; /* vCPU hot-plug: HELLO is out of date */
+    unsigned int epoch;         /* changes with every open and close */
+    size_t rx_len;
+    /* tx_buf[tx_off..tx_len): the rest of a frame the socket took in part */
+    size_t tx_off;
+    size_t tx_len;
+    guint tx_watch;             /* waiting for the socket to be writable */
+    bool pong_pending;          /* a PONG the socket did not take */
+    bool vcpus_pending;         /* a VCPUS frame the socket did not take */
+    uint64_t pong_cookie;
+    uint8_t rx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
+    uint8_t tx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
+};
 
 #define FH_HDR_SIZE sizeof(struct fh_frame_hdr)
 
 /* What the device offers the guest, it offers the agent. */
-static uint32_t virtio_freqhint_offered_features(VirtIOFreqHint *fh)
+static uint32_t fh_agent_offered_features(FreqHintAgent *a)
 {
     uint32_t f = 0;
 
-    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_PERF)) {
+    if (a->parent_obj.features & FREQHINT_BACKEND_PERF) {
         f |= FH_F_PERF;
     }
-    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_FEEDBACK)) {
+    if (a->parent_obj.features & FREQHINT_BACKEND_GRANTS) {
         f |= FH_F_GRANTS;
     }
-    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_HOST_FREQ)) {
+    if (a->parent_obj.features & FREQHINT_BACKEND_HOST_FREQ) {
         f |= FH_F_HOST_FREQ;
     }
     /* vCPU hot-plug without starting over. */
     return f | FH_F_VCPUS;
 }
 
-static gboolean fh_link_writable(void *do_not_use, GIOCondition cond,
-                                 void *opaque);
-static bool fh_link_send_vcpus(VirtIOFreqHint *fh);
+static gboolean fh_agent_writable(void *do_not_use, GIOCondition cond,
+                                  void *opaque);
+static bool fh_agent_send_vcpus(FreqHintAgent *a);
 
-/* Call fh_link_writable() once the socket takes output again. */
-static void fh_link_watch(VirtIOFreqHint *fh)
+/* Call fh_agent_writable() once the socket takes output again. */
+static void fh_agent_watch(FreqHintAgent *a)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-
-    if (!link->tx_watch) {
-        link->tx_watch = qemu_chr_fe_add_watch(&link->chr, G_IO_OUT | G_IO_HUP,
-                                               fh_link_writable, fh);
+    if (!a->tx_watch) {
+        a->tx_watch = qemu_chr_fe_add_watch(&a->chr, G_IO_OUT | G_IO_HUP,
+                                            fh_agent_writable, a);
     }
 }
 
-static void fh_link_unwatch(VirtIOFreqHint *fh)
+static void fh_agent_unwatch(FreqHintAgent *a)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-
-    if (link->tx_watch) {
-        g_source_remove(link->tx_watch);
-        link->tx_watch = 0;
+    if (a->tx_watch) {
+        g_source_remove(a->tx_watch);
+        a->tx_watch = 0;
     }
 }
 
 /* A frame is partly written: nothing else may go out before its end. */
-static bool fh_link_tx_busy(VirtIOFreqHint *fh)
+static bool fh_agent_tx_busy(FreqHintAgent *a)
 {
-    return fh->link.tx_off < fh->link.tx_len;
+    return a->tx_off < a->tx_len;
 }
 
 /*
@@ -84,27 +118,26 @@ static bool fh_link_tx_busy(VirtIOFreqHint *fh)
  * is out; otherwise the rest goes when the socket is writable (PB-4: once a
  * byte of a frame is written, the frame is finished before any other).
  */
-static bool fh_link_tx_continue(VirtIOFreqHint *fh)
+static bool fh_agent_tx_continue(FreqHintAgent *a)
 {
-    VirtIOFreqHintLink *link = &fh->link;
     int ret;
 
-    if (!fh_link_tx_busy(fh)) {
+    if (!fh_agent_tx_busy(a)) {
         return true;
     }
-    ret = qemu_chr_fe_write(&link->chr, link->tx_buf + link->tx_off,
-                            link->tx_len - link->tx_off);
+    ret = qemu_chr_fe_write(&a->chr, a->tx_buf + a->tx_off,
+                            a->tx_len - a->tx_off);
     if (ret > 0) {
-        link->tx_off += ret;
+        a->tx_off += ret;
     } else if (ret < 0 && errno != EAGAIN) {
-        qemu_chr_fe_disconnect(&link->chr);
+        qemu_chr_fe_disconnect(&a->chr);
         return false;
     }
-    if (fh_link_tx_busy(fh)) {
-        fh_link_watch(fh);
+    if (fh_agent_tx_busy(a)) {
+        fh_agent_watch(a);
         return false;
     }
-    link->tx_off = link->tx_len = 0;
+    a->tx_off = a->tx_len = 0;
     return true;
 }
 
@@ -114,41 +147,40 @@ static bool fh_link_tx_continue(VirtIOFreqHint *fh)
  * socket is watched so that the caller's state goes out when it can.  A
  * frame taken in part is finished from the watch.
  */
-static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
-                         const void *payload, size_t len)
+static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
+                          const void *payload, size_t len)
 {
-    VirtIOFreqHintLink *link = &fh->link;
     int ret;
 
     assert(len <= FH_MAX_PAYLOAD);
-    if (link->state == FREQHINT_LINK_DOWN || fh_link_tx_busy(fh)) {
-        trace_virtio_freqhint_link_send_failed(fh, type, len, 0);
+    if (a->state == FREQHINT_LINK_DOWN || fh_agent_tx_busy(a)) {
+        trace_virtio_freqhint_link_send_failed(a, type, len, 0);
         return false;
     }
-    fh_frame_hdr_put(link->tx_buf, len, type);
-    if (payload != link->tx_buf + FH_HDR_SIZE) {
-        memcpy(link->tx_buf + FH_HDR_SIZE, payload, len);
+    fh_frame_hdr_put(a->tx_buf, len, type);
+    if (payload != a->tx_buf + FH_HDR_SIZE) {
+        memcpy(a->tx_buf + FH_HDR_SIZE, payload, len);
     }
 
-    ret = qemu_chr_fe_write(&link->chr, link->tx_buf, FH_HDR_SIZE + len);
+    ret = qemu_chr_fe_write(&a->chr, a->tx_buf, FH_HDR_SIZE + len);
     if (ret == FH_HDR_SIZE + len) {
-        trace_virtio_freqhint_link_send(fh, type, len);
+        trace_virtio_freqhint_link_send(a, type, len);
         return true;
     }
-    trace_virtio_freqhint_link_send_failed(fh, type, len, ret);
-    if (link->state == FREQHINT_LINK_DOWN) {
+    trace_virtio_freqhint_link_send_failed(a, type, len, ret);
+    if (a->state == FREQHINT_LINK_DOWN) {
         /* The write found the connection gone and closed it. */
         return false;
     }
     if (ret > 0) {
-        link->tx_off = ret;
-        link->tx_len = FH_HDR_SIZE + len;
+        a->tx_off = ret;
+        a->tx_len = FH_HDR_SIZE + len;
     } else if (ret < 0 && errno != EAGAIN) {
         /* Not a full socket but a broken one: start over. */
-        qemu_chr_fe_disconnect(&link->chr);
+        qemu_chr_fe_disconnect(&a->chr);
         return false;
     }
-    fh_link_watch(fh);
+    fh_agent_watch(a);
     return ret > 0;
 }
 
@@ -156,101 +188,106 @@ static bool fh_link_send(VirtIOFreqHint *fh, uint16_t type,
  * The socket takes output again: the rest of a partly written frame, the
  * PONG that did not fit, then whatever the device has to say now.
  */
-static gboolean fh_link_writable(void *do_not_use, GIOCondition cond,
-                                 void *opaque)
+static gboolean fh_agent_writable(void *do_not_use, GIOCondition cond,
+                                  void *opaque)
 {
-    VirtIOFreqHint *fh = opaque;
-    VirtIOFreqHintLink *link = &fh->link;
+    FreqHintAgent *a = opaque;
 
-    link->tx_watch = 0;
-    if (link->state == FREQHINT_LINK_DOWN || !fh_link_tx_continue(fh)) {
+    a->tx_watch = 0;
+    if (a->state == FREQHINT_LINK_DOWN || !fh_agent_tx_continue(a)) {
         return G_SOURCE_REMOVE;
     }
-    if (link->pong_pending) {
-        struct fh_msg_ping pong = { .cookie = cpu_to_le64(link->pong_cookie) };
+    if (a->pong_pending) {
+        struct fh_msg_ping pong = { .cookie = cpu_to_le64(a->pong_cookie) };
 
-        if (!fh_link_send(fh, FH_MSG_PONG, &pong, sizeof(pong))) {
+        if (!fh_agent_send(a, FH_MSG_PONG, &pong, sizeof(pong))) {
             return G_SOURCE_REMOVE;
         }
-        link->pong_pending = false;
+        a->pong_pending = false;
     }
-    if (link->vcpus_pending) {
-        if (!fh_link_send_vcpus(fh)) {
+    if (a->vcpus_pending) {
+        if (!fh_agent_send_vcpus(a)) {
             return G_SOURCE_REMOVE;
         }
-        link->vcpus_pending = false;
+        a->vcpus_pending = false;
     }
-    if (link->state == FREQHINT_LINK_UP && !fh_link_tx_busy(fh)) {
-        virtio_freqhint_agent_writable(fh);
+    if (a->state == FREQHINT_LINK_UP && !fh_agent_tx_busy(a)) {
+        a->parent_obj.ops->writable(a->parent_obj.opaque);
     }
     return G_SOURCE_REMOVE;
 }
 
-/* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
-static void fh_link_down(VirtIOFreqHint *fh)
+/* Forget the connection's session: its buffers, timers and pending frames. */
+static void fh_agent_new_session(FreqHintAgent *a, FreqHintAgentState state)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-    bool was_up = link->state == FREQHINT_LINK_UP;
+    timer_del(a->timeout_timer);
+    fh_agent_unwatch(a);
+    a->state = state;
+    a->epoch++;
+    a->rx_len = 0;
+    a->tx_off = a->tx_len = 0;
+    a->pong_pending = false;
+    a->vcpus_pending = false;
+    a->features = 0;
+    a->keepalive_ms = 0;
+}
 
-    if (link->state == FREQHINT_LINK_DOWN) {
+/* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
+static void fh_agent_down(FreqHintAgent *a)
+{
+    bool was_up = a->state == FREQHINT_LINK_UP;
+
+    if (a->state == FREQHINT_LINK_DOWN) {
         return;
     }
-    timer_del(link->timeout_timer);
-    fh_link_unwatch(fh);
-    link->state = FREQHINT_LINK_DOWN;
-    link->epoch++;
-    link->rx_len = 0;
-    link->tx_off = link->tx_len = 0;
-    link->pong_pending = false;
-    link->vcpus_pending = false;
-    trace_virtio_freqhint_link_down(fh, was_up);
+    fh_agent_new_session(a, FREQHINT_LINK_DOWN);
+    trace_virtio_freqhint_link_down(a, was_up);
     if (was_up) {
-        virtio_freqhint_agent_disconnected(fh);
+        a->parent_obj.ops->disconnected(a->parent_obj.opaque);
     }
 }
 
-static void fh_link_close(VirtIOFreqHint *fh, uint16_t reason,
-                          const char *text)
+static void fh_agent_close(FreqHintAgent *a, uint16_t reason,
+                           const char *text)
 {
     struct fh_msg_close msg = {
         .reason = cpu_to_le16(reason),
     };
 
-    trace_virtio_freqhint_link_close(fh, reason, text);
+    trace_virtio_freqhint_link_close(a, reason, text);
     pstrcpy(msg.text, sizeof(msg.text), text);
-    fh_link_send(fh, FH_MSG_CLOSE, &msg, sizeof(msg));
-    qemu_chr_fe_disconnect(&fh->link.chr);
-    fh_link_down(fh);
+    fh_agent_send(a, FH_MSG_CLOSE, &msg, sizeof(msg));
+    qemu_chr_fe_disconnect(&a->chr);
+    fh_agent_down(a);
 }
 
-static void fh_link_arm_timeout(VirtIOFreqHint *fh)
+static void fh_agent_arm_timeout(FreqHintAgent *a)
 {
-    VirtIOFreqHintLink *link = &fh->link;
     int64_t ms;
 
-    if (link->state == FREQHINT_LINK_HELLO_SENT) {
+    if (a->state == FREQHINT_LINK_HELLO_SENT) {
         ms = FH_HELLO_TIMEOUT_MS;
     } else {
-        ms = (int64_t)link->keepalive_ms * FH_KEEPALIVE_MISSES;
+        ms = (int64_t)a->keepalive_ms * FH_KEEPALIVE_MISSES;
     }
-    timer_mod(link->timeout_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
+    timer_mod(a->timeout_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
 }
 
-static void fh_link_timeout(void *opaque)
+static void fh_agent_timeout(void *opaque)
 {
-    VirtIOFreqHint *fh = opaque;
+    FreqHintAgent *a = opaque;
 
-    fh_link_close(fh, FH_CLOSE_TIMEOUT,
-                  fh->link.state == FREQHINT_LINK_UP ?
-                  "no frame within the keepalive interval" :
-                  "no WELCOME in time");
+    fh_agent_close(a, FH_CLOSE_TIMEOUT,
+                   a->state == FREQHINT_LINK_UP ?
+                   "no frame within the keepalive interval" :
+                   "no WELCOME in time");
 }
 
 /*
  * The VM name in at most FH_NAME_MAX - 1 bytes, cut between two UTF-8
  * characters so that the agent never sees half of one.  @dst is zeroed.
  */
-static void fh_link_copy_name(char *dst, const char *name)
+static void fh_agent_copy_name(char *dst, const char *name)
 {
     size_t len = strlen(name);
 
@@ -264,9 +301,9 @@ static void fh_link_copy_name(char *dst, const char *name)
 }
 
 /* The host thread of every vCPU index; 0 for vCPUs not plugged. */
-static void fh_link_put_tids(VirtIOFreqHint *fh, uint8_t *tids)
+static void fh_agent_put_tids(FreqHintAgent *a, uint8_t *tids)
 {
-    for (int i = 0; i < fh->num_vcpus; i++) {
+    for (int i = 0; i < a->parent_obj.num_vcpus; i++) {
         CPUState *cpu = qemu_get_cpu(i);
 
         stl_le_p(tids + 4 * i, cpu ? cpu->thread_id : 0);
@@ -274,79 +311,76 @@ static void fh_link_put_tids(VirtIOFreqHint *fh, uint8_t *tids)
 }
 
 /* PD-17: the current vCPU threads; returns false if the socket refused. */
-static bool fh_link_send_vcpus(VirtIOFreqHint *fh)
+static bool fh_agent_send_vcpus(FreqHintAgent *a)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-    struct fh_msg_vcpus *msg = (void *)(link->tx_buf + FH_HDR_SIZE);
-    size_t len = sizeof(*msg) + fh->num_vcpus * sizeof(uint32_t);
+    struct fh_msg_vcpus *msg = (void *)(a->tx_buf + FH_HDR_SIZE);
+    size_t len = sizeof(*msg) + a->parent_obj.num_vcpus * sizeof(uint32_t);
 
-    if (fh_link_tx_busy(fh)) {
-        fh_link_watch(fh);
+    if (fh_agent_tx_busy(a)) {
+        fh_agent_watch(a);
         return false;
     }
     memset(msg, 0, len);
-    msg->num_vcpus = cpu_to_le16(fh->num_vcpus);
-    fh_link_put_tids(fh, (uint8_t *)(msg + 1));
-    trace_virtio_freqhint_link_vcpus(fh);
-    return fh_link_send(fh, FH_MSG_VCPUS, msg, len);
+    msg->num_vcpus = cpu_to_le16(a->parent_obj.num_vcpus);
+    fh_agent_put_tids(a, (uint8_t *)(msg + 1));
+    trace_virtio_freqhint_link_vcpus(a);
+    return fh_agent_send(a, FH_MSG_VCPUS, msg, len);
 }
 
-static void fh_link_send_hello(VirtIOFreqHint *fh)
+static void fh_agent_send_hello(FreqHintAgent *a)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-    struct fh_msg_hello *hello = (void *)(link->tx_buf + FH_HDR_SIZE);
+    struct fh_msg_hello *hello = (void *)(a->tx_buf + FH_HDR_SIZE);
     uint8_t *tids = (uint8_t *)(hello + 1);
-    size_t len = sizeof(*hello) + fh->num_vcpus * sizeof(uint32_t);
+    size_t len = sizeof(*hello) + a->parent_obj.num_vcpus * sizeof(uint32_t);
 
     memset(hello, 0, len);
     hello->version = cpu_to_le16(FH_PROTO_VERSION);
-    hello->num_vcpus = cpu_to_le16(fh->num_vcpus);
-    hello->features = cpu_to_le32(virtio_freqhint_offered_features(fh));
+    hello->num_vcpus = cpu_to_le16(a->parent_obj.num_vcpus);
+    hello->features = cpu_to_le32(fh_agent_offered_features(a));
     hello->qemu_pid = cpu_to_le32(getpid());
     memcpy(hello->uuid, qemu_uuid.data, sizeof(hello->uuid));
-    fh_link_copy_name(hello->name, qemu_name ? qemu_name : "");
-    fh_link_put_tids(fh, tids);
+    fh_agent_copy_name(hello->name, qemu_name ? qemu_name : "");
+    fh_agent_put_tids(a, tids);
 
-    link->state = FREQHINT_LINK_HELLO_SENT;
-    fh_link_arm_timeout(fh);
-    fh_link_send(fh, FH_MSG_HELLO, hello, len);
+    a->state = FREQHINT_LINK_HELLO_SENT;
+    fh_agent_arm_timeout(a);
+    fh_agent_send(a, FH_MSG_HELLO, hello, len);
 }
 
-static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
-                                   uint32_t len)
+static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
+                                    uint32_t len)
 {
-    VirtIOFreqHintLink *link = &fh->link;
     uint32_t features, keepalive_ms;
 
     if (len != sizeof(struct fh_msg_welcome)) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "WELCOME of wrong size");
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "WELCOME of wrong size");
         return false;
     }
     features = fh_get_le32(p + offsetof(struct fh_msg_welcome, features));
     keepalive_ms = fh_get_le32(p + offsetof(struct fh_msg_welcome,
                                             keepalive_ms));
     if (fh_get_le16(p) != FH_PROTO_VERSION) {
-        fh_link_close(fh, FH_CLOSE_VERSION, "unsupported protocol version");
+        fh_agent_close(a, FH_CLOSE_VERSION, "unsupported protocol version");
         return false;
     }
     if (fh_get_le16(p + offsetof(struct fh_msg_welcome, reserved)) ||
         fh_get_le32(p + offsetof(struct fh_msg_welcome, reserved2)) ||
-        (features & ~virtio_freqhint_offered_features(fh))) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "bad WELCOME");
+        (features & ~fh_agent_offered_features(a))) {
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "bad WELCOME");
         return false;
     }
     if (keepalive_ms < FH_KEEPALIVE_MIN_MS ||
         keepalive_ms > FH_KEEPALIVE_MAX_MS) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "keepalive_ms out of range");
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "keepalive_ms out of range");
         return false;
     }
 
-    link->features = features;
-    link->keepalive_ms = keepalive_ms;
-    link->state = FREQHINT_LINK_UP;
-    trace_virtio_freqhint_link_up(fh, features, link->keepalive_ms);
-    fh_link_arm_timeout(fh);
-    virtio_freqhint_agent_connected(fh);
+    a->features = features;
+    a->keepalive_ms = keepalive_ms;
+    a->state = FREQHINT_LINK_UP;
+    trace_virtio_freqhint_link_up(a, features, a->keepalive_ms);
+    fh_agent_arm_timeout(a);
+    a->parent_obj.ops->connected(a->parent_obj.opaque);
     return true;
 }
 
@@ -354,37 +388,37 @@ static bool fh_link_handle_welcome(VirtIOFreqHint *fh, const uint8_t *p,
  * The payload sits at any offset of rx_buf (after an odd-sized HOST_FREQ,
  * an odd one): every field is read byte-wise, never through a struct.
  */
-static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
-                                  uint32_t len)
+static bool fh_agent_handle_grants(FreqHintAgent *a, const uint8_t *p,
+                                   uint32_t len)
 {
     VirtIOFreqHintGrant grants[FH_MAX_VCPUS];
     const uint8_t *g = p + sizeof(struct fh_msg_grants);
     uint16_t floor, ceiling;
 
     if (len < sizeof(struct fh_msg_grants)) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "short GRANTS");
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "short GRANTS");
         return false;
     }
     floor = fh_get_le16(p + offsetof(struct fh_msg_grants, operator_floor));
     ceiling = fh_get_le16(p + offsetof(struct fh_msg_grants,
                                        operator_ceiling));
     if (fh_get_le16(p + offsetof(struct fh_msg_grants, num_grants)) !=
-        fh->num_vcpus ||
+        a->parent_obj.num_vcpus ||
         fh_get_le16(p + offsetof(struct fh_msg_grants, reserved)) ||
         len != sizeof(struct fh_msg_grants) +
-               fh->num_vcpus * sizeof(struct fh_grant) ||
+               a->parent_obj.num_vcpus * sizeof(struct fh_grant) ||
         !fh_range_ok(floor, ceiling)) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "bad GRANTS");
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "bad GRANTS");
         return false;
     }
-    for (int i = 0; i < fh->num_vcpus; i++) {
+    for (int i = 0; i < a->parent_obj.num_vcpus; i++) {
         const uint8_t *e = g + i * sizeof(struct fh_grant);
 
         grants[i].floor = fh_get_le16(e + offsetof(struct fh_grant, floor));
         grants[i].ceiling = fh_get_le16(e + offsetof(struct fh_grant,
                                                      ceiling));
         if (!fh_range_ok(grants[i].floor, grants[i].ceiling)) {
-            fh_link_close(fh, FH_CLOSE_MALFORMED, "bad grant");
+            fh_agent_close(a, FH_CLOSE_MALFORMED, "bad grant");
             return false;
         }
     }
@@ -392,13 +426,13 @@ static bool fh_link_handle_grants(VirtIOFreqHint *fh, const uint8_t *p,
      * The operator bounds count either way; per-vCPU grants only if the
      * agent took FH_F_GRANTS (it sends the array regardless).
      */
-    virtio_freqhint_set_grants(fh, floor, ceiling,
-                               fh->link.features & FH_F_GRANTS ? grants :
+    a->parent_obj.ops->set_grants(a->parent_obj.opaque, floor, ceiling,
+                               a->features & FH_F_GRANTS ? grants :
                                NULL);
     return true;
 }
 
-static void fh_link_get_freq_class(const uint8_t *e, VirtIOFreqHintClass *c)
+static void fh_agent_get_freq_class(const uint8_t *e, VirtIOFreqHintClass *c)
 {
     c->min_khz = fh_get_le32(e + offsetof(struct virtio_freqhint_freq_class,
                                           min_khz));
@@ -414,8 +448,8 @@ static void fh_link_get_freq_class(const uint8_t *e, VirtIOFreqHintClass *c)
     }
 }
 
-static bool fh_link_handle_host_freq(VirtIOFreqHint *fh, const uint8_t *p,
-                                     uint32_t len)
+static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
+                                      uint32_t len)
 {
     const size_t csize = sizeof(struct virtio_freqhint_freq_class);
     VirtIOFreqHintClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
@@ -423,83 +457,83 @@ static bool fh_link_handle_host_freq(VirtIOFreqHint *fh, const uint8_t *p,
     uint16_t n;
 
     if (len < sizeof(struct fh_msg_host_freq)) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "short HOST_FREQ");
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "short HOST_FREQ");
         return false;
     }
     n = fh_get_le16(p + offsetof(struct fh_msg_host_freq, num_classes));
     if (n > VIRTIO_FREQHINT_MAX_FREQ_CLASSES ||
         fh_get_le16(p + offsetof(struct fh_msg_host_freq, num_vcpus)) !=
-        fh->num_vcpus ||
+        a->parent_obj.num_vcpus ||
         fh_get_le32(p + offsetof(struct fh_msg_host_freq, reserved)) ||
-        len != sizeof(struct fh_msg_host_freq) + n * csize + fh->num_vcpus) {
-        fh_link_close(fh, FH_CLOSE_MALFORMED, "bad HOST_FREQ");
+        len != sizeof(struct fh_msg_host_freq) + n * csize +
+               a->parent_obj.num_vcpus) {
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "bad HOST_FREQ");
         return false;
     }
     p += sizeof(struct fh_msg_host_freq);
     for (int i = 0; i < n; i++) {
         const char *why;
 
-        fh_link_get_freq_class(p + i * csize, &classes[i]);
+        fh_agent_get_freq_class(p + i * csize, &classes[i]);
         why = virtio_freqhint_check_freq_class(&classes[i]);
         if (why) {
-            fh_link_close(fh, FH_CLOSE_MALFORMED, why);
+            fh_agent_close(a, FH_CLOSE_MALFORMED, why);
             return false;
         }
     }
     freq_class = p + n * csize;
-    for (int i = 0; i < fh->num_vcpus; i++) {
+    for (int i = 0; i < a->parent_obj.num_vcpus; i++) {
         if (freq_class[i] >= n &&
             freq_class[i] != VIRTIO_FREQHINT_NO_FREQ_CLASS) {
-            fh_link_close(fh, FH_CLOSE_MALFORMED, "bad freq_class");
+            fh_agent_close(a, FH_CLOSE_MALFORMED, "bad freq_class");
             return false;
         }
     }
-    virtio_freqhint_set_host_freq(fh, n, classes, freq_class);
+    a->parent_obj.ops->set_host_freq(a->parent_obj.opaque, n, classes,
+                                     freq_class);
     return true;
 }
 
 /* Returns false if the connection was closed. */
-static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
-                             const uint8_t *p, uint32_t len)
+static bool fh_agent_dispatch(FreqHintAgent *a, uint16_t type,
+                              const uint8_t *p, uint32_t len)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-
-    trace_virtio_freqhint_link_recv(fh, type, len);
+    trace_virtio_freqhint_link_recv(a, type, len);
     if (type == FH_MSG_CLOSE) {
         if (len == sizeof(struct fh_msg_close)) {
-            trace_virtio_freqhint_link_closed_by_agent(fh, fh_get_le16(p));
+            trace_virtio_freqhint_link_closed_by_agent(a, fh_get_le16(p));
         }
-        qemu_chr_fe_disconnect(&link->chr);
-        fh_link_down(fh);
+        qemu_chr_fe_disconnect(&a->chr);
+        fh_agent_down(a);
         return false;
     }
 
-    if (link->state == FREQHINT_LINK_CONNECTED) {
-        fh_link_close(fh, FH_CLOSE_PROTOCOL, "frame before HELLO");
+    if (a->state == FREQHINT_LINK_CONNECTED) {
+        fh_agent_close(a, FH_CLOSE_PROTOCOL, "frame before HELLO");
         return false;
     }
-    if (link->state == FREQHINT_LINK_HELLO_SENT) {
+    if (a->state == FREQHINT_LINK_HELLO_SENT) {
         if (type != FH_MSG_WELCOME) {
-            fh_link_close(fh, FH_CLOSE_PROTOCOL, "expected WELCOME");
+            fh_agent_close(a, FH_CLOSE_PROTOCOL, "expected WELCOME");
             return false;
         }
-        return fh_link_handle_welcome(fh, p, len);
+        return fh_agent_handle_welcome(a, p, len);
     }
 
-    fh_link_arm_timeout(fh);
+    fh_agent_arm_timeout(a);
     switch (type) {
     case FH_MSG_GRANTS:
-        return fh_link_handle_grants(fh, p, len);
+        return fh_agent_handle_grants(a, p, len);
     case FH_MSG_HOST_FREQ:
-        if (!(link->features & FH_F_HOST_FREQ)) {
-            fh_link_close(fh, FH_CLOSE_PROTOCOL, "HOST_FREQ not accepted");
+        if (!(a->features & FH_F_HOST_FREQ)) {
+            fh_agent_close(a, FH_CLOSE_PROTOCOL, "HOST_FREQ not accepted");
             return false;
         }
-        return fh_link_handle_host_freq(fh, p, len);
+        return fh_agent_handle_host_freq(a, p, len);
     case FH_MSG_PING:
     case FH_MSG_PONG:
         if (len != sizeof(struct fh_msg_ping)) {
-            fh_link_close(fh, FH_CLOSE_MALFORMED, "PING/PONG of wrong size");
+            fh_agent_close(a, FH_CLOSE_MALFORMED, "PING/PONG of wrong size");
             return false;
         }
         /* The device sends no PING: any PONG is unsolicited and ignored. */
@@ -508,57 +542,56 @@ static bool fh_link_dispatch(VirtIOFreqHint *fh, uint16_t type,
          * the latest PING only; a newer one must not overtake it.
          */
         if (type == FH_MSG_PING &&
-            (link->pong_pending || !fh_link_send(fh, FH_MSG_PONG, p, len)) &&
-            link->state != FREQHINT_LINK_DOWN) {
-            link->pong_pending = true;
-            link->pong_cookie = fh_get_le64(p);
-            fh_link_watch(fh);
+            (a->pong_pending || !fh_agent_send(a, FH_MSG_PONG, p, len)) &&
+            a->state != FREQHINT_LINK_DOWN) {
+            a->pong_pending = true;
+            a->pong_cookie = fh_get_le64(p);
+            fh_agent_watch(a);
         }
         return true;
     default:
-        fh_link_close(fh, FH_CLOSE_PROTOCOL, "unexpected frame");
+        fh_agent_close(a, FH_CLOSE_PROTOCOL, "unexpected frame");
         return false;
     }
 }
 
-static int fh_link_can_read(void *opaque)
+static int fh_agent_can_read(void *opaque)
 {
-    VirtIOFreqHint *fh = opaque;
+    FreqHintAgent *a = opaque;
 
-    if (fh->link.state == FREQHINT_LINK_DOWN) {
+    if (a->state == FREQHINT_LINK_DOWN) {
         return 0;
     }
-    return sizeof(fh->link.rx_buf) - fh->link.rx_len;
+    return sizeof(a->rx_buf) - a->rx_len;
 }
 
-static void fh_link_read(void *opaque, const uint8_t *buf, int size)
+static void fh_agent_read(void *opaque, const uint8_t *buf, int size)
 {
-    VirtIOFreqHint *fh = opaque;
-    VirtIOFreqHintLink *link = &fh->link;
-    unsigned int epoch = link->epoch;
+    FreqHintAgent *a = opaque;
+    unsigned int epoch = a->epoch;
     size_t off = 0;
 
-    if (link->state == FREQHINT_LINK_DOWN) {
+    if (a->state == FREQHINT_LINK_DOWN) {
         return;
     }
-    size = MIN(size, sizeof(link->rx_buf) - link->rx_len);
-    memcpy(link->rx_buf + link->rx_len, buf, size);
-    link->rx_len += size;
+    size = MIN(size, sizeof(a->rx_buf) - a->rx_len);
+    memcpy(a->rx_buf + a->rx_len, buf, size);
+    a->rx_len += size;
 
-    while (link->rx_len - off >= FH_HDR_SIZE) {
-        const uint8_t *p = link->rx_buf + off;
+    while (a->rx_len - off >= FH_HDR_SIZE) {
+        const uint8_t *p = a->rx_buf + off;
         uint32_t len;
         uint16_t type;
         uint16_t reason = fh_frame_hdr_get(p, &len, &type);
 
         if (reason != FH_CLOSE_NORMAL) {
-            fh_link_close(fh, reason,
-                          reason == FH_CLOSE_TOO_BIG ? "frame too big" :
-                          reason == FH_CLOSE_UNKNOWN_TYPE ?
-                          "unknown frame type" : "reserved header bits");
+            fh_agent_close(a, reason,
+                           reason == FH_CLOSE_TOO_BIG ? "frame too big" :
+                           reason == FH_CLOSE_UNKNOWN_TYPE ?
+                           "unknown frame type" : "reserved header bits");
             return;
         }
-        if (link->rx_len - off < FH_HDR_SIZE + len) {
+        if (a->rx_len - off < FH_HDR_SIZE + len) {
             break;
         }
         /*
@@ -566,20 +599,19 @@ static void fh_link_read(void *opaque, const uint8_t *buf, int size)
          * took in part, or a write that found it gone): the rest of the
          * buffer belongs to a connection that no longer exists.
          */
-        if (!fh_link_dispatch(fh, type, p + FH_HDR_SIZE, len) ||
-            link->epoch != epoch) {
+        if (!fh_agent_dispatch(a, type, p + FH_HDR_SIZE, len) ||
+            a->epoch != epoch) {
             return;
         }
         off += FH_HDR_SIZE + len;
     }
-    memmove(link->rx_buf, link->rx_buf + off, link->rx_len - off);
-    link->rx_len -= off;
+    memmove(a->rx_buf, a->rx_buf + off, a->rx_len - off);
+    a->rx_len -= off;
 }
 
-static void fh_link_event(void *opaque, QEMUChrEvent event)
+static void fh_agent_event(void *opaque, QEMUChrEvent event)
 {
-    VirtIOFreqHint *fh = opaque;
-    VirtIOFreqHintLink *link = &fh->link;
+    FreqHintAgent *a = opaque;
 
     switch (event) {
     case CHR_EVENT_OPENED:
@@ -587,35 +619,27 @@ static void fh_link_event(void *opaque, QEMUChrEvent event)
          * A new connection while the old one was never seen to close:
          * that session is over, with everything the agent said in it.
          */
-        fh_link_down(fh);
-        fh_link_unwatch(fh);
-        link->state = FREQHINT_LINK_CONNECTED;
-        link->epoch++;
-        link->rx_len = 0;
-        link->tx_off = link->tx_len = 0;
-        link->pong_pending = false;
-        link->vcpus_pending = false;
-        link->features = 0;
-        link->keepalive_ms = 0;
-        trace_virtio_freqhint_link_opened(fh);
-        if (fh->vm_running) {
-            fh_link_send_hello(fh);
+        fh_agent_down(a);
+        fh_agent_new_session(a, FREQHINT_LINK_CONNECTED);
+        trace_virtio_freqhint_link_opened(a);
+        if (a->parent_obj.vm_running) {
+            fh_agent_send_hello(a);
         }
         break;
     case CHR_EVENT_CLOSED:
-        fh_link_down(fh);
+        fh_agent_down(a);
         break;
     default:
         break;
     }
 }
 
-static int fh_link_be_change(void *opaque);
+static int fh_agent_be_change(void *opaque);
 
-static void fh_link_set_handlers(VirtIOFreqHint *fh)
+static void fh_agent_set_handlers(FreqHintAgent *a)
 {
-    qemu_chr_fe_set_handlers(&fh->link.chr, fh_link_can_read, fh_link_read,
-                             fh_link_event, fh_link_be_change, fh, NULL, true);
+    qemu_chr_fe_set_handlers(&a->chr, fh_agent_can_read, fh_agent_read,
+                             fh_agent_event, fh_agent_be_change, a, NULL, true);
 }
 
 /*
@@ -623,28 +647,32 @@ static void fh_link_set_handlers(VirtIOFreqHint *fh)
  * closed, CHR_EVENT_CLOSED ended its session; if both are open, the new
  * one's CHR_EVENT_OPENED does.
  */
-static int fh_link_be_change(void *opaque)
+static int fh_agent_be_change(void *opaque)
 {
-    VirtIOFreqHint *fh = opaque;
+    FreqHintAgent *a = opaque;
+
     /* qemu_chr_fe_get_driver() is refused to a frontend with be_change. */
-    Chardev *chr = fh->link.chr.chr;
+    Chardev *chr = a->chr.chr;
 
     if (!object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
         return -1;
     }
-    fh_link_set_handlers(fh);
+    fh_agent_set_handlers(a);
     return 0;
 }
 
-bool virtio_freqhint_link_up(VirtIOFreqHint *fh)
+static bool fh_agent_is_up(FreqHintBackend *b)
 {
-    return fh->link.state == FREQHINT_LINK_UP;
+    return FREQHINT_AGENT(b)->state == FREQHINT_LINK_UP;
 }
 
-void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh)
+/* The VM runs: a connection waiting for that sends its HELLO now. */
+static void fh_agent_vm_state(FreqHintBackend *b, bool running)
 {
-    if (fh->link.state == FREQHINT_LINK_CONNECTED) {
-        fh_link_send_hello(fh);
+    FreqHintAgent *a = FREQHINT_AGENT(b);
+
+    if (running && a->state == FREQHINT_LINK_CONNECTED) {
+        fh_agent_send_hello(a);
     }
 }
 
@@ -655,55 +683,53 @@ void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh)
  * over: the chardev reconnects (reconnect-ms) and the new HELLO has the
  * current ones.
  */
-static void fh_link_cpu_changed(DeviceListener *listener, DeviceState *dev)
+static void fh_agent_cpu_changed(DeviceListener *listener, DeviceState *dev)
 {
-    VirtIOFreqHintLink *link = container_of(listener, VirtIOFreqHintLink,
-                                            cpu_listener);
-    VirtIOFreqHint *fh = container_of(link, VirtIOFreqHint, link);
+    FreqHintAgent *a = container_of(listener, FreqHintAgent, cpu_listener);
 
     if (!object_dynamic_cast(OBJECT(dev), TYPE_CPU)) {
         return;
     }
-    if (link->state == FREQHINT_LINK_UP && (link->features & FH_F_VCPUS)) {
+    if (a->state == FREQHINT_LINK_UP && (a->features & FH_F_VCPUS)) {
         /* Not taken now: the table as it is then, when the socket drains. */
-        link->vcpus_pending = !fh_link_send_vcpus(fh) &&
-                              link->state == FREQHINT_LINK_UP;
+        a->vcpus_pending = !fh_agent_send_vcpus(a) &&
+                           a->state == FREQHINT_LINK_UP;
         return;
     }
-    if (link->state == FREQHINT_LINK_HELLO_SENT ||
-        link->state == FREQHINT_LINK_UP) {
-        fh_link_close(fh, FH_CLOSE_NORMAL, "vCPUs changed");
+    if (a->state == FREQHINT_LINK_HELLO_SENT ||
+        a->state == FREQHINT_LINK_UP) {
+        fh_agent_close(a, FH_CLOSE_NORMAL, "vCPUs changed");
     }
 }
 
-bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
-                                     struct virtio_freqhint_record *recs,
-                                     unsigned int num, uint16_t flags)
+static bool fh_agent_send_hints(FreqHintBackend *b,
+                                const struct virtio_freqhint_record *recs,
+                                unsigned int num, bool full,
+                                int64_t timestamp_ns)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-    struct fh_msg_hints *msg = (void *)(link->tx_buf + FH_HDR_SIZE);
+    FreqHintAgent *a = FREQHINT_AGENT(b);
+    struct fh_msg_hints *msg = (void *)(a->tx_buf + FH_HDR_SIZE);
     struct virtio_freqhint_record *out = (void *)(msg + 1);
 
-    assert(virtio_freqhint_link_up(fh) && num && num <= fh->num_vcpus);
-    if (fh_link_tx_busy(fh)) {
+    if (fh_agent_tx_busy(a)) {
         /* tx_buf still holds the end of another frame. */
-        fh_link_watch(fh);
+        fh_agent_watch(a);
         return false;
     }
-    msg->timestamp_ns = cpu_to_le64(fh->newest_record_ns);
+    msg->timestamp_ns = cpu_to_le64(timestamp_ns);
     msg->num_records = cpu_to_le16(num);
-    msg->flags = cpu_to_le16(flags);
+    msg->flags = cpu_to_le16(full ? FH_HINTS_F_FULL : 0);
     msg->reserved = 0;
     memcpy(out, recs, num * sizeof(*recs));
-    if (!(link->features & FH_F_PERF)) {
+    if (!(a->features & FH_F_PERF)) {
         /* The agent did not take perf requests: do not send any. */
         for (unsigned int i = 0; i < num; i++) {
             out[i].flags &= cpu_to_le16(~VIRTIO_FREQHINT_R_PERF_VALID);
             out[i].perf = 0;
         }
     }
-    return fh_link_send(fh, FH_MSG_HINTS, msg,
-                        sizeof(*msg) + num * sizeof(*recs));
+    return fh_agent_send(a, FH_MSG_HINTS, msg,
+                         sizeof(*msg) + num * sizeof(*recs));
 }
 
 /*
@@ -712,61 +738,139 @@ bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
  * its first protocol error; a mux would take the focus from its other
  * frontends and interleave their bytes with frames.
  */
-bool virtio_freqhint_link_realize(VirtIOFreqHint *fh, Error **errp)
+static Chardev *fh_agent_find_chardev(FreqHintAgent *a, Error **errp)
 {
-    VirtIOFreqHintLink *link = &fh->link;
+    Chardev *chr = qemu_chr_find(a->chr_name);
 
-    link->state = FREQHINT_LINK_DOWN;
-    if (qemu_chr_fe_backend_connected(&link->chr)) {
-        Chardev *chr = qemu_chr_fe_get_driver(&link->chr);
-
-        if (!object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
-            error_setg(errp, "virtio-freqhint: chardev '%s' is a %s; the "
-                       "agent link needs a socket chardev (without mux)",
-                       chr->label, object_get_typename(OBJECT(chr)));
-            return false;
-        }
-        if (fh->num_vcpus > FH_MAX_VCPUS) {
-            error_setg(errp, "virtio-freqhint: the agent protocol carries at "
-                       "most %d vCPUs, the machine has %u", FH_MAX_VCPUS,
-                       fh->num_vcpus);
-            return false;
-        }
+    if (!chr) {
+        error_setg(errp, "freqhint-agent: chardev '%s' not found",
+                   a->chr_name);
+        return NULL;
     }
-    link->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_link_timeout,
-                                       fh);
-    link->cpu_listener.realize = fh_link_cpu_changed;
-    link->cpu_listener.unrealize = fh_link_cpu_changed;
-    device_listener_register(&link->cpu_listener);
+    if (!object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
+        error_setg(errp, "freqhint-agent: chardev '%s' is a %s; the "
+                   "agent link needs a socket chardev (without mux)",
+                   chr->label, object_get_typename(OBJECT(chr)));
+        return NULL;
+    }
+    return chr;
+}
+
+/*
+ * -object creates backends before chardevs: the chardev is looked up when
+ * a device attaches.
+ */
+static void fh_agent_complete(UserCreatable *uc, Error **errp)
+{
+    if (!FREQHINT_AGENT(uc)->chr_name) {
+        error_setg(errp, "freqhint-agent: 'chardev' is not set");
+    }
+}
+
+/* The chardev is the device's only while it is attached. */
+static bool fh_agent_attach(FreqHintBackend *b, Error **errp)
+{
+    FreqHintAgent *a = FREQHINT_AGENT(b);
+    Chardev *chr = fh_agent_find_chardev(a, errp);
+
+    if (!chr) {
+        return false;
+    }
+    if (b->num_vcpus > FH_MAX_VCPUS) {
+        error_setg(errp, "freqhint-agent: the agent protocol carries at "
+                   "most %d vCPUs, the machine has %u", FH_MAX_VCPUS,
+                   b->num_vcpus);
+        return false;
+    }
+    if (!qemu_chr_fe_init(&a->chr, chr, errp)) {
+        return false;
+    }
+    a->state = FREQHINT_LINK_DOWN;
+    a->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_agent_timeout, a);
+    a->cpu_listener.realize = fh_agent_cpu_changed;
+    a->cpu_listener.unrealize = fh_agent_cpu_changed;
+    device_listener_register(&a->cpu_listener);
     return true;
 }
 
 /* The device is ready for the link's callbacks. */
-void virtio_freqhint_link_start(VirtIOFreqHint *fh)
+static void fh_agent_start(FreqHintBackend *b)
 {
-    VirtIOFreqHintLink *link = &fh->link;
-
-    if (qemu_chr_fe_backend_connected(&link->chr)) {
-        fh_link_set_handlers(fh);
-    }
+    fh_agent_set_handlers(FREQHINT_AGENT(b));
 }
 
-void virtio_freqhint_link_unrealize(VirtIOFreqHint *fh)
+static void fh_agent_detach(FreqHintBackend *b)
 {
-    VirtIOFreqHintLink *link = &fh->link;
+    FreqHintAgent *a = FREQHINT_AGENT(b);
 
-    device_listener_unregister(&link->cpu_listener);
-    if (link->state != FREQHINT_LINK_DOWN) {
+    device_listener_unregister(&a->cpu_listener);
+    if (a->state != FREQHINT_LINK_DOWN) {
         struct fh_msg_close msg = { .reason = cpu_to_le16(FH_CLOSE_NORMAL) };
 
         pstrcpy(msg.text, sizeof(msg.text), "device removed");
-        fh_link_send(fh, FH_MSG_CLOSE, &msg, sizeof(msg));
+        fh_agent_send(a, FH_MSG_CLOSE, &msg, sizeof(msg));
         /* The device is going away: no callbacks into it. */
-        link->state = FREQHINT_LINK_DOWN;
-        timer_del(link->timeout_timer);
-        fh_link_unwatch(fh);
-        qemu_chr_fe_disconnect(&link->chr);
+        a->state = FREQHINT_LINK_DOWN;
+        fh_agent_unwatch(a);
+        qemu_chr_fe_disconnect(&a->chr);
     }
-    qemu_chr_fe_deinit(&link->chr, false);
-    timer_free(link->timeout_timer);
+    qemu_chr_fe_deinit(&a->chr, false);
+    timer_free(a->timeout_timer);
+    a->timeout_timer = NULL;
 }
+
+static char *fh_agent_get_chardev(Object *obj, Error **errp)
+{
+    return g_strdup(FREQHINT_AGENT(obj)->chr_name);
+}
+
+static void fh_agent_set_chardev(Object *obj, const char *value, Error **errp)
+{
+    FreqHintAgent *a = FREQHINT_AGENT(obj);
+
+    if (a->parent_obj.ops) {
+        error_setg(errp, "freqhint-agent: 'chardev' cannot change while a "
+                   "device uses the backend");
+        return;
+    }
+    g_free(a->chr_name);
+    a->chr_name = g_strdup(value);
+}
+
+static void fh_agent_finalize(Object *obj)
+{
+    g_free(FREQHINT_AGENT(obj)->chr_name);
+}
+
+static void fh_agent_class_init(ObjectClass *klass, void *data)
+{
+    FreqHintBackendClass *bc = FREQHINT_BACKEND_CLASS(klass);
+    UserCreatableClass *ucc = USER_CREATABLE_CLASS(klass);
+
+    bc->attach = fh_agent_attach;
+    bc->start = fh_agent_start;
+    bc->detach = fh_agent_detach;
+    bc->is_up = fh_agent_is_up;
+    bc->vm_state = fh_agent_vm_state;
+    bc->send_hints = fh_agent_send_hints;
+    ucc->complete = fh_agent_complete;
+    object_class_property_add_str(klass, "chardev", fh_agent_get_chardev,
+                                  fh_agent_set_chardev);
+    object_class_property_set_description(klass, "chardev",
+        "socket chardev connected to the host agent");
+}
+
+static const TypeInfo fh_agent_info = {
+    .name = TYPE_FREQHINT_AGENT,
+    .parent = TYPE_FREQHINT_BACKEND,
+    .instance_size = sizeof(FreqHintAgent),
+    .instance_finalize = fh_agent_finalize,
+    .class_init = fh_agent_class_init,
+};
+
+static void fh_agent_register_types(void)
+{
+    type_register_static(&fh_agent_info);
+}
+
+type_init(fh_agent_register_types)

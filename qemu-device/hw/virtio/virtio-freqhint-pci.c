@@ -61,7 +61,6 @@ static void virtio_freqhint_pci_instance_init(Object *obj)
 
     virtio_instance_init_common(obj, &dev->vdev, sizeof(dev->vdev),
                                 TYPE_VIRTIO_FREQHINT);
-    object_property_add_alias(obj, "x-stats", OBJECT(&dev->vdev), "x-stats");
 }
 
 static const VirtioPCIDeviceTypeInfo virtio_freqhint_pci_info = {

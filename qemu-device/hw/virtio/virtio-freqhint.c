@@ -4,8 +4,9 @@
  * The guest reports, per vCPU, the utilization clamps and performance
  * request of what it runs.  The device validates each record, keeps the
  * latest one per vCPU and forwards changes, coalesced and rate bounded, to a
- * host agent over a chardev (virtio-freqhint-agent.c).  What the host grants
- * comes back to the driver as FEEDBACK snapshots on the event queue.
+ * backend (virtio-freqhint-backend.h: a host agent, or nothing).  What the
+ * host grants comes back to the driver as FEEDBACK snapshots on the event
+ * queue.
  *
  * Hints are state, not events: nothing is queued while no agent listens,
  * and a (re)connected agent gets the whole state at once.  The same holds
@@ -31,6 +32,8 @@
 #include "hw/qdev-properties-system.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-freqhint.h"
+#include "hw/virtio/virtio-freqhint-agent.h"
+#include "qom/object_interfaces.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
 #include "trace.h"
@@ -61,32 +64,6 @@ static void virtio_freqhint_reset_host_state(VirtIOFreqHint *fh)
     memset(fh->freq_class, VIRTIO_FREQHINT_NO_FREQ_CLASS, fh->num_vcpus);
 }
 
-const char *virtio_freqhint_check_freq_class(const VirtIOFreqHintClass *c)
-{
-    uint32_t prev = 0;
-
-    if (c->min_khz == 0 || c->min_khz > c->max_khz ||
-        c->max_khz > VIRTIO_FREQHINT_MAX_KHZ) {
-        return "bad frequency range";
-    }
-    if (c->perf_step == 0 || c->perf_step > VIRTIO_FREQHINT_SCALE) {
-        return "bad perf_step";
-    }
-    if (c->num_freqs > VIRTIO_FREQHINT_MAX_FREQS) {
-        return "too many frequencies";
-    }
-    for (int i = 0; i < VIRTIO_FREQHINT_MAX_FREQS; i++) {
-        uint32_t f = c->freqs_khz[i];
-
-        if (i >= c->num_freqs ? f != 0 :
-            (f < c->min_khz || f > c->max_khz || (i && f <= prev))) {
-            return "bad frequency table";
-        }
-        prev = f;
-    }
-    return NULL;
-}
-
 static void virtio_freqhint_make_record(VirtIOFreqHint *fh, unsigned int vcpu,
                                         struct virtio_freqhint_record *rec)
 {
@@ -103,13 +80,15 @@ static void virtio_freqhint_make_record(VirtIOFreqHint *fh, unsigned int vcpu,
 
 /*
  * Send the first @n records of fh->scratch.  A frame the socket does not
- * take is lost; the link calls virtio_freqhint_agent_writable() when it
+ * take is lost; the backend calls virtio_freqhint_agent_writable() when it
  * can take the state as it is then.
  */
 static bool virtio_freqhint_send(VirtIOFreqHint *fh, unsigned int n,
                                  uint16_t flags)
 {
-    if (!virtio_freqhint_link_send_hints(fh, fh->scratch, n, flags)) {
+    if (!freqhint_backend_send_hints(fh->backend, fh->scratch, n,
+                                     flags & FH_HINTS_F_FULL,
+                                     fh->newest_record_ns)) {
         /* The next frame carries the whole state again. */
         fh->stats.dropped += n;
         fh->resend_full = true;
@@ -136,7 +115,7 @@ static void virtio_freqhint_forward(VirtIOFreqHint *fh)
      * told "no hint" when it stopped, and gets the whole state when it
      * runs again.
      */
-    if (!virtio_freqhint_link_up(fh) || !fh->vm_running) {
+    if (!freqhint_backend_is_up(fh->backend) || !fh->vm_running) {
         return;
     }
     for (unsigned int i = 0; i < fh->num_vcpus; i++) {
@@ -167,7 +146,7 @@ static void virtio_freqhint_forward(VirtIOFreqHint *fh)
  */
 static void virtio_freqhint_send_no_hints(VirtIOFreqHint *fh)
 {
-    if (!virtio_freqhint_link_up(fh)) {
+    if (!freqhint_backend_is_up(fh->backend)) {
         return;
     }
     memset(fh->scratch, 0, fh->num_vcpus * sizeof(*fh->scratch));
@@ -521,8 +500,8 @@ static size_t virtio_freqhint_build_feedback(VirtIOFreqHint *fh, uint8_t *p)
 
     memset(p, 0, len);
     stw_le_p(p, VIRTIO_FREQHINT_MSG_FEEDBACK);
-    stw_le_p(p + 2, virtio_freqhint_link_up(fh) ? VIRTIO_FREQHINT_FB_AGENT :
-             0);
+    stw_le_p(p + 2, freqhint_backend_is_up(fh->backend) ?
+             VIRTIO_FREQHINT_FB_AGENT : 0);
     stw_le_p(p + 8, fh->operator_floor);
     stw_le_p(p + 10, fh->operator_ceiling);
     stw_le_p(p + 12, fh->num_vcpus);
@@ -668,13 +647,6 @@ static uint64_t virtio_freqhint_get_features(VirtIODevice *vdev, uint64_t f,
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(vdev);
 
-    /*
-     * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
-     * driver could still notify once per window on top of the timer.
-     * The transport's event_idx property is on by default, so it cannot
-     * tell an explicit request: the device never offers the feature.
-     */
-    virtio_clear_feature(&f, VIRTIO_RING_F_EVENT_IDX);
     return f | fh->host_features;
 }
 
@@ -742,8 +714,10 @@ static void virtio_freqhint_status_bh(void *opaque)
     }
 }
 
-void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
+static void virtio_freqhint_agent_connected(void *opaque)
 {
+    VirtIOFreqHint *fh = opaque;
+
     fh->stats.agent_connects++;
     fh->resend_full = true;
     timer_del(fh->forward_timer);
@@ -757,8 +731,10 @@ void virtio_freqhint_agent_connected(VirtIOFreqHint *fh)
     virtio_freqhint_feedback_changed(fh, true);
 }
 
-void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh)
+static void virtio_freqhint_agent_disconnected(void *opaque)
 {
+    VirtIOFreqHint *fh = opaque;
+
     virtio_freqhint_reset_host_state(fh);
     timer_del(fh->forward_timer);
     fh->no_hints_pending = false;
@@ -770,8 +746,10 @@ void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh)
  * state as it is now (a FULL frame after a drop), within the forwarding
  * interval, or "no hint" if the VM stopped meanwhile.
  */
-void virtio_freqhint_agent_writable(VirtIOFreqHint *fh)
+static void virtio_freqhint_agent_writable(void *opaque)
 {
+    VirtIOFreqHint *fh = opaque;
+
     if (!fh->vm_running) {
         if (fh->no_hints_pending) {
             virtio_freqhint_send_no_hints(fh);
@@ -781,10 +759,11 @@ void virtio_freqhint_agent_writable(VirtIOFreqHint *fh)
     virtio_freqhint_schedule_forward(fh);
 }
 
-void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
-                                uint16_t ceiling,
-                                const VirtIOFreqHintGrant *grants)
+static void virtio_freqhint_set_grants(void *opaque, uint16_t floor,
+                                       uint16_t ceiling,
+                                       const VirtIOFreqHintGrant *grants)
 {
+    VirtIOFreqHint *fh = opaque;
     bool changed = floor != fh->operator_floor ||
                    ceiling != fh->operator_ceiling;
 
@@ -799,10 +778,11 @@ void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
     virtio_freqhint_feedback_changed(fh, changed);
 }
 
-void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
-                                   const VirtIOFreqHintClass *c,
-                                   const uint8_t *freq_class)
+static void virtio_freqhint_set_host_freq(void *opaque, uint16_t num_classes,
+                                          const VirtIOFreqHintClass *c,
+                                          const uint8_t *freq_class)
 {
+    VirtIOFreqHint *fh = opaque;
     VirtIOFreqHintClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES] = {};
     bool changed;
 
@@ -821,6 +801,15 @@ void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
                                        VIRTIO_FREQHINT_F_HOST_FREQ);
     virtio_freqhint_feedback_changed(fh, changed);
 }
+
+/* Feedback in, from the backend. */
+static const FreqHintBackendOps virtio_freqhint_backend_ops = {
+    .connected = virtio_freqhint_agent_connected,
+    .disconnected = virtio_freqhint_agent_disconnected,
+    .writable = virtio_freqhint_agent_writable,
+    .set_grants = virtio_freqhint_set_grants,
+    .set_host_freq = virtio_freqhint_set_host_freq,
+};
 
 static void virtio_freqhint_reset(VirtIODevice *vdev)
 {
@@ -845,10 +834,8 @@ static void virtio_freqhint_vm_state_change(void *opaque, bool running,
     VirtIOFreqHint *fh = opaque;
 
     fh->vm_running = running;
-    if (!virtio_freqhint_link_up(fh)) {
-        if (running) {
-            virtio_freqhint_link_vm_running(fh);
-        }
+    freqhint_backend_vm_state(fh->backend, running);
+    if (!freqhint_backend_is_up(fh->backend)) {
         return;
     }
     if (running) {
@@ -867,7 +854,7 @@ static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
 {
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(obj);
     VirtIOFreqHintStats *s = &fh->stats;
-    bool connected = virtio_freqhint_link_up(fh);
+    bool connected = freqhint_backend_is_up(fh->backend);
     bool broken = VIRTIO_DEVICE(fh)->broken;
     bool ok = false;
 
@@ -962,6 +949,59 @@ static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
     }
 }
 
+/*
+ * The backend: the one linked with backend=, else one made here, like
+ * virtio-rng's default backend: a freqhint-agent on chardev= (the short
+ * form of -object freqhint-agent), or a freqhint-null.
+ */
+static bool virtio_freqhint_attach_backend(VirtIOFreqHint *fh, Error **errp)
+{
+    uint32_t features = 0;
+
+    /* An empty chardev= (clearing a -global) is none. */
+    if (fh->chardev && !fh->chardev[0]) {
+        g_clear_pointer(&fh->chardev, g_free);
+    }
+    if (fh->backend && fh->chardev) {
+        error_setg(errp, "virtio-freqhint: 'backend' and 'chardev' exclude "
+                   "each other");
+        return false;
+    }
+    if (!fh->backend) {
+        const char *type = fh->chardev ? TYPE_FREQHINT_AGENT :
+                           TYPE_FREQHINT_NULL;
+        Object *b;
+
+        if (!object_class_by_name(type)) {
+            error_setg(errp, "virtio-freqhint: this QEMU has no %s", type);
+            return false;
+        }
+        b = object_new(type);
+        if ((fh->chardev &&
+             !object_property_set_str(b, "chardev", fh->chardev, errp)) ||
+            !user_creatable_complete(USER_CREATABLE(b), errp)) {
+            object_unref(b);
+            return false;
+        }
+        object_property_add_child(OBJECT(fh), "default-backend", b);
+        /* The child property holds the reference now. */
+        object_unref(b);
+        object_property_set_link(OBJECT(fh), "backend", b, &error_abort);
+    }
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_PERF)) {
+        features |= FREQHINT_BACKEND_PERF;
+    }
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_FEEDBACK)) {
+        features |= FREQHINT_BACKEND_GRANTS;
+    }
+    if (virtio_has_feature(fh->host_features, VIRTIO_FREQHINT_F_HOST_FREQ)) {
+        features |= FREQHINT_BACKEND_HOST_FREQ;
+    }
+    return freqhint_backend_attach(fh->backend, fh->num_vcpus, features,
+                                   runstate_is_running(),
+                                   &virtio_freqhint_backend_ops, fh, errp);
+}
+
 static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(dev);
@@ -975,7 +1015,7 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
         return;
     }
     if (fh->forward_interval_ms > FREQHINT_MAX_INTERVAL_MS) {
-        error_setg(errp, "'forward-interval-ms' must not exceed %d",
+        error_setg(errp, "'x-forward-interval-ms' must not exceed %d",
                    FREQHINT_MAX_INTERVAL_MS);
         return;
     }
@@ -994,6 +1034,11 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
         error_setg(errp, "'host-freq' needs 'feedback'");
         return;
     }
+    if (virtio_has_feature(vdev->host_features, VIRTIO_RING_F_EVENT_IDX)) {
+        error_setg(errp, "virtio-freqhint does not support 'event_idx': its "
+                   "rate bound relies on VRING_USED_F_NO_NOTIFY");
+        return;
+    }
     if (ms->smp.max_cpus > UINT16_MAX) {
         error_setg(errp, "virtio-freqhint supports at most %d vCPUs",
                    UINT16_MAX);
@@ -1003,7 +1048,7 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
     fh->event_buf_size = sizeof(struct virtio_freqhint_feedback) +
         fh->num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
 
-    if (!virtio_freqhint_link_realize(fh, errp)) {
+    if (!virtio_freqhint_attach_backend(fh, errp)) {
         return;
     }
 
@@ -1042,7 +1087,7 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
     fh->feedback_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                       virtio_freqhint_feedback_timer, fh);
     fh->status_bh = virtio_bh_new_guarded(dev, virtio_freqhint_status_bh, fh);
-    virtio_freqhint_link_start(fh);
+    freqhint_backend_start(fh->backend);
 }
 
 static void virtio_freqhint_device_unrealize(DeviceState *dev)
@@ -1050,7 +1095,7 @@ static void virtio_freqhint_device_unrealize(DeviceState *dev)
     VirtIODevice *vdev = VIRTIO_DEVICE(dev);
     VirtIOFreqHint *fh = VIRTIO_FREQHINT(dev);
 
-    virtio_freqhint_link_unrealize(fh);
+    freqhint_backend_detach(fh->backend);
     qemu_del_vm_change_state_handler(fh->vmstate);
     qemu_bh_delete(fh->status_bh);
     timer_free(fh->feedback_timer);
@@ -1218,9 +1263,12 @@ static const VMStateDescription vmstate_virtio_freqhint = {
 };
 
 static const Property virtio_freqhint_properties[] = {
-    DEFINE_PROP_CHR("chardev", VirtIOFreqHint, link.chr),
+    DEFINE_PROP_LINK("backend", VirtIOFreqHint, backend,
+                     TYPE_FREQHINT_BACKEND, FreqHintBackend *),
+    DEFINE_PROP_STRING("chardev", VirtIOFreqHint, chardev),
     DEFINE_PROP_UINT32("rate-window-ms", VirtIOFreqHint, rate_window_ms, 10),
-    DEFINE_PROP_UINT32("forward-interval-ms", VirtIOFreqHint,
+    /* Host-internal tuning: how often the agent hears of changes. */
+    DEFINE_PROP_UINT32("x-forward-interval-ms", VirtIOFreqHint,
                        forward_interval_ms, 5),
     DEFINE_PROP_BIT64("perf", VirtIOFreqHint, host_features,
                       VIRTIO_FREQHINT_F_PERF, true),
@@ -1234,10 +1282,17 @@ static const Property virtio_freqhint_properties[] = {
     DEFINE_PROP_UINT16("idle-share", VirtIOFreqHint, idle_share, 20),
 };
 
+/*
+ * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
+ * driver could notify once per window on top of the timer.  The device
+ * does not offer VIRTIO_RING_F_EVENT_IDX: the transport's event_idx
+ * property, on by default, is off here, and event_idx=on is refused at
+ * realize rather than silently dropped.
+ */
 static void virtio_freqhint_instance_init(Object *obj)
 {
-    object_property_add(obj, "x-stats", "VirtIOFreqHintStats",
-                        virtio_freqhint_get_stats, NULL, NULL, NULL);
+    virtio_clear_feature(&VIRTIO_DEVICE(obj)->host_features,
+                         VIRTIO_RING_F_EVENT_IDX);
 }
 
 static void virtio_freqhint_class_init(ObjectClass *klass, void *data)
@@ -1249,6 +1304,11 @@ static void virtio_freqhint_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &vmstate_virtio_freqhint;
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
     vdc->realize = virtio_freqhint_device_realize;
+    /* Telemetry for tests and operators; not a stable interface. */
+    object_class_property_add(klass, "x-stats", "VirtIOFreqHintStats",
+                              virtio_freqhint_get_stats, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "x-stats",
+        "experimental: the device's counters and per-vCPU state");
     vdc->unrealize = virtio_freqhint_device_unrealize;
     vdc->get_config = virtio_freqhint_get_config;
     vdc->get_features = virtio_freqhint_get_features;

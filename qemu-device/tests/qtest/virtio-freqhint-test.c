@@ -20,6 +20,7 @@
 #include "qobject/qlist.h"
 #include "qobject/qstring.h"
 #include "libqos/qgraph.h"
+#include "libqos/pci.h"
 #include "libqos/virtio-freqhint.h"
 #include "standard-headers/linux/virtio_config.h"
 #include "standard-headers/linux/virtio_ring.h"
@@ -208,6 +209,31 @@ static void *agent_before_tcp(GString *cmd_line, void *arg)
     agent_cleanup(NULL);
     agent_listen_tcp(agent);
     agent_append_args(cmd_line, agent, NULL);
+    return arg;
+}
+
+/* The agent behind -object freqhint-agent, linked with backend=. */
+static void *agent_before_backend(GString *cmd_line, void *arg)
+{
+    agent_cleanup(NULL);
+    agent_listen(agent);
+    g_string_append_printf(cmd_line,
+                           " -smp %d -chardev socket,id=fhchr,path=%s,"
+                           "reconnect-ms=100"
+                           " -object freqhint-agent,id=fhagent,chardev=fhchr"
+                           " -global virtio-freqhint-device.backend=fhagent",
+                           NUM_VCPUS, agent->path);
+    return arg;
+}
+
+/* No agent: -object freqhint-null. */
+static void *agent_before_null(GString *cmd_line, void *arg)
+{
+    agent_cleanup(NULL);
+    g_string_append_printf(cmd_line,
+                           " -smp %d -object freqhint-null,id=fhnull"
+                           " -global virtio-freqhint-device.backend=fhnull",
+                           NUM_VCPUS);
     return arg;
 }
 
@@ -2422,6 +2448,222 @@ static void test_chardev_not_socket(void *obj, void *data,
     assert_running(qts);
 }
 
+/* @rsp (taken) is an error that mentions @what. */
+static void qmp_assert_error(QDict *rsp, const char *what)
+{
+    const char *desc;
+
+    g_assert_true(qdict_haskey(rsp, "error"));
+    desc = qdict_get_str(qdict_get_qdict(rsp, "error"), "desc");
+    if (!strstr(desc, what)) {
+        g_test_message("error: %s", desc);
+    }
+    g_assert_nonnull(strstr(desc, what));
+    qobject_unref(rsp);
+}
+
+/*
+ * Issue 26, shape: -object freqhint-agent,chardev= linked with backend=
+ * carries the whole protocol; a backend serves one device at a time, and
+ * backend= and chardev= exclude each other.
+ */
+static void test_backend_object(void *obj, void *data,
+                                QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[2] = {
+        REC(0, R_MIN, 300, 0, 0, 1),
+        REC(1, R_MAX, 0, 700, 0, 2),
+    };
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    uint8_t buf[64];
+    unsigned int num;
+    uint16_t flags;
+    QDict *rsp;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 2, r, 2)));
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 2);
+    assert_record(&got[0], &r[0]);
+    assert_record(&got[1], &r[1]);
+
+    rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': {'path':"
+                    " '/machine/peripheral/" QVIRTIO_FREQHINT_ID
+                    "/virtio-backend', 'property': 'backend'}}");
+    g_assert_cmpstr(qdict_get_str(rsp, "return"), ==, "/objects/fhagent");
+    qobject_unref(rsp);
+
+    qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                               " {'driver': 'virtio-freqhint-pci',"
+                               " 'id': 'fh2', 'backend': 'fhagent'}}"),
+                     "already in use");
+    qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                               " {'driver': 'virtio-freqhint-pci',"
+                               " 'id': 'fh2', 'backend': 'fhagent',"
+                               " 'chardev': 'fhchr'}}"),
+                     "exclude each other");
+    /* The link stays up. */
+    agent_ping(1);
+    assert_running(qts);
+}
+
+/*
+ * The null backend, named or implicit: the device serves the driver (CPU_IDS,
+ * the no-agent snapshot, hints accepted and kept), and nothing is forwarded.
+ */
+static void test_backend_null(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[1] = { REC(0, R_MIN, 300, 0, 0, 1) };
+    uint8_t buf[64];
+    QDict *rsp;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    events_initial(qts, fh);
+    wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, r, 1)));
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    g_assert_false(get_stat_bool(qts, "agent-connected"));
+    g_assert_cmpint(get_stat(qts, "records"), ==, 1);
+    g_assert_cmpint(get_stat(qts, "forwarded"), ==, 0);
+
+    /*
+     * Without backend= and chardev=, the device makes a freqhint-null (the
+     * empty backend clears the -global).
+     */
+    qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
+                             " {'driver': 'virtio-freqhint-pci',"
+                             " 'id': 'fh2', 'backend': ''}}");
+    rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': {'path':"
+                    " '/machine/peripheral/fh2/virtio-backend/"
+                    "default-backend', 'property': 'type'}}");
+    g_assert_cmpstr(qdict_get_str(rsp, "return"), ==, "freqhint-null");
+    qobject_unref(rsp);
+    assert_running(qts);
+}
+
+/*
+ * Issue 26, interfaces: VIRTIO_RING_F_EVENT_IDX is not offered, and asking
+ * for it is refused rather than silently dropped.
+ */
+static void test_event_idx(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    g_assert_false(qvirtio_get_features(fh->vdev) &
+                   (1ull << VIRTIO_RING_F_EVENT_IDX));
+    qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
+                               " {'driver': 'virtio-freqhint-pci',"
+                               " 'id': 'fh2', 'event_idx': true}}"),
+                     "does not support 'event_idx'");
+    assert_running(qts);
+}
+
+/*
+ * A driver using indirect descriptors: one buffer whose header and first
+ * record sit in one descriptor of the table and the second record in
+ * another is read as one.
+ */
+static void test_indirect(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[2] = {
+        REC(0, R_MIN | R_MAX, 100, 900, 0, 1),
+        REC(1, R_IDLE, 0, 0, 0, 2),
+    };
+    g_autofree struct virtio_freqhint_record *got = NULL;
+    g_autofree QVRingIndirectDesc *indirect = NULL;
+    uint64_t features;
+    uint8_t buf[64];
+    size_t len, first;
+    uint64_t addr;
+    unsigned int num;
+    uint16_t flags;
+    uint32_t head;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake_events(qts, fh);
+    features = qvirtio_get_features(fh->vdev);
+    g_assert_true(features & (1ull << VIRTIO_RING_F_INDIRECT_DESC));
+    features &= ~(QVIRTIO_F_BAD_FEATURE | (1ull << VIRTIO_RING_F_EVENT_IDX));
+    driver_reinit(fh, features, QVIRTIO_FREQHINT_EVENT_BUFS, 0);
+    g_assert_true(fh->hintq->indirect);
+
+    len = build_batch(buf, 2, r, 2);
+    first = len - sizeof(r[1]);
+    addr = guest_alloc(fh->alloc, len);
+    qtest_memwrite(qts, addr, buf, len);
+    indirect = qvring_indirect_desc_setup(qts, fh->vdev, fh->alloc, 2);
+    qvring_indirect_desc_add(fh->vdev, qts, indirect, addr, first, false);
+    qvring_indirect_desc_add(fh->vdev, qts, indirect, addr + first,
+                             len - first, false);
+    head = qvirtqueue_add_indirect(qts, fh->hintq, indirect);
+    qvirtqueue_kick(qts, fh->vdev, fh->hintq, head);
+    wait_used(qts, fh, head);
+    qtest_clock_step(qts, FORWARD_MS * MS);
+    got = agent_recv_hints(&num, &flags);
+    g_assert_cmpuint(num, ==, 2);
+    assert_record(&got[0], &r[0]);
+    assert_record(&got[1], &r[1]);
+    g_assert_cmpint(get_stat(qts, "rejected"), ==, 0);
+    g_assert_false(get_stat_bool(qts, "broken"));
+    guest_free(fh->alloc, indirect->desc);
+}
+
+/* The slot of 'addr': '0x1e' below. */
+#define UNPLUG_SLOT 0x1e
+
+/*
+ * device_del of a device on its own -object freqhint-agent: the agent hears
+ * CLOSE NORMAL and the hang-up, the backend is free again, and a new device
+ * on it starts a new session.  x86 only (ACPI PCI hot-unplug).
+ */
+static void test_unplug(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QTestState *qts = global_qtest;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+
+    agent_listen(&agents[1]);
+    qtest_qmp_assert_success(qts, "{'execute': 'chardev-add', 'arguments':"
+                             " {'id': 'fhchr2', 'backend': {'type': 'socket',"
+                             " 'data': {'server': false, 'reconnect-ms': 100,"
+                             " 'addr': {'type': 'unix', 'data': {'path': %s}}"
+                             "}}}}", agents[1].path);
+    qtest_qmp_assert_success(qts, "{'execute': 'object-add', 'arguments':"
+                             " {'qom-type': 'freqhint-agent', 'id': 'fhagent2',"
+                             " 'chardev': 'fhchr2'}}");
+    qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
+                             " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
+                             " 'backend': 'fhagent2', 'chardev': '',"
+                             " 'addr': '0x1e'}}");
+    agent = &agents[1];
+    agent_handshake(qts, true);
+
+    qpci_unplug_acpi_device_test(qts, "fh2", UNPLUG_SLOT);
+    agent_expect_close(FH_CLOSE_NORMAL);
+    /* The first device and its agent did not notice. */
+    agent = &agents[0];
+    agent_ping(1);
+
+    /* The backend serves a new device: a new connection, a new HELLO. */
+    qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
+                             " {'driver': 'virtio-freqhint-pci', 'id': 'fh3',"
+                             " 'backend': 'fhagent2', 'chardev': '',"
+                             " 'addr': '0x1e'}}");
+    agent = &agents[1];
+    agent_handshake(qts, true);
+    assert_running(qts);
+}
+
 /*
  * Issue 26 bug 3, DEV-24: a destination whose guest-visible constants
  * differ from the source's fails the migration.
@@ -2727,6 +2969,12 @@ static void register_virtio_freqhint_test(void)
                  test_migrate_forged_perf, &opts);
     qos_add_test("chardev-change", "virtio-freqhint", test_chardev_change,
                  &opts);
+    qos_add_test("event-idx", "virtio-freqhint", test_event_idx, &opts);
+    qos_add_test("indirect", "virtio-freqhint", test_indirect, &opts);
+    /* x86 only: ACPI PCI hot-unplug. */
+    if (!strcmp(qtest_get_arch(), "x86_64")) {
+        qos_add_test("unplug", "virtio-freqhint", test_unplug, &opts);
+    }
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",
                                                 hostile_cases[i].name);
@@ -2757,8 +3005,13 @@ static void register_virtio_freqhint_test(void)
     opts.arg = (void *)"-global virtio-freqhint-device.feedback=off "
                        "-global virtio-freqhint-device.host-freq=off";
     qos_add_test("feedback-off", "virtio-freqhint", test_feedback_off, &opts);
-    opts.before = agent_before_tcp;
     opts.arg = NULL;
+    opts.before = agent_before_backend;
+    qos_add_test("backend-object", "virtio-freqhint", test_backend_object,
+                 &opts);
+    opts.before = agent_before_null;
+    qos_add_test("backend-null", "virtio-freqhint", test_backend_null, &opts);
+    opts.before = agent_before_tcp;
     qos_add_test("tcp-flood", "virtio-freqhint", test_tcp_flood, &opts);
 }
 

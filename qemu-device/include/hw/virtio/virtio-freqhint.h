@@ -8,11 +8,9 @@
 #define QEMU_VIRTIO_FREQHINT_H
 
 #include "hw/virtio/virtio.h"
-#include "chardev/char-fe.h"
-#include "hw/qdev-core.h"
 #include "system/runstate.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "hw/virtio/virtio-freqhint-backend.h"
 #include "qom/object.h"
 
 #define TYPE_VIRTIO_FREQHINT "virtio-freqhint-device"
@@ -28,49 +26,6 @@ typedef struct VirtIOFreqHintVcpu {
     /* Host state: changed since it was last sent to the agent. */
     bool dirty;
 } VirtIOFreqHintVcpu;
-
-/* What the host grants one vCPU, host byte order. */
-typedef struct VirtIOFreqHintGrant {
-    uint16_t floor;
-    uint16_t ceiling;
-} VirtIOFreqHintGrant;
-
-/* One host frequency class, host byte order, validated. */
-typedef struct VirtIOFreqHintClass {
-    uint32_t min_khz;
-    uint32_t max_khz;
-    uint16_t perf_step;
-    uint16_t num_freqs;
-    uint32_t freqs_khz[VIRTIO_FREQHINT_MAX_FREQS];
-} VirtIOFreqHintClass;
-
-typedef enum VirtIOFreqHintLinkState {
-    FREQHINT_LINK_DOWN,         /* no agent connection */
-    FREQHINT_LINK_CONNECTED,    /* connected, HELLO waits for the VM to run */
-    FREQHINT_LINK_HELLO_SENT,   /* waiting for WELCOME */
-    FREQHINT_LINK_UP,           /* WELCOME received */
-} VirtIOFreqHintLinkState;
-
-/* The connection to the host agent (virtio-freqhint-agent.c). */
-typedef struct VirtIOFreqHintLink {
-    CharBackend chr;
-    VirtIOFreqHintLinkState state;
-    uint32_t features;          /* FH_F_* accepted by WELCOME */
-    uint32_t keepalive_ms;
-    QEMUTimer *timeout_timer;   /* handshake, then keepalive */
-    DeviceListener cpu_listener; /* vCPU hot-plug: HELLO is out of date */
-    unsigned int epoch;         /* changes with every open and close */
-    size_t rx_len;
-    /* tx_buf[tx_off..tx_len): the rest of a frame the socket took in part */
-    size_t tx_off;
-    size_t tx_len;
-    guint tx_watch;             /* waiting for the socket to be writable */
-    bool pong_pending;          /* a PONG the socket did not take */
-    bool vcpus_pending;         /* a VCPUS frame the socket did not take */
-    uint64_t pong_cookie;
-    uint8_t rx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
-    uint8_t tx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
-} VirtIOFreqHintLink;
 
 typedef struct VirtIOFreqHintStats {
     uint64_t buffers;           /* hint buffers accepted from the guest */
@@ -92,6 +47,8 @@ struct VirtIOFreqHint {
     VirtQueue *eventq;          /* NULL without FEEDBACK and CPU_ID */
 
     /* Properties */
+    FreqHintBackend *backend;
+    char *chardev;              /* an implicit freqhint-agent on it */
     uint64_t host_features;
     uint32_t rate_window_ms;
     uint32_t forward_interval_ms;
@@ -149,40 +106,6 @@ struct VirtIOFreqHint {
     uint8_t *feedback_sent;
     bool feedback_sent_valid;
     VirtIOFreqHintStats stats;
-    VirtIOFreqHintLink link;
 };
-
-/* virtio-freqhint-agent.c */
-/* Checks the chardev; the link starts with virtio_freqhint_link_start(). */
-bool virtio_freqhint_link_realize(VirtIOFreqHint *fh, Error **errp);
-void virtio_freqhint_link_start(VirtIOFreqHint *fh);
-void virtio_freqhint_link_unrealize(VirtIOFreqHint *fh);
-bool virtio_freqhint_link_up(VirtIOFreqHint *fh);
-/* The VM runs: a connection waiting for that sends its HELLO now. */
-void virtio_freqhint_link_vm_running(VirtIOFreqHint *fh);
-/*
- * Send one FH_MSG_HINTS frame.  Returns false if the agent could not take
- * it: the frame is dropped, never queued, and virtio_freqhint_agent_writable()
- * is called once the socket takes output again.
- */
-bool virtio_freqhint_link_send_hints(VirtIOFreqHint *fh,
-                                     struct virtio_freqhint_record *recs,
-                                     unsigned int num, uint16_t flags);
-
-/* virtio-freqhint.c, called by the link */
-void virtio_freqhint_agent_connected(VirtIOFreqHint *fh);
-void virtio_freqhint_agent_disconnected(VirtIOFreqHint *fh);
-/* The socket takes output again after refusing a frame. */
-void virtio_freqhint_agent_writable(VirtIOFreqHint *fh);
-/* DEV-4 for one class; returns why it is invalid, or NULL. */
-const char *virtio_freqhint_check_freq_class(const VirtIOFreqHintClass *c);
-/* Classes and per-vCPU class, both already validated. */
-void virtio_freqhint_set_host_freq(VirtIOFreqHint *fh, uint16_t num_classes,
-                                   const VirtIOFreqHintClass *c,
-                                   const uint8_t *freq_class);
-/* @grants (num_vcpus entries) is NULL when the agent did not accept them. */
-void virtio_freqhint_set_grants(VirtIOFreqHint *fh, uint16_t floor,
-                                uint16_t ceiling,
-                                const VirtIOFreqHintGrant *grants);
 
 #endif
