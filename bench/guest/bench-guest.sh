@@ -24,7 +24,8 @@
 step_open
 stty -F /dev/ttyS2 raw -echo || exit 1
 
-stat_of() { cat "$dev/statistics/$1"; }
+FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
+stat_of() { cat "$FH_STATS/$1"; }
 
 # Hits of the driver's cpufreq callbacks, from kprobe_profile.
 TR=/sys/kernel/tracing
