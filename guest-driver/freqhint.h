@@ -132,6 +132,12 @@ struct fh_levels {
 bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
 bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
 
+#define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
+
+u64 fh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf);
+void fh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
+		    u32 seq, bool has_perf);
+
 /* event.c: the configuration and the event queue's messages, checked. */
 struct fh_config {
 	u16 num_vcpus;

@@ -139,25 +139,12 @@ static u16 fh_valid_flags(void)
 static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 {
 	struct fh_win_result r;
-	u16 flags = fh_valid_flags(), perf = READ_ONCE(v->perf);
-	u16 lo, hi;
 
 	v->windows++;
 	fh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
-	lo = flags ? r.min : 0;
-	hi = flags ? r.max : 0;
-	if (r.idle) {
-		flags = VIRTIO_FREQHINT_R_IDLE;
-		lo = 0;
-		hi = 0;
-		perf = 0;
-	} else if (perf != FH_PERF_NONE) {
-		flags |= VIRTIO_FREQHINT_R_PERF_VALID;
-	} else {
-		perf = 0;
-	}
-	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
+	fh_publish(v, cpu, fh_rep_from_window(&r, fh_valid_flags(),
+					      READ_ONCE(v->perf)), now);
 	fh_win_reset(&v->win, now);
 	return r.idle;
 }

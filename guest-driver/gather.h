@@ -49,8 +49,6 @@ struct fh_gather {
 #endif
 };
 
-#define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
-
 int fh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 		   void (*kick)(struct fh_gather *g));
 void fh_gather_destroy(struct fh_gather *g);

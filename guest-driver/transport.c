@@ -82,25 +82,6 @@ void fh_transport_kick(struct virtio_freqhint *vi)
 	kthread_queue_delayed_work(vi->worker, &vi->send_work, delay);
 }
 
-static void fh_fill_record(struct virtio_freqhint *vi, unsigned int idx,
-			   u64 rep, struct virtio_freqhint_record *r)
-{
-	u16 flags = FIELD_GET(FH_REP_FLAGS, rep);
-	u16 perf = FIELD_GET(FH_REP_PERF, rep);
-
-	if (!vi->has_perf) {
-		flags &= ~VIRTIO_FREQHINT_R_PERF_VALID;
-		perf = 0;
-	}
-	r->vcpu = cpu_to_le16(idx);
-	r->flags = cpu_to_le16(flags);
-	r->clamp_min = cpu_to_le16(FIELD_GET(FH_REP_MIN, rep));
-	r->clamp_max = cpu_to_le16(FIELD_GET(FH_REP_MAX, rep));
-	r->perf = cpu_to_le16(perf);
-	r->reserved = 0;
-	r->seq = cpu_to_le32(++vi->seq[idx]);
-}
-
 static struct virtio_freqhint_hints *
 fh_buf(struct virtio_freqhint *vi, unsigned int i)
 {
@@ -136,7 +117,8 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 				vi->stats.unmapped_cpus++;
 			continue;
 		}
-		fh_fill_record(vi, idx, rep, &recs[n++]);
+		fh_record_fill(&recs[n++], rep, idx, ++vi->seq[idx],
+			       vi->has_perf);
 	}
 	buf->msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_HINTS);
 	buf->num_records = cpu_to_le16(n);
