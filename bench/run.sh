@@ -264,7 +264,7 @@ forwarded $(val device_default_forwarded) records to freqhintd.
 Equal information: after the load one steady task (\`uclampset -m 700 -M 900\`) runs on vCPU1; the guest module's view and freqhintd's
 merged hint for vCPU1 $( [ "$(val final_match)" = yes ] && echo "matched" || echo "did **not** match"): $(val final_state).
 
-The anchor, same load, same boot: the module reloaded with \`notify_every_change=1\` (one notification per change of a vCPU's
+The anchor, same load, same boot: the module's benchmark build (\`FREQHINT_BENCH_ANCHOR=y\`) loaded with \`notify_every_change=1\` (one notification per change of a vCPU's
 report, each governor request on its vCPU included, no rate window: the one-trap-per-request cost of Linux's virtual-cpufreq with
 crosvm): $ratio_every ($(val device_every_notifications) notifications for $(val burst_every_calls) requests); freqhint's ratio is
 $(calc "$ratio / $ratio_every" %.2f) of the anchor's. In a second boot with the device's rate window at 30 ms

@@ -11,7 +11,9 @@
  * prototype change breaks the build rather than the running kernel.
  *
  * Other sources (an upstream per-CPU clamp hook, say) only have to call
- * fh_gather_switch() on the CPU whose current task changed.
+ * fh_gather_switch() on the CPU whose current task changed.  The probe's
+ * data is the device's gatherer; only the tracepoint found by name is
+ * kept, in the gatherer's source_data.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -21,19 +23,17 @@
 #include <linux/tracepoint.h>
 #include <trace/events/sched.h>
 
-#include "freqhint.h"
+#include "gather.h"
 
 static void fh_sched_switch(void *data, bool preempt, struct task_struct *prev,
 			    struct task_struct *next, unsigned int prev_state)
 {
-	fh_gather_switch(next);
+	fh_gather_switch(data, next);
 }
 
 static_assert(__builtin_types_compatible_p(typeof(register_trace_sched_switch) *,
 					   int (*)(typeof(fh_sched_switch) *, void *)),
 	      "fh_sched_switch does not match trace_sched_switch()");
-
-static struct tracepoint *fh_tp_switch;
 
 static void fh_find_switch(struct tracepoint *tp, void *priv)
 {
@@ -41,21 +41,22 @@ static void fh_find_switch(struct tracepoint *tp, void *priv)
 		*(struct tracepoint **)priv = tp;
 }
 
-static int fh_switch_start(void)
+static int fh_switch_start(struct fh_gather *g)
 {
-	fh_tp_switch = NULL;
-	for_each_kernel_tracepoint(fh_find_switch, &fh_tp_switch);
-	if (!fh_tp_switch) {
+	struct tracepoint *tp = NULL;
+
+	for_each_kernel_tracepoint(fh_find_switch, &tp);
+	if (!tp) {
 		pr_err("sched_switch tracepoint not found\n");
 		return -ENODEV;
 	}
-	return tracepoint_probe_register(fh_tp_switch, (void *)fh_sched_switch,
-					 NULL);
+	g->source_data = tp;
+	return tracepoint_probe_register(tp, (void *)fh_sched_switch, g);
 }
 
-static void fh_switch_stop(void)
+static void fh_switch_stop(struct fh_gather *g)
 {
-	tracepoint_probe_unregister(fh_tp_switch, (void *)fh_sched_switch, NULL);
+	tracepoint_probe_unregister(g->source_data, (void *)fh_sched_switch, g);
 	/* No probe runs past this: gather state may go away. */
 	tracepoint_synchronize_unregister();
 }

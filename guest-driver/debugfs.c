@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * virtio_freqhint: debugfs view of what each vCPU would report.
+ * virtio_freqhint: debugfs view of what each vCPU would report, and the
+ * driver's statistics.
  *
  * virtio_freqhint/vcpus has one line per possible CPU:
  *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1>
@@ -8,15 +9,20 @@
  *   switches=<> windows=<> publishes=<> leading=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
- * publications.  It exists while a device is bound.  For tests, not ABI.
+ * publications.
+ *
+ * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
+ * (device.h): buffers and records sent, sends deferred by the device's
+ * own window, send errors, FEEDBACK snapshots applied, invalid and stale,
+ * invalid events, records dropped for a CPU without a device index.
+ *
+ * It exists while a device is bound.  For tests and debugging, not ABI.
  */
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 
-#include "freqhint.h"
-
-static struct dentry *fh_debugfs_dir;
+#include "device.h"
 
 static void fh_show_value(struct seq_file *m, const char *name, u64 rep,
 			  u16 flag, u64 value)
@@ -29,13 +35,14 @@ static void fh_show_value(struct seq_file *m, const char *name, u64 rep,
 
 static int fh_vcpus_show(struct seq_file *m, void *unused)
 {
+	struct virtio_freqhint *vi = m->private;
 	struct fh_vcpu_stats st;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		fh_gather_stats(cpu, &st);
+		fh_gather_stats(&vi->gather, cpu, &st);
 		seq_printf(m, "cpu%u vcpu=%d online=%d idle=%d", cpu,
-			   fh_debug_vcpu_index(cpu), st.online,
+			   READ_ONCE(vi->index[cpu]), st.online,
 			   !!(FIELD_GET(FH_REP_FLAGS, st.report) &
 			      VIRTIO_FREQHINT_R_IDLE));
 		fh_show_value(m, "min", st.report, VIRTIO_FREQHINT_R_MIN_VALID,
@@ -53,15 +60,31 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fh_vcpus);
 
-void fh_debugfs_init(void)
+#define FH_STAT(dir, vi, name) \
+	debugfs_create_ulong(#name, 0444, dir, &(vi)->stats.name)
+
+/* Probe, once the device works; failures are not errors (debugfs is optional). */
+void fh_debugfs_init(struct virtio_freqhint *vi)
 {
-	/* debugfs failures are not errors: the module works without it. */
-	fh_debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("vcpus", 0444, fh_debugfs_dir, NULL,
-			    &fh_vcpus_fops);
+	struct dentry *st;
+
+	/* One device per guest (main.c), so one fixed name. */
+	vi->debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("vcpus", 0444, vi->debugfs, vi, &fh_vcpus_fops);
+	st = debugfs_create_dir("statistics", vi->debugfs);
+	FH_STAT(st, vi, buffers_sent);
+	FH_STAT(st, vi, records_sent);
+	FH_STAT(st, vi, send_deferred);
+	FH_STAT(st, vi, send_errors);
+	FH_STAT(st, vi, feedback_applied);
+	FH_STAT(st, vi, feedback_invalid);
+	FH_STAT(st, vi, feedback_stale);
+	FH_STAT(st, vi, events_invalid);
+	FH_STAT(st, vi, unmapped_cpus);
 }
 
-void fh_debugfs_exit(void)
+void fh_debugfs_exit(struct virtio_freqhint *vi)
 {
-	debugfs_remove_recursive(fh_debugfs_dir);
+	debugfs_remove_recursive(vi->debugfs);
+	vi->debugfs = NULL;
 }

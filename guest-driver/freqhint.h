@@ -1,24 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * virtio_freqhint: interfaces between the module's parts.
+ * virtio_freqhint: the pure logic, shared by every part and by the KUnit
+ * tests: the packed per-vCPU report and its publish/consume protocol, the
+ * window (window.c), and the checks of the device's configuration and
+ * messages (event.c).  No state, no locks, no device.
  *
- *   main.c          the virtio driver: probe/remove/freeze/restore, one
- *                   device, the event queue, vCPU index mapping
- *   event.c         pure checks of the configuration and of the event
- *                   queue's messages (CPU_IDS, FEEDBACK)
- *   window.c        pure logic: window accounting, bucket pick, idle rule,
- *                   publish decisions, the publish/consume protocol
- *   clamp_switch.c  the clamp source: a sched_switch tracepoint probe
- *   gather.c        per-vCPU state: sampler, hotplug, leading edge
- *   perf.c          cpufreq driver: the governor's request, the host's
- *                   frequencies and grants as the policy's limits
- *   transport.c     sending: batching, rate window, sysfs
- *   debugfs.c       debug view of the per-vCPU state
+ * The module's files and what each may call (no circle):
  *
- * The gathering side never calls into the device: it publishes a packed
- * report per vCPU, marks it dirty and kicks the transport, which decides
- * when to send.  Everything runs between probe and remove of the one
- * device; without a device the module does nothing.
+ *   main.c          the virtio driver -> device.h, gather.h, cpufreq.h
+ *   transport.c     hintq sender, sysfs    -> gather.h
+ *   debugfs.c       debug view, statistics -> gather.h
+ *   clamp_switch.c  a clamp source         -> gather.h
+ *   gather.c        per-vCPU sampling      -> freqhint.h
+ *   cpufreq.c       the cpufreq driver     -> cpufreq.h only
+ *   window.c, event.c                      -> freqhint.h only
+ *
+ * Everything mutable hangs off the device (struct virtio_freqhint,
+ * device.h), which owns its gatherer and its cpufreq driver.
  */
 #ifndef _FREQHINT_H
 #define _FREQHINT_H
@@ -26,16 +24,8 @@
 #include <linux/bitfield.h>
 #include <linux/atomic.h>
 #include <linux/bitops.h>
-#include <linux/kthread.h>
-#include <linux/mutex.h>
 #include <linux/types.h>
-#include <linux/workqueue.h>
 #include <linux/virtio_freqhint.h>
-
-struct attribute_group;
-struct task_struct;
-struct virtio_device;
-struct virtqueue;
 
 /*
  * One vCPU's report, packed so it can be published and read with a single
@@ -142,56 +132,11 @@ struct fh_levels {
 bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
 bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
 
-/* clamp_switch.c: the clamp source. */
-struct fh_clamp_source {
-	const char *name;
-	int (*start)(void);
-	void (*stop)(void);
-};
-
-extern const struct fh_clamp_source fh_clamp_switch;
-
-/* gather.c */
 #define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
-int fh_gather_init(const struct fh_tuning *t);
-int fh_gather_start(void);
-void fh_gather_stop(void);
-void fh_gather_switch(struct task_struct *next);
-void fh_gather_set_perf(unsigned int cpu, unsigned int perf);
-void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l);
-void fh_gather_set_sender(struct task_struct *task);
-bool fh_gather_take(unsigned int cpu, u64 *rep);
-void fh_gather_mark_all_dirty(void);
-unsigned int fh_gather_window_ms(void);
 
-struct fh_vcpu_stats {
-	u64 report;
-	bool online;
-	u32 busy;		/* of the last closed window, per 1024 */
-	unsigned long switches;
-	unsigned long windows;
-	unsigned long publishes;
-	unsigned long leading;
-};
-
-void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st);
-
-/* perf.c: frequencies of one vCPU as the policy shows them. */
-struct fh_freq {
-	u32 min_khz;
-	u32 max_khz;
-	u16 n;			/* 0: continuous range */
-	u32 khz[VIRTIO_FREQHINT_MAX_FREQS];
-};
-
-int fh_perf_start(void);
-void fh_perf_stop(void);
-bool fh_perf_active(void);
-void fh_perf_synthetic(struct fh_freq *f);
-bool fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f);
-void fh_perf_recreate(void);
-void fh_perf_set_limits(unsigned int cpu, unsigned int floor,
-			unsigned int ceiling);
+u64 fh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf);
+void fh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
+		    u32 seq, bool has_perf);
 
 /* event.c: the configuration and the event queue's messages, checked. */
 struct fh_config {
@@ -216,90 +161,5 @@ const char *fh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 bool fh_seq_newer(u32 seq, u32 last);
 const char *fh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus);
 int fh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id);
-
-/* main.c / transport.c: the device. */
-struct fh_grant {
-	u16 floor;
-	u16 ceiling;
-};
-
-/* Event buffers kept posted: CPU_IDS and the first FEEDBACK fit at once. */
-#define FH_EVENT_BUFS		4
-
-struct virtio_freqhint {
-	struct virtio_device *vdev;
-	struct virtqueue *vq;		/* hintq */
-	struct virtqueue *evq;		/* eventq, NULL without one */
-
-	/* The sender and the event handler share one kthread worker. */
-	struct kthread_worker *worker;
-	struct kthread_delayed_work send_work;
-	struct kthread_work event_work;
-	struct kthread_work apply_work;
-
-	/* Read-only after probe. */
-	u16 num_vcpus;
-	u16 max_records;
-	bool has_feedback;	/* F_FEEDBACK */
-	bool has_host_freq;	/* F_HOST_FREQ */
-	bool has_cpu_id;	/* F_CPU_ID */
-	u32 event_buf_size;
-	void *event_bufs;	/* FH_EVENT_BUFS of event_buf_size */
-	struct fh_tuning tune;
-	unsigned int num_bufs;	/* 1, or FH_EVERY_BUFS (notify_every_change) */
-
-	/* Everything below is protected by fh_lock (transport.c). */
-	bool link_up;		/* after DRIVER_OK, until the reset */
-	bool have_ids;		/* CPU_IDS arrived since DRIVER_OK */
-	struct virtio_freqhint_hints *buf;	/* [num_bufs], max_records each */
-	unsigned long free_bufs;	/* bit i: buffer i is not the device's */
-	bool perf_ok;
-	u32 *seq;		/* [num_vcpus] */
-	u64 *cpu_ids;		/* [num_vcpus], from CPU_IDS */
-	u64 *fw_id;		/* [nr_cpu_ids], read on each CPU */
-	unsigned long *fw_known;	/* bitmap [nr_cpu_ids] */
-	int *index;		/* [nr_cpu_ids], -1: no device index */
-
-	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
-	u32 fb_seq;
-	bool agent;
-	u16 operator_floor;
-	u16 operator_ceiling;
-	struct fh_grant *grants;	/* [num_vcpus] */
-	u8 *freq_class;			/* [num_vcpus] */
-	u16 num_freq_classes;
-	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
-	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
-
-	unsigned long buffers_sent;
-	unsigned long records_sent;
-	unsigned long send_deferred;
-	unsigned long send_errors;
-	unsigned long feedback_applied;
-	unsigned long feedback_invalid;
-	unsigned long feedback_stale;
-	unsigned long events_invalid;
-	unsigned long unmapped_cpus;
-};
-
-/* Buffers notify_every_change may have in flight (within the queue's 64). */
-#define FH_EVERY_BUFS		16
-extern bool fh_notify_every_change;
-
-size_t fh_buf_size(unsigned int n);
-int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu);
-int fh_debug_vcpu_index(unsigned int cpu);
-int fh_transport_start(struct virtio_freqhint *vi);
-void fh_transport_link(struct virtio_freqhint *vi, bool up);
-void fh_transport_stop(struct virtio_freqhint *vi);
-void fh_transport_release(struct virtio_freqhint *vi);
-void fh_transport_kick(void);
-void fh_transport_resend(void);
-extern const struct attribute_group *fh_groups[];
-extern struct mutex fh_lock;
-
-/* debugfs.c */
-void fh_debugfs_init(void);
-void fh_debugfs_exit(void);
 
 #endif /* _FREQHINT_H */

@@ -29,7 +29,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/cpuhotplug.h>
+#include <linux/bitmap.h>
 #include <linux/cpumask.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
@@ -39,12 +39,14 @@
 #include <linux/sched/clock.h>
 #include <linux/sched/prio.h>
 
-#include "freqhint.h"
+#include "gather.h"
 
 /* Idle windows a window woken from idle may reach back over (GR-7). */
 #define FH_IDLE_BACKDATE	4
 
 struct fh_vcpu {
+	struct fh_gather *g;
+
 	/* Window accounting: this CPU only, IRQs off or hardirq. */
 	struct fh_win win;
 	u64 last_pub;
@@ -65,47 +67,33 @@ struct fh_vcpu {
 	unsigned long leading;
 };
 
-static DEFINE_PER_CPU(struct fh_vcpu, fh_vcpus);
-static struct cpumask fh_dirty;
-static struct fh_tuning fh_tune;
-static struct task_struct *fh_sender;
-static const struct fh_clamp_source *fh_source = &fh_clamp_switch;
-static enum cpuhp_state fh_cpuhp_state;
-static bool fh_started;
-
 static void fh_kick_fn(struct irq_work *work)
 {
-	fh_transport_kick();
+	struct fh_gather *g = container_of(work, struct fh_gather, kick_work);
+
+	g->kick(g);
 }
 
-/* Not IRQ_WORK_INIT_HARD: keep the kick out of hardirq on RT. */
-static struct irq_work fh_kick_work;
-
-unsigned int fh_gather_window_ms(void)
+static ktime_t fh_window(const struct fh_gather *g)
 {
-	return READ_ONCE(fh_tune.window_ms);
+	return ms_to_ktime(g->tune.window_ms);
 }
 
-static ktime_t fh_window(void)
+static u64 fh_window_ns(const struct fh_gather *g)
 {
-	return ms_to_ktime(fh_gather_window_ms());
-}
-
-static u64 fh_window_ns(void)
-{
-	return (u64)fh_gather_window_ms() * NSEC_PER_MSEC;
+	return (u64)g->tune.window_ms * NSEC_PER_MSEC;
 }
 
 /* The module's sender counts as idle time (see above). */
-static bool fh_quiet_task(struct task_struct *p)
+static bool fh_quiet_task(const struct fh_gather *g, struct task_struct *p)
 {
-	return is_idle_task(p) || p == READ_ONCE(fh_sender);
+	return is_idle_task(p) || p == READ_ONCE(g->sender);
 }
 
 /* Track @p's clamps; returns false if @p counts as idle. */
 static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
 {
-	bool idle = fh_quiet_task(p);
+	bool idle = fh_quiet_task(v->g, p);
 	bool has_min = false, has_max = false;
 	u16 lo = 0, hi = VIRTIO_FREQHINT_SCALE;
 
@@ -137,8 +125,8 @@ static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
 		return;
 	v->publishes++;
 	v->last_pub = now;
-	fh_slot_publish(&v->report, cpumask_bits(&fh_dirty), cpu, rep);
-	irq_work_queue(&fh_kick_work);
+	fh_slot_publish(&v->report, v->g->dirty, cpu, rep);
+	irq_work_queue(&v->g->kick_work);
 }
 
 static u16 fh_valid_flags(void)
@@ -150,27 +138,13 @@ static u16 fh_valid_flags(void)
 /* Close the window ending at @now; returns whether the vCPU was idle. */
 static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 {
-	struct fh_tuning t = fh_tune;
 	struct fh_win_result r;
-	u16 flags = fh_valid_flags(), perf = READ_ONCE(v->perf);
-	u16 lo, hi;
 
 	v->windows++;
-	fh_win_close(&v->win, now, &t, &r);
+	fh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
-	lo = flags ? r.min : 0;
-	hi = flags ? r.max : 0;
-	if (r.idle) {
-		flags = VIRTIO_FREQHINT_R_IDLE;
-		lo = 0;
-		hi = 0;
-		perf = 0;
-	} else if (perf != FH_PERF_NONE) {
-		flags |= VIRTIO_FREQHINT_R_PERF_VALID;
-	} else {
-		perf = 0;
-	}
-	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
+	fh_publish(v, cpu, fh_rep_from_window(&r, fh_valid_flags(),
+					      READ_ONCE(v->perf)), now);
 	fh_win_reset(&v->win, now);
 	return r.idle;
 }
@@ -195,7 +169,7 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 
 	if ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO)
 		return;
-	if (now - v->last_pub < fh_window_ns())
+	if (now - v->last_pub < fh_window_ns(v->g))
 		return;
 	if (oflags & (VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_PERF_VALID)) {
 		/* Active: only a raised minimum is certain. */
@@ -245,7 +219,7 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 		v->timer_armed = false;
 		return HRTIMER_NORESTART;
 	}
-	hrtimer_forward_now(timer, fh_window());
+	hrtimer_forward_now(timer, fh_window(v->g));
 	return HRTIMER_RESTART;
 }
 
@@ -255,14 +229,14 @@ static void fh_arm_fn(struct irq_work *work)
 
 	/* Also restarts a queued timer (leading edge: new window). */
 	if (READ_ONCE(v->online) && v->timer_armed)
-		hrtimer_start(&v->timer, fh_window(),
+		hrtimer_start(&v->timer, fh_window(v->g),
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
 /* The clamp source: @next starts running on this CPU. */
-void fh_gather_switch(struct task_struct *next)
+void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
 {
-	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
+	struct fh_vcpu *v = this_cpu_ptr(g->vcpus);
 	u64 now;
 
 	if (!READ_ONCE(v->online))
@@ -283,34 +257,33 @@ void fh_gather_switch(struct task_struct *next)
 		 */
 		v->timer_armed = true;
 		v->win.start = fh_win_backdate(v->win.start, now,
-					       FH_IDLE_BACKDATE * fh_window_ns());
+					       FH_IDLE_BACKDATE * fh_window_ns(g));
 		irq_work_queue(&v->arm_work);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);
 }
 
-static int fh_cpu_online(unsigned int cpu)
+/* From the owner's CPU hotplug callback (AP state: it runs on @cpu). */
+void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 {
-	struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
+	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 	unsigned long flags;
 	u64 now;
 
-	/* AP hotplug callbacks run on @cpu itself. */
 	local_irq_save(flags);
 	now = local_clock();
 	fh_win_reset(&v->win, now);
 	fh_track(v, current);
-	v->last_pub = now - fh_window_ns();
+	v->last_pub = now - fh_window_ns(g);
 	v->timer_armed = true;
 	WRITE_ONCE(v->online, true);
-	hrtimer_start(&v->timer, fh_window(), HRTIMER_MODE_REL_PINNED_HARD);
+	hrtimer_start(&v->timer, fh_window(g), HRTIMER_MODE_REL_PINNED_HARD);
 	local_irq_restore(flags);
-	return 0;
 }
 
-static int fh_cpu_offline(unsigned int cpu)
+void fh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 {
-	struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
+	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
 	WRITE_ONCE(v->online, false);
 	irq_work_sync(&v->arm_work);
@@ -320,15 +293,15 @@ static int fh_cpu_offline(unsigned int cpu)
 	preempt_disable();
 	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0), local_clock());
 	preempt_enable();
-	return 0;
 }
 
+#ifdef FH_BENCH_ANCHOR
 /*
- * notify_every_change (transport.c): an active vCPU's report takes each
- * new request at once, as virtual-cpufreq's register write does.  Only on
- * the vCPU itself (schedutil's fast switch, IRQs off): state here is this
- * CPU's.  Requests from elsewhere (.target from a governor's thread) and
- * vCPUs reported idle wait for the window's end as usual.
+ * bench/guest's anchor (built only with FH_BENCH_ANCHOR): an active
+ * vCPU's report takes each new request at once, as virtual-cpufreq's
+ * register write does.  Only on the vCPU itself (schedutil's fast switch,
+ * IRQs off): state here is this CPU's.  Requests from elsewhere and vCPUs
+ * reported idle wait for the window's end as usual.
  */
 static void fh_publish_request(struct fh_vcpu *v, unsigned int cpu, u16 perf)
 {
@@ -344,29 +317,45 @@ static void fh_publish_request(struct fh_vcpu *v, unsigned int cpu, u16 perf)
 		return;
 	v->publishes++;
 	v->last_pub = local_clock();
-	fh_slot_publish(&v->report, cpumask_bits(&fh_dirty), cpu, rep);
-	irq_work_queue(&fh_kick_work);
+	fh_slot_publish(&v->report, v->g->dirty, cpu, rep);
+	irq_work_queue(&v->g->kick_work);
 }
 
-void fh_gather_set_perf(unsigned int cpu, unsigned int perf)
+static void fh_anchor_request(struct fh_gather *g, struct fh_vcpu *v,
+			      unsigned int cpu, u16 perf)
 {
-	struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
 	unsigned long flags;
 
-	perf = min_t(unsigned int, perf, FH_PERF_NONE);
-	WRITE_ONCE(v->perf, perf);
-	if (!fh_notify_every_change)
+	if (!g->every_request)
 		return;
 	local_irq_save(flags);
 	if (cpu == smp_processor_id() && READ_ONCE(v->online))
 		fh_publish_request(v, cpu, perf);
 	local_irq_restore(flags);
 }
+#else
+static void fh_anchor_request(struct fh_gather *g, struct fh_vcpu *v,
+			      unsigned int cpu, u16 perf)
+{
+}
+#endif
+
+/* The governor's request for @cpu, from the cpufreq driver (any context). */
+void fh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
+			unsigned int perf)
+{
+	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+
+	perf = min_t(unsigned int, perf, FH_PERF_NONE);
+	WRITE_ONCE(v->perf, perf);
+	fh_anchor_request(g, v, cpu, perf);
+}
 
 /* Process context; a sampler reading a half-updated table only publishes or skips one record. */
-void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l)
+void fh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
+			  const struct fh_levels *l)
 {
-	struct fh_levels *d = &per_cpu_ptr(&fh_vcpus, cpu)->levels;
+	struct fh_levels *d = &per_cpu_ptr(g->vcpus, cpu)->levels;
 	unsigned int i;
 
 	WRITE_ONCE(d->n, 0);
@@ -376,28 +365,29 @@ void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l)
 	WRITE_ONCE(d->n, l->n);
 }
 
-void fh_gather_set_sender(struct task_struct *task)
+void fh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
 {
-	WRITE_ONCE(fh_sender, task);
+	WRITE_ONCE(g->sender, task);
 }
 
-bool fh_gather_take(unsigned int cpu, u64 *rep)
+bool fh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep)
 {
-	return fh_slot_take(&per_cpu_ptr(&fh_vcpus, cpu)->report,
-			    cpumask_bits(&fh_dirty), cpu, rep);
+	return fh_slot_take(&per_cpu_ptr(g->vcpus, cpu)->report, g->dirty,
+			    cpu, rep);
 }
 
-void fh_gather_mark_all_dirty(void)
+void fh_gather_mark_all_dirty(struct fh_gather *g)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		cpumask_set_cpu(cpu, &fh_dirty);
+		set_bit(cpu, g->dirty);
 }
 
-void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st)
+void fh_gather_stats(struct fh_gather *g, unsigned int cpu,
+		     struct fh_vcpu_stats *st)
 {
-	struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
+	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
 	st->report = atomic64_read(&v->report);
 	st->online = READ_ONCE(v->online);
@@ -409,23 +399,29 @@ void fh_gather_stats(unsigned int cpu, struct fh_vcpu_stats *st)
 }
 
 /*
- * Reset the per-CPU state; before the cpufreq driver registers, whose
- * policy init sets the first perf value (it must not be wiped here).
+ * Probe: the per-CPU state, all offline ("no hint"); before the cpufreq
+ * driver registers, whose policy init sets the first perf value.
  */
-int fh_gather_init(const struct fh_tuning *t)
+int fh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
+		   void (*kick)(struct fh_gather *g))
 {
 	unsigned int cpu;
 
-	fh_tune = *t;
-	init_irq_work(&fh_kick_work, fh_kick_fn);
-	cpumask_clear(&fh_dirty);
+	g->vcpus = alloc_percpu(struct fh_vcpu);
+	g->dirty = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	if (!g->vcpus || !g->dirty) {
+		fh_gather_destroy(g);
+		return -ENOMEM;
+	}
+	g->tune = *t;
+	g->kick = kick;
+	init_irq_work(&g->kick_work, fh_kick_fn);
 	for_each_possible_cpu(cpu) {
-		struct fh_vcpu *v = per_cpu_ptr(&fh_vcpus, cpu);
+		struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
-		memset(v, 0, sizeof(*v));
+		v->g = g;
 		v->perf = FH_PERF_NONE;
 		v->levels.step = t->perf_step;
-		/* Offline CPUs keep this: "no hint". */
 		atomic64_set(&v->report, fh_rep_pack(0, 0, 0, 0));
 		hrtimer_init(&v->timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_PINNED_HARD);
@@ -435,32 +431,34 @@ int fh_gather_init(const struct fh_tuning *t)
 	return 0;
 }
 
-int fh_gather_start(void)
+void fh_gather_destroy(struct fh_gather *g)
+{
+	bitmap_free(g->dirty);
+	g->dirty = NULL;
+	free_percpu(g->vcpus);
+	g->vcpus = NULL;
+}
+
+/* The clamp source; the owner brings the CPUs online after this. */
+int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 {
 	int ret;
 
-	ret = fh_source->start();
+	g->source = src;
+	ret = src->start(g);
 	if (ret)
 		return ret;
-	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
-				fh_cpu_online, fh_cpu_offline);
-	if (ret < 0) {
-		fh_source->stop();
-		return ret;
-	}
-	fh_cpuhp_state = ret;
-	fh_started = true;
-	pr_info("clamp source %s\n", fh_source->name);
+	g->started = true;
+	pr_info("clamp source %s\n", src->name);
 	return 0;
 }
 
-void fh_gather_stop(void)
+/* After the owner took every CPU offline (each published "no hint"). */
+void fh_gather_stop(struct fh_gather *g)
 {
-	if (!fh_started)
+	if (!g->started)
 		return;
-	fh_started = false;
-	/* Offline callbacks publish "no hint" and stop the samplers. */
-	cpuhp_remove_state(fh_cpuhp_state);
-	fh_source->stop();
-	irq_work_sync(&fh_kick_work);
+	g->started = false;
+	g->source->stop(g);
+	irq_work_sync(&g->kick_work);
 }

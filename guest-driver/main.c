@@ -5,10 +5,11 @@
  * frequencies and grants in the guest's cpufreq policies.
  *
  * A per-device driver: everything (per-vCPU gathering, the clamp source,
- * the cpufreq driver, the samplers, the sender) starts at probe and stops
- * in remove; freeze/restore stop and restart the device side.  Without the
- * device the module does nothing.  The device describes the whole VM, so a
- * second one is refused.
+ * the cpufreq driver, the samplers, the sender) hangs off the device,
+ * starts at probe and stops in remove; freeze/restore detach and attach
+ * the device side only (fh_device_attach/detach, the same pair probe and
+ * remove use).  Without the device the module does nothing.  The device
+ * describes the whole VM, so a second one is refused.
  *
  * Device side (virtio-freqhint v1): a 16-byte configuration read once at
  * probe; hintq (driver -> device) carries the records; eventq (device ->
@@ -36,7 +37,7 @@
 #include <asm/cputype.h>
 #endif
 
-#include "freqhint.h"
+#include "device.h"
 
 /*
  * A clamp value must hold 5 % (51/1024) of a window's clamped time to
@@ -44,10 +45,17 @@
  */
 #define FH_MIN_SHARE		51
 
+/* Both name "no request"; the cpufreq driver does not know the gatherer. */
+static_assert(FH_CPUFREQ_NONE == FH_PERF_NONE);
+
+/*
+ * Module-wide, not device state: the one device bound (to refuse a
+ * second, by name) and the multi-instance CPU hotplug state each device
+ * adds itself to.
+ */
 static DEFINE_MUTEX(fh_probe_lock);
 static struct virtio_freqhint *fh_bound;
-static struct virtio_freqhint *fh_hp_vi;
-static enum cpuhp_state fh_hp_state;
+static enum cpuhp_state fh_cpuhp_state;
 
 /*
  * @cpu's firmware id as the device's CPU_IDS names it: the x86 APIC ID,
@@ -70,7 +78,7 @@ static bool fh_read_fw_id(unsigned int cpu, u64 *id)
 /*
  * DRV-10: the device's index of @cpu.  With F_CPU_ID, the i whose
  * cpu_id[i] is the CPU's firmware id; else the Linux CPU number.  Called
- * with fh_lock held, when the CPU comes online and when CPU_IDS arrives;
+ * with ->lock held, when the CPU comes online and when CPU_IDS arrives;
  * the result is kept past the CPU's unplug, for its "no hint" record.
  */
 static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
@@ -80,21 +88,6 @@ static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 	else if (vi->have_ids && test_bit(cpu, vi->fw_known))
 		vi->index[cpu] = fh_cpu_ids_find(vi->cpu_ids, vi->num_vcpus,
 						 vi->fw_id[cpu]);
-}
-
-/* Called with fh_lock held (transport.c). */
-int fh_vcpu_index(const struct virtio_freqhint *vi, unsigned int cpu)
-{
-	return vi->index[cpu];
-}
-
-/* debugfs.c: the index a record of @cpu would carry now, or -1. */
-int fh_debug_vcpu_index(unsigned int cpu)
-{
-	/* debugfs goes before the device is unbound: @vi lives. */
-	struct virtio_freqhint *vi = READ_ONCE(fh_bound);
-
-	return vi ? READ_ONCE(vi->index[cpu]) : -1;
 }
 
 static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
@@ -108,21 +101,6 @@ static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
 	f->n = le16_to_cpu(fc->num_freqs);
 	for (i = 0; i < f->n; i++)
 		f->khz[i] = le32_to_cpu(fc->freqs_khz[i]);
-}
-
-/* Capacity thresholds of a class's table (DRV-27, window.c). */
-static void fh_class_levels(const struct fh_freq *f, u16 step,
-			    struct fh_levels *l)
-{
-	unsigned int i;
-
-	memset(l, 0, sizeof(*l));
-	l->step = step;
-	l->n = f->n;
-	for (i = 0; i < f->n; i++)
-		l->thr[i] = min_t(u64, div_u64((u64)f->khz[i] *
-					       VIRTIO_FREQHINT_SCALE, f->max_khz),
-				  VIRTIO_FREQHINT_SCALE);
 }
 
 /* No agent, no snapshot yet: the host's defaults. */
@@ -140,7 +118,7 @@ static void fh_feedback_defaults(struct virtio_freqhint *vi)
 	}
 }
 
-/* A checked FEEDBACK snapshot becomes the driver's state (fh_lock held). */
+/* A checked FEEDBACK snapshot becomes the driver's state (->lock held). */
 static void fh_feedback_take(struct virtio_freqhint *vi,
 			     const struct virtio_freqhint_feedback *fb)
 {
@@ -179,10 +157,10 @@ static void fh_apply_feedback(struct virtio_freqhint *vi)
 		bool class = false;
 		int idx;
 
-		mutex_lock(&fh_lock);
+		mutex_lock(&vi->lock);
 		floor = vi->operator_floor;
 		ceil = vi->operator_ceiling;
-		idx = fh_vcpu_index(vi, cpu);
+		idx = vi->index[cpu];
 		if (idx >= 0) {
 			u8 c = vi->freq_class[idx];
 
@@ -190,20 +168,20 @@ static void fh_apply_feedback(struct virtio_freqhint *vi)
 			ceil = min_t(unsigned int, ceil, vi->grants[idx].ceiling);
 			if (c < vi->num_freq_classes) {
 				f = vi->classes[c];
-				fh_class_levels(&f, vi->class_step[c], &lv);
+				fh_freq_levels(&f, vi->class_step[c], &lv);
 				class = true;
 			}
 		}
-		mutex_unlock(&fh_lock);
+		mutex_unlock(&vi->lock);
 		if (!class)
-			fh_perf_synthetic(&f);
-		/* perf.c takes cpufreq locks: outside fh_lock, which sysfs takes. */
-		recreate |= fh_perf_set_freq(cpu, &f);
-		fh_perf_set_limits(cpu, min(floor, ceil), ceil);
-		fh_gather_set_levels(cpu, &lv);
+			fh_freq_synthetic(&f);
+		/* cpufreq.c takes cpufreq locks: outside ->lock, which sysfs takes. */
+		recreate |= fh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
+		fh_cpufreq_set_limits(vi->cpufreq, cpu, min(floor, ceil), ceil);
+		fh_gather_set_levels(&vi->gather, cpu, &lv);
 	}
 	if (recreate)
-		fh_perf_recreate();
+		fh_cpufreq_recreate(vi->cpufreq);
 }
 
 static void fh_apply_fn(struct kthread_work *work)
@@ -213,7 +191,7 @@ static void fh_apply_fn(struct kthread_work *work)
 }
 
 /*
- * One message from eventq (fh_lock held).  Sets *@ids when CPU_IDS arrived
+ * One message from eventq (->lock held).  Sets *@ids when CPU_IDS arrived
  * and *@fb when a snapshot was taken.
  */
 static void fh_event(struct virtio_freqhint *vi, const void *buf,
@@ -247,20 +225,20 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 		      "FEEDBACK without F_FEEDBACK";
 		if (!why) {
 			if (!fh_seq_newer(le32_to_cpu(s->seq), vi->fb_seq)) {
-				vi->feedback_stale++;
+				vi->stats.feedback_stale++;
 				return;
 			}
 			fh_feedback_take(vi, s);
-			vi->feedback_applied++;
+			vi->stats.feedback_applied++;
 			*fb = true;
 			return;
 		}
 		/* The previous state stays. */
-		vi->feedback_invalid++;
+		vi->stats.feedback_invalid++;
 		dev_warn_ratelimited(dev, "FEEDBACK dropped: %s\n", why);
 		return;
 	}
-	vi->events_invalid++;
+	vi->stats.events_invalid++;
 	dev_warn_ratelimited(dev, "event dropped: %s\n", why);
 }
 
@@ -285,14 +263,14 @@ static void fh_event_fn(struct kthread_work *work)
 	unsigned int len;
 	void *buf;
 
-	mutex_lock(&fh_lock);
+	mutex_lock(&vi->lock);
 	if (!vi->link_up) {
-		mutex_unlock(&fh_lock);
+		mutex_unlock(&vi->lock);
 		return;
 	}
 	while ((buf = virtqueue_get_buf(vi->evq, &len))) {
 		if (len > vi->event_buf_size) {
-			vi->events_invalid++;
+			vi->stats.events_invalid++;
 			dev_warn_ratelimited(&vi->vdev->dev,
 					     "event longer than its buffer\n");
 		} else {
@@ -300,12 +278,12 @@ static void fh_event_fn(struct kthread_work *work)
 		}
 		/* The same buffer goes back: it always fits. */
 		if (fh_post_event_buf(vi, buf))
-			vi->events_invalid++;
+			vi->stats.events_invalid++;
 	}
 	virtqueue_kick(vi->evq);
-	mutex_unlock(&fh_lock);
+	mutex_unlock(&vi->lock);
 	if (ids)
-		fh_transport_resend();
+		fh_transport_resend(vi);
 	if (ids || fb)
 		fh_apply_feedback(vi);
 }
@@ -313,7 +291,7 @@ static void fh_event_fn(struct kthread_work *work)
 static void fh_hintq_done(struct virtqueue *vq)
 {
 	/* Reclaiming the buffer lets the next one go. */
-	fh_transport_kick();
+	fh_transport_kick(vq->vdev->priv);
 }
 
 static void fh_eventq_done(struct virtqueue *vq)
@@ -326,20 +304,20 @@ static void fh_eventq_done(struct virtqueue *vq)
 }
 
 /*
- * A CPU comes online (on that CPU): read its firmware id and map it.  No
- * device access: during suspend (link down) nothing else happens, and
- * restore gets CPU_IDS and FEEDBACK again, which apply everything.
+ * A CPU comes online (on that CPU): read its firmware id and map it, then
+ * start gathering there (a CPU is mapped before it publishes).  No device
+ * access: during suspend (link down) nothing else happens, and restore
+ * gets CPU_IDS and FEEDBACK again, which apply everything.
  */
-static int fh_cpu_map_online(unsigned int cpu)
+static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 {
-	struct virtio_freqhint *vi = READ_ONCE(fh_hp_vi);
+	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
+						 cpuhp_node);
 	bool known;
 	u64 id;
 
-	if (!vi)
-		return 0;
 	known = fh_read_fw_id(cpu, &id);
-	mutex_lock(&fh_lock);
+	mutex_lock(&vi->lock);
 	if (known) {
 		vi->fw_id[cpu] = id;
 		set_bit(cpu, vi->fw_known);
@@ -347,12 +325,23 @@ static int fh_cpu_map_online(unsigned int cpu)
 	fh_map_cpu(vi, cpu);
 	/*
 	 * Its grants and class: the policy may be new (hot-added CPU).
-	 * Queued under fh_lock: fh_device_down() cancels it after the link
+	 * Queued under ->lock: fh_device_down() cancels it after the link
 	 * went down.
 	 */
 	if (vi->link_up)
 		kthread_queue_work(vi->worker, &vi->apply_work);
-	mutex_unlock(&fh_lock);
+	mutex_unlock(&vi->lock);
+	fh_gather_cpu_online(&vi->gather, cpu);
+	return 0;
+}
+
+/* The CPU's "no hint" goes out under the index mapped while it was up. */
+static int fh_cpu_offline(unsigned int cpu, struct hlist_node *node)
+{
+	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
+						 cpuhp_node);
+
+	fh_gather_cpu_offline(&vi->gather, cpu);
 	return 0;
 }
 
@@ -398,17 +387,17 @@ err_del_vqs:
  */
 static void fh_device_up(struct virtio_freqhint *vi)
 {
-	mutex_lock(&fh_lock);
+	mutex_lock(&vi->lock);
 	/* The device's snapshot numbers restart at 1 after a reset. */
 	vi->fb_seq = 0;
 	vi->have_ids = false;
-	mutex_unlock(&fh_lock);
+	mutex_unlock(&vi->lock);
 	virtio_device_ready(vi->vdev);
 	fh_transport_link(vi, true);
-	/* It takes what came and kicks eventq (the queue is fh_lock's). */
+	/* It takes what came and kicks eventq (the queue is ->lock's). */
 	if (vi->evq)
 		kthread_queue_work(vi->worker, &vi->event_work);
-	fh_transport_resend();
+	fh_transport_resend(vi);
 }
 
 /*
@@ -427,69 +416,95 @@ static void fh_device_down(struct virtio_freqhint *vi)
 	kthread_cancel_work_sync(&vi->apply_work);
 }
 
-static int probe_common(struct virtio_device *vdev)
+/* The device side, as probe and restore attach it. */
+static int fh_device_attach(struct virtio_freqhint *vi)
 {
-	struct virtio_freqhint *vi = vdev->priv;
 	int err;
 
 	err = fh_find_vqs(vi);
 	if (err)
 		return err;
-
-	/*
-	 * Order matters: per-vCPU state first, then the host's frequencies
-	 * and limits (defaults until a snapshot arrives), then the cpufreq
-	 * driver (its policy init sets the first perf value, which nothing
-	 * may reset afterwards), the worker, the CPU map, then gathering.
-	 */
-	fh_gather_init(&vi->tune);
-	fh_apply_feedback(vi);
-	err = fh_perf_start();
-	if (err)
-		goto err_del_vqs;
-	vi->perf_ok = fh_perf_active() &&
-		      virtio_has_feature(vdev, VIRTIO_FREQHINT_F_PERF);
-	err = fh_transport_start(vi);
-	if (err)
-		goto err_perf_stop;
-	WRITE_ONCE(fh_hp_vi, vi);
-	/* Before gathering's state: a CPU is mapped before it publishes. */
-	err = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:map",
-				fh_cpu_map_online, NULL);
-	if (err < 0)
-		goto err_transport_release;
-	fh_hp_state = err;
-	err = fh_gather_start();
-	if (err)
-		goto err_remove_map;
-
 	fh_device_up(vi);
 	return 0;
+}
 
-err_remove_map:
-	cpuhp_remove_state(fh_hp_state);
-err_transport_release:
-	WRITE_ONCE(fh_hp_vi, NULL);
+/* The device side, as remove and freeze detach it. */
+static void fh_device_detach(struct virtio_freqhint *vi)
+{
+	fh_device_down(vi);
+	vi->vdev->config->del_vqs(vi->vdev);
+}
+
+static void fh_gather_kick(struct fh_gather *g)
+{
+	fh_transport_kick(container_of(g, struct virtio_freqhint, gather));
+}
+
+static void fh_cpufreq_request(void *data, unsigned int cpu,
+			       unsigned int perf)
+{
+	struct virtio_freqhint *vi = data;
+
+	fh_gather_set_perf(&vi->gather, cpu, perf);
+}
+
+static const struct fh_cpufreq_ops fh_cpufreq_ops = {
+	.request	= fh_cpufreq_request,
+};
+
+/*
+ * Everything but the device side.  Order matters: per-vCPU state first,
+ * then the host's frequencies and limits (defaults until a snapshot
+ * arrives), then the cpufreq driver (its policy init sets the first perf
+ * value, which nothing may reset afterwards), the worker, the clamp
+ * source, then the CPUs (mapped, then gathering).
+ */
+static int fh_start(struct virtio_freqhint *vi)
+{
+	int err;
+
+	err = fh_gather_init(&vi->gather, &vi->tune, fh_gather_kick);
+	if (err)
+		return err;
+	err = -ENOMEM;
+	vi->cpufreq = fh_cpufreq_create(&fh_cpufreq_ops, vi);
+	if (!vi->cpufreq)
+		goto err_gather;
+	fh_apply_feedback(vi);
+	fh_cpufreq_start(vi->cpufreq);
+	err = fh_transport_start(vi);
+	if (err)
+		goto err_cpufreq;
+	err = fh_gather_start(&vi->gather, &fh_clamp_switch);
+	if (err)
+		goto err_transport;
+	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);
+	if (err)
+		goto err_gather_stop;
+	return 0;
+
+err_gather_stop:
+	fh_gather_stop(&vi->gather);
+err_transport:
 	fh_transport_release(vi);
-err_perf_stop:
-	fh_perf_stop();
-err_del_vqs:
-	vdev->config->del_vqs(vdev);
+err_cpufreq:
+	fh_cpufreq_stop(vi->cpufreq);
+	fh_cpufreq_destroy(vi->cpufreq);
+err_gather:
+	fh_gather_destroy(&vi->gather);
 	return err;
 }
 
-static void remove_common(struct virtio_device *vdev)
+/* After the device side is detached: nothing sends or kicks any more. */
+static void fh_stop(struct virtio_freqhint *vi)
 {
-	struct virtio_freqhint *vi = vdev->priv;
-
-	fh_device_down(vi);
 	/* Offline callbacks publish "no hint"; the link is down, none kicks. */
-	fh_gather_stop();
-	cpuhp_remove_state(fh_hp_state);
-	WRITE_ONCE(fh_hp_vi, NULL);
+	cpuhp_state_remove_instance(fh_cpuhp_state, &vi->cpuhp_node);
+	fh_gather_stop(&vi->gather);
 	fh_transport_release(vi);
-	fh_perf_stop();
-	vdev->config->del_vqs(vdev);
+	fh_cpufreq_stop(vi->cpufreq);
+	fh_cpufreq_destroy(vi->cpufreq);
+	fh_gather_destroy(&vi->gather);
 }
 
 #define FH_CREAD(vdev, field, ptr)	\
@@ -551,7 +566,12 @@ static int fh_alloc(struct virtio_freqhint *vi)
 	vi->fw_id = kcalloc(nr_cpu_ids, sizeof(*vi->fw_id), GFP_KERNEL);
 	vi->fw_known = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
 	vi->index = kcalloc(nr_cpu_ids, sizeof(*vi->index), GFP_KERNEL);
+#ifdef FH_BENCH_ANCHOR
 	vi->num_bufs = fh_notify_every_change ? FH_EVERY_BUFS : 1;
+	vi->gather.every_request = fh_notify_every_change;
+#else
+	vi->num_bufs = 1;
+#endif
 	vi->buf = kcalloc(vi->num_bufs, fh_buf_size(vi->max_records),
 			  GFP_KERNEL);
 	if (vi->has_feedback || vi->has_cpu_id)
@@ -603,6 +623,8 @@ static int virtfh_probe(struct virtio_device *vdev)
 	if (!vi)
 		goto out_unlock;
 	vi->vdev = vdev;
+	mutex_init(&vi->lock);
+	vi->has_perf = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_PERF);
 	vi->has_feedback = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK);
 	vi->has_host_freq = virtio_has_feature(vdev,
 					       VIRTIO_FREQHINT_F_HOST_FREQ);
@@ -618,20 +640,26 @@ static int virtfh_probe(struct virtio_device *vdev)
 		goto err_free;
 
 	vdev->priv = vi;
-	err = probe_common(vdev);
+	err = fh_start(vi);
 	if (err)
 		goto err_priv;
+	err = fh_device_attach(vi);
+	if (err)
+		goto err_stop;
 	fh_bound = vi;
 	mutex_unlock(&fh_probe_lock);
-	fh_debugfs_init();
+	fh_debugfs_init(vi);
 	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies, vCPU indexes by %s\n",
 		 IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" :
 		 "not available (no CONFIG_UCLAMP_TASK)",
-		 fh_perf_active() ? "reported" : "not available",
+		 fh_cpufreq_active(vi->cpufreq) && vi->has_perf ? "reported" :
+		 "not available",
 		 vi->has_host_freq ? "host" : "synthetic",
 		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");
 	return 0;
 
+err_stop:
+	fh_stop(vi);
 err_priv:
 	vdev->priv = NULL;
 err_free:
@@ -645,43 +673,36 @@ static void virtfh_remove(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 
-	fh_debugfs_exit();
+	fh_debugfs_exit(vi);
 	mutex_lock(&fh_probe_lock);
 	fh_bound = NULL;
 	mutex_unlock(&fh_probe_lock);
-	remove_common(vdev);
+	fh_device_detach(vi);
+	fh_stop(vi);
 	vdev->priv = NULL;
 	fh_free(vi);
 }
 
 #ifdef CONFIG_PM_SLEEP
 /*
- * Suspend: only the device side stops (queues, sends, events; the device
- * is reset); the per-vCPU state, the samplers and the cpufreq policies
- * stay, like virtio-rng's and virtio_balloon's non-device state.  The CPU
- * map callback stays too: it touches no device, and queues nothing while
- * the link is down.
+ * Suspend: the device side is detached (queues, sends, events; the device
+ * is reset) and attached again, as remove and probe do.  The per-vCPU
+ * state, the samplers and the cpufreq policies stay, like virtio-rng's
+ * and virtio_balloon's non-device state: the cpufreq core stops and
+ * starts the governors around system sleep itself.  The CPU hotplug
+ * callbacks stay too: they touch no device, and queue nothing while the
+ * link is down.
  */
 static int virtfh_freeze(struct virtio_device *vdev)
 {
-	struct virtio_freqhint *vi = vdev->priv;
-
-	fh_device_down(vi);
-	vdev->config->del_vqs(vdev);
+	fh_device_detach(vdev->priv);
 	return 0;
 }
 
+/* CPU_IDS and a FEEDBACK snapshot follow DRIVER_OK again. */
 static int virtfh_restore(struct virtio_device *vdev)
 {
-	struct virtio_freqhint *vi = vdev->priv;
-	int err;
-
-	err = fh_find_vqs(vi);
-	if (err)
-		return err;
-	/* CPU_IDS and a FEEDBACK snapshot follow DRIVER_OK again. */
-	fh_device_up(vi);
-	return 0;
+	return fh_device_attach(vdev->priv);
 }
 #endif
 
@@ -713,6 +734,28 @@ static struct virtio_driver virtio_freqhint_driver = {
 #endif
 };
 
-module_virtio_driver(virtio_freqhint_driver);
+static int __init virtio_freqhint_init(void)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
+				      fh_cpu_online, fh_cpu_offline);
+	if (ret < 0)
+		return ret;
+	fh_cpuhp_state = ret;
+	ret = register_virtio_driver(&virtio_freqhint_driver);
+	if (ret)
+		cpuhp_remove_multi_state(fh_cpuhp_state);
+	return ret;
+}
+
+static void __exit virtio_freqhint_exit(void)
+{
+	unregister_virtio_driver(&virtio_freqhint_driver);
+	cpuhp_remove_multi_state(fh_cpuhp_state);
+}
+
+module_init(virtio_freqhint_init);
+module_exit(virtio_freqhint_exit);
 MODULE_DESCRIPTION("Virtio frequency hint driver");
 MODULE_LICENSE("GPL");

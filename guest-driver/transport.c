@@ -16,8 +16,9 @@
  * just unplugged still finds its index.  With VIRTIO_FREQHINT_F_CPU_ID
  * nothing is sent before the device's CPU_IDS message arrived.
  *
- * notify_every_change (measurement only, GR-16): the anchor the coalescing
- * is judged against.  Linux's virtual-cpufreq driver
+ * notify_every_change (bench/guest only, GR-16; built with FH_BENCH_ANCHOR,
+ * never in the product driver): the anchor the coalescing is judged
+ * against.  Linux's virtual-cpufreq driver
  * (drivers/cpufreq/virtual-cpufreq.c) writes every frequency schedutil
  * picks (.fast_switch, and .target) to a per-vCPU set_perf MMIO register,
  * from the vCPU itself (dvfs_possible_from_any_cpu is false): one trap per
@@ -43,17 +44,17 @@
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
 
-#include "freqhint.h"
+#include "device.h"
 
-/* The device in use: one per guest (its records describe the vCPUs). */
-DEFINE_MUTEX(fh_lock);
-static struct virtio_freqhint *fh_dev;
-static unsigned long fh_last_send;
-
+#ifdef FH_BENCH_ANCHOR
 bool fh_notify_every_change;
 module_param_named(notify_every_change, fh_notify_every_change, bool, 0444);
 MODULE_PARM_DESC(notify_every_change,
-		 "Measurement only: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
+		 "Benchmark anchor: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
+#define fh_every()	fh_notify_every_change
+#else
+#define fh_every()	false
+#endif
 
 size_t fh_buf_size(unsigned int n)
 {
@@ -63,43 +64,22 @@ size_t fh_buf_size(unsigned int n)
 
 /*
  * Callable from any context but NMI: irq_work, vq callback, process.  The
- * device and its worker live from fh_transport_start() to
- * fh_transport_release(); callers are stopped before the latter (gather's
- * irq_work synced, the device reset and its callbacks synchronized).
+ * worker lives from fh_transport_start() to fh_transport_release();
+ * callers are stopped before the latter (gather's irq_work synced, the
+ * device reset and its callbacks synchronized), and it is set before any
+ * caller runs (probe order).
  */
-void fh_transport_kick(void)
+void fh_transport_kick(struct virtio_freqhint *vi)
 {
-	/* Pairs with smp_store_release() in fh_transport_start(). */
-	struct virtio_freqhint *vi = smp_load_acquire(&fh_dev);
 	unsigned long next, delay = 0;
 
-	if (!vi || !READ_ONCE(vi->link_up))
+	if (!READ_ONCE(vi->link_up))
 		return;
-	next = READ_ONCE(fh_last_send) +
-	       msecs_to_jiffies(fh_gather_window_ms());
-	if (time_before(jiffies, next) && !fh_notify_every_change)
+	next = READ_ONCE(vi->last_send) + msecs_to_jiffies(vi->tune.window_ms);
+	if (time_before(jiffies, next) && !fh_every())
 		delay = next - jiffies;
 	/* Already queued: its (earlier or equal) time stands. */
 	kthread_queue_delayed_work(vi->worker, &vi->send_work, delay);
-}
-
-static void fh_fill_record(struct virtio_freqhint *vi, unsigned int idx,
-			   u64 rep, struct virtio_freqhint_record *r)
-{
-	u16 flags = FIELD_GET(FH_REP_FLAGS, rep);
-	u16 perf = FIELD_GET(FH_REP_PERF, rep);
-
-	if (!vi->perf_ok) {
-		flags &= ~VIRTIO_FREQHINT_R_PERF_VALID;
-		perf = 0;
-	}
-	r->vcpu = cpu_to_le16(idx);
-	r->flags = cpu_to_le16(flags);
-	r->clamp_min = cpu_to_le16(FIELD_GET(FH_REP_MIN, rep));
-	r->clamp_max = cpu_to_le16(FIELD_GET(FH_REP_MAX, rep));
-	r->perf = cpu_to_le16(perf);
-	r->reserved = 0;
-	r->seq = cpu_to_le32(++vi->seq[idx]);
 }
 
 static struct virtio_freqhint_hints *
@@ -123,7 +103,7 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 			*more = true;
 			break;
 		}
-		if (!fh_gather_take(cpu, &rep))
+		if (!fh_gather_take(&vi->gather, cpu, &rep))
 			continue;
 		/*
 		 * DRV-10: a CPU the device has no index for is not reported,
@@ -131,13 +111,14 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 		 * no hint is not missing anything: the device holds "no hint"
 		 * for every index since its reset.
 		 */
-		idx = fh_vcpu_index(vi, cpu);
+		idx = vi->index[cpu];
 		if (idx < 0) {
 			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep))
-				vi->unmapped_cpus++;
+				vi->stats.unmapped_cpus++;
 			continue;
 		}
-		fh_fill_record(vi, idx, rep, &recs[n++]);
+		fh_record_fill(&recs[n++], rep, idx, ++vi->seq[idx],
+			       vi->has_perf);
 	}
 	buf->msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_HINTS);
 	buf->num_records = cpu_to_le16(n);
@@ -155,7 +136,7 @@ static void fh_send_fn(struct kthread_work *work)
 	bool more;
 	int err;
 
-	mutex_lock(&fh_lock);
+	mutex_lock(&vi->lock);
 	/* Indexes are known once CPU_IDS arrived, which kicks again. */
 	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
 		goto out;
@@ -164,7 +145,7 @@ static void fh_send_fn(struct kthread_work *work)
 				     fh_buf_size(vi->max_records));
 	if (!vi->free_bufs) {
 		/* The device is inside its own rate window; its callback kicks. */
-		vi->send_deferred++;
+		vi->stats.send_deferred++;
 		goto out;
 	}
 	i = __ffs(vi->free_bufs);
@@ -175,20 +156,20 @@ static void fh_send_fn(struct kthread_work *work)
 	sg_init_one(&sg, buf, fh_buf_size(n));
 	err = virtqueue_add_outbuf(vi->vq, &sg, 1, buf, GFP_KERNEL);
 	if (err) {
-		vi->send_errors++;
-		fh_gather_mark_all_dirty();
+		vi->stats.send_errors++;
+		fh_gather_mark_all_dirty(&vi->gather);
 		goto out;
 	}
 	vi->free_bufs &= ~BIT(i);
-	if (virtqueue_kick_prepare(vi->vq) || fh_notify_every_change)
+	if (virtqueue_kick_prepare(vi->vq) || fh_every())
 		virtqueue_notify(vi->vq);
-	WRITE_ONCE(fh_last_send, jiffies);
-	vi->buffers_sent++;
-	vi->records_sent += n;
+	WRITE_ONCE(vi->last_send, jiffies);
+	vi->stats.buffers_sent++;
+	vi->stats.records_sent += n;
 	if (more)
-		fh_transport_kick();
+		fh_transport_kick(vi);
 out:
-	mutex_unlock(&fh_lock);
+	mutex_unlock(&vi->lock);
 }
 
 /*
@@ -204,9 +185,7 @@ int fh_transport_start(struct virtio_freqhint *vi)
 		return PTR_ERR(w);
 	vi->worker = w;
 	kthread_init_delayed_work(&vi->send_work, fh_send_fn);
-	fh_gather_set_sender(w->task);
-	/* Pairs with smp_load_acquire() in fh_transport_kick(). */
-	smp_store_release(&fh_dev, vi);
+	fh_gather_set_sender(&vi->gather, w->task);
 	return 0;
 }
 
@@ -216,13 +195,13 @@ int fh_transport_start(struct virtio_freqhint *vi)
  */
 void fh_transport_link(struct virtio_freqhint *vi, bool up)
 {
-	mutex_lock(&fh_lock);
+	mutex_lock(&vi->lock);
 	if (up) {
 		vi->free_bufs = GENMASK(vi->num_bufs - 1, 0);
-		WRITE_ONCE(fh_last_send, jiffies - msecs_to_jiffies(1000));
+		WRITE_ONCE(vi->last_send, jiffies - msecs_to_jiffies(1000));
 	}
 	WRITE_ONCE(vi->link_up, up);
-	mutex_unlock(&fh_lock);
+	mutex_unlock(&vi->lock);
 }
 
 /* After the reset and its callbacks: no send is pending or running. */
@@ -234,19 +213,17 @@ void fh_transport_stop(struct virtio_freqhint *vi)
 /* Remove, once nothing kicks any more. */
 void fh_transport_release(struct virtio_freqhint *vi)
 {
-	/* Pairs with smp_load_acquire() in fh_transport_kick(). */
-	smp_store_release(&fh_dev, NULL);
-	fh_gather_set_sender(NULL);
+	fh_gather_set_sender(&vi->gather, NULL);
 	kthread_cancel_delayed_work_sync(&vi->send_work);
 	kthread_destroy_worker(vi->worker);
 	vi->worker = NULL;
 }
 
 /* A (re)started device knows nothing: send every vCPU. */
-void fh_transport_resend(void)
+void fh_transport_resend(struct virtio_freqhint *vi)
 {
-	fh_gather_mark_all_dirty();
-	fh_transport_kick();
+	fh_gather_mark_all_dirty(&vi->gather);
+	fh_transport_kick(vi);
 }
 
 /* sysfs, under the virtio device: what the host granted. */
@@ -263,9 +240,9 @@ static ssize_t name##_show(struct device *dev,				\
 	struct virtio_freqhint *vi = fh_from_dev(dev);			\
 	ssize_t ret;							\
 									\
-	mutex_lock(&fh_lock);						\
+	mutex_lock(&vi->lock);						\
 	ret = sysfs_emit(buf, "%u\n", (unsigned int)(field));		\
-	mutex_unlock(&fh_lock);						\
+	mutex_unlock(&vi->lock);					\
 	return ret;							\
 }									\
 static DEVICE_ATTR_RO(name)
@@ -278,7 +255,7 @@ FH_SHOW_U16(num_vcpus, vi->num_vcpus);
 static ssize_t rate_window_ms_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%u\n", fh_gather_window_ms());
+	return sysfs_emit(buf, "%u\n", fh_from_dev(dev)->tune.window_ms);
 }
 static DEVICE_ATTR_RO(rate_window_ms);
 
@@ -288,13 +265,13 @@ static ssize_t fh_show_grants(struct device *dev, char *buf, bool ceiling)
 	unsigned int i;
 	int len = 0;
 
-	mutex_lock(&fh_lock);
+	mutex_lock(&vi->lock);
 	for (i = 0; i < vi->num_vcpus; i++)
 		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "",
 				     ceiling ? vi->grants[i].ceiling :
 					       vi->grants[i].floor);
 	len += sysfs_emit_at(buf, len, "\n");
-	mutex_unlock(&fh_lock);
+	mutex_unlock(&vi->lock);
 	return len;
 }
 
@@ -328,51 +305,7 @@ static const struct attribute_group fh_group = {
 	.attrs = fh_attrs,
 };
 
-#define FH_SHOW_STAT(name, field)					\
-static ssize_t name##_show(struct device *dev,				\
-			   struct device_attribute *attr, char *buf)	\
-{									\
-	struct virtio_freqhint *vi = fh_from_dev(dev);			\
-	ssize_t ret;							\
-									\
-	mutex_lock(&fh_lock);						\
-	ret = sysfs_emit(buf, "%lu\n", (field));			\
-	mutex_unlock(&fh_lock);						\
-	return ret;							\
-}									\
-static DEVICE_ATTR_RO(name)
-
-FH_SHOW_STAT(buffers_sent, vi->buffers_sent);
-FH_SHOW_STAT(records_sent, vi->records_sent);
-FH_SHOW_STAT(send_deferred, vi->send_deferred);
-FH_SHOW_STAT(send_errors, vi->send_errors);
-FH_SHOW_STAT(feedback_applied, vi->feedback_applied);
-FH_SHOW_STAT(feedback_invalid, vi->feedback_invalid);
-FH_SHOW_STAT(feedback_stale, vi->feedback_stale);
-FH_SHOW_STAT(events_invalid, vi->events_invalid);
-FH_SHOW_STAT(unmapped_cpus, vi->unmapped_cpus);
-
-static struct attribute *fh_stat_attrs[] = {
-	&dev_attr_buffers_sent.attr,
-	&dev_attr_records_sent.attr,
-	&dev_attr_send_deferred.attr,
-	&dev_attr_send_errors.attr,
-	&dev_attr_feedback_applied.attr,
-	&dev_attr_feedback_invalid.attr,
-	&dev_attr_feedback_stale.attr,
-	&dev_attr_events_invalid.attr,
-	&dev_attr_unmapped_cpus.attr,
-	NULL
-};
-
-static const struct attribute_group fh_stat_group = {
-	.name = "statistics",
-	.attrs = fh_stat_attrs,
-};
-
 const struct attribute_group *fh_groups[] = {
 	&fh_group,
-	&fh_stat_group,
 	NULL
 };
-

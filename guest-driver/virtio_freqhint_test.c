@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KUnit tests of virtio_freqhint's window, bucket, hysteresis and
- * publish/consume logic (window.c, freqhint.h), and of the checks of the
- * device's configuration and event messages (event.c).  Built as
- * virtio_freqhint_test.ko when the kernel has CONFIG_KUNIT; the tests run
- * when it is loaded and report in KTAP on the console.
+ * KUnit tests of virtio_freqhint's pure logic: the window, bucket,
+ * hysteresis and publish/consume logic, the flag composition and the
+ * record invariants DRV-11..DRV-14 (window.c, freqhint.h), the checks of
+ * the device's configuration and event messages against hostile values
+ * (event.c), and kHz <-> capacity (scale.c).  CONFIG_VIRTIO_FREQHINT_KUNIT_TEST
+ * (Kconfig; out of tree, Kbuild builds it where the kernel has KUnit); the
+ * tests run when virtio_freqhint_test.ko is loaded and report in KTAP.
  */
 #include <kunit/test.h>
 #include <linux/completion.h>
@@ -16,6 +18,7 @@
 
 #include "window.c"
 #include "event.c"
+#include "scale.c"
 
 #define US	1000ULL
 #define MS	1000000ULL
@@ -285,7 +288,14 @@ static void fh_test_slot_sequential(struct kunit *test)
  * r's value while a consumer on another CPU keeps taking.  When the round
  * is over (handshake below), the consumer's latest value must be r: a
  * consumer that cleared the dirty bit but read the previous report would
- * hold r - 1 with no bit left to fix it (the bug of issue 13, item 1).
+ * hold r - 1 with no bit left to fix it.
+ *
+ * What it proves, and what not: on x86 (TSO) stores are not reordered
+ * with stores nor loads with loads, so this cannot fail there even
+ * without smp_mb__before_atomic(); it runs the protocol on real CPUs and
+ * checks the handshake and the accounting.  The ordering argument itself
+ * is tests/fh-publish.litmus (LKMM); on a weakly ordered CPU (arm64) this
+ * test can catch a missing barrier.  Slow: it spins for up to 5 s.
  */
 struct fh_mp {
 	atomic64_t rep;
@@ -373,6 +383,8 @@ static void fh_test_slot_concurrent(struct kunit *test)
 	prod = kthread_create(fh_mp_producer, mp, "fh_mp_prod");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(prod));
 	cons = kthread_create(fh_mp_consumer, mp, "fh_mp_cons");
+	if (IS_ERR(cons))
+		kthread_stop(prod);	/* never woken: its function does not run */
 	KUNIT_ASSERT_FALSE(test, IS_ERR(cons));
 	kthread_bind(prod, a);
 	kthread_bind(cons, b);
@@ -620,6 +632,144 @@ static void fh_test_cpu_ids(struct kunit *test)
 			-ENOENT);
 }
 
+/* kHz <-> capacity (scale.c): the synthetic range and a host class. */
+static void fh_test_scale(struct kunit *test)
+{
+	struct fh_freq f = { .min_khz = 800000, .max_khz = 3200000, .n = 3,
+			     .khz = { 800000, 1600000, 3200000 } };
+	struct fh_levels l;
+	struct fh_freq s;
+
+	fh_freq_synthetic(&s);
+	KUNIT_EXPECT_EQ(test, s.min_khz, 1000U);
+	KUNIT_EXPECT_EQ(test, s.max_khz, 1024000U);
+	KUNIT_EXPECT_EQ(test, s.n, 0);
+	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&s, 512), 512000U);
+	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&s, 512000), 512U);
+	/* Limits stay within the policy's range. */
+	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 0), 800000U);
+	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 768), 2400000U);
+	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 1024), 3200000U);
+	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 5000), 3200000U);
+	/* A request is 1..1024, never "none" (0) nor above the scale. */
+	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, 0), 1U);
+	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, 1600000), 512U);
+	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, 3200000), 1024U);
+	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, U32_MAX), 1024U);
+	/* The largest kHz the device may send does not overflow. */
+	f.max_khz = VIRTIO_FREQHINT_MAX_KHZ;
+	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 1024),
+			(unsigned int)VIRTIO_FREQHINT_MAX_KHZ);
+	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, VIRTIO_FREQHINT_MAX_KHZ),
+			1024U);
+	/* A table's levels: each entry's share of the top, in capacity. */
+	f.max_khz = 3200000;
+	fh_freq_levels(&f, 16, &l);
+	KUNIT_EXPECT_EQ(test, l.step, 16);
+	KUNIT_EXPECT_EQ(test, l.n, 3);
+	KUNIT_EXPECT_EQ(test, l.thr[0], 256);
+	KUNIT_EXPECT_EQ(test, l.thr[1], 512);
+	KUNIT_EXPECT_EQ(test, l.thr[2], 1024);
+}
+
+/* What a closed window reports: flags and values together. */
+static void fh_test_flag_composition(struct kunit *test)
+{
+	const u16 clamps = VIRTIO_FREQHINT_R_MIN_VALID |
+			   VIRTIO_FREQHINT_R_MAX_VALID;
+	struct fh_win_result r = { .min = 300, .max = 600, .busy = 900 };
+	u64 rep;
+
+	rep = fh_rep_from_window(&r, clamps, 700);
+	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(clamps |
+					       VIRTIO_FREQHINT_R_PERF_VALID,
+					       300, 600, 700));
+	/* No request known: no PERF_VALID, perf 0. */
+	rep = fh_rep_from_window(&r, clamps, FH_PERF_NONE);
+	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(clamps, 300, 600, 0));
+	/* No uclamp: no clamp flags, clamps 0. */
+	rep = fh_rep_from_window(&r, 0, 700);
+	KUNIT_EXPECT_EQ(test, rep,
+			fh_rep_pack(VIRTIO_FREQHINT_R_PERF_VALID, 0, 0, 700));
+	rep = fh_rep_from_window(&r, 0, FH_PERF_NONE);
+	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(0, 0, 0, 0));
+	/* Idle: IDLE alone, every value 0, whatever else is known. */
+	r.idle = true;
+	rep = fh_rep_from_window(&r, clamps, 700);
+	KUNIT_EXPECT_EQ(test, rep,
+			fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0));
+}
+
+static void fh_test_check_record(struct kunit *test,
+				 const struct virtio_freqhint_record *r)
+{
+	u16 flags = le16_to_cpu(r->flags);
+	u16 lo = le16_to_cpu(r->clamp_min), hi = le16_to_cpu(r->clamp_max);
+	u16 perf = le16_to_cpu(r->perf);
+
+	/* DRV-11 */
+	KUNIT_EXPECT_EQ(test, flags & ~VIRTIO_FREQHINT_R_ALL, 0);
+	KUNIT_EXPECT_EQ(test, r->reserved, 0);
+	if (!(flags & VIRTIO_FREQHINT_R_MIN_VALID))
+		KUNIT_EXPECT_EQ(test, lo, 0);
+	if (!(flags & VIRTIO_FREQHINT_R_MAX_VALID))
+		KUNIT_EXPECT_EQ(test, hi, 0);
+	if (!(flags & VIRTIO_FREQHINT_R_PERF_VALID))
+		KUNIT_EXPECT_EQ(test, perf, 0);
+	/* DRV-12 */
+	KUNIT_EXPECT_LE(test, lo, VIRTIO_FREQHINT_SCALE);
+	KUNIT_EXPECT_LE(test, hi, VIRTIO_FREQHINT_SCALE);
+	KUNIT_EXPECT_LE(test, perf, VIRTIO_FREQHINT_SCALE);
+	/* DRV-13 */
+	if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
+	    (flags & VIRTIO_FREQHINT_R_MAX_VALID))
+		KUNIT_EXPECT_LE(test, lo, hi);
+}
+
+/*
+ * DRV-11..DRV-14 hold for any packed report, however wrong: every
+ * combination of the four flags with out-of-range, inverted and stray
+ * values, with and without F_PERF.
+ */
+static void fh_test_record_invariants(struct kunit *test)
+{
+	static const u16 vals[][3] = {
+		{ 0, 0, 0 }, { 300, 600, 700 }, { 900, 100, 1024 },
+		{ 2047, 2047, 2047 }, { 1024, 1025, 1500 },
+	};
+	struct virtio_freqhint_record r;
+	unsigned int f, i, p;
+
+	for (f = 0; f < 16; f++)
+		for (i = 0; i < ARRAY_SIZE(vals); i++)
+			for (p = 0; p < 2; p++) {
+				memset(&r, 0xff, sizeof(r));
+				fh_record_fill(&r, fh_rep_pack(f, vals[i][0],
+							       vals[i][1],
+							       vals[i][2]),
+					       3, 42, p);
+				fh_test_check_record(test, &r);
+				/* DRV-14 */
+				if (!p)
+					KUNIT_EXPECT_FALSE(test, le16_to_cpu(r.flags) &
+							   VIRTIO_FREQHINT_R_PERF_VALID);
+				KUNIT_EXPECT_EQ(test, le16_to_cpu(r.vcpu), 3);
+				KUNIT_EXPECT_EQ(test, le32_to_cpu(r.seq), 42U);
+			}
+	/* A sound report goes out as it is. */
+	fh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_ALL &
+				       ~VIRTIO_FREQHINT_R_IDLE, 300, 600, 700),
+		       1, 7, true);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_min), 300);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 600);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.perf), 700);
+	/* An inversion reports clamp_max equal to clamp_min (DRV-13). */
+	fh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_MIN_VALID |
+				       VIRTIO_FREQHINT_R_MAX_VALID, 900, 100, 0),
+		       1, 8, true);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 900);
+}
+
 static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_bucket),
 	KUNIT_CASE(fh_test_window_exact),
@@ -642,6 +792,9 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_feedback_check),
 	KUNIT_CASE(fh_test_seq),
 	KUNIT_CASE(fh_test_cpu_ids),
+	KUNIT_CASE(fh_test_scale),
+	KUNIT_CASE(fh_test_flag_composition),
+	KUNIT_CASE(fh_test_record_invariants),
 	{}
 };
 

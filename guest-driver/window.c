@@ -9,6 +9,7 @@
  * and max-of-maxes, but without letting a kworker that ran for 30 us set
  * the whole window's ceiling to 1024 (spec/guest-reporting.md GR-6).
  */
+#include <asm/byteorder.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
@@ -161,4 +162,57 @@ bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
 u64 fh_win_backdate(u64 start, u64 now, u64 span)
 {
 	return max(start, now > span ? now - span : 0);
+}
+
+/*
+ * A closed window as a report (the flag composition): @valid holds the
+ * clamp VALID flags this kernel can know (none without uclamp), @perf the
+ * governor's request or FH_PERF_NONE.  An idle vCPU reports IDLE alone
+ * with zero values; an active one PERF_VALID when a request is known.
+ */
+u64 fh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
+{
+	u16 flags = valid, lo = valid ? r->min : 0, hi = valid ? r->max : 0;
+
+	if (r->idle)
+		return fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0);
+	if (perf != FH_PERF_NONE)
+		flags |= VIRTIO_FREQHINT_R_PERF_VALID;
+	else
+		perf = 0;
+	return fh_rep_pack(flags, lo, hi, perf);
+}
+
+/*
+ * The record for a report, whatever the report holds (DRV-11 to DRV-14):
+ * only known flags, PERF_VALID only with @has_perf (F_PERF), a value only
+ * under its VALID flag and never above 1024, clamp_max not below
+ * clamp_min, reserved zero.
+ */
+void fh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
+		    u32 seq, bool has_perf)
+{
+	u16 flags = FIELD_GET(FH_REP_FLAGS, rep) & VIRTIO_FREQHINT_R_ALL;
+	u16 lo = min_t(u16, FIELD_GET(FH_REP_MIN, rep), VIRTIO_FREQHINT_SCALE);
+	u16 hi = min_t(u16, FIELD_GET(FH_REP_MAX, rep), VIRTIO_FREQHINT_SCALE);
+	u16 perf = min_t(u16, FIELD_GET(FH_REP_PERF, rep),
+			 VIRTIO_FREQHINT_SCALE);
+
+	if (!has_perf)
+		flags &= ~VIRTIO_FREQHINT_R_PERF_VALID;
+	if (!(flags & VIRTIO_FREQHINT_R_MIN_VALID))
+		lo = 0;
+	if (!(flags & VIRTIO_FREQHINT_R_MAX_VALID))
+		hi = 0;
+	else if (flags & VIRTIO_FREQHINT_R_MIN_VALID)
+		hi = max(hi, lo);
+	if (!(flags & VIRTIO_FREQHINT_R_PERF_VALID))
+		perf = 0;
+	r->vcpu = cpu_to_le16(vcpu);
+	r->flags = cpu_to_le16(flags);
+	r->clamp_min = cpu_to_le16(lo);
+	r->clamp_max = cpu_to_le16(hi);
+	r->perf = cpu_to_le16(perf);
+	r->reserved = 0;
+	r->seq = cpu_to_le32(seq);
 }

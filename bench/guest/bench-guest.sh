@@ -13,7 +13,9 @@
 #   burst      a bursty mixed load; counts schedutil's calls into the driver's
 #              cpufreq callbacks (kprobes: .fast_switch and .target — each
 #              one a trap in a trap-per-change design) and what the driver sent;
-#              again with the module reloaded with notify_every_change=1
+#              again with the anchor build of the module (built by run.sh
+#              with FREQHINT_BENCH_ANCHOR=y, /modules/anchor/) loaded with
+#              notify_every_change=1
 #   final      a steady clamped task on vCPU1: the host's state must match
 #   latency    the responder for bench/fh-bench-latency.c on ttyS2
 . /lib/freqhint/test-lib.sh
@@ -24,7 +26,8 @@
 step_open
 stty -F /dev/ttyS2 raw -echo || exit 1
 
-stat_of() { cat "$dev/statistics/$1"; }
+FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
+stat_of() { cat "$FH_STATS/$1"; }
 
 # Hits of the driver's cpufreq callbacks, from kprobe_profile.
 TR=/sys/kernel/tracing
@@ -71,8 +74,8 @@ check "cost measured" step cost $out $out2
 
 # 1. Bursty load: tasks waking at mixed periods, some clamped, one whose
 # clamps are changed while it runs.  Run with the driver's default
-# (coalescing) mode, then (tag every) reloaded with notify_every_change=1:
-# the anchor, one notification per change of a vCPU's report, each
+# (coalescing) mode, then (tag every) with the anchor build loaded with
+# notify_every_change=1: the anchor, one notification per change of a vCPU's report, each
 # governor request included (guest-driver/README.md).  Every second the
 # requests so far are noted ("series=T:CALLS,..." in guest seconds since
 # the start); the host samples the device's notifications alike.
@@ -107,8 +110,8 @@ burst() {
 		series="$series"
 }
 
-# Reload the module (with PARAM=VALUE...); the kprobes on its functions go
-# and come with it.
+# Reload the module ($STEP_KO, with PARAM=VALUE...); the kprobes on its
+# functions go and come with it.
 reload() {
 	echo 0 >"$TR/events/fhbench/enable"
 	echo '-:fhbench/fhb_fast_switch' >>"$TR/kprobe_events"
@@ -124,10 +127,16 @@ if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
+# The anchor is not part of the product driver: only a build with
+# FREQHINT_BENCH_ANCHOR=y has the parameter.
+STEP_KO=/modules/anchor/virtio_freqhint.ko
 reload notify_every_change=1
 check "notify_every_change set" grep -qx Y /sys/module/virtio_freqhint/parameters/notify_every_change
 burst every
+STEP_KO=
 reload
+check "the product driver has no parameters" \
+	sh -c '! ls /sys/module/virtio_freqhint/parameters/* 2>/dev/null | grep -q .'
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the

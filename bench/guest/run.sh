@@ -61,9 +61,15 @@ trap e2e_cleanup EXIT
 printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\n' "$burst" >"$E2E_DIR/env"
 [ -z "$only" ] || printf 'FREQHINT_BENCH_BURST_ONLY=1\nFREQHINT_BENCH_TAG=%s\n' "$only" >>"$E2E_DIR/env"
 [ -z "$nowin" ] || printf 'FREQHINT_BENCH_LATENCY_ONLY=1\n' >>"$E2E_DIR/env"
+# The anchor (notify_every_change) exists only in this build of the module.
+mkdir -p "$E2E_DIR/anchor"
+FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" uclamp \
+	"$E2E_DIR/anchor/virtio_freqhint.ko" >/dev/null ||
+	die "building the anchor build of virtio_freqhint.ko failed"
 e2e_make_initrd "$here/bench/guest/bench-guest.sh" \
 	"$(e2e_static fh-guest-bench "$here/bench/guest/fh-guest-bench.c")" \
-	"$E2E_DIR/env:/etc/freqhint-bench.env"
+	"$E2E_DIR/env:/etc/freqhint-bench.env" \
+	"$E2E_DIR/anchor/virtio_freqhint.ko:/modules/anchor/virtio_freqhint.ko"
 
 e2e_make_fixture
 # The latency figure is about clamps: the guest governor's perf request is

@@ -57,6 +57,8 @@ if [ "$cached" = 1 ]; then
 				guest-driver/*.c guest-driver/*.h guest-driver/Kbuild guest-driver/Makefile
 			find spec/include -type f -print0 | sort -z | xargs -0 sha256sum
 			echo "$kdir"
+			# bench/guest's anchor build (Kbuild: FH_BENCH_ANCHOR).
+			echo "anchor=${FREQHINT_BENCH_ANCHOR:-}"
 			for f in .config Module.symvers include/config/kernel.release; do
 				if [ -f "$kdir/$f" ]; then sha256sum "$kdir/$f"; fi
 			done

@@ -5,7 +5,9 @@
 Listens on a UNIX socket for the device (QEMU connects as the client), does
 the HELLO/WELCOME handshake of agent protocol version 2
 (spec/include/freqhint/agent_protocol.h: a HELLO of another version fails
-the run), sends one GRANTS frame (struct fh_grant per vCPU), answers nothing else but
+the run), sends one GRANTS frame (struct fh_grant per vCPU), a PING every
+KEEPALIVE_S (as freqhintd does: the device closes a link silent for three
+keepalive intervals, and on a loaded host a run can outlast 30 s), answers
 PINGs, and records every HINTS frame.  Every record is validated with the
 device's record rules (spec/include/linux/virtio_freqhint.h); any invalid
 record fails the run.  When QEMU goes away (or --timeout passes) the
@@ -40,6 +42,8 @@ import sys
 import time
 
 HDR = struct.Struct('<IHH')
+PING = struct.Struct('<Q')
+KEEPALIVE_S = 3.0
 HELLO = struct.Struct('<HHIII16s64s')
 WELCOME = struct.Struct('<HHIII')
 HINTS = struct.Struct('<QHHI')
@@ -125,6 +129,12 @@ class Conn:
         self.buf = b''
         self.num_vcpus = None
         self.features = 0
+        self.last_ping = time.monotonic()
+
+    def keepalive(self, now):
+        if self.num_vcpus is not None and now - self.last_ping >= KEEPALIVE_S:
+            self.last_ping = now
+            self.send(MSG_PING, PING.pack(int(now * 1000)))
 
     def send(self, msg_type, payload):
         self.sock.sendall(frame(msg_type, payload))
@@ -271,6 +281,12 @@ def main():
             except OSError:
                 alive = False
             if not alive:
+                s.close()
+                del conns[s]
+        for s in list(conns):
+            try:
+                conns[s].keepalive(time.monotonic())
+            except OSError:
                 s.close()
                 del conns[s]
         # QEMU reconnects after a reset only if it was closed; keep waiting

@@ -21,8 +21,8 @@ fb=$(echo "$f" | cut -c2) hf=$(echo "$f" | cut -c3) id=$(echo "$f" | cut -c4)
 check "HOST_FREQ only with FEEDBACK" test "$hf" = 0 -o "$fb" = 1
 busy 1
 check "vCPU1 reports" wait_vcpu 1 'f["idle"]==0' 10
-check "records were sent" wait_file "$dev/statistics/records_sent" '^[1-9]'
-check_output "no CPU without an index" '^0$' cat "$dev/statistics/unmapped_cpus"
+check "records were sent" wait_file "$FH_STATS/records_sent" '^[1-9]'
+check_output "no CPU without an index" '^0$' cat "$FH_STATS/unmapped_cpus"
 stop_busy
 if [ "$id" = 0 ]; then
 	for c in 0 1 2 3; do
@@ -35,7 +35,7 @@ if [ "$fb" = 0 ]; then
 	check_output "no agent without F_FEEDBACK" '^0$' cat "$dev/agent_connected"
 	check_output "operator ceiling 1024" '^1024$' cat "$dev/operator_ceiling"
 	check_output "grants 0..1024" '^1024 1024 1024 1024$' cat "$dev/granted_ceiling"
-	check_output "no snapshot" '^0$' cat "$dev/statistics/feedback_applied"
+	check_output "no snapshot" '^0$' cat "$FH_STATS/feedback_applied"
 	check_output "synthetic frequencies" '^1024000$' \
 		cat /sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq
 fi
@@ -43,7 +43,7 @@ if [ "$fb" = 0 ] && [ "$id" = 0 ]; then
 	check_fails "no event queue (no eventq interrupt)" \
 		grep -q 'virtio[0-9]*-eventq' /proc/interrupts
 fi
-check_output "no event dropped" '^0$' cat "$dev/statistics/events_invalid"
+check_output "no event dropped" '^0$' cat "$FH_STATS/events_invalid"
 check "rmmod" rmmod virtio_freqhint
 check "no kernel warnings" dmesg_clean
 done_testing

@@ -3,6 +3,8 @@
 # /lib/freqhint/test-lib.sh.  Carried into the guest as /lib/freqhint/fh-lib.sh.
 
 FH_DBG=/sys/kernel/debug/virtio_freqhint/vcpus
+# The driver's counters (debugfs, not ABI): one file each.
+FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
 FH_KO=/modules/virtio_freqhint.ko
 fh_busy_pids=
 

@@ -62,7 +62,7 @@ check "online it" sh -c 'echo 1 >/sys/devices/system/cpu/cpu3/online'
 check_output "its APIC ID is 2" '^2$' apicid 3
 check "Linux CPU 3 reports as the device's index 2" \
 	wait_vcpu 3 'f["vcpu"]==2 && f["online"]==1' 10
-check_output "no CPU left without an index" '^0$' cat "$dev/statistics/unmapped_cpus"
+check_output "no CPU left without an index" '^0$' cat "$FH_STATS/unmapped_cpus"
 
 # wait_gone CPU: its sysfs directory goes (hot-removed) within 120 s.
 wait_gone() {
@@ -83,7 +83,7 @@ echo "FREQHINT-HOTPLUG: remove 2"
 check "the host ejects QEMU's slot 2: Linux CPU 3 goes" wait_gone 3
 stop_busy
 sleep 10
-check_output "no CPU left without an index" '^0$' cat "$dev/statistics/unmapped_cpus"
+check_output "no CPU left without an index" '^0$' cat "$FH_STATS/unmapped_cpus"
 check "rmmod" rmmod virtio_freqhint
 check "no kernel warnings" dmesg_clean
 done_testing

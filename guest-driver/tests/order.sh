@@ -66,7 +66,7 @@ judge() {
 for c in 0 1 2 3; do pulse "$c"; done
 fh_probe
 check "vCPU1 reports" wait_vcpu 1 'f["online"]==1' 10
-check "records were sent" wait_file "$dev/statistics/records_sent" '^[1-9]'
+check "records were sent" wait_file "$FH_STATS/records_sent" '^[1-9]'
 drv=/sys/bus/virtio/drivers/virtio_freqhint
 i=0
 while [ $i -lt 5 ]; do
@@ -78,9 +78,9 @@ while [ $i -lt 5 ]; do
 done
 if [ -e /sys/power/pm_test ]; then
 	check "suspend/resume cycle (pm_test=devices)" pm_suspend_cycle
-	n0=$(cat "$dev/statistics/records_sent")
+	n0=$(cat "$FH_STATS/records_sent")
 	check "records flow after resume" sh -c \
-		"i=0; while [ \$i -lt 100 ]; do [ \$(cat $dev/statistics/records_sent) -gt $n0 ] && exit 0; sleep 0.1; i=\$((i + 1)); done; exit 1"
+		"i=0; while [ \$i -lt 100 ]; do [ \$(cat $FH_STATS/records_sent) -gt $n0 ] && exit 0; sleep 0.1; i=\$((i + 1)); done; exit 1"
 fi
 
 # The module's work functions that reach the device or the host's state

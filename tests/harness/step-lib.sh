@@ -8,9 +8,10 @@
 #   step NAME [K=V]...   report "STEP NAME K=V..." on it and wait for the
 #                        host's verdict: "GO" passes, "NO <why>" fails
 #   step_load_module [PARAM=VALUE]...
-#                        checks: virtio_freqhint.ko loads (with those module
-#                        parameters) and binds to the device ($dev: its
-#                        sysfs directory)
+#                        checks: virtio_freqhint.ko ($STEP_KO, default
+#                        /modules/virtio_freqhint.ko) loads (with those
+#                        module parameters) and binds to the device ($dev:
+#                        its sysfs directory)
 
 step_open() {
 	stty -F /dev/ttyS1 raw -echo || exit 1
@@ -28,7 +29,7 @@ step() {
 }
 
 step_load_module() {
-	check "module loads${1:+ ($*)}" insmod /modules/virtio_freqhint.ko "$@"
+	check "module loads${1:+ ($*)}" insmod "${STEP_KO:-/modules/virtio_freqhint.ko}" "$@"
 	dev=
 	for step_d in /sys/bus/virtio/drivers/virtio_freqhint/virtio*; do
 		[ -e "$step_d" ] && { dev=$step_d; break; }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * virtio_freqhint: the guest governor's request and the host's frequencies.
+ * virtio_freqhint: the cpufreq driver.  It knows nothing of virtio: the
+ * virtio driver creates it (cpufreq.h), feeds it each CPU's host
+ * frequencies and limits, and is told each governor request.
  *
  * A vCPU has no frequency of its own, but schedutil only runs when some
  * cpufreq driver is registered, and then hands that driver a frequency that
@@ -21,9 +23,20 @@
  * lifetime, like virtual-cpufreq's: built in ->init from the frequencies
  * known then, never written while the policy exists (schedutil's fast path
  * reads them without any lock).  When the host's frequencies for a CPU
- * change, the policies are created again (fh_perf_recreate()); grants only
- * move the QoS limits.  The table lives in per-CPU storage: nothing is
- * allocated after probe.
+ * change, the policies are created again (fh_cpufreq_recreate()); grants only
+ * move the QoS limits.  The table lives in per-CPU storage allocated at
+ * probe: nothing is allocated after.
+ *
+ * No ->get: a vCPU's frequency cannot be read, and cpuinfo_cur_freq must
+ * not exist then (Documentation/admin-guide/pm/cpufreq.rst); the core
+ * keeps policy->cur, which scaling_cur_freq shows.  ->online/->offline
+ * keep a policy, its table and its QoS requests across CPU hotplug.
+ * dvfs_possible_from_any_cpu stays false: a request is that vCPU's own
+ * report, so schedutil makes it on the vCPU itself.
+ *
+ * The cpufreq core has one driver per system; the driver's data
+ * (cpufreq_get_driver_data()) is its struct fh_cpufreq, so no state lives
+ * at file scope.
  *
  * Transition notifications: .target (the governors' slow path) brackets
  * each change with cpufreq_freq_transition_begin()/end() as the core
@@ -37,18 +50,17 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpufreq.h>
-#include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/pm_qos.h>
+#include <linux/slab.h>
 #include <linux/version.h>
 
-#include "freqhint.h"
-
-#define FH_KHZ_PER_UNIT		1000
+#include "cpufreq.h"
 
 struct fh_cpu {
+	struct fh_cpufreq *cf;
 	struct fh_freq want;	/* the host's latest, for the next ->init */
 	struct fh_freq freq;	/* the live policy's, fixed from ->init to ->exit */
 	bool live;
@@ -57,41 +69,30 @@ struct fh_cpu {
 	struct freq_qos_request max_req;
 	u16 floor;
 	u16 ceiling;
-	unsigned int cur_khz;
 };
 
-/* Serialises frequencies and limits with adding/removing QoS requests. */
-static DEFINE_MUTEX(fh_perf_lock);
-static DEFINE_PER_CPU(struct fh_cpu, fh_cpus);
-static bool fh_perf_registered;
+struct fh_cpufreq {
+	struct cpufreq_driver driver;
+	const struct fh_cpufreq_ops *ops;
+	void *data;
+	/* Serialises frequencies and limits with adding/removing QoS requests. */
+	struct mutex lock;
+	struct fh_cpu __percpu *cpus;
+	bool registered;
+};
 
-void fh_perf_synthetic(struct fh_freq *f)
+static void fh_request(struct cpufreq_policy *policy, unsigned int perf)
 {
-	memset(f, 0, sizeof(*f));
-	f->min_khz = FH_KHZ_PER_UNIT;
-	f->max_khz = VIRTIO_FREQHINT_SCALE * FH_KHZ_PER_UNIT;
-}
+	struct fh_cpu *c = policy->driver_data;
 
-static unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
-{
-	u64 khz = div_u64((u64)cap * f->max_khz, VIRTIO_FREQHINT_SCALE);
-
-	return clamp_t(u64, khz, f->min_khz, f->max_khz);
-}
-
-static unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
-{
-	u64 perf = div_u64((u64)khz * VIRTIO_FREQHINT_SCALE, f->max_khz);
-
-	return clamp_t(u64, perf, 1, VIRTIO_FREQHINT_SCALE);
+	c->cf->ops->request(c->cf->data, policy->cpu, perf);
 }
 
 static void fh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
 {
-	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, policy->cpu);
+	struct fh_cpu *c = policy->driver_data;
 
-	WRITE_ONCE(c->cur_khz, khz);
-	fh_gather_set_perf(policy->cpu, fh_khz_to_perf(&c->freq, khz));
+	fh_request(policy, fh_khz_to_perf(&c->freq, khz));
 }
 
 /* Called from scheduler context: a store, nothing else; no notification. */
@@ -114,11 +115,6 @@ static int fh_cpufreq_target(struct cpufreq_policy *policy,
 	fh_set_khz(policy, freqs.new);
 	cpufreq_freq_transition_end(policy, &freqs, 0);
 	return 0;
-}
-
-static unsigned int fh_cpufreq_get(unsigned int cpu)
-{
-	return READ_ONCE(per_cpu_ptr(&fh_cpus, cpu)->cur_khz);
 }
 
 static int fh_cpufreq_verify(struct cpufreq_policy_data *policy)
@@ -169,15 +165,18 @@ static bool fh_freq_equal(const struct fh_freq *a, const struct fh_freq *b)
 
 static int fh_cpufreq_init(struct cpufreq_policy *policy)
 {
-	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, policy->cpu);
+	struct fh_cpufreq *cf = cpufreq_get_driver_data();
+	struct fh_cpu *c = per_cpu_ptr(cf->cpus, policy->cpu);
 	int ret;
 
-	mutex_lock(&fh_perf_lock);
+	mutex_lock(&cf->lock);
+	policy->driver_data = c;
 	fh_init_freq(policy, c);
 	policy->cpuinfo.transition_latency = 0;
 	/* Every version's default, written down: the host rate-limits anyway. */
 	policy->transition_delay_us = 1000;
 	policy->fast_switch_possible = true;
+	policy->dvfs_possible_from_any_cpu = false;
 	policy->cur = c->freq.max_khz;
 	fh_set_khz(policy, policy->cur);
 
@@ -192,26 +191,37 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 		freq_qos_remove_request(&c->min_req);
 	if (ret < 0)
 		c->live = false;
-	mutex_unlock(&fh_perf_lock);
+	mutex_unlock(&cf->lock);
 	if (ret < 0) {
-		fh_gather_set_perf(policy->cpu, FH_PERF_NONE);
+		fh_request(policy, FH_CPUFREQ_NONE);
 		return ret;
 	}
 	return 0;
 }
 
+/* The policy, its table and its limits stay while the CPU is offline. */
+static int fh_cpufreq_online(struct cpufreq_policy *policy)
+{
+	return 0;
+}
+
+static int fh_cpufreq_offline(struct cpufreq_policy *policy)
+{
+	return 0;
+}
+
 static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
 {
-	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, policy->cpu);
+	struct fh_cpu *c = policy->driver_data;
 
-	mutex_lock(&fh_perf_lock);
+	mutex_lock(&c->cf->lock);
 	if (freq_qos_request_active(&c->max_req))
 		freq_qos_remove_request(&c->max_req);
 	if (freq_qos_request_active(&c->min_req))
 		freq_qos_remove_request(&c->min_req);
 	c->live = false;
-	mutex_unlock(&fh_perf_lock);
-	fh_gather_set_perf(policy->cpu, FH_PERF_NONE);
+	mutex_unlock(&c->cf->lock);
+	fh_request(policy, FH_CPUFREQ_NONE);
 }
 
 /* ->exit() returns void since 6.11. */
@@ -233,18 +243,6 @@ static struct freq_attr *fh_cpufreq_attr[] = {
 	NULL
 };
 
-static struct cpufreq_driver fh_cpufreq_driver = {
-	.name		= "virtio-freqhint",
-	.flags		= CPUFREQ_CONST_LOOPS,
-	.init		= fh_cpufreq_init,
-	.exit		= fh_cpufreq_exit,
-	.verify		= fh_cpufreq_verify,
-	.target		= fh_cpufreq_target,
-	.fast_switch	= fh_cpufreq_fast_switch,
-	.get		= fh_cpufreq_get,
-	.attr		= fh_cpufreq_attr,
-};
-
 static void fh_update_qos(struct fh_cpu *c)
 {
 	if (freq_qos_request_active(&c->min_req))
@@ -258,19 +256,20 @@ static void fh_update_qos(struct fh_cpu *c)
 /*
  * The host's frequencies for @cpu (process context): what its next policy
  * starts with.  Returns whether its live policy shows others, so must be
- * created again (fh_perf_recreate()).
+ * created again (fh_cpufreq_recreate()).
  */
-bool fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f)
+bool fh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+			 const struct fh_freq *f)
 {
-	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
+	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 	bool stale;
 
-	mutex_lock(&fh_perf_lock);
+	mutex_lock(&cf->lock);
 	c->want = *f;
 	stale = c->live && !fh_freq_equal(&c->freq, f);
 	if (!c->live)
 		c->freq = *f;
-	mutex_unlock(&fh_perf_lock);
+	mutex_unlock(&cf->lock);
 	return stale;
 }
 
@@ -278,46 +277,47 @@ bool fh_perf_set_freq(unsigned int cpu, const struct fh_freq *f)
  * Create every policy again, each from its CPU's latest frequencies: the
  * governors stop, the tables are dropped with their policies, and ->init
  * builds new ones.  Process context, no driver lock held; called by the
- * device's worker, which remove and freeze stop before fh_perf_stop().
+ * device's worker, which remove and freeze stop before fh_cpufreq_stop().
  */
-void fh_perf_recreate(void)
+void fh_cpufreq_recreate(struct fh_cpufreq *cf)
 {
 	int ret;
 
-	if (!READ_ONCE(fh_perf_registered))
+	if (!READ_ONCE(cf->registered))
 		return;
-	cpufreq_unregister_driver(&fh_cpufreq_driver);
-	ret = cpufreq_register_driver(&fh_cpufreq_driver);
+	cpufreq_unregister_driver(&cf->driver);
+	ret = cpufreq_register_driver(&cf->driver);
 	if (ret) {
-		WRITE_ONCE(fh_perf_registered, false);
+		WRITE_ONCE(cf->registered, false);
 		pr_warn("cpufreq driver not registered again (%d): no perf requests\n",
 			ret);
 	}
 }
 
 /* The host's floor and ceiling for @cpu (0..1024) as the policy's limits. */
-void fh_perf_set_limits(unsigned int cpu, unsigned int floor,
-			unsigned int ceiling)
+void fh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
+			   unsigned int floor, unsigned int ceiling)
 {
-	struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
+	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
-	mutex_lock(&fh_perf_lock);
+	mutex_lock(&cf->lock);
 	c->floor = min_t(unsigned int, floor, VIRTIO_FREQHINT_SCALE);
 	c->ceiling = min_t(unsigned int, ceiling, VIRTIO_FREQHINT_SCALE);
 	fh_update_qos(c);
-	mutex_unlock(&fh_perf_lock);
+	mutex_unlock(&cf->lock);
 }
 
-bool fh_perf_active(void)
+bool fh_cpufreq_active(const struct fh_cpufreq *cf)
 {
-	return fh_perf_registered;
+	return READ_ONCE(cf->registered);
 }
 
 /*
- * Register the cpufreq driver.  Frequencies and limits set before this
- * (fh_perf_set_freq/limits) are what the policies start with.
+ * Register the driver.  Frequencies and limits set before this are what
+ * the policies start with.  Not being the system's cpufreq driver is not
+ * an error: clamps and idle do not need the governor.
  */
-int fh_perf_start(void)
+void fh_cpufreq_start(struct fh_cpufreq *cf)
 {
 	const char *other = cpufreq_get_current_driver();
 	int ret;
@@ -325,35 +325,71 @@ int fh_perf_start(void)
 	if (other) {
 		pr_info("cpufreq driver %s is active: no perf requests\n",
 			other);
-		return 0;
+		return;
 	}
-	ret = cpufreq_register_driver(&fh_cpufreq_driver);
+	ret = cpufreq_register_driver(&cf->driver);
 	if (ret) {
-		/* Not fatal: clamps and idle do not need the governor. */
 		pr_info("cannot register cpufreq driver (%d): no perf requests\n",
 			ret);
-		return 0;
+		return;
 	}
-	WRITE_ONCE(fh_perf_registered, true);
-	return 0;
+	WRITE_ONCE(cf->registered, true);
 }
 
-void fh_perf_stop(void)
+void fh_cpufreq_stop(struct fh_cpufreq *cf)
 {
+	if (!cf->registered)
+		return;
+	WRITE_ONCE(cf->registered, false);
+	cpufreq_unregister_driver(&cf->driver);
+}
+
+/* Probe: every CPU starts synthetic, without limits. */
+struct fh_cpufreq *fh_cpufreq_create(const struct fh_cpufreq_ops *ops,
+				     void *data)
+{
+	struct fh_cpufreq *cf;
 	unsigned int cpu;
 
-	if (fh_perf_registered) {
-		WRITE_ONCE(fh_perf_registered, false);
-		cpufreq_unregister_driver(&fh_cpufreq_driver);
+	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	if (!cf)
+		return NULL;
+	cf->cpus = alloc_percpu(struct fh_cpu);
+	if (!cf->cpus) {
+		kfree(cf);
+		return NULL;
 	}
-	mutex_lock(&fh_perf_lock);
+	mutex_init(&cf->lock);
+	cf->ops = ops;
+	cf->data = data;
 	for_each_possible_cpu(cpu) {
-		struct fh_cpu *c = per_cpu_ptr(&fh_cpus, cpu);
+		struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
-		fh_perf_synthetic(&c->freq);
+		c->cf = cf;
+		fh_freq_synthetic(&c->freq);
 		c->want = c->freq;
-		c->floor = 0;
 		c->ceiling = VIRTIO_FREQHINT_SCALE;
 	}
-	mutex_unlock(&fh_perf_lock);
+	strscpy(cf->driver.name, "virtio-freqhint", sizeof(cf->driver.name));
+	cf->driver.flags = CPUFREQ_CONST_LOOPS;
+	cf->driver.init = fh_cpufreq_init;
+	cf->driver.exit = fh_cpufreq_exit;
+	cf->driver.online = fh_cpufreq_online;
+	cf->driver.offline = fh_cpufreq_offline;
+	cf->driver.verify = fh_cpufreq_verify;
+	cf->driver.target = fh_cpufreq_target;
+	cf->driver.fast_switch = fh_cpufreq_fast_switch;
+	cf->driver.attr = fh_cpufreq_attr;
+	cf->driver.driver_data = cf;
+	return cf;
+}
+
+/* After fh_cpufreq_stop(). */
+void fh_cpufreq_destroy(struct fh_cpufreq *cf)
+{
+	if (!cf)
+		return;
+	free_percpu(cf->cpus);
+	mutex_destroy(&cf->lock);
+	kfree(cf);
 }

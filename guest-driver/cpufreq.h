@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * virtio_freqhint: the interface between the virtio driver and the cpufreq
+ * driver (cpufreq.c), which knows nothing of virtio.
+ *
+ * The virtio driver creates the cpufreq driver at probe, gives it each
+ * CPU's host frequencies and limits, and is told each governor request
+ * through ->request.  An auxiliary device would carry the same calls; it
+ * is not used because the auxiliary bus is select-only and the project's
+ * test kernel does not build it (see README.md).
+ */
+#ifndef _FREQHINT_CPUFREQ_H
+#define _FREQHINT_CPUFREQ_H
+
+#include <linux/types.h>
+#include <linux/virtio_freqhint.h>
+
+/* Frequencies of one vCPU as its policy shows them (kHz). */
+struct fh_freq {
+	u32 min_khz;
+	u32 max_khz;
+	u16 n;			/* 0: continuous range */
+	u32 khz[VIRTIO_FREQHINT_MAX_FREQS];
+};
+
+struct fh_cpufreq_ops {
+	/*
+	 * The governor's request for @cpu, 1..1024 of the policy's
+	 * cpuinfo_max_freq, or FH_CPUFREQ_NONE when @cpu has no policy.
+	 * Called from scheduler context (fast switch): no sleeping.
+	 */
+	void (*request)(void *data, unsigned int cpu, unsigned int perf);
+};
+
+#define FH_CPUFREQ_NONE		U16_MAX
+
+struct fh_cpufreq;
+
+struct fh_cpufreq *fh_cpufreq_create(const struct fh_cpufreq_ops *ops,
+				     void *data);
+void fh_cpufreq_start(struct fh_cpufreq *cf);
+bool fh_cpufreq_active(const struct fh_cpufreq *cf);
+void fh_cpufreq_stop(struct fh_cpufreq *cf);
+void fh_cpufreq_destroy(struct fh_cpufreq *cf);
+
+bool fh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+			 const struct fh_freq *f);
+void fh_cpufreq_recreate(struct fh_cpufreq *cf);
+void fh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
+			   unsigned int floor, unsigned int ceiling);
+
+/* scale.c: pure kHz <-> capacity helpers, KUnit-tested. */
+struct fh_levels;
+
+void fh_freq_synthetic(struct fh_freq *f);
+unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap);
+unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz);
+void fh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l);
+
+#endif /* _FREQHINT_CPUFREQ_H */

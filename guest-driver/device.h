@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * virtio_freqhint: the device's state, shared by the virtio driver
+ * (main.c), its sender (transport.c) and its debug view (debugfs.c).
+ * Everything mutable of the driver hangs off struct virtio_freqhint.
+ */
+#ifndef _FREQHINT_DEVICE_H
+#define _FREQHINT_DEVICE_H
+
+#include <linux/kthread.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+
+#include "cpufreq.h"
+#include "gather.h"
+
+struct attribute_group;
+struct dentry;
+struct virtio_device;
+struct virtqueue;
+
+struct fh_grant {
+	u16 floor;
+	u16 ceiling;
+};
+
+/* Event buffers kept posted: CPU_IDS and the first FEEDBACK fit at once. */
+#define FH_EVENT_BUFS		4
+
+/* What the driver counts (debugfs statistics/, under ->lock). */
+struct fh_stats {
+	unsigned long buffers_sent;
+	unsigned long records_sent;
+	unsigned long send_deferred;
+	unsigned long send_errors;
+	unsigned long feedback_applied;
+	unsigned long feedback_invalid;
+	unsigned long feedback_stale;
+	unsigned long events_invalid;
+	unsigned long unmapped_cpus;
+};
+
+struct virtio_freqhint {
+	struct virtio_device *vdev;
+	struct virtqueue *vq;		/* hintq */
+	struct virtqueue *evq;		/* eventq, NULL without one */
+	struct fh_gather gather;
+	struct fh_cpufreq *cpufreq;
+	struct hlist_node cpuhp_node;	/* the CPU hotplug instance */
+	struct dentry *debugfs;
+
+	/* The sender and the event handler share one kthread worker. */
+	struct kthread_worker *worker;
+	struct kthread_delayed_work send_work;
+	struct kthread_work event_work;
+	struct kthread_work apply_work;
+
+	/* Read-only after probe. */
+	u16 num_vcpus;
+	u16 max_records;
+	bool has_perf;		/* F_PERF */
+	bool has_feedback;	/* F_FEEDBACK */
+	bool has_host_freq;	/* F_HOST_FREQ */
+	bool has_cpu_id;	/* F_CPU_ID */
+	u32 event_buf_size;
+	void *event_bufs;	/* FH_EVENT_BUFS of event_buf_size */
+	struct fh_tuning tune;
+	unsigned int num_bufs;	/* 1, or FH_EVERY_BUFS (bench anchor) */
+
+	/* Everything below is protected by ->lock. */
+	struct mutex lock;
+	bool link_up;		/* after DRIVER_OK, until the reset */
+	bool have_ids;		/* CPU_IDS arrived since DRIVER_OK */
+	unsigned long last_send;	/* jiffies; also read unlocked */
+	struct virtio_freqhint_hints *buf;	/* [num_bufs], max_records each */
+	unsigned long free_bufs;	/* bit i: buffer i is not the device's */
+	u32 *seq;		/* [num_vcpus] */
+	u64 *cpu_ids;		/* [num_vcpus], from CPU_IDS */
+	u64 *fw_id;		/* [nr_cpu_ids], read on each CPU */
+	unsigned long *fw_known;	/* bitmap [nr_cpu_ids] */
+	int *index;		/* [nr_cpu_ids], -1: no device index */
+
+	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
+	u32 fb_seq;
+	bool agent;
+	u16 operator_floor;
+	u16 operator_ceiling;
+	struct fh_grant *grants;	/* [num_vcpus] */
+	u8 *freq_class;			/* [num_vcpus] */
+	u16 num_freq_classes;
+	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+
+	struct fh_stats stats;
+};
+
+#ifdef FH_BENCH_ANCHOR
+/* Buffers the bench anchor may have in flight (within the queue's 64). */
+#define FH_EVERY_BUFS		16
+extern bool fh_notify_every_change;
+#endif
+
+/* transport.c: the hintq sender, and the device's sysfs attributes. */
+size_t fh_buf_size(unsigned int n);
+int fh_transport_start(struct virtio_freqhint *vi);
+void fh_transport_link(struct virtio_freqhint *vi, bool up);
+void fh_transport_stop(struct virtio_freqhint *vi);
+void fh_transport_release(struct virtio_freqhint *vi);
+void fh_transport_kick(struct virtio_freqhint *vi);
+void fh_transport_resend(struct virtio_freqhint *vi);
+extern const struct attribute_group *fh_groups[];
+
+/* debugfs.c */
+void fh_debugfs_init(struct virtio_freqhint *vi);
+void fh_debugfs_exit(struct virtio_freqhint *vi);
+
+#endif /* _FREQHINT_DEVICE_H */

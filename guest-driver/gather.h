@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * virtio_freqhint: the gatherer, one per device.  It keeps each vCPU's
+ * window and report (per-CPU data, for the scheduler-context clamp source
+ * and the hardirq sampler), publishes a packed report per vCPU, marks it
+ * dirty and calls its owner's ->kick (from irq_work) so the owner can
+ * send.  It never calls into the device.
+ *
+ * Lifetime, driven by the owner: fh_gather_init() (allocates, probe
+ * only), fh_gather_start() (the clamp source), fh_gather_cpu_online()/
+ * offline() from the owner's CPU hotplug callbacks, fh_gather_stop(),
+ * fh_gather_destroy().
+ */
+#ifndef _FREQHINT_GATHER_H
+#define _FREQHINT_GATHER_H
+
+#include <linux/irq_work.h>
+#include <linux/types.h>
+
+#include "freqhint.h"
+
+struct fh_gather;
+struct fh_vcpu;
+struct task_struct;
+
+/*
+ * A clamp source tells the gatherer which task starts running on the
+ * current CPU, by calling fh_gather_switch() there.
+ */
+struct fh_clamp_source {
+	const char *name;
+	int (*start)(struct fh_gather *g);
+	void (*stop)(struct fh_gather *g);
+};
+
+struct fh_gather {
+	struct fh_vcpu __percpu *vcpus;
+	unsigned long *dirty;		/* bitmap [nr_cpu_ids]: to send */
+	struct fh_tuning tune;		/* read-only after init */
+	struct task_struct *sender;	/* counts as idle (gather.c) */
+	const struct fh_clamp_source *source;
+	void *source_data;		/* the source's own */
+	void (*kick)(struct fh_gather *g);
+	/* Not IRQ_WORK_INIT_HARD: keep the kick out of hardirq on RT. */
+	struct irq_work kick_work;
+	bool started;
+#ifdef FH_BENCH_ANCHOR
+	bool every_request;		/* bench/guest: the anchor mode */
+#endif
+};
+
+int fh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
+		   void (*kick)(struct fh_gather *g));
+void fh_gather_destroy(struct fh_gather *g);
+int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src);
+void fh_gather_stop(struct fh_gather *g);
+void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu);
+void fh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu);
+
+void fh_gather_switch(struct fh_gather *g, struct task_struct *next);
+void fh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
+			unsigned int perf);
+void fh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
+			  const struct fh_levels *l);
+void fh_gather_set_sender(struct fh_gather *g, struct task_struct *task);
+bool fh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
+void fh_gather_mark_all_dirty(struct fh_gather *g);
+
+struct fh_vcpu_stats {
+	u64 report;
+	bool online;
+	u32 busy;		/* of the last closed window, per 1024 */
+	unsigned long switches;
+	unsigned long windows;
+	unsigned long publishes;
+	unsigned long leading;
+};
+
+void fh_gather_stats(struct fh_gather *g, unsigned int cpu,
+		     struct fh_vcpu_stats *st);
+
+/* clamp_switch.c: the sched_switch tracepoint, for kernels without a hook. */
+extern const struct fh_clamp_source fh_clamp_switch;
+
+#endif /* _FREQHINT_GATHER_H */

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * virtio_freqhint: kHz <-> capacity, pure (KUnit-tested).  Capacity is
+ * 0..1024 of the vCPU's cpuinfo_max_freq; u64 intermediates, so no kHz
+ * value the device may send (up to VIRTIO_FREQHINT_MAX_KHZ) overflows.
+ */
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/string.h>
+
+#include "cpufreq.h"
+#include "freqhint.h"
+
+/* Without a host class: 1000 kHz per capacity unit, 1000..1024000 kHz. */
+#define FH_KHZ_PER_UNIT		1000
+
+void fh_freq_synthetic(struct fh_freq *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->min_khz = FH_KHZ_PER_UNIT;
+	f->max_khz = VIRTIO_FREQHINT_SCALE * FH_KHZ_PER_UNIT;
+}
+
+/* A limit in capacity units as a frequency within the policy's range. */
+unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
+{
+	u64 khz = div_u64((u64)cap * f->max_khz, VIRTIO_FREQHINT_SCALE);
+
+	return clamp_t(u64, khz, f->min_khz, f->max_khz);
+}
+
+/* A requested frequency as perf, 1..1024: a request is never "none". */
+unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
+{
+	u64 perf = div_u64((u64)khz * VIRTIO_FREQHINT_SCALE, f->max_khz);
+
+	return clamp_t(u64, perf, 1, VIRTIO_FREQHINT_SCALE);
+}
+
+/* Capacity thresholds of a class's table (DRV-27, window.c). */
+void fh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
+{
+	unsigned int i;
+
+	memset(l, 0, sizeof(*l));
+	l->step = step;
+	l->n = f->n;
+	for (i = 0; i < f->n; i++)
+		l->thr[i] = min_t(u64, div_u64((u64)f->khz[i] *
+					       VIRTIO_FREQHINT_SCALE, f->max_khz),
+				  VIRTIO_FREQHINT_SCALE);
+}
