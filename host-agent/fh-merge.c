@@ -14,10 +14,13 @@
  * The guest governor's perf request is a utilisation the guest's schedutil
  * already multiplied by 1.25 (map_util_perf()); the daemon chooses the
  * headroom that undoes a second multiplication on the host (MR-4,
- * fh_merge_auto_headroom()).  If the perf floor ends above the guest's own
- * ceiling, the floor wins, as a run queue resolves an inversion
- * (sugov_effective_cpu_perf(): max(min, ...)); sched_setattr() would refuse
- * min > max (uclamp_validate()), so the ceiling is raised to it.
+ * fh_merge_auto_headroom()).  The perf request is schedutil's target, which
+ * the guest's own ceiling already bounds (sugov_effective_cpu_perf():
+ * "if (actual < max) max = actual"); a perf above that ceiling is the guest's
+ * frequency table rounding up to its next step, which the host rounds again
+ * on its own table, so the perf floor is capped at the guest's ceiling.  Only
+ * the guest's own floor wins over its ceiling, as the run queue's min does
+ * (max(min, ...)); the device refuses such records, so MR-5 is defensive.
  */
 FhClamp
 fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params)
@@ -33,7 +36,7 @@ fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params)
     /* lround(): halves away from zero, i.e. up for these non-negative values */
     guint perf = !(scaled > 0) ? 0 : scaled >= FH_SCALE ? FH_SCALE : (guint) lround (scaled);
 
-    req.min = MAX (req.min, perf);
+    req.min = MAX (req.min, MIN (perf, req.max));
   }
   if (req.min > req.max)
     req.max = req.min;

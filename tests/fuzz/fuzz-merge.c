@@ -118,6 +118,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     /* MR-6 */
     CHECK (v[i].d.active == (v[i].hint.flags != 0 && !(v[i].hint.flags & VIRTIO_FREQHINT_R_IDLE)));
+    /* MR-4: the perf floor never raises the guest's own valid ceiling. */
+    if ((v[i].hint.flags & VIRTIO_FREQHINT_R_MAX_VALID) &&
+        !((v[i].hint.flags & VIRTIO_FREQHINT_R_MIN_VALID) && v[i].hint.clamp_min > v[i].hint.clamp_max))
+      CHECK (v[i].d.req.max == MIN (v[i].hint.clamp_max, FH_SCALE));
     /* MR-1, MR-5, MR-12: units; eff_min > eff_max only for the kernel's RT default (MR-26). */
     CHECK (v[i].d.req.min <= v[i].d.req.max && v[i].d.req.max <= FH_SCALE);
     CHECK ((v[i].d.min_default || v[i].d.eff.min <= v[i].d.eff.max) &&
