@@ -202,16 +202,16 @@ fi
 if step drain; then
 write_config
 start_agent cpufreq --metrics-port 0
-log "bench: $VMS VMs filling their sockets while freqhintd is stopped, 10 times"
+log "bench: $VMS VMs filling their sockets while freqhintd is stopped, 40 times"
 "$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
-	--mode drain --daemon-pid "$(daemon_pid)" --cycles 10 >"$T/drain.out" 2>"$T/drain.err" ||
+	--mode drain --daemon-pid "$(daemon_pid)" --cycles 40 >"$T/drain.out" 2>"$T/drain.err" ||
 	die "fh-bench-vms --mode drain: $(tail -n3 "$T/drain.err")"
 result drain_client "$(cat "$T/drain.out")"
 dr=$(sed -n 's/.*drain_records=\([0-9]*\).*/\1/p' "$T/drain.out")
 dc=$(sed -n 's/.*drain_cpu_s=\([0-9.]*\).*/\1/p' "$T/drain.out")
 result drain_records "$dr"
 result drain_daemon_cpu_s "$dc"
-result drain_records_per_cpu_s "$(echo "$dr $dc" | awk '{ printf "%.0f", $2 > 0 ? $1 / $2 : 0 }')"
+result drain_records_per_cpu_s "$(echo "$dr $dc" | awk '{ printf "%.0f", ($2 > 0 ? $1 / $2 : 0) }')"
 stop_agent
 fi
 # The flood's anchor in the same run: the pure merge loop (step merge).
