@@ -6,6 +6,8 @@
 #              timed, and instructions per update under callgrind
 #   memory     freqhintd (cpufreq backend, fixture tree) with 1000 VMs x 16
 #              vCPUs connected by fh-bench-vms: VmHWM/VmRSS, CPU while idle
+#   drain      the daemon's CPU per record with its client's speed out of
+#              the way: stopped while every socket fills, timed as it reads
 #   flood      the same daemon flooded with 16-record HINTS frames: records
 #              the daemon takes per second of its own CPU time
 #   decide     fh-bench-decide on the same fixture (1000 x 16): the decision
@@ -22,14 +24,15 @@
 #
 # DIR is a meson build dir where the bench programs, freqhintd and
 # freqhintctl are built.  Writes key=value lines to FILE.  --steps: a
-# comma-separated subset of merge,memory,flood,decide,economy,write (memory
-# includes the idle CPU; flood alone starts its own daemon); default all.
+# comma-separated subset of merge,memory,flood,drain,decide,economy,write
+# (memory includes the idle CPU; flood and drain start their own daemon when
+# alone); default all.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
-build= out= quick=0 vms= steps=merge,memory,flood,decide,economy,write
+build= out= quick=0 vms= steps=merge,memory,flood,drain,decide,economy,write
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=${2:?}; shift ;;
@@ -37,7 +40,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1 ;;
 	--vms) vms=${2:?}; shift ;;
 	--steps) steps=${2:?}; shift ;;
-	*) die "usage: $0 --build DIR --out FILE [--quick] [--vms N] [--steps merge,memory,flood,decide,economy,write]" ;;
+	*) die "usage: $0 --build DIR --out FILE [--quick] [--vms N] [--steps merge,memory,flood,drain,decide,economy,write]" ;;
 	esac
 	shift
 done
@@ -105,7 +108,7 @@ VMS=1000 VCPUS=16
 [ -n "$vms" ] && VMS=$vms
 # Economy's largest load: 64 VMs x 4 vCPUs.
 threads=256
-{ step memory || step flood || step decide; } && threads=$((VMS * VCPUS))
+{ step memory || step flood || step drain || step decide; } && threads=$((VMS * VCPUS))
 log "bench: fixture with $threads vCPU threads"
 make_threads 100000 "$threads"
 
@@ -191,6 +194,24 @@ result flood_daemon_cpu_s "$cpu"
 result flood_passes "$((u1 - u0))"
 result flood_records_per_cpu_s "$(echo "$frames $VCPUS $cpu" | awk '{ printf "%.0f", $1 * $2 / $3 }')"
 result flood_hwm_kb "$(vm_status VmHWM)"
+stop_agent
+fi
+
+# The same daemon's own cost per record, whatever the client's speed: it is
+# stopped while every socket is filled, then timed (CPU) until it read them.
+if step drain; then
+write_config
+start_agent cpufreq --metrics-port 0
+log "bench: $VMS VMs filling their sockets while freqhintd is stopped, 40 times"
+"$vmsbin" --socket "$T/device.sock" --vms $VMS --vcpus $VCPUS --tid-base 100000 "${peers[@]}" \
+	--mode drain --daemon-pid "$(daemon_pid)" --cycles 40 >"$T/drain.out" 2>"$T/drain.err" ||
+	die "fh-bench-vms --mode drain: $(tail -n3 "$T/drain.err")"
+result drain_client "$(cat "$T/drain.out")"
+dr=$(sed -n 's/.*drain_records=\([0-9]*\).*/\1/p' "$T/drain.out")
+dc=$(sed -n 's/.*drain_cpu_s=\([0-9.]*\).*/\1/p' "$T/drain.out")
+result drain_records "$dr"
+result drain_daemon_cpu_s "$dc"
+result drain_records_per_cpu_s "$(echo "$dr $dc" | awk '{ printf "%.0f", ($2 > 0 ? $1 / $2 : 0) }')"
 stop_agent
 fi
 # The flood's anchor in the same run: the pure merge loop (step merge).

@@ -12,6 +12,11 @@
  *                  only when a value moved by >= 16/1024 or a flag changed
  *   --mode flood   send 16-record HINTS frames round robin as fast as the
  *                  agent takes them (its socket buffers apply back-pressure)
+ *   --mode drain   the agent's own cost, whatever the client's speed: stop
+ *                  freqhintd (--daemon-pid, SIGSTOP), fill every VM's socket
+ *                  with 16-record frames, let it go (SIGCONT) and take its
+ *                  CPU time (/proc) until it has read them all (SIOCOUTQ);
+ *                  --cycles times.  Prints drain_records and drain_cpu_s.
  *
  *   fh-bench-vms --socket S --vms N --vcpus V --tid-base T [--mode M]
  *                [--seconds S] [--tick-ms 10] [--ready-file F]
@@ -38,6 +43,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -224,12 +231,85 @@ now_s (void)
   return g_get_monotonic_time () / 1e6;
 }
 
+/* The daemon's CPU time (utime + stime) in seconds. */
+static double
+daemon_cpu_s (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *text = NULL;
+  const char *p;
+  unsigned long ut = 0, st = 0;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || !(p = strrchr (text, ')')))
+    return -1;
+  /* after comm: state is field 3, utime 14, stime 15 */
+  if (sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return -1;
+  return (double) (ut + st) / (double) sysconf (_SC_CLK_TCK);
+}
+
+/* Bytes a VM sent that the daemon has not read yet. */
+static int
+unread (Vm *vm)
+{
+  int n = 0;
+
+  if (vm->dead || ioctl (fhtc_fd (vm->c), SIOCOUTQ, &n) < 0)
+    return 0;
+  return n;
+}
+
+/*
+ * One drain cycle: the daemon stopped, every socket filled (POLLOUT on a
+ * UNIX stream socket means at most a quarter of its buffer is used, so a
+ * 280-byte send does not block), the daemon let go, and its CPU time until
+ * every socket is read.  Records sent: *records.
+ */
+static double
+drain_cycle (Vm *vms, guint n_vms, gint n_vcpus, FhHints *h, pid_t daemon, guint64 *records)
+{
+  double c0, c1;
+  guint64 before = records_sent;
+
+  kill (daemon, SIGSTOP);
+  for (guint i = 0; i < n_vms; i++) {
+    Vm *vm = &vms[i];
+    struct pollfd p = { .fd = vm->dead ? -1 : fhtc_fd (vm->c), .events = POLLOUT };
+
+    while (!vm->dead && poll (&p, 1, 0) == 1 && (p.revents & POLLOUT)) {
+      h->flags = 0;
+      h->num_records = (uint16_t) n_vcpus;
+      for (gint j = 0; j < n_vcpus; j++) {
+        vcpu_step (&vm->vcpu[j]);
+        vcpu_record (&vm->vcpu[j], (guint) j, ++vm->seq, &h->records[j]);
+      }
+      if (!send_frame (vm, h))
+        break;
+    }
+  }
+  c0 = daemon_cpu_s (daemon);
+  kill (daemon, SIGCONT);
+  for (;;) {
+    guint left = 0;
+
+    for (guint i = 0; i < n_vms; i++)
+      left += unread (&vms[i]) > 0;
+    if (left == 0 || stop)
+      break;
+    g_usleep (2000);
+  }
+  c1 = daemon_cpu_s (daemon);
+  *records = records_sent - before;
+  return c1 - c0;
+}
+
 int
 main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL, *mode = NULL, *ready_file = NULL, *proc_fixture = NULL;
   gint n_vms = 1, n_vcpus = 1, tid_base = 100000, tick_ms = 10, handshake_ms = 10000;
   gdouble seconds = 0;
+  gint daemon_pid = 0, cycles = 10;
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = g_option_context_new ("- many freqhint devices");
   const GOptionEntry entries[] = {
@@ -246,6 +326,8 @@ main (int argc, char **argv)
       "MS" },
     { "ready-file", 0, 0, G_OPTION_ARG_FILENAME, &ready_file, "created once all are connected",
       "PATH" },
+    { "daemon-pid", 0, 0, G_OPTION_ARG_INT, &daemon_pid, "drain: freqhintd's pid", "PID" },
+    { "cycles", 0, 0, G_OPTION_ARG_INT, &cycles, "drain: fill and drain cycles", "N" },
     { NULL },
   };
   static FhHello hello;
@@ -263,8 +345,12 @@ main (int argc, char **argv)
   if (!mode)
     mode = g_strdup ("hold");
   if (!socket_path || n_vms < 1 || n_vcpus < 1 || n_vcpus > FH_MAX_VCPUS ||
-      tick_ms < 1 || (strcmp (mode, "hold") && strcmp (mode, "mixed") && strcmp (mode, "flood"))) {
-    fprintf (stderr, "fh-bench-vms: need --socket, sane sizes and --mode hold|mixed|flood\n");
+      tick_ms < 1 ||
+      (strcmp (mode, "hold") && strcmp (mode, "mixed") && strcmp (mode, "flood") &&
+       strcmp (mode, "drain")) ||
+      (strcmp (mode, "drain") == 0 && (daemon_pid <= 0 || cycles < 1))) {
+    fprintf (stderr, "fh-bench-vms: need --socket, sane sizes and --mode hold|mixed|flood|drain "
+                     "(drain: --daemon-pid)\n");
     return 2;
   }
   signal (SIGTERM, on_signal);
@@ -355,6 +441,19 @@ main (int argc, char **argv)
       }
       service (vms, (guint) n_vms, pfd, MAX (0, (int) ((next - t) * 1000)));
     }
+  } else if (strcmp (mode, "drain") == 0) {
+    double cpu = 0;
+    guint64 records = 0;
+
+    for (gint k = 0; k < cycles && !stop; k++) {
+      guint64 r = 0;
+
+      /* PINGs and GRANTS answered between cycles, as a device would */
+      service (vms, (guint) n_vms, pfd, 0);
+      cpu += drain_cycle (vms, (guint) n_vms, n_vcpus, &h, (pid_t) daemon_pid, &r);
+      records += r;
+    }
+    printf ("drain_records=%" G_GUINT64_FORMAT " drain_cpu_s=%.2f ", records, cpu);
   } else if (strcmp (mode, "flood") == 0) {
     while (!stop && (seconds <= 0 || now_s () - t_conn < seconds)) {
       for (gint i = 0; i < n_vms && !stop; i++) {

@@ -313,21 +313,21 @@ The daemon itself, fed by \`fh-bench-vms --mode flood\` over its real sockets ($
 backend on fixtures), measured over a steady $(val flood_window_s) s window once every VM is connected: $(val flood_records) records in
 $(val flood_daemon_cpu_s) s of freqhintd CPU time = **$flood_m M records per CPU-second**, and $(val flood_passes) decision passes in that window
 (client: $(val flood_client)): $(val flood_vs_merge) of the pure merge loop's rate measured above in
-the same run (its anchor). The difference from the pure figure is socket I/O and GLib main-loop dispatch: a \`perf\` profile of
-freqhintd under this flood before commit f4f116c put half of its time in GLib's loop, whose every iteration walks all ~2 000 watched
-fds (each VM's socket and pidfd) while one read took one frame (0.74 M records per CPU-second then; now up to 16 reads per wake-up),
-and the decision pass, then an idle-priority source, ran only on the poll tick (10 passes in 10 s).
+the same run (its anchor). The difference from the pure figure is socket I/O and dispatch: a \`perf\` profile of
+freqhintd under this flood before commit f4f116c put half of its time in GLib's loop, whose every iteration walked all ~2 000 watched
+fds (each VM's socket and pidfd) while one read took one frame (0.74 M records per CPU-second then; 3.0 M with 16 reads per wake-up).
+Since issue 29 every device socket and pidfd sits in one epoll source (\`host-agent/fh-poller.c\`: a wake-up costs its ready
+sockets), one keepalive timer serves all connections, and one read takes up to 16 frames into a buffer shared by all.
 Goal ≥ 10 M records per CPU-second: $v_flood.
 EOF
 if [ "$v_flood" != met ]; then
 cat <<EOF
 
-**Missed** (the flood). Reason: each wake-up for a device socket costs a GLib main-loop iteration whose price grows with the
-number of watched fds, on top of the ~$(calc "16e9 / $(val merge_median_updates_per_s)" %.0f) ns the pure loop spends on 16 records, and the run
-shares $(nproc) cores with the flooding client. Reading more frames per wake-up raises the rate but makes each iteration, and so
-the wait for a decision, longer (64 reads: 4.7 M and 37 passes in 10 s; 16: 4.0 M and 85; 8: 3.0 M and 126). What would close it:
-one epoll source for all device sockets (an iteration's cost then follows the ready sockets, not all of them), and a
-receive buffer of a few frames where a VM floods.
+**Missed** (the flood). Reason: the figure is the daemon's CPU per record, and only a saturated daemon shows its own cost;
+the run shares $(nproc) cores with the flooding client, and a client that sends about one frame per wake-up (check the
+daemon's share of a core: $(calc "$(val flood_daemon_cpu_s) * 100 / $(val flood_window_s)" %.0f) % here) measures a wake-up per frame on top of the
+~$(calc "16e9 / $(val merge_median_updates_per_s)" %.0f) ns the pure loop spends on 16 records. What would close it: an idle machine, or a client
+that fills every socket while the daemon is stopped (SIGSTOP) and times its drain after SIGCONT.
 EOF
 fi
 if [ "$v2" != met ]; then
@@ -440,11 +440,11 @@ EOF
 if [ "$v_vm" != met ]; then
 cat <<EOF
 
-**Missed** (per VM). Reason, from the heap profile of section 8 (\`bench/scale.sh --heaptrack\`): per 16-vCPU VM the \`FhVcpu\` array
-(~2.4 KiB: 152 B per vCPU, mostly \`gboolean\`s and 32-bit clamps), each vCPU's cgroup chain array (~0.9 KiB with allocator headers),
-\`FhVm\`, the connection and its receive buffer, GLib sources, and the allocators' headers and fragmentation. What would close it:
-one chain array per distinct chain, shared by reference; \`FhVcpu\` packed (flags as bits, clamps in 16 bits as on the wire); the VM,
-its connection and its vCPUs in one allocation sized at HELLO.
+**Missed** (per VM). Reason: since issue 29 (packed 128-byte \`FhVcpu\`, interned cgroup chains, the VM, its vCPUs and key in
+one allocation, no GLib source per VM) a 16-vCPU VM holds its ~2.3 KiB block, the connection (~0.25 KiB) and its 280-byte buffer,
+two epoll watches, its places in the per-CPU lists and the allocators' headers: 3.9 KiB measured at 250 VMs by hand.
+What would close it: the connection and its buffer inside the VM's block, and \`FhVmSettings\`/\`FhVm\` counters narrowed;
+\`bench/scale.sh --heaptrack\` shows which.
 EOF
 fi
 if [ "$v_idle" != met ]; then

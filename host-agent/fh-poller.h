@@ -21,7 +21,8 @@ typedef gboolean (*FhPollerFunc) (int fd, GIOCondition cond, gpointer data);
 /* Attached to the thread-default main context; NULL with error set when
  * the kernel gives no epoll fd. */
 FhPoller *fh_poller_new (GError **error);
-/* Ends every watch still there and detaches the source. */
+/* Detaches the source and closes the epoll fd; end every watch first (their
+ * owners hold them). */
 void fh_poller_free (FhPoller *poller);
 
 /*

@@ -487,24 +487,34 @@ on_closed (FhConn *conn, gpointer data)
   closed_seen++;
 }
 
+/* A device server at path that accepts every HELLO; its HINTS go to hints. */
+static FhDeviceServer *
+device_server (const char *path, guint max_connections,
+               void (*hints) (FhConn *, const FhHints *, gpointer))
+{
+  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
+                            .max_connections = max_connections, .socket_mode = 0600,
+                            .socket_gid = (gid_t) -1 };
+  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints, .closed = on_closed };
+  g_autoptr (GError) error = NULL;
+  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+
+  g_assert_no_error (error);
+  return server;
+}
+
 static void
 test_close_in_callback (void)
 {
   g_autofree char *dir = g_dir_make_tmp ("fh-device-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "dev.sock", NULL);
-  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
-                            .max_connections = 4, .socket_mode = 0600,
-                            .socket_gid = (gid_t) -1 };
-  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints_close, .closed = on_closed };
-  g_autoptr (GError) error = NULL;
-  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+  FhDeviceServer *server = device_server (path, 4, hints_close);
   static FhHello hello;
   static FhHints hints;
   uint8_t buf[3 * FH_FRAME_MAX];
   size_t n = 0;
   int fd;
 
-  g_assert_no_error (error);
   hello.version = FH_PROTO_VERSION;
   hello.num_vcpus = 1;
   n += fh_encode_hello (buf + n, sizeof buf - n, &hello);
@@ -561,16 +571,10 @@ test_many_one_closing (void)
   enum { N = 200, HALF = 77 };
   g_autofree char *dir = g_dir_make_tmp ("fh-device-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "dev.sock", NULL);
-  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
-                            .max_connections = 2 * N, .socket_mode = 0600,
-                            .socket_gid = (gid_t) -1 };
-  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints_count, .closed = on_closed };
-  g_autoptr (GError) error = NULL;
-  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+  FhDeviceServer *server = device_server (path, 2 * N, hints_count);
   uint8_t buf[2 * FH_FRAME_MAX];
   int fd[N];
 
-  g_assert_no_error (error);
   memset (hints_by_tag, 0, sizeof hints_by_tag);
   closed_seen = 0;
   for (guint i = 0; i < N; i++) {
@@ -642,12 +646,7 @@ test_flood_fairness (void)
 {
   g_autofree char *dir = g_dir_make_tmp ("fh-device-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "dev.sock", NULL);
-  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
-                            .max_connections = 8, .socket_mode = 0600,
-                            .socket_gid = (gid_t) -1 };
-  FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints_count, .closed = on_closed };
-  g_autoptr (GError) error = NULL;
-  FhDeviceServer *server = fh_device_server_new (path, &params, &cb, NULL, &error);
+  FhDeviceServer *server = device_server (path, 8, hints_count);
   Flooder f = { 0 };
   GThread *thread;
   uint8_t buf[2 * FH_FRAME_MAX];
@@ -656,7 +655,6 @@ test_flood_fairness (void)
   gint64 deadline;
   guint flooded;
 
-  g_assert_no_error (error);
   memset (hints_by_tag, 0, sizeof hints_by_tag);
   f.fd = connect_to (path);
   quiet = connect_to (path);
