@@ -56,8 +56,11 @@
 # Exit status 0 only if the console shows "FREQHINT-TEST-RESULT: PASS", /init
 # reached poweroff, QEMU exited by itself within the timeout, and the kernel
 # logged nothing alarming: a printk line starting with WARNING:, BUG:, Oops,
-# Call Trace:, Kernel panic, UBSAN: or kmemleak findings (the line prefix
-# matters: "RETBleed: WARNING: ..." is a mitigation notice, not a WARN()).  The last line on stderr says how long the run took.
+# Call Trace:, Kernel panic, UBSAN: or kmemleak findings, and arm64's own
+# words for the same (its faults print "Unable to handle kernel ..." and
+# "Internal error: Oops", never "BUG:" or a line starting "Oops"; its stack
+# dumps "Call trace:").  The line prefix matters: "RETBleed: WARNING: ..."
+# is a mitigation notice, not a WARN().  The last line on stderr says how long the run took.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -249,7 +252,7 @@ if [ "$outgoing" = 0 ]; then
 	grep -q "FREQHINT-INIT: poweroff" "$log" || fail+=("/init did not reach poweroff")
 fi
 alarm=$(tr -d '\r' <"$log" |
-	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
+	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected|Unable to handle kernel|Internal error:|Call trace:)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
 	sed -n 1,5p || true)
 # No "| head" under pipefail: a writer still writing when head exits dies of
 # SIGPIPE, and the whole line fails at random (it did, under load).
