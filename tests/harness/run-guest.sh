@@ -21,6 +21,10 @@
 #     --initrd IMG    boot IMG as is; otherwise one is made by mkinitramfs.sh
 #                     from --test/--module/--add (and K's transport modules)
 #     --smp N         vCPUs (default 4)       --mem SIZE   (default 512M)
+#     --tcg-thread single|multi  TCG's threading (default: QEMU's for x86_64,
+#                     multi for arm64).  single runs every vCPU on one host
+#                     thread: a guest with many more vCPUs than host cores
+#                     then boots in bounded time instead of stalling
 #     --cpu MODEL     default qemu64,vendor=GenuineIntel,family=6,model=85:
 #                     a model with constant_tsc, without which the guest's
 #                     cpufreq core refuses fast frequency switching
@@ -71,7 +75,7 @@ trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 kernel='' initrd='' log='' qemu='' append='' judge=''
 incoming='' outgoing=0 since=''
 smp=4 mem=512M timeout=300 quiet=0 kmemleak=0 tsc_khz=auto
-cpu='' arch=x86_64
+cpu='' arch=x86_64 tcg_thread=''
 mk_args=() qemu_extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -80,6 +84,7 @@ while [ $# -gt 0 ]; do
 		--initrd) initrd=${2:?}; shift ;;
 		--test|--module|--add) mk_args+=("$1" "${2:?}"); shift ;;
 		--smp) smp=${2:?}; shift ;;
+		--tcg-thread) tcg_thread=${2:?}; shift ;;
 		--mem) mem=${2:?}; shift ;;
 		--cpu) cpu=${2:?}; shift ;;
 		--timeout) timeout=${2:?}; shift ;;
@@ -103,12 +108,12 @@ done
 case "$arch" in
 	x86_64)
 		: "${cpu:=qemu64,vendor=GenuineIntel,family=6,model=85}"
-		machine=(-machine q35 -accel tcg)
+		machine=(-machine q35 -accel "tcg${tcg_thread:+,thread=$tcg_thread}")
 		console=ttyS0 image_name=bzImage qemu_name=qemu-system-x86_64
 		qemu=${qemu:-${FREQHINT_QEMU:-}} ;;
 	arm64)
 		: "${cpu:=max}"
-		machine=(-machine virt,gic-version=3 -accel tcg,thread=multi
+		machine=(-machine virt,gic-version=3 -accel "tcg,thread=${tcg_thread:-multi}"
 			-global virtio-mmio.force-legacy=false)
 		console=ttyAMA0 image_name=Image qemu_name=qemu-system-aarch64
 		tsc_khz=none ;;
