@@ -56,6 +56,9 @@
 #include <linux/pm_qos.h>
 #include <linux/slab.h>
 #include <linux/version.h>
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+#include <linux/arch_topology.h>
+#endif
 
 #include "cpufreq.h"
 
@@ -172,6 +175,17 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	mutex_lock(&cf->lock);
 	policy->driver_data = c;
 	fh_init_freq(policy, c);
+#if defined(CONFIG_GENERIC_ARCH_TOPOLOGY) && \
+	LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+	/*
+	 * arm64, riscv: arch_topology records the frequency that frequency
+	 * invariance and schedutil scale against (capacity_freq_ref) once,
+	 * from each CPU's first policy.  A policy created again with the
+	 * host's range must move it, or schedutil asks for at most 1.25 times
+	 * the old maximum (the synthetic 1024000 kHz).
+	 */
+	per_cpu(capacity_freq_ref, policy->cpu) = c->freq.max_khz;
+#endif
 	policy->cpuinfo.transition_latency = 0;
 	/* Every version's default, written down: the host rate-limits anyway. */
 	policy->transition_delay_us = 1000;

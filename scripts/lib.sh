@@ -33,11 +33,22 @@ cache_prune() {
 # Debian's python3, not whatever a pyenv shim puts first in PATH.
 PYTHON3=/usr/bin/python3
 
-# kernel_tree uclamp|stock|bookworm|DIR: the kernel build tree to compile
-# out-of-tree modules against (the project's uclamp kernel, Debian's
-# backports 6.12 headers, bookworm's 6.1 headers, or DIR as given).
+# kernel_tree uclamp|stock|bookworm|DIR [ARCH]: the kernel build tree to
+# compile out-of-tree modules against (the project's uclamp kernel, Debian's
+# backports 6.12 headers, bookworm's 6.1 headers, or DIR as given).  ARCH
+# arm64: the arm64 uclamp kernel and Debian's arm64 6.12 headers (the
+# fetch-stock-kernel.sh entry); there is no bookworm tree for it.
 kernel_tree() {
-	local here_=${here:?}
+	local here_=${here:?} arch_=${2:-x86_64}
+	if [ "$arch_" != x86_64 ]; then
+		case "$1" in
+		uclamp) echo "$("$here_/tests/harness/build-kernel.sh" --arch "$arch_" --print-dir)/build" ;;
+		stock) echo "$("$here_/tests/harness/fetch-stock-kernel.sh" --arch "$arch_" --print-dir)/build" ;;
+		bookworm) ;;
+		*) echo "$1" ;;
+		esac
+		return 0
+	fi
 	case "$1" in
 	uclamp) echo "$("$here_/tests/harness/build-kernel.sh" --print-dir)/build" ;;
 	stock | bookworm)

@@ -139,12 +139,14 @@ main() {
 	# arm64 guests: the same uclamp kernel cross-compiled (with Debian's
 	# cross gcc unpacked by cross-gcc.sh: installed, it would remove
 	# gcc-multilib), Debian's arm64
-	# kernel and headers, the initramfs userland (QEMU's aarch64 target is
-	# part of the build above).
+	# kernel and headers, the initramfs userland, the cross C library for
+	# the e2e story's static guest programs (QEMU's aarch64 target is part
+	# of the build above).
 	if arm64_enabled; then
 		"$here/tests/harness/build-kernel.sh" --arch arm64
 		"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
 		"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
+		"$here/tests/harness/cross-gcc.sh" arm64 --libc >/dev/null
 	fi
 	log "setup complete; cache in $FREQHINT_CACHE"
 }

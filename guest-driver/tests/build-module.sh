@@ -4,7 +4,8 @@
 # Build virtio_freqhint.ko against a kernel tree, warning-free (W=1), in a
 # scratch copy (Kbuild writes next to the sources).
 #
-#   build-module.sh [--cached] uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]
+#   build-module.sh [--cached] [--arch x86_64|arm64] uclamp|stock|bookworm|DIR
+#                   [OUT.ko [OUT_TEST.ko]]
 #     --cached   take the modules from $FREQHINT_CACHE/modules/<key> when
 #                these sources were built against this tree before (the
 #                key hashes the module and spec/include sources, this
@@ -18,6 +19,11 @@
 #     stock      Debian's backports 6.12 headers, /usr/src/linux-headers-6.12.*-amd64
 #     bookworm   Debian's bookworm 6.1 headers, /usr/src/linux-headers-6.1.*-amd64
 #     DIR        any prepared tree
+#     --arch arm64  uclamp and stock name the arm64 trees (build-kernel.sh
+#                and fetch-stock-kernel.sh --arch arm64; no bookworm).  A
+#                tree configured for arm64 (CONFIG_ARM64 in its .config,
+#                whichever way it was named) is cross-compiled with Debian's
+#                gcc-aarch64-linux-gnu (tests/harness/cross-gcc.sh).
 # OUT_TEST.ko receives the KUnit module virtio_freqhint_test.ko, built only
 # against kernels with CONFIG_KUNIT (the uclamp test kernel); it is not
 # written otherwise.
@@ -28,16 +34,28 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 
-cached=0
+cached=0 arch=x86_64
 [ "${1:-}" = --cached ] && { cached=1; shift; }
+[ "${1:-}" = --arch ] && { arch=${2:?}; shift 2; }
 case "${1:-}" in
-	"") die "usage: $0 [--cached] uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]" ;;
-	*) kdir=$(kernel_tree "$1") ;;
+	"") die "usage: $0 [--cached] [--arch x86_64|arm64] uclamp|stock|bookworm|DIR [OUT.ko [OUT_TEST.ko]]" ;;
+	*) kdir=$(kernel_tree "$1" "$arch") ;;
 esac
 [ -n "$kdir" ] && [ -f "$kdir/Makefile" ] ||
-	die "kernel tree for '$1' not found (${kdir:-no match}): run scripts/setup.sh"
+	die "kernel tree for '$1' ($arch) not found (${kdir:-no match}): run scripts/setup.sh"
 kdir=$(readlink -f "$kdir")
 src=$here/guest-driver
+
+# A foreign tree: its ARCH and Debian's cross compiler, first in PATH (the
+# stock headers' Makefile sets ARCH and CROSS_COMPILE itself; the uclamp
+# kernel's O= tree does not).
+mk=(make -C "$kdir")
+cc=${CC:-gcc}
+if grep -q '^CONFIG_ARM64=y' "$kdir/.config" 2>/dev/null; then
+	PATH=$("$here/tests/harness/cross-gcc.sh" arm64):$PATH
+	mk+=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+	cc=aarch64-linux-gnu-gcc
+fi
 
 # put_outputs DIR: copy the modules built in DIR to where they were asked for.
 put_outputs() {
@@ -62,7 +80,7 @@ if [ "$cached" = 1 ]; then
 			for f in .config Module.symvers include/config/kernel.release; do
 				if [ -f "$kdir/$f" ]; then sha256sum "$kdir/$f"; fi
 			done
-			"${CC:-gcc}" --version | sed -n 1p
+			"$cc" --version | sed -n 1p
 		} | cache_key
 	)
 	mcache=$FREQHINT_CACHE/modules
@@ -81,7 +99,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$src"/*.c "$src"/*.h "$src/Kbuild" "$src/Makefile" "$work/"
 
-if ! make -C "$kdir" M="$work" W=1 FREQHINT_SPEC_INCLUDE="$here/spec/include" \
+if ! nice -n 10 "${mk[@]}" M="$work" W=1 FREQHINT_SPEC_INCLUDE="$here/spec/include" \
 	modules >"$work/make.log" 2>&1; then
 	cat "$work/make.log"
 	die "build failed against $kdir"

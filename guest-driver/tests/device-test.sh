@@ -5,13 +5,15 @@
 # virtio-freqhint-pci, whose chardev connects to fake-agent.py, which checks
 # the records that arrive.  Both sides must pass.
 #
-#   device-test.sh KERNEL EXPECT LOG      (as run-guest-test.sh)
+#   device-test.sh [--arch x86_64|arm64] KERNEL EXPECT LOG  (as run-guest-test.sh)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 
-[ $# = 3 ] || die "usage: $0 uclamp|stock uclamp|nouclamp LOG"
+arch=(--arch x86_64)
+[ "${1:-}" = --arch ] && { arch=(--arch "${2:?}"); shift 2; }
+[ $# = 3 ] || die "usage: $0 [--arch x86_64|arm64] uclamp|stock uclamp|nouclamp LOG"
 kernel=$1 expect=$2 log=$3
 tdir=$(dirname "$0")
 
@@ -38,7 +40,7 @@ for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
 [ -e "$work/ready" ] || { cat "$work/agent.log"; die "fake agent did not start"; }
 
 grc=0
-"$tdir/run-guest-test.sh" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
+"$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
 	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
 	-device virtio-freqhint-pci,chardev=fh0,rate-window-ms=200 || grc=$?
 arc=0

@@ -124,7 +124,7 @@ use_schedutil() {
 
 # Nothing alarming in the kernel log so far.
 dmesg_clean() {
-	! dmesg | grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|UBSAN:)'
+	! dmesg | grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|UBSAN:|Unable to handle kernel|Internal error:|Call trace:)'
 }
 
 # pm_suspend_cycle: one suspend-to-idle cycle with pm_test=devices (devices

@@ -7,13 +7,16 @@
 # runs hostfreq.sh (cpupower frequency-info, scaling_cur_freq, /proc/cpuinfo
 # against the fixture's ranges and tables).
 #
-#   hostfreq-test.sh KERNEL EXPECT LOG FREQHINTD      (as run-guest-test.sh)
+#   hostfreq-test.sh [--arch x86_64|arm64] KERNEL EXPECT LOG FREQHINTD
+#                                                   (as run-guest-test.sh)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 
-[ $# = 4 ] || die "usage: $0 uclamp|stock uclamp|nouclamp LOG FREQHINTD"
+arch=(--arch x86_64)
+[ "${1:-}" = --arch ] && { arch=(--arch "${2:?}"); shift 2; }
+[ $# = 4 ] || die "usage: $0 [--arch x86_64|arm64] uclamp|stock uclamp|nouclamp LOG FREQHINTD"
 kernel=$1 expect=$2 log=$3 freqhintd=$4
 tdir=$(dirname "$0")
 [ -x "$freqhintd" ] || die "freqhintd $freqhintd not found"
@@ -51,7 +54,7 @@ for _ in $(seq 300); do [ -S "$work/control.sock" ] && break; sleep 0.1; done
 [ -S "$work/control.sock" ] || { cat "$work/freqhintd.log"; die "freqhintd did not start"; }
 
 grc=0
-"$tdir/run-guest-test.sh" "$kernel" "$expect" "$tdir/hostfreq.sh" "$log" -- \
+"$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/hostfreq.sh" "$log" -- \
 	-name "$name" -uuid "$uuid" \
 	-chardev "socket,id=fh0,path=$work/device.sock,reconnect-ms=500" \
 	-device virtio-freqhint-pci,id=fh,chardev=fh0 || grc=$?

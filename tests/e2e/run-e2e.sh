@@ -9,6 +9,11 @@
 # writes and on `freqhintctl --json`.
 #
 #   run-e2e.sh --freqhintd BIN --freqhintctl BIN [--demo] [--samples N]
+#              [--arch x86_64|arm64]
+#     --arch arm64  the same story and host checks with an arm64 guest: the
+#                   uclamp kernel cross-built for QEMU's virt machine
+#                   (GICv3, -cpu max, multi-threaded TCG), the module and
+#                   the static guest programs cross-compiled
 #
 # This host has 2 CPUs, so the 4 vCPU threads cannot be pinned to distinct
 # host CPUs: the VM's [vm] section in the agent config places vCPU i on
@@ -32,7 +37,8 @@ while [ $# -gt 0 ]; do
 	--freqhintctl) freqhintctl=${2:?}; shift ;;
 	--demo) E2E_DEMO=1 ;;
 	--samples) samples=${2:?}; shift ;;
-	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo] [--samples N]" ;;
+	--arch) E2E_ARCH=${2:?}; shift ;;
+	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo] [--samples N] [--arch x86_64|arm64]" ;;
 	esac
 	shift
 done

@@ -15,6 +15,8 @@ cases=(
 	"warn     FAIL  kernel reported: .*WARNING: CPU: 1"
 	"oops     FAIL  kernel reported: .*BUG: kernel NULL pointer"
 	"kmemleak FAIL  kernel reported: FREQHINT-KMEMLEAK: 1 leaks"
+	"oops-arm64  FAIL  kernel reported: .*Unable to handle kernel NULL pointer"
+	"stall-arm64 FAIL  kernel reported: .*Call trace:"
 )
 bad=0
 for c in "${cases[@]}"; do

@@ -6,6 +6,8 @@
 E2E_VM_NAME=freqhint-e2e
 E2E_VM_UUID=6a1c2e8e-5b2f-4d53-9d0e-2f3c1a7b9e01
 E2E_SMP=4
+# The guest's architecture: x86_64 (q35) or arm64 (virt), run-guest.sh --arch.
+: "${E2E_ARCH:=x86_64}"
 
 e2e_init() {
 	E2E_DIR=$(mktemp -d "${TMPDIR:-/tmp}/freqhint-e2e.XXXXXX")
@@ -37,9 +39,15 @@ e2e_cleanup() {
 }
 
 # e2e_static NAME SRC.c: a static guest program, built into the work dir;
-# prints "PATH:/bin/NAME" for e2e_make_initrd.
+# prints "PATH:/bin/NAME" for e2e_make_initrd.  arm64: Debian's cross
+# compiler with its C library (cross-gcc.sh --libc).
 e2e_static() {
-	cc -static -O2 -Wall -Werror -o "$E2E_DIR/$1" "$2" >&2 || die "cannot build $2"
+	local cc=(cc)
+	if [ "$E2E_ARCH" = arm64 ]; then
+		cc=("$("$here/tests/harness/cross-gcc.sh" arm64 --libc)/aarch64-linux-gnu-gcc") ||
+			die "no arm64 cross compiler"
+	fi
+	"${cc[@]}" -static -O2 -Wall -Werror -o "$E2E_DIR/$1" "$2" >&2 || die "cannot build $2"
 	echo "$E2E_DIR/$1:/bin/$1"
 }
 
@@ -53,13 +61,17 @@ e2e_make_initrd() {
 	shift
 	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
-	"$here/guest-driver/tests/build-module.sh" --cached uclamp "$E2E_KO" >/dev/null ||
+	"$here/guest-driver/tests/build-module.sh" --cached --arch "$E2E_ARCH" uclamp "$E2E_KO" >/dev/null ||
 		die "building virtio_freqhint.ko failed"
-	E2E_INITRD=$("$here/tests/harness/mkinitramfs.sh" --test "$script" \
-		--kernel "$("$here/tests/harness/build-kernel.sh" --print-dir)" \
+	E2E_INITRD=$("$here/tests/harness/mkinitramfs.sh" --arch "$E2E_ARCH" --test "$script" \
+		--kernel "$("$here/tests/harness/build-kernel.sh" --arch "$E2E_ARCH" --print-dir)" \
 		--module "$E2E_KO" "${adds[@]}") || die "making the initramfs failed"
-	E2E_QEMU=${FREQHINT_QEMU:-$("$here/qemu-device/build-qemu.sh" --print-binary)} ||
-		die "building the project's QEMU failed"
+	if [ "$E2E_ARCH" = x86_64 ] && [ -n "${FREQHINT_QEMU:-}" ]; then
+		E2E_QEMU=$FREQHINT_QEMU
+	else
+		E2E_QEMU=$("$here/qemu-device/build-qemu.sh" --arch "$E2E_ARCH" --print-binary) ||
+			die "building the project's QEMU failed"
+	fi
 }
 
 # e2e_prepare_guest STORY SAMPLES: the story's guest (workloads, settings).
@@ -119,7 +131,8 @@ stop_agent() {
 # e2e_start_guest [--tag TAG] [--timeout S] [--device-props ,K=V...]
 #                 [--outgoing | --incoming URI --since T] [-- QEMU ARGS]: boot
 # E2E_INITRD with the device on $E2E_DIR/device.sock, the control port on
-# ttyS1 ($E2E_DIR/guest-ctl.sock) and QMP on $E2E_DIR/qmp.sock; QEMU ARGS
+# the second serial port (ttyS1; arm64: ttyAMA1, the virt machine's second
+# PL011, there when -serial is given twice) ($E2E_DIR/guest-ctl.sock) and QMP on $E2E_DIR/qmp.sock; QEMU ARGS
 # come after those (a further -serial is ttyS2).  The guest's console goes
 # to $E2E_CONSOLE, run-guest.sh's output to $E2E_DIR/run-guest.out.
 # A TAG names one of the QEMUs that run the same guest (a migration's
@@ -140,7 +153,7 @@ e2e_start_guest() {
 		esac
 	done
 	[ -z "$tag" ] || qemu=(-pidfile "$E2E_DIR/$tag.pid")
-	"$here/tests/harness/run-guest.sh" --kernel uclamp --initrd "$E2E_INITRD" \
+	"$here/tests/harness/run-guest.sh" --arch "$E2E_ARCH" --kernel uclamp --initrd "$E2E_INITRD" \
 		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet \
 		"${run[@]}" -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" "${qemu[@]}" \

@@ -21,6 +21,10 @@
 #     --initrd IMG    boot IMG as is; otherwise one is made by mkinitramfs.sh
 #                     from --test/--module/--add (and K's transport modules)
 #     --smp N         vCPUs (default 4)       --mem SIZE   (default 512M)
+#     --tcg-thread single|multi  TCG's threading (default: QEMU's for x86_64,
+#                     multi for arm64).  single runs every vCPU on one host
+#                     thread: a guest with many more vCPUs than host cores
+#                     then boots in bounded time instead of stalling
 #     --cpu MODEL     default qemu64,vendor=GenuineIntel,family=6,model=85:
 #                     a model with constant_tsc, without which the guest's
 #                     cpufreq core refuses fast frequency switching
@@ -56,8 +60,11 @@
 # Exit status 0 only if the console shows "FREQHINT-TEST-RESULT: PASS", /init
 # reached poweroff, QEMU exited by itself within the timeout, and the kernel
 # logged nothing alarming: a printk line starting with WARNING:, BUG:, Oops,
-# Call Trace:, Kernel panic, UBSAN: or kmemleak findings (the line prefix
-# matters: "RETBleed: WARNING: ..." is a mitigation notice, not a WARN()).  The last line on stderr says how long the run took.
+# Call Trace:, Kernel panic, UBSAN: or kmemleak findings, and arm64's own
+# words for the same (its faults print "Unable to handle kernel ..." and
+# "Internal error: Oops", never "BUG:" or a line starting "Oops"; its stack
+# dumps "Call trace:").  The line prefix matters: "RETBleed: WARNING: ..."
+# is a mitigation notice, not a WARN().  The last line on stderr says how long the run took.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -68,7 +75,7 @@ trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 kernel='' initrd='' log='' qemu='' append='' judge=''
 incoming='' outgoing=0 since=''
 smp=4 mem=512M timeout=300 quiet=0 kmemleak=0 tsc_khz=auto
-cpu='' arch=x86_64
+cpu='' arch=x86_64 tcg_thread=''
 mk_args=() qemu_extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -77,6 +84,7 @@ while [ $# -gt 0 ]; do
 		--initrd) initrd=${2:?}; shift ;;
 		--test|--module|--add) mk_args+=("$1" "${2:?}"); shift ;;
 		--smp) smp=${2:?}; shift ;;
+		--tcg-thread) tcg_thread=${2:?}; shift ;;
 		--mem) mem=${2:?}; shift ;;
 		--cpu) cpu=${2:?}; shift ;;
 		--timeout) timeout=${2:?}; shift ;;
@@ -100,12 +108,12 @@ done
 case "$arch" in
 	x86_64)
 		: "${cpu:=qemu64,vendor=GenuineIntel,family=6,model=85}"
-		machine=(-machine q35 -accel tcg)
+		machine=(-machine q35 -accel "tcg${tcg_thread:+,thread=$tcg_thread}")
 		console=ttyS0 image_name=bzImage qemu_name=qemu-system-x86_64
 		qemu=${qemu:-${FREQHINT_QEMU:-}} ;;
 	arm64)
 		: "${cpu:=max}"
-		machine=(-machine virt,gic-version=3 -accel tcg,thread=multi
+		machine=(-machine virt,gic-version=3 -accel "tcg,thread=${tcg_thread:-multi}"
 			-global virtio-mmio.force-legacy=false)
 		console=ttyAMA0 image_name=Image qemu_name=qemu-system-aarch64
 		tsc_khz=none ;;
@@ -249,7 +257,7 @@ if [ "$outgoing" = 0 ]; then
 	grep -q "FREQHINT-INIT: poweroff" "$log" || fail+=("/init did not reach poweroff")
 fi
 alarm=$(tr -d '\r' <"$log" |
-	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
+	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected|Unable to handle kernel|Internal error:|Call trace:)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
 	sed -n 1,5p || true)
 # No "| head" under pipefail: a writer still writing when head exits dies of
 # SIGPIPE, and the whole line fails at random (it did, under load).

@@ -4,7 +4,8 @@
 # bench/guest; the host side is tests/harness/e2e-lib.sh), sourced after
 # /lib/freqhint/test-lib.sh.  e2e_make_initrd carries it as
 # /lib/freqhint/step-lib.sh.
-#   step_open            the control port (ttyS1), raw, as fd 3
+#   step_open            the control port (the second serial port: ttyS1,
+#                        arm64 ttyAMA1), raw, as fd 3
 #   step NAME [K=V]...   report "STEP NAME K=V..." on it and wait for the
 #                        host's verdict: "GO" passes, "NO <why>" fails
 #   step_load_module [PARAM=VALUE]...
@@ -14,8 +15,10 @@
 #                        its sysfs directory)
 
 step_open() {
-	stty -F /dev/ttyS1 raw -echo || exit 1
-	exec 3<>/dev/ttyS1
+	step_tty=/dev/ttyS1
+	[ "$(uname -m)" = aarch64 ] && step_tty=/dev/ttyAMA1
+	stty -F "$step_tty" raw -echo || exit 1
+	exec 3<>"$step_tty"
 }
 
 step() {

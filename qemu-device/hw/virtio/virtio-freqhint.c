@@ -918,7 +918,12 @@ out:
  * possible vCPU, plugged or not, by vCPU index.  The machine lists its
  * possible CPUs in slots of vcpus_count threads; slot k's threads are the
  * vCPU indexes that follow those of slots 0..k-1, and a plugged CPU says
- * its own index and id.  An index no slot accounts for has no id.
+ * its own index; its id is its slot's.  Only machines without a list ask
+ * the CPU (get_arch_id): arm CPUs do not implement it and answer their
+ * cpu_index, which is the MPIDR affinity only below 16 vCPUs on virt
+ * (index 16 is Aff1 = 1, 0x100).  virt, which cannot hot-plug CPUs,
+ * leaves vcpus_count 0 (one thread), records no CPU in its slots and
+ * creates vCPU n from slot n.  An index no slot accounts for has no id.
  */
 static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
 {
@@ -935,16 +940,26 @@ static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
     }
     for (int k = 0; possible && k < possible->len; k++) {
         const CPUArchId *slot = &possible->cpus[k];
+        int64_t threads = slot->vcpus_count ? slot->vcpus_count : 1;
 
         /* A slot of one thread: its arch_id is that vCPU's id. */
-        if (slot->vcpus_count == 1 && index < fh->num_vcpus) {
+        if (threads == 1 && index < fh->num_vcpus) {
             fh->cpu_ids[index] = slot->arch_id;
         }
-        index += slot->vcpus_count;
+        index += threads;
     }
     CPU_FOREACH(cpu) {
-        if (cpu->cpu_index < fh->num_vcpus) {
+        if (cpu->cpu_index >= fh->num_vcpus) {
+            continue;
+        }
+        if (!possible) {
             fh->cpu_ids[cpu->cpu_index] = CPU_GET_CLASS(cpu)->get_arch_id(cpu);
+            continue;
+        }
+        for (int k = 0; k < possible->len; k++) {
+            if (possible->cpus[k].cpu == cpu) {
+                fh->cpu_ids[cpu->cpu_index] = possible->cpus[k].arch_id;
+            }
         }
     }
 }
