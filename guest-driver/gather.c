@@ -56,7 +56,7 @@ struct fh_vcpu {
 	struct hrtimer timer;
 	struct irq_work arm_work;
 
-	u16 perf;		/* perf.c, FH_PERF_NONE when unknown */
+	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
 	struct fh_levels levels;
 	atomic64_t report;	/* last published record */
 
