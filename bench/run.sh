@@ -442,7 +442,7 @@ cat <<EOF
 
 **Missed** (per VM). Reason: since issue 29 (packed 128-byte \`FhVcpu\`, interned cgroup chains, the VM, its vCPUs and key in
 one allocation, no GLib source per VM) a 16-vCPU VM holds its ~2.3 KiB block, the connection (~0.25 KiB) and its 280-byte buffer,
-two epoll watches, its places in the per-CPU lists and the allocators' headers: 3.9 KiB measured at 250 VMs by hand.
+two epoll watches, its places in the per-CPU lists and the allocators' headers: 3.6 KiB measured at 1000 VMs by hand (2026-12-05).
 What would close it: the connection and its buffer inside the VM's block, and \`FhVmSettings\`/\`FhVm\` counters narrowed;
 \`bench/scale.sh --heaptrack\` shows which.
 EOF
