@@ -8,7 +8,9 @@
  *   switches=<> windows=<> publishes=<> leading=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
- * publications.  It exists while a device is bound.  For tests, not ABI.
+ * publications; with the clamp hook, switches counts its events.
+ * virtio_freqhint/clamp_source names the clamp source in use.  Both exist
+ * while a device is bound.  For tests, not ABI.
  */
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
@@ -53,12 +55,21 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fh_vcpus);
 
+static int fh_clamp_source_show(struct seq_file *m, void *unused)
+{
+	seq_printf(m, "%s\n", fh_gather_source());
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
+
 void fh_debugfs_init(void)
 {
 	/* debugfs failures are not errors: the module works without it. */
 	fh_debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("vcpus", 0444, fh_debugfs_dir, NULL,
 			    &fh_vcpus_fops);
+	debugfs_create_file("clamp_source", 0444, fh_debugfs_dir, NULL,
+			    &fh_clamp_source_fops);
 }
 
 void fh_debugfs_exit(void)

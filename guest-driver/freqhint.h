@@ -142,14 +142,21 @@ struct fh_levels {
 bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
 bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
 
-/* clamp_switch.c: the clamp source. */
+/*
+ * The clamp source.  clamp_switch.c reports each task that starts running
+ * (fh_gather_switch()); clamp_hook.c, with rq_aggregate set, the run
+ * queue's aggregate whenever it changes (fh_gather_rq_clamp()).
+ */
 struct fh_clamp_source {
 	const char *name;
+	bool rq_aggregate;
 	int (*start)(void);
 	void (*stop)(void);
 };
 
 extern const struct fh_clamp_source fh_clamp_switch;
+extern const struct fh_clamp_source fh_clamp_hook;
+const struct fh_clamp_source *fh_clamp_start(void);
 
 /* gather.c */
 #define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
@@ -157,6 +164,8 @@ int fh_gather_init(const struct fh_tuning *t);
 int fh_gather_start(void);
 void fh_gather_stop(void);
 void fh_gather_switch(struct task_struct *next);
+void fh_gather_rq_clamp(u16 min, u16 max, bool idle);
+const char *fh_gather_source(void);
 void fh_gather_set_perf(unsigned int cpu, unsigned int perf);
 void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l);
 void fh_gather_set_sender(struct task_struct *task);

@@ -12,6 +12,10 @@
  *  - a per-CPU sampler (hrtimer) reads current's clamps once per window,
  *    so a lone busy task that never switches out is still seen.
  *
+ * On a kernel with the clamp hook (clamp_hook.c) the aggregate itself is
+ * reported when it changes, idle included, so nothing runs on a context
+ * switch and the sampler only closes windows.
+ *
  * Window logic is in window.c.  Publication is on the window's end, except
  * on the leading edge (DRV-26): a user task that starts running on a vCPU
  * that published nothing within the last window, and whose clamps raise
@@ -31,6 +35,7 @@
 
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/err.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/minmax.h>
@@ -69,7 +74,7 @@ static DEFINE_PER_CPU(struct fh_vcpu, fh_vcpus);
 static struct cpumask fh_dirty;
 static struct fh_tuning fh_tune;
 static struct task_struct *fh_sender;
-static const struct fh_clamp_source *fh_source = &fh_clamp_switch;
+static const struct fh_clamp_source *fh_source;
 static enum cpuhp_state fh_cpuhp_state;
 static bool fh_started;
 
@@ -193,7 +198,8 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
 					  VIRTIO_FREQHINT_SCALE;
 
-	if ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO)
+	/* Without @p (the hook), only a raised minimum proves a user task. */
+	if (p && ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO))
 		return;
 	if (now - v->last_pub < fh_window_ns())
 		return;
@@ -206,6 +212,8 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 		flags |= oflags & VIRTIO_FREQHINT_R_PERF_VALID;
 	} else {
 		/* Idle or no hint so far: @p ends it. */
+		if (!p && !lo)
+			return;
 		hi = max(hi, lo);
 		if (perf != FH_PERF_NONE)
 			flags |= VIRTIO_FREQHINT_R_PERF_VALID;
@@ -239,7 +247,8 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 	}
 	now = local_clock();
 	fh_win_charge(&v->win, now);
-	busy_now = fh_track(v, current);
+	busy_now = fh_source->rq_aggregate ? !v->win.cur_idle :
+					     fh_track(v, current);
 	if (fh_close_window(v, cpu, now) && !busy_now) {
 		/* Stay quiet while idle; the next switch-in re-arms. */
 		v->timer_armed = false;
@@ -259,19 +268,9 @@ static void fh_arm_fn(struct irq_work *work)
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
-/* The clamp source: @next starts running on this CPU. */
-void fh_gather_switch(struct task_struct *next)
+/* From idle (the sampler stopped) to busy at @now. */
+static void fh_wake(struct fh_vcpu *v, u64 now)
 {
-	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
-	u64 now;
-
-	if (!READ_ONCE(v->online))
-		return;
-	now = local_clock();
-	v->switches++;
-	fh_win_charge(&v->win, now);
-	if (!fh_track(v, next))
-		return;
 	if (!v->timer_armed) {
 		/*
 		 * Woken from idle: the window keeps the idle stretch since the
@@ -286,7 +285,49 @@ void fh_gather_switch(struct task_struct *next)
 					       FH_IDLE_BACKDATE * fh_window_ns());
 		irq_work_queue(&v->arm_work);
 	}
+}
+
+/* The clamp source: @next starts running on this CPU. */
+void fh_gather_switch(struct task_struct *next)
+{
+	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
+	u64 now;
+
+	if (!READ_ONCE(v->online))
+		return;
+	now = local_clock();
+	v->switches++;
+	fh_win_charge(&v->win, now);
+	if (!fh_track(v, next))
+		return;
+	fh_wake(v, now);
 	fh_leading_edge(v, smp_processor_id(), next, now);
+}
+
+/*
+ * The clamp source (rq_aggregate): this CPU's run queue now aggregates
+ * @min and @max, or holds no clamped task (@idle).  Counted in switches.
+ */
+void fh_gather_rq_clamp(u16 min, u16 max, bool idle)
+{
+	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
+	u64 now;
+
+	if (!READ_ONCE(v->online))
+		return;
+	now = local_clock();
+	v->switches++;
+	fh_win_charge(&v->win, now);
+	fh_win_track(&v->win, idle, true, min, true, max);
+	if (idle)
+		return;
+	fh_wake(v, now);
+	fh_leading_edge(v, smp_processor_id(), NULL, now);
+}
+
+const char *fh_gather_source(void)
+{
+	return fh_source ? fh_source->name : "none";
 }
 
 static int fh_cpu_online(unsigned int cpu)
@@ -439,13 +480,17 @@ int fh_gather_start(void)
 {
 	int ret;
 
-	ret = fh_source->start();
-	if (ret)
+	fh_source = fh_clamp_start();
+	if (IS_ERR(fh_source)) {
+		ret = PTR_ERR(fh_source);
+		fh_source = NULL;
 		return ret;
+	}
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
 				fh_cpu_online, fh_cpu_offline);
 	if (ret < 0) {
 		fh_source->stop();
+		fh_source = NULL;
 		return ret;
 	}
 	fh_cpuhp_state = ret;
@@ -462,5 +507,6 @@ void fh_gather_stop(void)
 	/* Offline callbacks publish "no hint" and stop the samplers. */
 	cpuhp_remove_state(fh_cpuhp_state);
 	fh_source->stop();
+	fh_source = NULL;
 	irq_work_sync(&fh_kick_work);
 }
