@@ -4,6 +4,10 @@
 # with a virtio-freqhint-pci device (no agent behind it).  The kernel command line says which kind of kernel this is:
 #   freqhint.expect=uclamp     CONFIG_UCLAMP_TASK: clamps are reported
 #   freqhint.expect=nouclamp   Debian's stock kernel: perf + idle only
+# and freqhint.source= the clamp source to ask for (clamp_source=, default
+# auto): on the uclamp kernel, which carries the clamp hook
+# (guest-driver/rfc/), auto takes the hook and sched_switch forces the probe;
+# the stock kernel has neither the hook nor uclamp, so auto takes the probe.
 # Needs 4 vCPUs.  The test shell pins itself to vCPU3 and spins tasks on
 # vCPUs 0-2.
 . /lib/freqhint/test-lib.sh
@@ -12,10 +16,20 @@
 expect=$(sed -n 's/.*freqhint\.expect=\([a-z]*\).*/\1/p' /proc/cmdline)
 check "the command line says what to expect ($expect)" \
 	test "$expect" = uclamp -o "$expect" = nouclamp
+source=$(sed -n 's/.*freqhint\.source=\([a-z_]*\).*/\1/p' /proc/cmdline)
+source=${source:-auto}
+if [ "$expect" = uclamp ] && [ "$source" != sched_switch ]; then
+	want_source=sched_uclamp_rq_tp
+else
+	want_source=sched_switch
+fi
 taskset -p 8 $$ >/dev/null
 
-check "insmod virtio_freqhint" insmod "$FH_KO"
+check "insmod virtio_freqhint clamp_source=$source" insmod "$FH_KO" clamp_source="$source"
 check "debugfs vcpus exists" test -r "$FH_DBG"
+check_output "the clamp source in use is $want_source" "^$want_source\$" \
+	cat /sys/kernel/debug/virtio_freqhint/clamp_source
+check_output "and the load message says so" "clamp source $want_source\$" dmesg
 check_output "one line per CPU" '^4$' sh -c "grep -c '^cpu' $FH_DBG"
 check_output "the module is the cpufreq driver" '^virtio-freqhint$' \
 	cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
@@ -177,7 +191,7 @@ busy 1
 check "rmmod with a busy vCPU" rmmod virtio_freqhint
 check_fails "debugfs entry gone" test -e "$FH_DBG"
 check_fails "cpufreq driver gone" test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
-check "insmod again" insmod "$FH_KO"
+check "insmod again" insmod "$FH_KO" clamp_source="$source"
 check "debugfs is back with the device" test -r "$FH_DBG"
 check "the busy vCPU is seen after reload" wait_vcpu 1 'f["idle"]==0'
 stop_busy
