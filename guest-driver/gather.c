@@ -268,9 +268,27 @@ static void fh_arm_fn(struct irq_work *work)
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
-/* From idle (the sampler stopped) to busy at @now. */
-static void fh_wake(struct fh_vcpu *v, u64 now)
+/*
+ * A clamp source event on this CPU: @next starts running (sched_switch),
+ * or, without @next, the run queue's aggregate is now @min/@max or it
+ * holds no clamped task (@idle; the hook).
+ */
+static void fh_event(struct task_struct *next, u16 min, u16 max, bool idle)
 {
+	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
+	u64 now;
+
+	if (!READ_ONCE(v->online))
+		return;
+	now = local_clock();
+	v->switches++;
+	fh_win_charge(&v->win, now);
+	if (next)
+		idle = !fh_track(v, next);
+	else
+		fh_win_track(&v->win, idle, true, min, true, max);
+	if (idle)
+		return;
 	if (!v->timer_armed) {
 		/*
 		 * Woken from idle: the window keeps the idle stretch since the
@@ -285,44 +303,19 @@ static void fh_wake(struct fh_vcpu *v, u64 now)
 					       FH_IDLE_BACKDATE * fh_window_ns());
 		irq_work_queue(&v->arm_work);
 	}
+	fh_leading_edge(v, smp_processor_id(), next, now);
 }
 
 /* The clamp source: @next starts running on this CPU. */
 void fh_gather_switch(struct task_struct *next)
 {
-	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
-	u64 now;
-
-	if (!READ_ONCE(v->online))
-		return;
-	now = local_clock();
-	v->switches++;
-	fh_win_charge(&v->win, now);
-	if (!fh_track(v, next))
-		return;
-	fh_wake(v, now);
-	fh_leading_edge(v, smp_processor_id(), next, now);
+	fh_event(next, 0, 0, false);
 }
 
-/*
- * The clamp source (rq_aggregate): this CPU's run queue now aggregates
- * @min and @max, or holds no clamped task (@idle).  Counted in switches.
- */
+/* The clamp source (rq_aggregate): this CPU's run queue's new aggregate. */
 void fh_gather_rq_clamp(u16 min, u16 max, bool idle)
 {
-	struct fh_vcpu *v = this_cpu_ptr(&fh_vcpus);
-	u64 now;
-
-	if (!READ_ONCE(v->online))
-		return;
-	now = local_clock();
-	v->switches++;
-	fh_win_charge(&v->win, now);
-	fh_win_track(&v->win, idle, true, min, true, max);
-	if (idle)
-		return;
-	fh_wake(v, now);
-	fh_leading_edge(v, smp_processor_id(), NULL, now);
+	fh_event(NULL, min, max, idle);
 }
 
 const char *fh_gather_source(void)
