@@ -12,6 +12,9 @@ rounds=$(sed -n 's/.*freqhint\.rounds=\([0-9]*\).*/\1/p' /proc/cmdline)
 n=$(sed -n 's/.*freqhint\.n=\([0-9]*\).*/\1/p' /proc/cmdline)
 taskset -p 8 $$ >/dev/null
 check "fh-pingpong runs" /bin/fh-pingpong 1 1000
+# schedutil calls ->adjust_perf only on frequency-invariant kernels; on x86
+# that needs APERF/MPERF (spec/guest-reporting.md GR-2a).
+echo "# cpuinfo aperfmperf=$(grep -c -w aperfmperf /proc/cpuinfo)"
 
 run() {
 	e0=0
