@@ -3,9 +3,10 @@
 #
 # Build freqhint's test guest kernel: Debian's 6.12 source from
 # bookworm-backports, `make tinyconfig` + tests/harness/uclamp.config (uclamp,
-# cpufreq/schedutil, virtio-pci, kprobes, serial console).  Debian's own
-# kernels are built without CONFIG_UCLAMP_TASK, so clamps can only be
-# tested for real on this one.
+# cpufreq/schedutil, virtio-pci, kprobes, serial console), with the kernel
+# patches the project carries applied (guest-driver/rfc/*.patch: the RFC
+# clamp hook sched_uclamp_rq_tp).  Debian's own kernels are built without
+# CONFIG_UCLAMP_TASK, so clamps can only be tested for real on this one.
 #
 #   build-kernel.sh               build if needed (quiet, idempotent)
 #   build-kernel.sh --print-dir   build if needed, then print the entry dir
@@ -18,18 +19,22 @@
 #                  uclamp-arm64.config drops, plus uclamp-arm64.config
 #                  (--arch x86_64|arm64, default x86_64)
 #
-# Cache entry $FREQHINT_CACHE/kernel/<source version>-<fragment hash>/
-# (arm64: <source version>-arm64-<hash of fragments and compiler>/):
+# Cache entry $FREQHINT_CACHE/kernel/<source version>-<hash of fragment and
+# patches>/ (arm64: <source version>-arm64-<hash of fragments, patches and
+# compiler>/); a changed patch file (message included) builds a new entry:
 #   bzImage        the kernel to boot (arm64: Image)
 #   build/         the O= build tree (.config, Module.symvers, vmlinux):
 #                  make -C <dir>/build M=<module dir> modules
 #   version        the Debian source version it was built from
 #   source-method  how the source was obtained (see fetch_source)
+#   patches        the patches applied, one file name a line
 #   build.log      the full make output
 #   modules/load-order  empty: virtio transport is built in (same shape as
 #                  fetch-stock-kernel.sh's entry, for mkinitramfs.sh --kernel)
 # The unpacked source lives in $FREQHINT_CACHE/kernel/src/ and is shared
-# by all entries of the same source version; build/ refers to it.
+# by all entries of the same source version; the patched tree beside it
+# (-p<hash of the patches>) shares its unchanged files by hard link; build/
+# refers to the tree it was built from.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
