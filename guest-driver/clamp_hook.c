@@ -178,33 +178,11 @@ static void fh_hook_stop(void)
 	synchronize_rcu();
 }
 
-/*
- * The aggregate counts every runnable task, the sender included, and a
- * sender waiting behind busy tasks would hold the rq's max at its 1024
- * for as long as it waits.  Clamped to 0/0 it raises neither clamp, as
- * the probe path counts it as idle (gather.c).
- */
-static void fh_hook_quiet(struct task_struct *t)
-{
-	struct sched_attr attr = {
-		.size		= sizeof(attr),
-		.sched_policy	= SCHED_NORMAL,
-		.sched_flags	= SCHED_FLAG_KEEP_ALL | SCHED_FLAG_UTIL_CLAMP,
-		.sched_util_min	= 0,
-		.sched_util_max	= 0,
-	};
-	int ret = sched_setattr_nocheck(t, &attr);
-
-	if (ret)
-		pr_warn("cannot clamp the sender: %d\n", ret);
-}
-
 const struct fh_clamp_source fh_clamp_hook = {
 	.name		= FH_HOOK_TP,
 	.rq_aggregate	= true,
 	.start		= fh_hook_start,
 	.stop		= fh_hook_stop,
-	.quiet		= fh_hook_quiet,
 };
 
 /*

@@ -152,8 +152,6 @@ struct fh_clamp_source {
 	bool rq_aggregate;
 	int (*start)(void);
 	void (*stop)(void);
-	/* Optional: keep @t (the sender) out of what the source reports. */
-	void (*quiet)(struct task_struct *t);
 };
 
 extern const struct fh_clamp_source fh_clamp_switch;

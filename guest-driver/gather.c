@@ -410,19 +410,9 @@ void fh_gather_set_levels(unsigned int cpu, const struct fh_levels *l)
 	WRITE_ONCE(d->n, l->n);
 }
 
-/* Process context (probe, restore, gather start). */
-static void fh_quiet_sender(void)
-{
-	struct task_struct *t = READ_ONCE(fh_sender);
-
-	if (t && fh_source && fh_source->quiet)
-		fh_source->quiet(t);
-}
-
 void fh_gather_set_sender(struct task_struct *task)
 {
 	WRITE_ONCE(fh_sender, task);
-	fh_quiet_sender();
 }
 
 bool fh_gather_take(unsigned int cpu, u64 *rep)
@@ -498,7 +488,6 @@ int fh_gather_start(void)
 	}
 	fh_cpuhp_state = ret;
 	fh_started = true;
-	fh_quiet_sender();
 	pr_info("clamp source %s\n", fh_source->name);
 	return 0;
 }
