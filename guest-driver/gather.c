@@ -5,12 +5,17 @@
  * The scheduler keeps its per-run-queue clamp aggregation private (struct
  * rq), so a module reconstructs it from what is public:
  *
- *  - the clamp source (clamp_switch.c) reports every task that starts
- *    running; its effective clamps are read from task_struct->uclamp[]
- *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and for
- *    runnable tasks when a cgroup or system limit changes);
+ *  - the sched_switch clamp source (clamp_switch.c) reports every task
+ *    that starts running; its effective clamps are read from
+ *    task_struct->uclamp[] (include/linux/sched.h; refreshed by the
+ *    scheduler on enqueue, and for runnable tasks when a cgroup or system
+ *    limit changes);
  *  - a per-CPU sampler (hrtimer) reads current's clamps once per window,
  *    so a lone busy task that never switches out is still seen.
+ *
+ * On a kernel with the clamp hook (clamp_hook.c) the aggregate itself is
+ * reported when it changes, idle included, so nothing runs on a context
+ * switch and the sampler only closes windows.
  *
  * Window logic is in window.c.  Publication is on the window's end, except
  * on the leading edge (DRV-26): a user task that starts running on a vCPU
@@ -167,7 +172,8 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
 					  VIRTIO_FREQHINT_SCALE;
 
-	if ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO)
+	/* Without @p (the hook), only a raised minimum proves a user task. */
+	if (p && ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO))
 		return;
 	if (now - v->last_pub < fh_window_ns(v->g))
 		return;
@@ -180,6 +186,8 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 		flags |= oflags & VIRTIO_FREQHINT_R_PERF_VALID;
 	} else {
 		/* Idle or no hint so far: @p ends it. */
+		if (!p && !lo)
+			return;
 		hi = max(hi, lo);
 		if (perf != FH_PERF_NONE)
 			flags |= VIRTIO_FREQHINT_R_PERF_VALID;
@@ -213,7 +221,8 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 	}
 	now = local_clock();
 	fh_win_charge(&v->win, now);
-	busy_now = fh_track(v, current);
+	busy_now = v->g->source->rq_aggregate ? !v->win.cur_idle :
+						fh_track(v, current);
 	if (fh_close_window(v, cpu, now) && !busy_now) {
 		/* Stay quiet while idle; the next switch-in re-arms. */
 		v->timer_armed = false;
@@ -233,8 +242,13 @@ static void fh_arm_fn(struct irq_work *work)
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
-/* The clamp source: @next starts running on this CPU. */
-void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
+/*
+ * A clamp source event on this CPU: @next starts running (sched_switch),
+ * or, without @next, the run queue's aggregate is now @min/@max or it
+ * holds no clamped task (@idle; the hook).
+ */
+static void fh_event(struct fh_gather *g, struct task_struct *next,
+		     u16 min, u16 max, bool idle)
 {
 	struct fh_vcpu *v = this_cpu_ptr(g->vcpus);
 	u64 now;
@@ -244,7 +258,11 @@ void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
 	now = local_clock();
 	v->switches++;
 	fh_win_charge(&v->win, now);
-	if (!fh_track(v, next))
+	if (next)
+		idle = !fh_track(v, next);
+	else
+		fh_win_track(&v->win, idle, true, min, true, max);
+	if (idle)
 		return;
 	if (!v->timer_armed) {
 		/*
@@ -261,6 +279,24 @@ void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
 		irq_work_queue(&v->arm_work);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);
+}
+
+/* The clamp source: @next starts running on this CPU. */
+void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
+{
+	fh_event(g, next, 0, 0, false);
+}
+
+/* The clamp source (rq_aggregate): this CPU's run queue's new aggregate. */
+void fh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle)
+{
+	fh_event(g, NULL, min, max, idle);
+}
+
+/* The clamp source in use, "none" before the start or after the stop. */
+const char *fh_gather_source(const struct fh_gather *g)
+{
+	return READ_ONCE(g->started) ? g->source->name : "none";
 }
 
 /* From the owner's CPU hotplug callback (AP state: it runs on @cpu). */
@@ -446,9 +482,11 @@ int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 
 	g->source = src;
 	ret = src->start(g);
-	if (ret)
+	if (ret) {
+		g->source = NULL;
 		return ret;
-	g->started = true;
+	}
+	WRITE_ONCE(g->started, true);
 	pr_info("clamp source %s\n", src->name);
 	return 0;
 }
@@ -458,7 +496,7 @@ void fh_gather_stop(struct fh_gather *g)
 {
 	if (!g->started)
 		return;
-	g->started = false;
+	WRITE_ONCE(g->started, false);
 	g->source->stop(g);
 	irq_work_sync(&g->kick_work);
 }

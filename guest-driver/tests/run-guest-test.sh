@@ -7,7 +7,9 @@
 #   run-guest-test.sh KERNEL EXPECT TEST.sh LOG [-- QEMU ARGS]
 #     KERNEL   uclamp | stock (see tests/harness/run-guest.sh)
 #     EXPECT   uclamp | nouclamp, passed as freqhint.expect= to the test
-# Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu).
+# Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu),
+# more kernel command line for the test from $FH_GUEST_APPEND (meson sets it
+# per test, so it does not take over FH_RUN_GUEST_ARGS).
 # The module binds to virtio-freqhint-pci and does nothing without it: tests
 # of its behaviour pass `-- -device virtio-freqhint-pci` (the project's QEMU).
 set -euo pipefail
@@ -43,4 +45,5 @@ mods=(--module "$work/virtio_freqhint.ko")
 "$here/tests/harness/run-guest.sh" --kernel "$boot" "${extra[@]}" ${FH_RUN_GUEST_ARGS:-} \
 	--test "$test" "${mods[@]}" \
 	--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh" \
-	--append "freqhint.expect=$expect" --log "$log" --timeout 400 "$@"
+	--append "freqhint.expect=$expect${FH_GUEST_APPEND:+ $FH_GUEST_APPEND}" \
+	--log "$log" --timeout 400 "$@"
