@@ -15,6 +15,8 @@
 #              one a trap in a trap-per-change design) and what the driver sent;
 #              again with the module reloaded with notify_every_change=1
 #   final      a steady clamped task on vCPU1: the host's state must match
+#   guestcost  ping-pong, hackbench-like load and idle CPU time, with and
+#              without the module, interleaved in this boot
 #   latency    the responder for bench/fh-bench-latency.c on ttyS2
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/step-lib.sh
@@ -107,16 +109,67 @@ burst() {
 		series="$series"
 }
 
-# Reload the module (with PARAM=VALUE...); the kprobes on its functions go
-# and come with it.
-reload() {
+# Unload the module; the kprobes on its functions go first.
+module_off() {
 	echo 0 >"$TR/events/fhbench/enable"
 	echo '-:fhbench/fhb_fast_switch' >>"$TR/kprobe_events"
 	echo '-:fhbench/fhb_target' >>"$TR/kprobe_events"
 	check "module unloads" rmmod virtio_freqhint
+}
+
+# Load it (with PARAM=VALUE...) and put the kprobes back.
+module_on() {
 	step_load_module "$@"
 	kprobes
+}
+
+reload() {
+	module_off
+	module_on "$@"
 	sleep 2
+}
+
+# The guest's cost of the module (issue 30): the same boot with and without
+# it, rounds interleaved, the order flipped each round so that neither state
+# always runs first after a load or an unload.  Per run: a pipe ping-pong
+# between two tasks pinned to vCPU3 (ns per round trip), a hackbench-like
+# load on every vCPU (ms), and the guest's busy CPU time while idle for
+# FREQHINT_BENCH_IDLE_S seconds (/proc/stat user+nice+system+irq+softirq,
+# in USER_HZ ticks summed over the vCPUs).
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+cost_run() {
+	pp=$(/bin/fh-guest-bench pingpong 3 "${FREQHINT_BENCH_PP_N:-5000}") || return 1
+	hb=$(/bin/fh-guest-bench hackbench 4 "${FREQHINT_BENCH_HB_LOOPS:-20}") || return 1
+	b0=$(busy_ticks)
+	sleep "${FREQHINT_BENCH_IDLE_S:-5}"
+	b1=$(busy_ticks)
+	pp=${pp%% *} hb=${hb%% *}
+	echo "${pp#*=}" >>/tmp/cost-pp-$1
+	echo "${hb#*=}" >>/tmp/cost-hb-$1
+	echo $((b1 - b0)) >>/tmp/cost-idle-$1
+}
+# "a,b,c" of a cost file.
+cost_list() { paste -sd, "/tmp/cost-$1"; }
+guest_cost() {
+	r=0
+	while [ $r -lt "${FREQHINT_BENCH_COST_ROUNDS:-6}" ]; do
+		if [ $((r % 2)) = 0 ]; then
+			check "cost round $r with the module" cost_run on
+			module_off
+			check "cost round $r without" cost_run off
+			module_on
+		else
+			module_off
+			check "cost round $r without" cost_run off
+			module_on
+			check "cost round $r with the module" cost_run on
+		fi
+		sleep 1
+		r=$((r + 1))
+	done
+	check "guest cost measured" step guestcost pp_on="$(cost_list pp-on)" \
+		pp_off="$(cost_list pp-off)" hb_on="$(cost_list hb-on)" hb_off="$(cost_list hb-off)" \
+		idle_on="$(cost_list idle-on)" idle_off="$(cost_list idle-off)" idle_seconds="${FREQHINT_BENCH_IDLE_S:-5}" vcpus="$(nproc)"
 }
 
 burst "${FREQHINT_BENCH_TAG:-default}"
@@ -128,6 +181,7 @@ reload notify_every_change=1
 check "notify_every_change set" grep -qx Y /sys/module/virtio_freqhint/parameters/notify_every_change
 burst every
 reload
+guest_cost
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the
