@@ -13,7 +13,9 @@
 #   burst      a bursty mixed load; counts schedutil's calls into the driver's
 #              cpufreq callbacks (kprobes: .fast_switch and .target — each
 #              one a trap in a trap-per-change design) and what the driver sent;
-#              again with the module reloaded with notify_every_change=1
+#              again with the module reloaded with notify_every_change=1;
+#              and a load at a high request rate (schedutil's rate limit 0,
+#              tags fast and fastevery)
 #   final      a steady clamped task on vCPU1: the host's state must match
 #   guestcost  ping-pong, hackbench-like load and idle CPU time, with and
 #              without the module, interleaved in this boot
@@ -79,24 +81,17 @@ check "cost measured" step cost $out $out2
 # requests so far are noted ("series=T:CALLS,..." in guest seconds since
 # the start); the host samples the device's notifications alike.
 burst() {
-	tag=$1 secs=${FREQHINT_BENCH_BURST_S:-20}
+	tag=$1 load=${2:-mixed_load} secs=${FREQHINT_BENCH_BURST_S:-20}
 	c0=$(calls) b0=$(stat_of buffers_sent) r0=$(stat_of records_sent)
 	check "burst $tag start" step burst-start tag=$tag
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	series=0:0
-	/bin/fh-guest-bench wake 1000 150 "$secs" &
-	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$secs" &
-	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$secs" &
-	/bin/fh-guest-bench wake 13000 1500 "$secs" &
-	uclampset -m 900 -M 1024 /bin/fh-guest-bench wake 29000 3000 "$secs" &
-	/bin/fh-guest-bench wake 50000 20000 "$secs" &
-	uclampset -m 200 /bin/fh-guest-bench wake 110000 60000 "$secs" &
-	/bin/fh-guest-bench wake 5000 500 "$secs" &
-	changed=$!
+	changed=
+	"$load" "$secs"
 	i=0
 	while [ $i -lt $((secs * 4)) ]; do
 		sleep 0.25
-		uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
+		[ -z "$changed" ] || uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
 		i=$((i + 1))
 		[ $((i % 4)) = 0 ] &&
 			series="$series,$(awk -v a="$t0" '{ printf "%.2f", $1 - a }' /proc/uptime):$(($(calls) - c0))"
@@ -107,6 +102,37 @@ burst() {
 	check "burst $tag done" step burst-done tag=$tag calls=$((c1 - c0)) buffers=$((b1 - b0)) \
 		records=$((r1 - r0)) guest_seconds=$(echo "$t1 $t0" | awk '{ printf "%.1f", $1 - $2 }') \
 		series="$series"
+}
+
+# The bursty load of figure 1: eight tasks, mixed periods and clamps; the
+# last one's floor is changed every 0.25 s ($changed).
+mixed_load() {
+	/bin/fh-guest-bench wake 1000 150 "$1" &
+	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$1" &
+	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$1" &
+	/bin/fh-guest-bench wake 13000 1500 "$1" &
+	uclampset -m 900 -M 1024 /bin/fh-guest-bench wake 29000 3000 "$1" &
+	/bin/fh-guest-bench wake 50000 20000 "$1" &
+	uclampset -m 200 /bin/fh-guest-bench wake 110000 60000 "$1" &
+	/bin/fh-guest-bench wake 5000 500 "$1" &
+	changed=$!
+}
+
+# A high request rate (issue 30): schedutil's rate limit at 0 on every
+# policy, and on each vCPU a short task with a floor of 1024 waking every
+# 2 ms beside an unclamped one.  Each time the clamped task is enqueued or
+# dequeued the run queue's floor jumps, so schedutil asks for a new
+# frequency at once: about two requests per wake-up and vCPU.
+fast_load() {
+	for f in /sys/devices/system/cpu/cpufreq/policy*/schedutil/rate_limit_us; do
+		echo 0 >"$f"
+	done
+	c=0
+	while [ $c -lt "$(nproc)" ]; do
+		taskset -c $c uclampset -m 1024 /bin/fh-guest-bench wake 2000 300 "$1" &
+		taskset -c $c /bin/fh-guest-bench wake 3000 1000 "$1" &
+		c=$((c + 1))
+	done
 }
 
 # Unload the module; the kprobes on its functions go first.
@@ -177,9 +203,11 @@ if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
+burst fast fast_load
 reload notify_every_change=1
 check "notify_every_change set" grep -qx Y /sys/module/virtio_freqhint/parameters/notify_every_change
 burst every
+burst fastevery fast_load
 reload
 guest_cost
 sleep 1
