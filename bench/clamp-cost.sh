@@ -17,8 +17,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-6} n=${2:-20000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-gcc -O2 -static -Wall -o "$work/fh-pingpong" "$here/bench/guest/fh-pingpong.c"
-FH_RUN_GUEST_ARGS="${FH_RUN_GUEST_ARGS:-} --add $work/fh-pingpong:/bin/fh-pingpong --append freqhint.rounds=$rounds --append freqhint.n=$n" \
+cc -static -O2 -Wall -Werror -o "$work/fh-guest-bench" "$here/bench/guest/fh-guest-bench.c"
+FH_RUN_GUEST_ARGS="${FH_RUN_GUEST_ARGS:-} --add $work/fh-guest-bench:/bin/fh-guest-bench --append freqhint.rounds=$rounds --append freqhint.n=$n" \
 	"$here/guest-driver/tests/run-guest-test.sh" uclamp uclamp \
 	"$here/bench/guest/clamp-cost.sh" "$work/console.log" \
 	-- -device virtio-freqhint-pci >&2 ||
@@ -27,7 +27,7 @@ FH_RUN_GUEST_ARGS="${FH_RUN_GUEST_ARGS:-} --add $work/fh-pingpong:/bin/fh-pingpo
 grep -E '^# (cost|cpuinfo) ' "$work/console.log" | tr -d '\r' | sed 's/^# //'
 grep '^# cost ' "$work/console.log" | tr -d '\r' | awk -v n="$n" '
 	{ for (i = 3; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  s = f["source"]; k[s]++; rtt[s, k[s]] = f["rtt_ns"]; ev[s] += f["events"] }
+	  s = f["source"]; k[s]++; rtt[s, k[s]] = f["pingpong_ns"]; ev[s] += f["events"] }
 	END {
 		for (s in k) {
 			m = k[s]
