@@ -61,6 +61,7 @@ struct fh_vcpu {
 	struct hrtimer timer;
 	struct irq_work arm_work;
 
+	u64 sender_rt;		/* the sender's runtime at the last close */
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
 	struct fh_levels levels;
 	atomic64_t report;	/* last published record */
@@ -140,12 +141,32 @@ static u16 fh_valid_flags(void)
 	       VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID : 0;
 }
 
+/*
+ * The hook names no task, so the sender's running time is in busy_ns; take
+ * out what it ran since the last close if it is on this CPU (GR-7: our own
+ * sending must not make a vCPU busy, which would send again).  Hardirq: a
+ * task_struct is freed only after an RCU grace period.
+ */
+static void fh_discount_sender(struct fh_vcpu *v, unsigned int cpu)
+{
+	struct task_struct *s = READ_ONCE(v->g->sender);
+	u64 rt;
+
+	if (!s || !v->g->source->rq_aggregate)
+		return;
+	rt = READ_ONCE(s->se.sum_exec_runtime);
+	if (task_cpu(s) == cpu && rt > v->sender_rt)
+		v->win.busy_ns -= min(v->win.busy_ns, rt - v->sender_rt);
+	v->sender_rt = rt;
+}
+
 /* Close the window ending at @now; returns whether the vCPU was idle. */
 static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 {
 	struct fh_win_result r;
 
 	v->windows++;
+	fh_discount_sender(v, cpu);
 	fh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
 	fh_publish(v, cpu, fh_rep_from_window(&r, fh_valid_flags(),
