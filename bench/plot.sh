@@ -16,6 +16,9 @@
 #       burst's start, in guest seconds; device_TAG_series: the device's
 #       "T:notifications", host seconds since the same step), with the
 #       lines one notification per request and one per 10 ms window
+#   DIR/BENCHMARKS-guest-cost.png     distributions (CDF) of the ping-pong
+#       round trip and the hackbench-like load's time, module loaded against
+#       not loaded (guestcost_{pp,hb}_{on,off}, interleaved runs of one boot)
 #
 # A mode without data is left out of its plot; with no data at all the
 # plot is not written (and the script says so).  The .dat files gnuplot
@@ -125,4 +128,35 @@ EOF
 	log "wrote $out/BENCHMARKS-notifications.png"
 else
 	log "no burst series in $res: BENCHMARKS-notifications.png not written"
+fi
+
+# One CDF panel per guest-cost load: "on" and "off" runs of one boot.
+cost_panel() {
+	local load=$1 title=$2 unit=$3 div=$4 on=guestcost_$1_on off=guestcost_$1_off
+	on=${!on:-} off=${!off:-}
+	cdf "${on//,/ }" "$data/cost-$load-on.dat" && cdf "${off//,/ }" "$data/cost-$load-off.dat" || return 1
+	cat <<EOP
+set title '$title'
+set xlabel '$unit'
+plot '$data/cost-$load-on.dat' using (\$1 / $div):2 with steps lw 2 title 'module loaded', \\
+     '$data/cost-$load-off.dat' using (\$1 / $div):2 with steps lw 2 dt 2 title 'not loaded (anchor)'
+EOP
+}
+if pp=$(cost_panel pp 'Pipe ping-pong, two tasks pinned to vCPU3' 'µs per round trip' 1000) &&
+	hb=$(cost_panel hb 'hackbench-like load on every vCPU' 'ms per run' 1); then
+	gnuplot <<EOF
+set terminal pngcairo size 1200,480
+set output '$out/BENCHMARKS-guest-cost.png'
+set multiplot layout 1,2
+set ylabel 'fraction of runs'
+set yrange [0:1]
+set grid
+set key bottom right
+$pp
+$hb
+unset multiplot
+EOF
+	log "wrote $out/BENCHMARKS-guest-cost.png"
+else
+	log "no guest-cost runs in $res: BENCHMARKS-guest-cost.png not written"
 fi

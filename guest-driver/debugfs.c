@@ -9,7 +9,9 @@
  *   switches=<> windows=<> publishes=<> leading=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
- * publications.
+ * publications; with the clamp hook, switches counts its events.
+ *
+ * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *
  * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
  * (device.h): buffers and records sent, sends deferred by the device's
@@ -60,6 +62,15 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fh_vcpus);
 
+static int fh_clamp_source_show(struct seq_file *m, void *unused)
+{
+	struct virtio_freqhint *vi = m->private;
+
+	seq_printf(m, "%s\n", fh_gather_source(&vi->gather));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
+
 #define FH_STAT(dir, vi, name) \
 	debugfs_create_ulong(#name, 0444, dir, &(vi)->stats.name)
 
@@ -71,6 +82,8 @@ void fh_debugfs_init(struct virtio_freqhint *vi)
 	/* One device per guest (main.c), so one fixed name. */
 	vi->debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("vcpus", 0444, vi->debugfs, vi, &fh_vcpus_fops);
+	debugfs_create_file("clamp_source", 0444, vi->debugfs, vi,
+			    &fh_clamp_source_fops);
 	st = debugfs_create_dir("statistics", vi->debugfs);
 	FH_STAT(st, vi, buffers_sent);
 	FH_STAT(st, vi, records_sent);

@@ -11,6 +11,7 @@
  *   transport.c     hintq sender, sysfs    -> gather.h
  *   debugfs.c       debug view, statistics -> gather.h
  *   clamp_switch.c  a clamp source         -> gather.h
+ *   clamp_hook.c    a clamp source         -> gather.h
  *   gather.c        per-vCPU sampling      -> freqhint.h
  *   cpufreq.c       the cpufreq driver     -> cpufreq.h only
  *   window.c, event.c                      -> freqhint.h only

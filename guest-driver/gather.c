@@ -5,12 +5,17 @@
  * The scheduler keeps its per-run-queue clamp aggregation private (struct
  * rq), so a module reconstructs it from what is public:
  *
- *  - the clamp source (clamp_switch.c) reports every task that starts
- *    running; its effective clamps are read from task_struct->uclamp[]
- *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and for
- *    runnable tasks when a cgroup or system limit changes);
+ *  - the sched_switch clamp source (clamp_switch.c) reports every task
+ *    that starts running; its effective clamps are read from
+ *    task_struct->uclamp[] (include/linux/sched.h; refreshed by the
+ *    scheduler on enqueue, and for runnable tasks when a cgroup or system
+ *    limit changes);
  *  - a per-CPU sampler (hrtimer) reads current's clamps once per window,
  *    so a lone busy task that never switches out is still seen.
+ *
+ * On a kernel with the clamp hook (clamp_hook.c) the aggregate itself is
+ * reported when it changes, idle included, so nothing runs on a context
+ * switch and the sampler only closes windows.
  *
  * Window logic is in window.c.  Publication is on the window's end, except
  * on the leading edge (DRV-26): a user task that starts running on a vCPU
@@ -56,6 +61,7 @@ struct fh_vcpu {
 	struct hrtimer timer;
 	struct irq_work arm_work;
 
+	u64 sender_rt;		/* the sender's runtime at the last close */
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
 	struct fh_levels levels;
 	atomic64_t report;	/* last published record */
@@ -135,12 +141,32 @@ static u16 fh_valid_flags(void)
 	       VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID : 0;
 }
 
+/*
+ * The hook names no task, so the sender's running time is in busy_ns; take
+ * out what it ran since the last close if it is on this CPU (GR-7: our own
+ * sending must not make a vCPU busy, which would send again).  Hardirq: a
+ * task_struct is freed only after an RCU grace period.
+ */
+static void fh_discount_sender(struct fh_vcpu *v, unsigned int cpu)
+{
+	struct task_struct *s = READ_ONCE(v->g->sender);
+	u64 rt;
+
+	if (!s || !v->g->source->rq_aggregate)
+		return;
+	rt = READ_ONCE(s->se.sum_exec_runtime);
+	if (task_cpu(s) == cpu && rt > v->sender_rt)
+		v->win.busy_ns -= min(v->win.busy_ns, rt - v->sender_rt);
+	v->sender_rt = rt;
+}
+
 /* Close the window ending at @now; returns whether the vCPU was idle. */
 static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 {
 	struct fh_win_result r;
 
 	v->windows++;
+	fh_discount_sender(v, cpu);
 	fh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
 	fh_publish(v, cpu, fh_rep_from_window(&r, fh_valid_flags(),
@@ -167,7 +193,8 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
 					  VIRTIO_FREQHINT_SCALE;
 
-	if ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO)
+	/* Without @p (the hook), only a raised minimum proves a user task. */
+	if (p && ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO))
 		return;
 	if (now - v->last_pub < fh_window_ns(v->g))
 		return;
@@ -180,6 +207,8 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 		flags |= oflags & VIRTIO_FREQHINT_R_PERF_VALID;
 	} else {
 		/* Idle or no hint so far: @p ends it. */
+		if (!p && !lo)
+			return;
 		hi = max(hi, lo);
 		if (perf != FH_PERF_NONE)
 			flags |= VIRTIO_FREQHINT_R_PERF_VALID;
@@ -213,7 +242,8 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 	}
 	now = local_clock();
 	fh_win_charge(&v->win, now);
-	busy_now = fh_track(v, current);
+	busy_now = v->g->source->rq_aggregate ? !v->win.cur_idle :
+						fh_track(v, current);
 	if (fh_close_window(v, cpu, now) && !busy_now) {
 		/* Stay quiet while idle; the next switch-in re-arms. */
 		v->timer_armed = false;
@@ -233,8 +263,13 @@ static void fh_arm_fn(struct irq_work *work)
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
-/* The clamp source: @next starts running on this CPU. */
-void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
+/*
+ * A clamp source event on this CPU: @next starts running (sched_switch),
+ * or, without @next, the run queue's aggregate is now @min/@max or it
+ * holds no clamped task (@idle; the hook).
+ */
+static void fh_event(struct fh_gather *g, struct task_struct *next,
+		     u16 min, u16 max, bool idle)
 {
 	struct fh_vcpu *v = this_cpu_ptr(g->vcpus);
 	u64 now;
@@ -244,7 +279,11 @@ void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
 	now = local_clock();
 	v->switches++;
 	fh_win_charge(&v->win, now);
-	if (!fh_track(v, next))
+	if (next)
+		idle = !fh_track(v, next);
+	else
+		fh_win_track(&v->win, idle, true, min, true, max);
+	if (idle)
 		return;
 	if (!v->timer_armed) {
 		/*
@@ -261,6 +300,24 @@ void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
 		irq_work_queue(&v->arm_work);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);
+}
+
+/* The clamp source: @next starts running on this CPU. */
+void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
+{
+	fh_event(g, next, 0, 0, false);
+}
+
+/* The clamp source (rq_aggregate): this CPU's run queue's new aggregate. */
+void fh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle)
+{
+	fh_event(g, NULL, min, max, idle);
+}
+
+/* The clamp source in use, "none" before the start or after the stop. */
+const char *fh_gather_source(const struct fh_gather *g)
+{
+	return READ_ONCE(g->started) ? g->source->name : "none";
 }
 
 /* From the owner's CPU hotplug callback (AP state: it runs on @cpu). */
@@ -446,9 +503,11 @@ int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 
 	g->source = src;
 	ret = src->start(g);
-	if (ret)
+	if (ret) {
+		g->source = NULL;
 		return ret;
-	g->started = true;
+	}
+	WRITE_ONCE(g->started, true);
 	pr_info("clamp source %s\n", src->name);
 	return 0;
 }
@@ -458,7 +517,7 @@ void fh_gather_stop(struct fh_gather *g)
 {
 	if (!g->started)
 		return;
-	g->started = false;
+	WRITE_ONCE(g->started, false);
 	g->source->stop(g);
 	irq_work_sync(&g->kick_work);
 }

@@ -24,11 +24,15 @@ struct fh_vcpu;
 struct task_struct;
 
 /*
- * A clamp source tells the gatherer which task starts running on the
- * current CPU, by calling fh_gather_switch() there.
+ * A clamp source tells the gatherer, on the CPU concerned, which task
+ * starts running there (fh_gather_switch()) or, with rq_aggregate set, the
+ * run queue's clamp aggregate whenever it changes (fh_gather_rq_clamp()).
+ * start() and stop() take the gatherer, which is also the data of the
+ * source's probe; the source keeps its own state in ->source_data.
  */
 struct fh_clamp_source {
 	const char *name;
+	bool rq_aggregate;
 	int (*start)(struct fh_gather *g);
 	void (*stop)(struct fh_gather *g);
 };
@@ -58,6 +62,8 @@ void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu);
 void fh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu);
 
 void fh_gather_switch(struct fh_gather *g, struct task_struct *next);
+void fh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle);
+const char *fh_gather_source(const struct fh_gather *g);
 void fh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
 			unsigned int perf);
 void fh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
@@ -81,5 +87,7 @@ void fh_gather_stats(struct fh_gather *g, unsigned int cpu,
 
 /* clamp_switch.c: the sched_switch tracepoint, for kernels without a hook. */
 extern const struct fh_clamp_source fh_clamp_switch;
+/* clamp_hook.c: the RFC hook sched_uclamp_rq_tp (guest-driver/rfc/). */
+extern const struct fh_clamp_source fh_clamp_hook;
 
 #endif /* _FREQHINT_GATHER_H */

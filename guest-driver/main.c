@@ -30,6 +30,7 @@
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/string.h>
 #include <linux/version.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
@@ -56,6 +57,11 @@ static_assert(FH_CPUFREQ_NONE == FH_PERF_NONE);
 static DEFINE_MUTEX(fh_probe_lock);
 static struct virtio_freqhint *fh_bound;
 static enum cpuhp_state fh_cpuhp_state;
+
+static char *clamp_source = "auto";
+module_param(clamp_source, charp, 0444);
+MODULE_PARM_DESC(clamp_source,
+		 "auto (the clamp hook when the kernel has it), hook or sched_switch");
 
 /*
  * @cpu's firmware id as the device's CPU_IDS names it: the x86 APIC ID,
@@ -453,6 +459,34 @@ static const struct fh_cpufreq_ops fh_cpufreq_ops = {
 };
 
 /*
+ * The clamp source clamp_source= asks for: auto takes the hook when the
+ * kernel has it (spec/guest-reporting.md GR-2e), else the sched_switch
+ * probe.
+ */
+static int fh_clamps_start(struct virtio_freqhint *vi)
+{
+	bool any = !strcmp(clamp_source, "auto");
+	int err;
+
+	if (any || !strcmp(clamp_source, "hook")) {
+		err = fh_gather_start(&vi->gather, &fh_clamp_hook);
+		if (!err)
+			return 0;
+		if (!any || err != -ENODEV) {
+			dev_err(&vi->vdev->dev, "clamp source %s: %d\n",
+				fh_clamp_hook.name, err);
+			return err;
+		}
+	} else if (strcmp(clamp_source, "sched_switch")) {
+		dev_err(&vi->vdev->dev,
+			"clamp_source=%s: auto, hook or sched_switch\n",
+			clamp_source);
+		return -EINVAL;
+	}
+	return fh_gather_start(&vi->gather, &fh_clamp_switch);
+}
+
+/*
  * Everything but the device side.  Order matters: per-vCPU state first,
  * then the host's frequencies and limits (defaults until a snapshot
  * arrives), then the cpufreq driver (its policy init sets the first perf
@@ -475,7 +509,7 @@ static int fh_start(struct virtio_freqhint *vi)
 	err = fh_transport_start(vi);
 	if (err)
 		goto err_cpufreq;
-	err = fh_gather_start(&vi->gather, &fh_clamp_switch);
+	err = fh_clamps_start(vi);
 	if (err)
 		goto err_transport;
 	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);

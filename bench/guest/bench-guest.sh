@@ -15,8 +15,11 @@
 #              one a trap in a trap-per-change design) and what the driver sent;
 #              again with the anchor build of the module (built by run.sh
 #              with FREQHINT_BENCH_ANCHOR=y, /modules/anchor/) loaded with
-#              notify_every_change=1
+#              notify_every_change=1; and a load at a high request rate
+#              (schedutil's rate limit 0, tags fast and fastevery)
 #   final      a steady clamped task on vCPU1: the host's state must match
+#   guestcost  ping-pong, hackbench-like load and idle CPU time, with and
+#              without the module, interleaved in this boot
 #   latency    the responder for bench/fh-bench-latency.c on ttyS2
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/step-lib.sh
@@ -80,24 +83,17 @@ check "cost measured" step cost $out $out2
 # requests so far are noted ("series=T:CALLS,..." in guest seconds since
 # the start); the host samples the device's notifications alike.
 burst() {
-	tag=$1 secs=${FREQHINT_BENCH_BURST_S:-20}
+	tag=$1 load=${2:-mixed_load} secs=${FREQHINT_BENCH_BURST_S:-20}
 	c0=$(calls) b0=$(stat_of buffers_sent) r0=$(stat_of records_sent)
 	check "burst $tag start" step burst-start tag=$tag
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	series=0:0
-	/bin/fh-guest-bench wake 1000 150 "$secs" &
-	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$secs" &
-	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$secs" &
-	/bin/fh-guest-bench wake 13000 1500 "$secs" &
-	uclampset -m 900 -M 1024 /bin/fh-guest-bench wake 29000 3000 "$secs" &
-	/bin/fh-guest-bench wake 50000 20000 "$secs" &
-	uclampset -m 200 /bin/fh-guest-bench wake 110000 60000 "$secs" &
-	/bin/fh-guest-bench wake 5000 500 "$secs" &
-	changed=$!
+	changed=
+	"$load" "$secs"
 	i=0
 	while [ $i -lt $((secs * 4)) ]; do
 		sleep 0.25
-		uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
+		[ -z "$changed" ] || uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
 		i=$((i + 1))
 		[ $((i % 4)) = 0 ] &&
 			series="$series,$(awk -v a="$t0" '{ printf "%.2f", $1 - a }' /proc/uptime):$(($(calls) - c0))"
@@ -110,16 +106,98 @@ burst() {
 		series="$series"
 }
 
-# Reload the module ($STEP_KO, with PARAM=VALUE...); the kprobes on its
-# functions go and come with it.
-reload() {
+# The bursty load of figure 1: eight tasks, mixed periods and clamps; the
+# last one's floor is changed every 0.25 s ($changed).
+mixed_load() {
+	/bin/fh-guest-bench wake 1000 150 "$1" &
+	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$1" &
+	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$1" &
+	/bin/fh-guest-bench wake 13000 1500 "$1" &
+	uclampset -m 900 -M 1024 /bin/fh-guest-bench wake 29000 3000 "$1" &
+	/bin/fh-guest-bench wake 50000 20000 "$1" &
+	uclampset -m 200 /bin/fh-guest-bench wake 110000 60000 "$1" &
+	/bin/fh-guest-bench wake 5000 500 "$1" &
+	changed=$!
+}
+
+# A high request rate (issue 30): schedutil's rate limit at 0 on every
+# policy, and on each vCPU a short task with a floor of 1024 waking every
+# 2 ms beside an unclamped one.  Each time the clamped task is enqueued or
+# dequeued the run queue's floor jumps, so schedutil asks for a new
+# frequency at once: about two requests per wake-up and vCPU.
+fast_load() {
+	for f in /sys/devices/system/cpu/cpufreq/policy*/schedutil/rate_limit_us; do
+		echo 0 >"$f"
+	done
+	c=0
+	while [ $c -lt "$(nproc)" ]; do
+		taskset -c $c uclampset -m 1024 /bin/fh-guest-bench wake 2000 300 "$1" &
+		taskset -c $c /bin/fh-guest-bench wake 3000 1000 "$1" &
+		c=$((c + 1))
+	done
+}
+
+# Unload the module; the kprobes on its functions go first.
+module_off() {
 	echo 0 >"$TR/events/fhbench/enable"
 	echo '-:fhbench/fhb_fast_switch' >>"$TR/kprobe_events"
 	echo '-:fhbench/fhb_target' >>"$TR/kprobe_events"
 	check "module unloads" rmmod virtio_freqhint
+}
+
+# Load it ($STEP_KO, with PARAM=VALUE...) and put the kprobes back.
+module_on() {
 	step_load_module "$@"
 	kprobes
+}
+
+reload() {
+	module_off
+	module_on "$@"
 	sleep 2
+}
+
+# The guest's cost of the module (issue 30): the same boot with and without
+# it, rounds interleaved, the order flipped each round so that neither state
+# always runs first after a load or an unload.  Per run: a pipe ping-pong
+# between two tasks pinned to vCPU3 (ns per round trip), a hackbench-like
+# load on every vCPU (ms), and the guest's busy CPU time while idle for
+# FREQHINT_BENCH_IDLE_S seconds (/proc/stat user+nice+system+irq+softirq,
+# in USER_HZ ticks summed over the vCPUs).
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+cost_run() {
+	pp=$(/bin/fh-guest-bench pingpong 3 "${FREQHINT_BENCH_PP_N:-5000}") || return 1
+	hb=$(/bin/fh-guest-bench hackbench 4 "${FREQHINT_BENCH_HB_LOOPS:-20}") || return 1
+	b0=$(busy_ticks)
+	sleep "${FREQHINT_BENCH_IDLE_S:-5}"
+	b1=$(busy_ticks)
+	pp=${pp%% *} hb=${hb%% *}
+	echo "${pp#*=}" >>/tmp/cost-pp-$1
+	echo "${hb#*=}" >>/tmp/cost-hb-$1
+	echo $((b1 - b0)) >>/tmp/cost-idle-$1
+}
+# "a,b,c" of a cost file.
+cost_list() { paste -sd, "/tmp/cost-$1"; }
+guest_cost() {
+	r=0
+	while [ $r -lt "${FREQHINT_BENCH_COST_ROUNDS:-6}" ]; do
+		if [ $((r % 2)) = 0 ]; then
+			check "cost round $r with the module" cost_run on
+			module_off
+			check "cost round $r without" cost_run off
+			module_on
+		else
+			module_off
+			check "cost round $r without" cost_run off
+			module_on
+			check "cost round $r with the module" cost_run on
+		fi
+		sleep 1
+		r=$((r + 1))
+	done
+	check "guest cost measured" step guestcost pp_on="$(cost_list pp-on)" \
+		pp_off="$(cost_list pp-off)" hb_on="$(cost_list hb-on)" hb_off="$(cost_list hb-off)" \
+		idle_on="$(cost_list idle-on)" idle_off="$(cost_list idle-off)" idle_seconds="${FREQHINT_BENCH_IDLE_S:-5}" vcpus="$(nproc)"
 }
 
 burst "${FREQHINT_BENCH_TAG:-default}"
@@ -127,16 +205,19 @@ if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
+burst fast fast_load
 # The anchor is not part of the product driver: only a build with
 # FREQHINT_BENCH_ANCHOR=y has the parameter.
 STEP_KO=/modules/anchor/virtio_freqhint.ko
 reload notify_every_change=1
 check "notify_every_change set" grep -qx Y /sys/module/virtio_freqhint/parameters/notify_every_change
 burst every
+burst fastevery fast_load
 STEP_KO=
 reload
-check "the product driver has no parameters" \
-	sh -c '! ls /sys/module/virtio_freqhint/parameters/* 2>/dev/null | grep -q .'
+check "the product driver has no notify_every_change" \
+	test ! -e /sys/module/virtio_freqhint/parameters/notify_every_change
+guest_cost
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the

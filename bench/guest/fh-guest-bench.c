@@ -18,6 +18,16 @@
  *   fh-guest-bench wake PERIOD_US BUSY_US SECONDS
  *       Wake every PERIOD_US, spin BUSY_US, sleep: one task of a bursty
  *       load (clamps come from the caller, e.g. uclampset).
+ *   fh-guest-bench pingpong CPU N
+ *       Two processes pinned to CPU pass one byte back and forth through
+ *       a pair of pipes N times: every round trip is two wake-ups and two
+ *       context switches on that vCPU, the path a clamp source hooked into
+ *       the scheduler adds to.  Prints: pingpong_ns=... (per round trip)
+ *   fh-guest-bench hackbench GROUPS LOOPS
+ *       A hackbench-like load on every vCPU: GROUPS groups of 10 sender
+ *       and 10 receiver processes; each sender writes LOOPS 100-byte
+ *       messages to each receiver of its group over its own pipe.
+ *       Prints: hackbench_ms=... (wall time of the whole load)
  *   fh-guest-bench step TTY CPU
  *       Latency responder for bench/fh-bench-latency.c: pinned to CPU,
  *       busy 2 ms of every 10 ms (so the vCPU stays active), reads lines
@@ -37,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,6 +173,136 @@ static int wake(long period_us, long busy_us, double seconds)
 	return 0;
 }
 
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		fprintf(stderr, "sched_setaffinity %d: %s\n", cpu, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Wait for every child; non-zero if one of them failed. */
+static int reap(void)
+{
+	int status, bad = 0;
+
+	while (wait(&status) > 0)
+		bad |= !WIFEXITED(status) || WEXITSTATUS(status);
+	return bad;
+}
+
+/* One byte from @rfd to @wfd, @n times (the child's half of a ping-pong). */
+static int bounce(int rfd, int wfd, long n)
+{
+	char c;
+
+	for (long i = 0; i < n; i++)
+		if (read(rfd, &c, 1) != 1 || write(wfd, &c, 1) != 1)
+			return 1;
+	return 0;
+}
+
+static int pingpong(int cpu, long n)
+{
+	int ab[2], ba[2];
+	double t0, t1;
+	char c = 'x';
+	pid_t pid;
+
+	if (pin(cpu) || pipe(ab) || pipe(ba))
+		return 1;
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0)
+		_exit(bounce(ab[0], ba[1], n));
+	t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+			return 1;
+	t1 = now_ns();
+	if (reap())
+		return 1;
+	printf("pingpong_ns=%.0f round_trips=%ld\n", (t1 - t0) / n, n);
+	return 0;
+}
+
+#define HB_PAIRS	10
+#define HB_MSG		100
+
+static int hb_sender(int fds[HB_PAIRS], long loops)
+{
+	char msg[HB_MSG] = { 0 };
+
+	for (long i = 0; i < loops; i++)
+		for (int r = 0; r < HB_PAIRS; r++)
+			if (write(fds[r], msg, sizeof(msg)) != sizeof(msg))
+				return 1;
+	return 0;
+}
+
+static int hb_receiver(int fd, long msgs)
+{
+	char msg[HB_MSG];
+	long got = 0;
+
+	while (got < msgs * HB_MSG) {
+		ssize_t n = read(fd, msg, sizeof(msg));
+
+		if (n <= 0)
+			return 1;
+		got += n;
+	}
+	return 0;
+}
+
+/*
+ * Receiver r of a group reads one pipe that all HB_PAIRS senders of the
+ * group write to: HB_PAIRS * loops messages.
+ */
+static int hackbench(int groups, long loops)
+{
+	double t0 = now_ns();
+
+	for (int g = 0; g < groups; g++) {
+		int fds[HB_PAIRS], p[2];
+
+		for (int r = 0; r < HB_PAIRS; r++) {
+			if (pipe(p))
+				return 1;
+			switch (fork()) {
+			case -1:
+				return 1;
+			case 0:
+				close(p[1]);
+				_exit(hb_receiver(p[0], HB_PAIRS * loops));
+			}
+			close(p[0]);
+			fds[r] = p[1];
+		}
+		for (int s = 0; s < HB_PAIRS; s++) {
+			switch (fork()) {
+			case -1:
+				return 1;
+			case 0:
+				_exit(hb_sender(fds, loops));
+			}
+		}
+		for (int r = 0; r < HB_PAIRS; r++)
+			close(fds[r]);
+	}
+	if (reap())
+		return 1;
+	printf("hackbench_ms=%.1f groups=%d loops=%ld\n", (now_ns() - t0) / 1e6,
+	       groups, loops);
+	return 0;
+}
+
 static int step(const char *tty, int cpu)
 {
 	char buf[256];
@@ -228,8 +369,12 @@ int main(int argc, char **argv)
 		return sysfs(argv[2], atol(argv[3]), argv[4], argv[5]);
 	if (argc == 5 && !strcmp(argv[1], "wake"))
 		return wake(atol(argv[2]), atol(argv[3]), atof(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "pingpong"))
+		return pingpong(atoi(argv[2]), atol(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "hackbench"))
+		return hackbench(atoi(argv[2]), atol(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "step"))
 		return step(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: fh-guest-bench cost N | sysfs FILE N A B | wake PERIOD_US BUSY_US SECONDS | step TTY CPU\n");
+	fprintf(stderr, "usage: fh-guest-bench cost N | sysfs FILE N A B | wake PERIOD_US BUSY_US SECONDS |\n\t\tpingpong CPU N | hackbench GROUPS LOOPS | step TTY CPU\n");
 	return 2;
 }

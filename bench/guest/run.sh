@@ -134,6 +134,10 @@ while next_step; do
 		[ -n "$only$nowin" ] || take guest_ "$@"
 		verdict OK
 		;;
+	guestcost)
+		take guestcost_ "$@"
+		verdict OK
+		;;
 	burst-start)
 		tag=${1#tag=}
 		before=$(qom_stats)

@@ -10,7 +10,9 @@
 #              cross-built module; the in-guest tests ask `uname -m`
 #     KERNEL   uclamp | stock (see tests/harness/run-guest.sh)
 #     EXPECT   uclamp | nouclamp, passed as freqhint.expect= to the test
-# Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu).
+# Extra run-guest.sh options may come from $FH_RUN_GUEST_ARGS (e.g. --qemu),
+# more kernel command line for the test from $FH_GUEST_APPEND (meson sets it
+# per test, so it does not take over FH_RUN_GUEST_ARGS).
 # The module binds to virtio-freqhint-pci and does nothing without it: tests
 # of its behaviour pass `-- -device virtio-freqhint-pci` (the project's QEMU).
 set -euo pipefail
@@ -52,4 +54,5 @@ mods=(--module "$work/virtio_freqhint.ko")
 "$here/tests/harness/run-guest.sh" --arch "$arch" --kernel "$boot" "${extra[@]}" ${FH_RUN_GUEST_ARGS:-} \
 	--test "$test" "${mods[@]}" \
 	--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh" \
-	--append "freqhint.expect=$expect" --log "$log" --timeout "$timeout" "$@"
+	--append "freqhint.expect=$expect${FH_GUEST_APPEND:+ $FH_GUEST_APPEND}" \
+	--log "$log" --timeout "$timeout" "$@"

@@ -3,9 +3,10 @@
 #
 # Build freqhint's test guest kernel: Debian's 6.12 source from
 # bookworm-backports, `make tinyconfig` + tests/harness/uclamp.config (uclamp,
-# cpufreq/schedutil, virtio-pci, kprobes, serial console).  Debian's own
-# kernels are built without CONFIG_UCLAMP_TASK, so clamps can only be
-# tested for real on this one.
+# cpufreq/schedutil, virtio-pci, kprobes, serial console), with the kernel
+# patches the project carries applied (guest-driver/rfc/*.patch: the RFC
+# clamp hook sched_uclamp_rq_tp).  Debian's own kernels are built without
+# CONFIG_UCLAMP_TASK, so clamps can only be tested for real on this one.
 #
 #   build-kernel.sh               build if needed (quiet, idempotent)
 #   build-kernel.sh --print-dir   build if needed, then print the entry dir
@@ -18,18 +19,22 @@
 #                  uclamp-arm64.config drops, plus uclamp-arm64.config
 #                  (--arch x86_64|arm64, default x86_64)
 #
-# Cache entry $FREQHINT_CACHE/kernel/<source version>-<fragment hash>/
-# (arm64: <source version>-arm64-<hash of fragments and compiler>/):
+# Cache entry $FREQHINT_CACHE/kernel/<source version>-<hash of fragment and
+# patches>/ (arm64: <source version>-arm64-<hash of fragments, patches and
+# compiler>/); a changed patch file (message included) builds a new entry:
 #   bzImage        the kernel to boot (arm64: Image)
 #   build/         the O= build tree (.config, Module.symvers, vmlinux):
 #                  make -C <dir>/build M=<module dir> modules
 #   version        the Debian source version it was built from
 #   source-method  how the source was obtained (see fetch_source)
+#   patches        the patches applied, one file name a line
 #   build.log      the full make output
 #   modules/load-order  empty: virtio transport is built in (same shape as
 #                  fetch-stock-kernel.sh's entry, for mkinitramfs.sh --kernel)
 # The unpacked source lives in $FREQHINT_CACHE/kernel/src/ and is shared
-# by all entries of the same source version; build/ refers to it.
+# by all entries of the same source version; the patched tree beside it
+# (-p<hash of the patches>) shares its unchanged files by hard link; build/
+# refers to the tree it was built from.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -69,8 +74,13 @@ dsc=$(awk '$2 ~ /\.dsc$/ { print $2 }' <<<"$uris")
 version=${dsc#linux_}
 version=${version%.dsc}
 upstream=${version%%-*}
+# Kernel patches the project carries (the RFC clamp hook, guest-driver/rfc/),
+# applied in name order; they are part of every key below.
+patches=("$here"/guest-driver/rfc/*.patch)
+[ -e "${patches[0]}" ] || patches=()
+patch_sum=$(cat /dev/null "${patches[@]}" | sha256sum | cut -c1-12)
 if [ "$arch" = x86_64 ]; then
-	key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" | sha256sum | cut -c1-12)"
+	key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" "${patches[@]}" | sha256sum | cut -c1-12)"
 else
 	# The x86 fragment with the lines for symbols that do not apply here
 	# taken out ("# drop: CONFIG_X  why" in the arch's fragment), then the
@@ -87,10 +97,12 @@ else
 		cat "$arch_fragment"
 	} >"$fragment"
 	key="$(tr '~+' '__' <<<"$version")-$arch-$({ printf '%s\n' "$version" "$arch"
-		"${cross}gcc" --version | head -n1; cat "$fragment"; } | sha256sum | cut -c1-12)"
+		"${cross}gcc" --version | head -n1; cat "$fragment" "${patches[@]}"; } | sha256sum | cut -c1-12)"
 fi
 entry="$kcache/$key"
 srcdir="$kcache/src/linux-$upstream-$(tr '~+' '__' <<<"$version")"
+# The patched tree: hard links to the shared one, patched files replaced.
+patched="$srcdir-p$patch_sum"
 
 # A finished entry is read without the lock: a build of another key (another
 # tree's fragment) must not hold up every test that only boots this one.
@@ -161,6 +173,23 @@ fetch_source() {
 	rm -rf "$dl"
 }
 
+# patch_source: $patched is $srcdir with the patches applied.  The shared
+# tree is never written: it is linked, and each file a patch touches is
+# copied first (patch(1) would otherwise write through the link).
+patch_source() {
+	[ -f "$patched/.freqhint-patched" ] && return 0
+	rm -rf "$patched"
+	cp -al "$srcdir" "$patched"
+	local p f
+	for p in "${patches[@]}"; do
+		for f in $(sed -n 's|^+++ b/||p' "$p"); do
+			[ -e "$patched/$f" ] && cp --remove-destination "$srcdir/$f" "$patched/$f"
+		done
+		patch -s -p1 -d "$patched" <"$p" || die "$(basename "$p") does not apply"
+	done
+	printf '%s\n' "${patches[@]##*/}" >"$patched/.freqhint-patched"
+}
+
 # Every line of the fragment must be in the final .config verbatim; Kconfig
 # silently drops what it cannot satisfy, and a test kernel without, say,
 # UCLAMP_TASK_GROUP would make the cgroup tests meaningless.
@@ -184,11 +213,16 @@ verify_config() {
 
 build() {
 	fetch_source
+	if [ ${#patches[@]} -gt 0 ]; then
+		patch_source
+		srcdir=$patched
+	fi
 	local b="$entry/build" t0=$SECONDS
 	rm -rf "$entry"
 	mkdir -p "$b"
 	echo "$version" >"$entry/version"
 	cp "$srcdir/.freqhint-unpacked" "$entry/source-method"
+	cp "$srcdir/.freqhint-patched" "$entry/patches" 2>/dev/null || : >"$entry/patches"
 	log "building guest kernel $version ($(cat "$entry/source-method")) in $entry"
 	local mk=(make -C "$srcdir" O="$b" -j"$(nproc)")
 	[ "$arch" = x86_64 ] || mk+=(ARCH="$karch" CROSS_COMPILE="$cross")
