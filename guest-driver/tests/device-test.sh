@@ -5,7 +5,10 @@
 # virtio-freqhint-pci, whose chardev connects to fake-agent.py, which checks
 # the records that arrive.  Both sides must pass.
 #
-#   device-test.sh [--arch x86_64|arm64] KERNEL EXPECT LOG  (as run-guest-test.sh)
+#   device-test.sh [--arch x86_64|arm64] [--packed] KERNEL EXPECT LOG  (as run-guest-test.sh)
+#     --packed   the device with packed=on: both queues on the packed ring
+#                (VIRTIO_F_RING_PACKED), which QEMU's qtest driver cannot
+#                drive; the guest checks that it was negotiated
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,7 +16,9 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 
 arch=(--arch x86_64)
 [ "${1:-}" = --arch ] && { arch=(--arch "${2:?}"); shift 2; }
-[ $# = 3 ] || die "usage: $0 [--arch x86_64|arm64] uclamp|stock uclamp|nouclamp LOG"
+packed=
+[ "${1:-}" = --packed ] && { packed=,packed=on; export FH_GUEST_APPEND=freqhint.packed=1; shift; }
+[ $# = 3 ] || die "usage: $0 [--arch x86_64|arm64] [--packed] uclamp|stock uclamp|nouclamp LOG"
 kernel=$1 expect=$2 log=$3
 tdir=$(dirname "$0")
 
@@ -42,7 +47,7 @@ for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
 grc=0
 "$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
 	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
-	-device virtio-freqhint-pci,chardev=fh0,rate-window-ms=200 || grc=$?
+	-device "virtio-freqhint-pci,chardev=fh0,rate-window-ms=200$packed" || grc=$?
 arc=0
 wait "$agent_pid" || arc=$?
 agent_pid=

@@ -6,6 +6,8 @@
 # which the device passes on as FEEDBACK snapshots on its event queue; the
 # host side checks the records that arrive.
 #   freqhint.expect=uclamp | nouclamp   as in gather.sh
+#   freqhint.packed=1                   the device has packed=on: the packed
+#                                       ring must have been negotiated
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=fh-lib.sh
 . /lib/freqhint/fh-lib.sh
@@ -26,6 +28,10 @@ check_output "none dropped as invalid" '^0$' cat "$FH_STATS/feedback_invalid"
 check_output "no unknown or malformed event" '^0$' cat "$FH_STATS/events_invalid"
 check_output "the v1 features were negotiated (PERF FEEDBACK HOST_FREQ CPU_ID)" \
 	'^1111' cat "$dev/features"
+if grep -q 'freqhint\.packed=1' /proc/cmdline; then
+	# Feature bit 34, VIRTIO_F_RING_PACKED: character 35 of the bit string.
+	check_output "the packed ring was negotiated" '^1$' cut -c35 "$dev/features"
+fi
 check_output "vCPU indexes by firmware id (F_CPU_ID)" 'vCPU indexes by firmware id' dmesg
 check_fails "no config-space feedback: no config_* statistics" \
 	sh -c "ls $FH_STATS | grep config_"
