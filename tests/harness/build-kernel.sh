@@ -11,6 +11,12 @@
 #   build-kernel.sh               build if needed (quiet, idempotent)
 #   build-kernel.sh --print-dir   build if needed, then print the entry dir
 #   build-kernel.sh --rebuild     throw the entry away and build again
+#   build-kernel.sh --variant kcsan [...]
+#                  the x86 kernel with uclamp-kcsan.config merged after
+#                  uclamp.config (the data-race detector), in its own entry;
+#                  FREQHINT_KERNEL_VARIANT=kcsan in the environment does the
+#                  same, so every test that boots or builds against the
+#                  uclamp kernel uses it (opt-in; x86_64 only)
 #   build-kernel.sh --arch arm64 [...]
 #                  the same kernel for arm64 (QEMU's virt machine),
 #                  cross-compiled with Debian's gcc-aarch64-linux-gnu
@@ -21,7 +27,8 @@
 #
 # Cache entry $FREQHINT_CACHE/kernel/<source version>-<hash of fragment and
 # patches>/ (arm64: <source version>-arm64-<hash of fragments, patches and
-# compiler>/); a changed patch file (message included) builds a new entry:
+# compiler>/; kcsan: <source version>-kcsan-<hash of both fragments and
+# patches>/); a changed patch file (message included) builds a new entry:
 #   bzImage        the kernel to boot (arm64: Image)
 #   build/         the O= build tree (.config, Module.symvers, vmlinux):
 #                  make -C <dir>/build M=<module dir> modules
@@ -46,13 +53,14 @@ fragment="$here/tests/harness/uclamp.config"
 kcache="$FREQHINT_CACHE/kernel"
 pkg=linux/bookworm-backports
 
-mode=build arch=x86_64
+mode=build arch=x86_64 variant=${FREQHINT_KERNEL_VARIANT:-}
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--print-dir) mode=print ;;
 		--rebuild) mode=rebuild ;;
 		--arch) arch=${2:-}; shift ;;
-		*) die "usage: $0 [--arch x86_64|arm64] [--print-dir|--rebuild]" ;;
+		--variant) variant=${2:-}; shift ;;
+		*) die "usage: $0 [--arch x86_64|arm64] [--variant kcsan] [--print-dir|--rebuild]" ;;
 	esac
 	shift
 done
@@ -61,6 +69,11 @@ case "$arch" in
 	x86_64) karch=x86 cross='' image=bzImage ;;
 	arm64) karch=arm64 cross=aarch64-linux-gnu- image=Image ;;
 	*) die "--arch x86_64|arm64, not '$arch'" ;;
+esac
+case "$variant" in
+	"") ;;
+	kcsan) [ "$arch" = x86_64 ] || die "--variant kcsan is x86_64 only" ;;
+	*) die "--variant kcsan (or FREQHINT_KERNEL_VARIANT=kcsan), not '$variant'" ;;
 esac
 
 mkdir -p "$kcache/src"
@@ -79,7 +92,14 @@ upstream=${version%%-*}
 patches=("$here"/guest-driver/rfc/*.patch)
 [ -e "${patches[0]}" ] || patches=()
 patch_sum=$(cat /dev/null "${patches[@]}" | sha256sum | cut -c1-12)
-if [ "$arch" = x86_64 ]; then
+if [ -n "$variant" ]; then
+	# uclamp.config, then the variant's lines: merged in that order,
+	# verified line by line, keyed apart from the default kernel.
+	fragment=$(mktemp "${TMPDIR:-/tmp}/uclamp-$variant.XXXXXX.config")
+	trap 'rm -f "$fragment"' EXIT
+	cat "$here/tests/harness/uclamp.config" "$here/tests/harness/uclamp-$variant.config" >"$fragment"
+	key="$(tr '~+' '__' <<<"$version")-$variant-$(printf '%s\n' "$version" "$variant" | cat - "$fragment" "${patches[@]}" | sha256sum | cut -c1-12)"
+elif [ "$arch" = x86_64 ]; then
 	key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" "${patches[@]}" | sha256sum | cut -c1-12)"
 else
 	# The x86 fragment with the lines for symbols that do not apply here
