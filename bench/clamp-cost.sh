@@ -7,7 +7,8 @@
 # and with the sched_switch probe, interleaved.  A benchmark, not a test.
 #
 #   bench/clamp-cost.sh [ROUNDS [ROUND_TRIPS]]   (default 6, 20000)
-# Prints every run, then one line per source: median round trip and the
+# Prints every run, then one line per source: the median over its runs of
+# pingpong_ns (each run's mean ns per round trip, fh-guest-bench) and the
 # clamp source's events per round trip (two context switches each).
 set -euo pipefail
 
@@ -27,13 +28,13 @@ FH_RUN_GUEST_ARGS="${FH_RUN_GUEST_ARGS:-} --add $work/fh-guest-bench:/bin/fh-gue
 grep -E '^# (cost|cpuinfo) ' "$work/console.log" | tr -d '\r' | sed 's/^# //'
 grep '^# cost ' "$work/console.log" | tr -d '\r' | awk -v n="$n" '
 	{ for (i = 3; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-	  s = f["source"]; k[s]++; rtt[s, k[s]] = f["pingpong_ns"]; ev[s] += f["events"] }
+	  s = f["source"]; k[s]++; pp[s, k[s]] = f["pingpong_ns"]; ev[s] += f["events"] }
 	END {
 		for (s in k) {
 			m = k[s]
 			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
-				if (rtt[s, j] < rtt[s, i]) { t = rtt[s, i]; rtt[s, i] = rtt[s, j]; rtt[s, j] = t }
-			med = m % 2 ? rtt[s, (m + 1) / 2] : (rtt[s, m / 2] + rtt[s, m / 2 + 1]) / 2
-			printf "%-13s runs=%d median_rtt_ns=%d events_per_round_trip=%.3f\n", s, m, med, ev[s] / (m * n)
+				if (pp[s, j] < pp[s, i]) { t = pp[s, i]; pp[s, i] = pp[s, j]; pp[s, j] = t }
+			med = m % 2 ? pp[s, (m + 1) / 2] : (pp[s, m / 2] + pp[s, m / 2 + 1]) / 2
+			printf "%-13s runs=%d median_pingpong_ns=%d events_per_round_trip=%.3f\n", s, m, med, ev[s] / (m * n)
 		}
 	}' | sort
