@@ -49,6 +49,8 @@ struct virtio_freqhint {
 	struct fh_cpufreq *cpufreq;
 	struct hlist_node cpuhp_node;	/* the CPU hotplug instance */
 	struct dentry *debugfs;
+	/* From fh_start() to fh_stop(): probe to remove, restore to freeze. */
+	bool started;
 
 	/* The sender and the event handler share one kthread worker. */
 	struct kthread_worker *worker;

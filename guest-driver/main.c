@@ -6,10 +6,11 @@
  *
  * A per-device driver: everything (per-vCPU gathering, the clamp source,
  * the cpufreq driver, the samplers, the sender) hangs off the device,
- * starts at probe and stops in remove; freeze/restore detach and attach
- * the device side only (fh_device_attach/detach, the same pair probe and
- * remove use).  Without the device the module does nothing.  The device
- * describes the whole VM, so a second one is refused.
+ * starts at probe and stops in remove.  Freeze and restore are remove and
+ * probe without the allocations, like virtio-rng's remove_common/
+ * probe_common: the same fh_stop()/fh_start() and device detach/attach.
+ * Without the device the module does nothing.  The device describes the
+ * whole VM, so a second one is refused.
  *
  * Device side (virtio-freqhint v1): a 16-byte configuration read once at
  * probe; hintq (driver -> device) carries the records; eventq (device ->
@@ -312,8 +313,7 @@ static void fh_eventq_done(struct virtqueue *vq)
 /*
  * A CPU comes online (on that CPU): read its firmware id and map it, then
  * start gathering there (a CPU is mapped before it publishes).  No device
- * access: during suspend (link down) nothing else happens, and restore
- * gets CPU_IDS and FEEDBACK again, which apply everything.
+ * access.  Registered from fh_start() to fh_stop(): not while suspended.
  */
 static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 {
@@ -331,8 +331,8 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 	fh_map_cpu(vi, cpu);
 	/*
 	 * Its grants and class: the policy may be new (hot-added CPU).
-	 * Queued under ->lock: fh_device_down() cancels it after the link
-	 * went down.
+	 * Queued under ->lock, only while the link is up: fh_device_down()
+	 * cancels it after the link went down.
 	 */
 	if (vi->link_up)
 		kthread_queue_work(vi->worker, &vi->apply_work);
@@ -434,11 +434,18 @@ static int fh_device_attach(struct virtio_freqhint *vi)
 	return 0;
 }
 
-/* The device side, as remove and freeze detach it. */
+/*
+ * The device side, as remove and freeze detach it; remove after a failed
+ * restore finds it detached already.
+ */
 static void fh_device_detach(struct virtio_freqhint *vi)
 {
+	if (!vi->vq)
+		return;
 	fh_device_down(vi);
 	vi->vdev->config->del_vqs(vi->vdev);
+	vi->vq = NULL;
+	vi->evq = NULL;
 }
 
 static void fh_gather_kick(struct fh_gather *g)
@@ -487,13 +494,10 @@ static int fh_clamps_start(struct virtio_freqhint *vi)
 }
 
 /*
- * Everything but the device side.  Order matters: per-vCPU state first,
- * then the host's frequencies and limits (defaults until a snapshot
- * arrives), then the cpufreq driver (its policy init sets the first perf
- * value, which nothing may reset afterwards), the worker, the clamp
- * source, then the CPUs (mapped, then gathering).
+ * Probe only: what fh_start() needs, allocated once (the gatherer's
+ * per-CPU data, the cpufreq driver, the sender's worker).
  */
-static int fh_start(struct virtio_freqhint *vi)
+static int fh_setup(struct virtio_freqhint *vi)
 {
 	int err;
 
@@ -504,41 +508,76 @@ static int fh_start(struct virtio_freqhint *vi)
 	vi->cpufreq = fh_cpufreq_create(&fh_cpufreq_ops, vi);
 	if (!vi->cpufreq)
 		goto err_gather;
-	fh_apply_feedback(vi);
-	fh_cpufreq_start(vi->cpufreq);
 	err = fh_transport_start(vi);
 	if (err)
 		goto err_cpufreq;
-	err = fh_clamps_start(vi);
-	if (err)
-		goto err_transport;
-	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);
-	if (err)
-		goto err_gather_stop;
 	return 0;
 
-err_gather_stop:
-	fh_gather_stop(&vi->gather);
-err_transport:
-	fh_transport_release(vi);
 err_cpufreq:
-	fh_cpufreq_stop(vi->cpufreq);
 	fh_cpufreq_destroy(vi->cpufreq);
 err_gather:
 	fh_gather_destroy(&vi->gather);
 	return err;
 }
 
-/* After the device side is detached: nothing sends or kicks any more. */
-static void fh_stop(struct virtio_freqhint *vi)
+/* Remove only, after fh_stop(): nothing sends or kicks any more. */
+static void fh_teardown(struct virtio_freqhint *vi)
 {
-	/* Offline callbacks publish "no hint"; the link is down, none kicks. */
-	cpuhp_state_remove_instance(fh_cpuhp_state, &vi->cpuhp_node);
-	fh_gather_stop(&vi->gather);
 	fh_transport_release(vi);
-	fh_cpufreq_stop(vi->cpufreq);
 	fh_cpufreq_destroy(vi->cpufreq);
 	fh_gather_destroy(&vi->gather);
+}
+
+/*
+ * Everything but the device side, at probe and restore.  Order matters:
+ * the host's frequencies and limits first (no-host defaults: the device
+ * sends its snapshot again after DRIVER_OK), then the cpufreq driver (its
+ * policy init sets the first perf value, which nothing may reset
+ * afterwards), the clamp source, then the CPUs (mapped, then gathering).
+ * Restore runs in the resume phase before cpufreq_resume(): the policies
+ * created here get their governors started there.
+ */
+static int fh_start(struct virtio_freqhint *vi)
+{
+	int err;
+
+	mutex_lock(&vi->lock);
+	fh_feedback_defaults(vi);
+	mutex_unlock(&vi->lock);
+	fh_apply_feedback(vi);
+	fh_cpufreq_start(vi->cpufreq);
+	err = fh_clamps_start(vi);
+	if (err)
+		goto err_cpufreq;
+	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);
+	if (err)
+		goto err_gather_stop;
+	vi->started = true;
+	return 0;
+
+err_gather_stop:
+	fh_gather_stop(&vi->gather);
+err_cpufreq:
+	fh_cpufreq_stop(vi->cpufreq);
+	return err;
+}
+
+/*
+ * At remove and freeze, after the device side is detached: no CPU
+ * callback, no policy, no clamp source and no sampler is left, and no
+ * kick is pending.  Freeze runs after cpufreq_suspend() stopped the
+ * governors; the policies go as at remove.
+ */
+static void fh_stop(struct virtio_freqhint *vi)
+{
+	if (!vi->started)
+		return;
+	vi->started = false;
+	/* Offline callbacks publish "no hint"; the link is down, none kicks. */
+	cpuhp_state_remove_instance(fh_cpuhp_state, &vi->cpuhp_node);
+	/* The policies' exit reports "no request" to the gatherer. */
+	fh_cpufreq_stop(vi->cpufreq);
+	fh_gather_stop(&vi->gather);
 }
 
 #define FH_CREAD(vdev, field, ptr)	\
@@ -618,7 +657,6 @@ static int fh_alloc(struct virtio_freqhint *vi)
 		return -ENOMEM;
 	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
 		vi->index[cpu] = -1;
-	fh_feedback_defaults(vi);
 	return 0;
 }
 
@@ -674,9 +712,12 @@ static int virtfh_probe(struct virtio_device *vdev)
 		goto err_free;
 
 	vdev->priv = vi;
-	err = fh_start(vi);
+	err = fh_setup(vi);
 	if (err)
 		goto err_priv;
+	err = fh_start(vi);
+	if (err)
+		goto err_teardown;
 	err = fh_device_attach(vi);
 	if (err)
 		goto err_stop;
@@ -694,6 +735,8 @@ static int virtfh_probe(struct virtio_device *vdev)
 
 err_stop:
 	fh_stop(vi);
+err_teardown:
+	fh_teardown(vi);
 err_priv:
 	vdev->priv = NULL;
 err_free:
@@ -713,30 +756,42 @@ static void virtfh_remove(struct virtio_device *vdev)
 	mutex_unlock(&fh_probe_lock);
 	fh_device_detach(vi);
 	fh_stop(vi);
+	fh_teardown(vi);
 	vdev->priv = NULL;
 	fh_free(vi);
 }
 
 #ifdef CONFIG_PM_SLEEP
 /*
- * Suspend: the device side is detached (queues, sends, events; the device
- * is reset) and attached again, as remove and probe do.  The per-vCPU
- * state, the samplers and the cpufreq policies stay, like virtio-rng's
- * and virtio_balloon's non-device state: the cpufreq core stops and
- * starts the governors around system sleep itself.  The CPU hotplug
- * callbacks stay too: they touch no device, and queue nothing while the
- * link is down.
+ * Suspend is remove without the frees, resume probe without the
+ * allocations (virtio-rng's remove_common/probe_common): the device side
+ * detached, the CPU callbacks, the clamp source, the samplers and the
+ * cpufreq policies stopped, so nothing runs while the device is reset and
+ * the CPUs go down and come back.  A failed restore leaves the device
+ * detached and stopped; remove copes.
  */
 static int virtfh_freeze(struct virtio_device *vdev)
 {
-	fh_device_detach(vdev->priv);
+	struct virtio_freqhint *vi = vdev->priv;
+
+	fh_device_detach(vi);
+	fh_stop(vi);
 	return 0;
 }
 
 /* CPU_IDS and a FEEDBACK snapshot follow DRIVER_OK again. */
 static int virtfh_restore(struct virtio_device *vdev)
 {
-	return fh_device_attach(vdev->priv);
+	struct virtio_freqhint *vi = vdev->priv;
+	int err;
+
+	err = fh_start(vi);
+	if (err)
+		return err;
+	err = fh_device_attach(vi);
+	if (err)
+		fh_stop(vi);
+	return err;
 }
 #endif
 
