@@ -69,8 +69,8 @@ static void fh_hook_apply(struct fh_hook_cpu *hc)
 {
 	u32 agg = atomic_read(&hc->agg);
 
-	fh_gather_rq_clamp(hc->hook->g, FIELD_GET(FH_AGG_MIN, agg),
-			   FIELD_GET(FH_AGG_MAX, agg), agg & FH_AGG_IDLE);
+	vfh_gather_rq_clamp(hc->hook->g, FIELD_GET(FH_AGG_MIN, agg),
+			    FIELD_GET(FH_AGG_MAX, agg), agg & FH_AGG_IDLE);
 }
 
 static void fh_hook_apply_fn(void *info)
@@ -222,7 +222,7 @@ static void fh_hook_stop(struct fh_gather *g)
 	fh_hook_free(g, h);
 }
 
-const struct fh_clamp_source fh_clamp_hook = {
+const struct fh_clamp_source vfh_clamp_hook = {
 	.name		= FH_HOOK_TP,
 	.rq_aggregate	= true,
 	.start		= fh_hook_start,

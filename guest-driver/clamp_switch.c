@@ -11,7 +11,7 @@
  * prototype change breaks the build rather than the running kernel.
  *
  * Other sources (an upstream per-CPU clamp hook, say) only have to call
- * fh_gather_switch() on the CPU whose current task changed.  The probe's
+ * vfh_gather_switch() on the CPU whose current task changed.  The probe's
  * data is the device's gatherer; only the tracepoint found by name is
  * kept, in the gatherer's source_data.
  */
@@ -28,7 +28,7 @@
 static void fh_sched_switch(void *data, bool preempt, struct task_struct *prev,
 			    struct task_struct *next, unsigned int prev_state)
 {
-	fh_gather_switch(data, next);
+	vfh_gather_switch(data, next);
 }
 
 static_assert(__builtin_types_compatible_p(typeof(register_trace_sched_switch) *,
@@ -61,7 +61,7 @@ static void fh_switch_stop(struct fh_gather *g)
 	tracepoint_synchronize_unregister();
 }
 
-const struct fh_clamp_source fh_clamp_switch = {
+const struct fh_clamp_source vfh_clamp_switch = {
 	.name	= "sched_switch",
 	.start	= fh_switch_start,
 	.stop	= fh_switch_stop,

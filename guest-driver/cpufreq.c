@@ -23,7 +23,7 @@
  * lifetime, like virtual-cpufreq's: built in ->init from the frequencies
  * known then, never written while the policy exists (schedutil's fast path
  * reads them without any lock).  When the host's frequencies for a CPU
- * change, the policies are created again (fh_cpufreq_recreate()); grants only
+ * change, the policies are created again (vfh_cpufreq_recreate()); grants only
  * move the QoS limits.  The table lives in per-CPU storage allocated at
  * probe: nothing is allocated after.
  *
@@ -95,7 +95,7 @@ static void fh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
 {
 	struct fh_cpu *c = policy->driver_data;
 
-	fh_request(policy, fh_khz_to_perf(&c->freq, khz));
+	fh_request(policy, vfh_khz_to_perf(&c->freq, khz));
 }
 
 /* Called from scheduler context: a store, nothing else; no notification. */
@@ -196,11 +196,11 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 
 	ret = freq_qos_add_request(&policy->constraints, &c->min_req,
 				   FREQ_QOS_MIN,
-				   fh_cap_to_khz(&c->freq, c->floor));
+				   vfh_cap_to_khz(&c->freq, c->floor));
 	if (ret >= 0)
 		ret = freq_qos_add_request(&policy->constraints, &c->max_req,
 					   FREQ_QOS_MAX,
-					   fh_cap_to_khz(&c->freq, c->ceiling));
+					   vfh_cap_to_khz(&c->freq, c->ceiling));
 	if (ret < 0 && freq_qos_request_active(&c->min_req))
 		freq_qos_remove_request(&c->min_req);
 	if (ret < 0)
@@ -261,19 +261,19 @@ static void fh_update_qos(struct fh_cpu *c)
 {
 	if (freq_qos_request_active(&c->min_req))
 		freq_qos_update_request(&c->min_req,
-					fh_cap_to_khz(&c->freq, c->floor));
+					vfh_cap_to_khz(&c->freq, c->floor));
 	if (freq_qos_request_active(&c->max_req))
 		freq_qos_update_request(&c->max_req,
-					fh_cap_to_khz(&c->freq, c->ceiling));
+					vfh_cap_to_khz(&c->freq, c->ceiling));
 }
 
 /*
  * The host's frequencies for @cpu (process context): what its next policy
  * starts with.  Returns whether its live policy shows others, so must be
- * created again (fh_cpufreq_recreate()).
+ * created again (vfh_cpufreq_recreate()).
  */
-bool fh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
-			 const struct fh_freq *f)
+bool vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+			  const struct fh_freq *f)
 {
 	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 	bool stale;
@@ -291,9 +291,9 @@ bool fh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
  * Create every policy again, each from its CPU's latest frequencies: the
  * governors stop, the tables are dropped with their policies, and ->init
  * builds new ones.  Process context, no driver lock held; called by the
- * device's worker, which remove and freeze stop before fh_cpufreq_stop().
+ * device's worker, which remove and freeze stop before vfh_cpufreq_stop().
  */
-void fh_cpufreq_recreate(struct fh_cpufreq *cf)
+void vfh_cpufreq_recreate(struct fh_cpufreq *cf)
 {
 	int ret;
 
@@ -309,8 +309,8 @@ void fh_cpufreq_recreate(struct fh_cpufreq *cf)
 }
 
 /* The host's floor and ceiling for @cpu (0..1024) as the policy's limits. */
-void fh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
-			   unsigned int floor, unsigned int ceiling)
+void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
+			    unsigned int floor, unsigned int ceiling)
 {
 	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
@@ -321,7 +321,7 @@ void fh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 	mutex_unlock(&cf->lock);
 }
 
-bool fh_cpufreq_active(const struct fh_cpufreq *cf)
+bool vfh_cpufreq_active(const struct fh_cpufreq *cf)
 {
 	return READ_ONCE(cf->registered);
 }
@@ -331,7 +331,7 @@ bool fh_cpufreq_active(const struct fh_cpufreq *cf)
  * the policies start with.  Not being the system's cpufreq driver is not
  * an error: clamps and idle do not need the governor.
  */
-void fh_cpufreq_start(struct fh_cpufreq *cf)
+void vfh_cpufreq_start(struct fh_cpufreq *cf)
 {
 	const char *other = cpufreq_get_current_driver();
 	int ret;
@@ -350,7 +350,7 @@ void fh_cpufreq_start(struct fh_cpufreq *cf)
 	WRITE_ONCE(cf->registered, true);
 }
 
-void fh_cpufreq_stop(struct fh_cpufreq *cf)
+void vfh_cpufreq_stop(struct fh_cpufreq *cf)
 {
 	if (!cf->registered)
 		return;
@@ -359,8 +359,8 @@ void fh_cpufreq_stop(struct fh_cpufreq *cf)
 }
 
 /* Probe: every CPU starts synthetic, without limits. */
-struct fh_cpufreq *fh_cpufreq_create(const struct fh_cpufreq_ops *ops,
-				     void *data)
+struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
+				      void *data)
 {
 	struct fh_cpufreq *cf;
 	unsigned int cpu;
@@ -380,7 +380,7 @@ struct fh_cpufreq *fh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 		struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
 		c->cf = cf;
-		fh_freq_synthetic(&c->freq);
+		vfh_freq_synthetic(&c->freq);
 		c->want = c->freq;
 		c->ceiling = VIRTIO_FREQHINT_SCALE;
 	}
@@ -398,8 +398,8 @@ struct fh_cpufreq *fh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 	return cf;
 }
 
-/* After fh_cpufreq_stop(). */
-void fh_cpufreq_destroy(struct fh_cpufreq *cf)
+/* After vfh_cpufreq_stop(). */
+void vfh_cpufreq_destroy(struct fh_cpufreq *cf)
 {
 	if (!cf)
 		return;

@@ -36,25 +36,25 @@ struct fh_cpufreq_ops {
 
 struct fh_cpufreq;
 
-struct fh_cpufreq *fh_cpufreq_create(const struct fh_cpufreq_ops *ops,
-				     void *data);
-void fh_cpufreq_start(struct fh_cpufreq *cf);
-bool fh_cpufreq_active(const struct fh_cpufreq *cf);
-void fh_cpufreq_stop(struct fh_cpufreq *cf);
-void fh_cpufreq_destroy(struct fh_cpufreq *cf);
+struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
+				      void *data);
+void vfh_cpufreq_start(struct fh_cpufreq *cf);
+bool vfh_cpufreq_active(const struct fh_cpufreq *cf);
+void vfh_cpufreq_stop(struct fh_cpufreq *cf);
+void vfh_cpufreq_destroy(struct fh_cpufreq *cf);
 
-bool fh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
-			 const struct fh_freq *f);
-void fh_cpufreq_recreate(struct fh_cpufreq *cf);
-void fh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
-			   unsigned int floor, unsigned int ceiling);
+bool vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+			  const struct fh_freq *f);
+void vfh_cpufreq_recreate(struct fh_cpufreq *cf);
+void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
+			    unsigned int floor, unsigned int ceiling);
 
 /* scale.c: pure kHz <-> capacity helpers, KUnit-tested. */
 struct fh_levels;
 
-void fh_freq_synthetic(struct fh_freq *f);
-unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap);
-unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz);
-void fh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l);
+void vfh_freq_synthetic(struct fh_freq *f);
+unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap);
+unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz);
+void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l);
 
 #endif /* _FREQHINT_CPUFREQ_H */

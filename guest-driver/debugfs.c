@@ -42,7 +42,7 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		fh_gather_stats(&vi->gather, cpu, &st);
+		vfh_gather_stats(&vi->gather, cpu, &st);
 		seq_printf(m, "cpu%u vcpu=%d online=%d idle=%d", cpu,
 			   READ_ONCE(vi->index[cpu]), st.online,
 			   !!(FIELD_GET(FH_REP_FLAGS, st.report) &
@@ -66,7 +66,7 @@ static int fh_clamp_source_show(struct seq_file *m, void *unused)
 {
 	struct virtio_freqhint *vi = m->private;
 
-	seq_printf(m, "%s\n", fh_gather_source(&vi->gather));
+	seq_printf(m, "%s\n", vfh_gather_source(&vi->gather));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
@@ -75,7 +75,7 @@ DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
 	debugfs_create_ulong(#name, 0444, dir, &(vi)->stats.name)
 
 /* Probe, once the device works; failures are not errors (debugfs is optional). */
-void fh_debugfs_init(struct virtio_freqhint *vi)
+void vfh_debugfs_init(struct virtio_freqhint *vi)
 {
 	struct dentry *st;
 
@@ -96,7 +96,7 @@ void fh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, unmapped_cpus);
 }
 
-void fh_debugfs_exit(struct virtio_freqhint *vi)
+void vfh_debugfs_exit(struct virtio_freqhint *vi)
 {
 	debugfs_remove_recursive(vi->debugfs);
 	vi->debugfs = NULL;

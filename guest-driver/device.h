@@ -100,21 +100,21 @@ struct virtio_freqhint {
 #ifdef FH_BENCH_ANCHOR
 /* Buffers the bench anchor may have in flight (within the queue's 64). */
 #define FH_EVERY_BUFS		16
-extern bool fh_notify_every_change;
+extern bool vfh_notify_every_change;
 #endif
 
 /* transport.c: the hintq sender, and the device's sysfs attributes. */
-size_t fh_buf_size(unsigned int n);
-int fh_transport_start(struct virtio_freqhint *vi);
-void fh_transport_link(struct virtio_freqhint *vi, bool up);
-void fh_transport_stop(struct virtio_freqhint *vi);
-void fh_transport_release(struct virtio_freqhint *vi);
-void fh_transport_kick(struct virtio_freqhint *vi);
-void fh_transport_resend(struct virtio_freqhint *vi);
-extern const struct attribute_group *fh_groups[];
+size_t vfh_buf_size(unsigned int n);
+int vfh_transport_start(struct virtio_freqhint *vi);
+void vfh_transport_link(struct virtio_freqhint *vi, bool up);
+void vfh_transport_stop(struct virtio_freqhint *vi);
+void vfh_transport_release(struct virtio_freqhint *vi);
+void vfh_transport_kick(struct virtio_freqhint *vi);
+void vfh_transport_resend(struct virtio_freqhint *vi);
+extern const struct attribute_group *vfh_groups[];
 
 /* debugfs.c */
-void fh_debugfs_init(struct virtio_freqhint *vi);
-void fh_debugfs_exit(struct virtio_freqhint *vi);
+void vfh_debugfs_init(struct virtio_freqhint *vi);
+void vfh_debugfs_exit(struct virtio_freqhint *vi);
 
 #endif /* _FREQHINT_DEVICE_H */

@@ -22,12 +22,12 @@ static_assert(sizeof(struct virtio_freqhint_freq_class) == 76);
 static_assert(sizeof(struct virtio_freqhint_vcpu_feedback) == 8);
 static_assert(sizeof(struct virtio_freqhint_feedback) == 624);
 
-size_t fh_cpu_ids_size(unsigned int num_vcpus)
+static size_t fh_cpu_ids_size(unsigned int num_vcpus)
 {
 	return sizeof(struct virtio_freqhint_cpu_ids) + num_vcpus * sizeof(__le64);
 }
 
-size_t fh_feedback_size(unsigned int num_vcpus)
+static size_t fh_feedback_size(unsigned int num_vcpus)
 {
 	return sizeof(struct virtio_freqhint_feedback) +
 	       num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
@@ -38,7 +38,7 @@ size_t fh_feedback_size(unsigned int num_vcpus)
  * event queue exists, so event_buf_size must hold either message.
  * Returns NULL if the device is one to talk to, else why not.
  */
-const char *fh_config_why(const struct fh_config *c, bool eventq)
+const char *vfh_config_why(const struct fh_config *c, bool eventq)
 {
 	if (!c->num_vcpus)
 		return "num_vcpus is 0";
@@ -66,7 +66,7 @@ const char *fh_config_why(const struct fh_config *c, bool eventq)
  * range of frequency QoS), a perf step, and at most MAX_FREQS frequencies,
  * strictly ascending within [min, max], zero after the last.
  */
-bool fh_class_valid(const struct virtio_freqhint_freq_class *fc)
+static bool fh_class_valid(const struct virtio_freqhint_freq_class *fc)
 {
 	u32 min = le32_to_cpu(fc->min_khz), max = le32_to_cpu(fc->max_khz);
 	u16 step = le16_to_cpu(fc->perf_step), n = le16_to_cpu(fc->num_freqs);
@@ -96,8 +96,8 @@ bool fh_class_valid(const struct virtio_freqhint_freq_class *fc)
  * A FEEDBACK message of @len bytes: NULL if the whole snapshot is valid,
  * else why it is dropped.  @host_freq: F_HOST_FREQ was negotiated.
  */
-const char *fh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
-			    bool host_freq)
+const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
+			     bool host_freq)
 {
 	const struct virtio_freqhint_feedback *fb = buf;
 	u16 nclasses, of, oc;
@@ -135,13 +135,13 @@ const char *fh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 }
 
 /* Serial-number order of snapshot sequence numbers (RFC 1982 style). */
-bool fh_seq_newer(u32 seq, u32 last)
+bool vfh_seq_newer(u32 seq, u32 last)
 {
 	return (s32)(seq - last) > 0;
 }
 
 /* A CPU_IDS message of @len bytes: NULL if usable, else why not. */
-const char *fh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
+const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 {
 	const struct virtio_freqhint_cpu_ids *m = buf;
 
@@ -157,7 +157,7 @@ const char *fh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 }
 
 /* The index whose id is @id in @ids[@n], or -ENOENT. */
-int fh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)
+int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)
 {
 	unsigned int i;
 

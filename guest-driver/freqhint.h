@@ -111,14 +111,13 @@ struct fh_win_result {
 	bool idle;
 };
 
-void fh_win_reset(struct fh_win *w, u64 now);
-void fh_win_charge(struct fh_win *w, u64 now);
-void fh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
-		  bool has_max, u16 max);
-unsigned int fh_win_bucket(u16 value);
-void fh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
-		  struct fh_win_result *r);
-u64 fh_win_backdate(u64 start, u64 now, u64 span);
+void vfh_win_reset(struct fh_win *w, u64 now);
+void vfh_win_charge(struct fh_win *w, u64 now);
+void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
+		   bool has_max, u16 max);
+void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
+		   struct fh_win_result *r);
+u64 vfh_win_backdate(u64 start, u64 now, u64 span);
 
 /*
  * A vCPU's host levels in capacity units: thr[i] is the highest perf that
@@ -130,14 +129,13 @@ struct fh_levels {
 	u16 thr[VIRTIO_FREQHINT_MAX_FREQS];
 };
 
-bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
-bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
+bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
 
 #define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
 
-u64 fh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf);
-void fh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
-		    u32 seq, bool has_perf);
+u64 vfh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf);
+void vfh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
+		     u32 seq, bool has_perf);
 
 /* event.c: the configuration and the event queue's messages, checked. */
 struct fh_config {
@@ -153,14 +151,11 @@ struct fh_config {
 /* Largest event buffer the driver allocates (num_vcpus 65535 fits). */
 #define FH_EVENT_BUF_MAX	(1024 * 1024)
 
-size_t fh_cpu_ids_size(unsigned int num_vcpus);
-size_t fh_feedback_size(unsigned int num_vcpus);
-const char *fh_config_why(const struct fh_config *c, bool eventq);
-bool fh_class_valid(const struct virtio_freqhint_freq_class *fc);
-const char *fh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
-			    bool host_freq);
-bool fh_seq_newer(u32 seq, u32 last);
-const char *fh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus);
-int fh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id);
+const char *vfh_config_why(const struct fh_config *c, bool eventq);
+const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
+			     bool host_freq);
+bool vfh_seq_newer(u32 seq, u32 last);
+const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus);
+int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id);
 
 #endif /* _FREQHINT_H */

@@ -119,7 +119,7 @@ static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
 		hi = cmax.value;
 	}
 #endif
-	fh_win_track(&v->win, idle, has_min, lo, has_max, hi);
+	vfh_win_track(&v->win, idle, has_min, lo, has_max, hi);
 	return !idle;
 }
 
@@ -127,7 +127,7 @@ static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
 {
 	u64 old = atomic64_read(&v->report);
 
-	if (!fh_rep_needs_publish(old, rep, &v->levels))
+	if (!vfh_rep_needs_publish(old, rep, &v->levels))
 		return;
 	v->publishes++;
 	v->last_pub = now;
@@ -167,11 +167,11 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 
 	v->windows++;
 	fh_discount_sender(v, cpu);
-	fh_win_close(&v->win, now, &v->g->tune, &r);
+	vfh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
-	fh_publish(v, cpu, fh_rep_from_window(&r, fh_valid_flags(),
-					      READ_ONCE(v->perf)), now);
-	fh_win_reset(&v->win, now);
+	fh_publish(v, cpu, vfh_rep_from_window(&r, fh_valid_flags(),
+					       READ_ONCE(v->perf)), now);
+	vfh_win_reset(&v->win, now);
 	return r.idle;
 }
 
@@ -224,7 +224,7 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 	v->leading++;
 	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
 	/* The window restarts with @p; the sampler is restarted to match. */
-	fh_win_reset(&v->win, now);
+	vfh_win_reset(&v->win, now);
 	v->timer_armed = true;
 	irq_work_queue(&v->arm_work);
 }
@@ -241,7 +241,7 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 		return HRTIMER_NORESTART;
 	}
 	now = local_clock();
-	fh_win_charge(&v->win, now);
+	vfh_win_charge(&v->win, now);
 	busy_now = v->g->source->rq_aggregate ? !v->win.cur_idle :
 						fh_track(v, current);
 	if (fh_close_window(v, cpu, now) && !busy_now) {
@@ -278,11 +278,11 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 		return;
 	now = local_clock();
 	v->switches++;
-	fh_win_charge(&v->win, now);
+	vfh_win_charge(&v->win, now);
 	if (next)
 		idle = !fh_track(v, next);
 	else
-		fh_win_track(&v->win, idle, true, min, true, max);
+		vfh_win_track(&v->win, idle, true, min, true, max);
 	if (idle)
 		return;
 	if (!v->timer_armed) {
@@ -295,33 +295,33 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 		 * hrtimer_start() under the rq lock is legal but deferred anyway.
 		 */
 		v->timer_armed = true;
-		v->win.start = fh_win_backdate(v->win.start, now,
-					       FH_IDLE_BACKDATE * fh_window_ns(g));
+		v->win.start = vfh_win_backdate(v->win.start, now,
+						FH_IDLE_BACKDATE * fh_window_ns(g));
 		irq_work_queue(&v->arm_work);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);
 }
 
 /* The clamp source: @next starts running on this CPU. */
-void fh_gather_switch(struct fh_gather *g, struct task_struct *next)
+void vfh_gather_switch(struct fh_gather *g, struct task_struct *next)
 {
 	fh_event(g, next, 0, 0, false);
 }
 
 /* The clamp source (rq_aggregate): this CPU's run queue's new aggregate. */
-void fh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle)
+void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle)
 {
 	fh_event(g, NULL, min, max, idle);
 }
 
 /* The clamp source in use, "none" before the start or after the stop. */
-const char *fh_gather_source(const struct fh_gather *g)
+const char *vfh_gather_source(const struct fh_gather *g)
 {
 	return READ_ONCE(g->started) ? g->source->name : "none";
 }
 
 /* From the owner's CPU hotplug callback (AP state: it runs on @cpu). */
-void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
+void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 	unsigned long flags;
@@ -329,7 +329,7 @@ void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 
 	local_irq_save(flags);
 	now = local_clock();
-	fh_win_reset(&v->win, now);
+	vfh_win_reset(&v->win, now);
 	fh_track(v, current);
 	v->last_pub = now - fh_window_ns(g);
 	v->timer_armed = true;
@@ -338,7 +338,7 @@ void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 	local_irq_restore(flags);
 }
 
-void fh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
+void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
@@ -398,8 +398,8 @@ static void fh_anchor_request(struct fh_gather *g, struct fh_vcpu *v,
 #endif
 
 /* The governor's request for @cpu, from the cpufreq driver (any context). */
-void fh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
-			unsigned int perf)
+void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
+			 unsigned int perf)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
@@ -409,8 +409,8 @@ void fh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
 }
 
 /* Process context; a sampler reading a half-updated table only publishes or skips one record. */
-void fh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
-			  const struct fh_levels *l)
+void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
+			   const struct fh_levels *l)
 {
 	struct fh_levels *d = &per_cpu_ptr(g->vcpus, cpu)->levels;
 	unsigned int i;
@@ -422,18 +422,18 @@ void fh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
 	WRITE_ONCE(d->n, l->n);
 }
 
-void fh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
+void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
 {
 	WRITE_ONCE(g->sender, task);
 }
 
-bool fh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep)
+bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep)
 {
 	return fh_slot_take(&per_cpu_ptr(g->vcpus, cpu)->report, g->dirty,
 			    cpu, rep);
 }
 
-void fh_gather_mark_all_dirty(struct fh_gather *g)
+void vfh_gather_mark_all_dirty(struct fh_gather *g)
 {
 	unsigned int cpu;
 
@@ -441,8 +441,8 @@ void fh_gather_mark_all_dirty(struct fh_gather *g)
 		set_bit(cpu, g->dirty);
 }
 
-void fh_gather_stats(struct fh_gather *g, unsigned int cpu,
-		     struct fh_vcpu_stats *st)
+void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
+		      struct fh_vcpu_stats *st)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
@@ -459,15 +459,15 @@ void fh_gather_stats(struct fh_gather *g, unsigned int cpu,
  * Probe: the per-CPU state, all offline ("no hint"); before the cpufreq
  * driver registers, whose policy init sets the first perf value.
  */
-int fh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
-		   void (*kick)(struct fh_gather *g))
+int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
+		    void (*kick)(struct fh_gather *g))
 {
 	unsigned int cpu;
 
 	g->vcpus = alloc_percpu(struct fh_vcpu);
 	g->dirty = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
 	if (!g->vcpus || !g->dirty) {
-		fh_gather_destroy(g);
+		vfh_gather_destroy(g);
 		return -ENOMEM;
 	}
 	g->tune = *t;
@@ -488,7 +488,7 @@ int fh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 	return 0;
 }
 
-void fh_gather_destroy(struct fh_gather *g)
+void vfh_gather_destroy(struct fh_gather *g)
 {
 	bitmap_free(g->dirty);
 	g->dirty = NULL;
@@ -497,7 +497,7 @@ void fh_gather_destroy(struct fh_gather *g)
 }
 
 /* The clamp source; the owner brings the CPUs online after this. */
-int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
+int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 {
 	int ret;
 
@@ -513,7 +513,7 @@ int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 }
 
 /* After the owner took every CPU offline (each published "no hint"). */
-void fh_gather_stop(struct fh_gather *g)
+void vfh_gather_stop(struct fh_gather *g)
 {
 	if (!g->started)
 		return;

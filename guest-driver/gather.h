@@ -6,10 +6,10 @@
  * dirty and calls its owner's ->kick (from irq_work) so the owner can
  * send.  It never calls into the device.
  *
- * Lifetime, driven by the owner: fh_gather_init() (allocates, probe
- * only), fh_gather_start() (the clamp source), fh_gather_cpu_online()/
- * offline() from the owner's CPU hotplug callbacks, fh_gather_stop(),
- * fh_gather_destroy().
+ * Lifetime, driven by the owner: vfh_gather_init() (allocates, probe
+ * only), vfh_gather_start() (the clamp source), vfh_gather_cpu_online()/
+ * offline() from the owner's CPU hotplug callbacks, vfh_gather_stop(),
+ * vfh_gather_destroy().
  */
 #ifndef _FREQHINT_GATHER_H
 #define _FREQHINT_GATHER_H
@@ -25,8 +25,8 @@ struct task_struct;
 
 /*
  * A clamp source tells the gatherer, on the CPU concerned, which task
- * starts running there (fh_gather_switch()) or, with rq_aggregate set, the
- * run queue's clamp aggregate whenever it changes (fh_gather_rq_clamp()).
+ * starts running there (vfh_gather_switch()) or, with rq_aggregate set, the
+ * run queue's clamp aggregate whenever it changes (vfh_gather_rq_clamp()).
  * start() and stop() take the gatherer, which is also the data of the
  * source's probe; the source keeps its own state in ->source_data.
  */
@@ -53,24 +53,24 @@ struct fh_gather {
 #endif
 };
 
-int fh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
-		   void (*kick)(struct fh_gather *g));
-void fh_gather_destroy(struct fh_gather *g);
-int fh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src);
-void fh_gather_stop(struct fh_gather *g);
-void fh_gather_cpu_online(struct fh_gather *g, unsigned int cpu);
-void fh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu);
+int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
+		    void (*kick)(struct fh_gather *g));
+void vfh_gather_destroy(struct fh_gather *g);
+int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src);
+void vfh_gather_stop(struct fh_gather *g);
+void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu);
+void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu);
 
-void fh_gather_switch(struct fh_gather *g, struct task_struct *next);
-void fh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle);
-const char *fh_gather_source(const struct fh_gather *g);
-void fh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
-			unsigned int perf);
-void fh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
-			  const struct fh_levels *l);
-void fh_gather_set_sender(struct fh_gather *g, struct task_struct *task);
-bool fh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
-void fh_gather_mark_all_dirty(struct fh_gather *g);
+void vfh_gather_switch(struct fh_gather *g, struct task_struct *next);
+void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle);
+const char *vfh_gather_source(const struct fh_gather *g);
+void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
+			 unsigned int perf);
+void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
+			   const struct fh_levels *l);
+void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task);
+bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
+void vfh_gather_mark_all_dirty(struct fh_gather *g);
 
 struct fh_vcpu_stats {
 	u64 report;
@@ -82,12 +82,12 @@ struct fh_vcpu_stats {
 	unsigned long leading;
 };
 
-void fh_gather_stats(struct fh_gather *g, unsigned int cpu,
-		     struct fh_vcpu_stats *st);
+void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
+		      struct fh_vcpu_stats *st);
 
 /* clamp_switch.c: the sched_switch tracepoint, for kernels without a hook. */
-extern const struct fh_clamp_source fh_clamp_switch;
+extern const struct fh_clamp_source vfh_clamp_switch;
 /* clamp_hook.c: the RFC hook sched_uclamp_rq_tp (guest-driver/rfc/). */
-extern const struct fh_clamp_source fh_clamp_hook;
+extern const struct fh_clamp_source vfh_clamp_hook;
 
 #endif /* _FREQHINT_GATHER_H */

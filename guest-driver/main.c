@@ -93,8 +93,8 @@ static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 	if (!vi->has_cpu_id)
 		vi->index[cpu] = cpu < vi->num_vcpus ? cpu : -1;
 	else if (vi->have_ids && test_bit(cpu, vi->fw_known))
-		vi->index[cpu] = fh_cpu_ids_find(vi->cpu_ids, vi->num_vcpus,
-						 vi->fw_id[cpu]);
+		vi->index[cpu] = vfh_cpu_ids_find(vi->cpu_ids, vi->num_vcpus,
+						  vi->fw_id[cpu]);
 }
 
 static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
@@ -175,20 +175,20 @@ static void fh_apply_feedback(struct virtio_freqhint *vi)
 			ceil = min_t(unsigned int, ceil, vi->grants[idx].ceiling);
 			if (c < vi->num_freq_classes) {
 				f = vi->classes[c];
-				fh_freq_levels(&f, vi->class_step[c], &lv);
+				vfh_freq_levels(&f, vi->class_step[c], &lv);
 				class = true;
 			}
 		}
 		mutex_unlock(&vi->lock);
 		if (!class)
-			fh_freq_synthetic(&f);
+			vfh_freq_synthetic(&f);
 		/* cpufreq.c takes cpufreq locks: outside ->lock, which sysfs takes. */
-		recreate |= fh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
-		fh_cpufreq_set_limits(vi->cpufreq, cpu, min(floor, ceil), ceil);
-		fh_gather_set_levels(&vi->gather, cpu, &lv);
+		recreate |= vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
+		vfh_cpufreq_set_limits(vi->cpufreq, cpu, min(floor, ceil), ceil);
+		vfh_gather_set_levels(&vi->gather, cpu, &lv);
 	}
 	if (recreate)
-		fh_cpufreq_recreate(vi->cpufreq);
+		vfh_cpufreq_recreate(vi->cpufreq);
 }
 
 static void fh_apply_fn(struct kthread_work *work)
@@ -212,7 +212,7 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 	if (len < sizeof(__le16)) {
 		why = "short message";
 	} else if (le16_to_cpu(m->msg_type) == VIRTIO_FREQHINT_MSG_CPU_IDS) {
-		why = vi->has_cpu_id ? fh_cpu_ids_why(buf, len, vi->num_vcpus) :
+		why = vi->has_cpu_id ? vfh_cpu_ids_why(buf, len, vi->num_vcpus) :
 				       "CPU_IDS without F_CPU_ID";
 		if (!why) {
 			for (i = 0; i < vi->num_vcpus; i++)
@@ -227,11 +227,11 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 		const struct virtio_freqhint_feedback *s = buf;
 
 		why = vi->has_feedback ?
-		      fh_feedback_why(buf, len, vi->num_vcpus,
-				      vi->has_host_freq) :
+		      vfh_feedback_why(buf, len, vi->num_vcpus,
+				       vi->has_host_freq) :
 		      "FEEDBACK without F_FEEDBACK";
 		if (!why) {
-			if (!fh_seq_newer(le32_to_cpu(s->seq), vi->fb_seq)) {
+			if (!vfh_seq_newer(le32_to_cpu(s->seq), vi->fb_seq)) {
 				vi->stats.feedback_stale++;
 				return;
 			}
@@ -290,7 +290,7 @@ static void fh_event_fn(struct kthread_work *work)
 	virtqueue_kick(vi->evq);
 	mutex_unlock(&vi->lock);
 	if (ids)
-		fh_transport_resend(vi);
+		vfh_transport_resend(vi);
 	if (ids || fb)
 		fh_apply_feedback(vi);
 }
@@ -298,7 +298,7 @@ static void fh_event_fn(struct kthread_work *work)
 static void fh_hintq_done(struct virtqueue *vq)
 {
 	/* Reclaiming the buffer lets the next one go. */
-	fh_transport_kick(vq->vdev->priv);
+	vfh_transport_kick(vq->vdev->priv);
 }
 
 static void fh_eventq_done(struct virtqueue *vq)
@@ -337,7 +337,7 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 	if (vi->link_up)
 		kthread_queue_work(vi->worker, &vi->apply_work);
 	mutex_unlock(&vi->lock);
-	fh_gather_cpu_online(&vi->gather, cpu);
+	vfh_gather_cpu_online(&vi->gather, cpu);
 	return 0;
 }
 
@@ -347,7 +347,7 @@ static int fh_cpu_offline(unsigned int cpu, struct hlist_node *node)
 	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
 						 cpuhp_node);
 
-	fh_gather_cpu_offline(&vi->gather, cpu);
+	vfh_gather_cpu_offline(&vi->gather, cpu);
 	return 0;
 }
 
@@ -399,11 +399,11 @@ static void fh_device_up(struct virtio_freqhint *vi)
 	vi->have_ids = false;
 	mutex_unlock(&vi->lock);
 	virtio_device_ready(vi->vdev);
-	fh_transport_link(vi, true);
+	vfh_transport_link(vi, true);
 	/* It takes what came and kicks eventq (the queue is ->lock's). */
 	if (vi->evq)
 		kthread_queue_work(vi->worker, &vi->event_work);
-	fh_transport_resend(vi);
+	vfh_transport_resend(vi);
 }
 
 /*
@@ -414,10 +414,10 @@ static void fh_device_up(struct virtio_freqhint *vi)
  */
 static void fh_device_down(struct virtio_freqhint *vi)
 {
-	fh_transport_link(vi, false);
+	vfh_transport_link(vi, false);
 	virtio_reset_device(vi->vdev);
 	virtio_synchronize_cbs(vi->vdev);
-	fh_transport_stop(vi);
+	vfh_transport_stop(vi);
 	kthread_cancel_work_sync(&vi->event_work);
 	kthread_cancel_work_sync(&vi->apply_work);
 }
@@ -450,7 +450,7 @@ static void fh_device_detach(struct virtio_freqhint *vi)
 
 static void fh_gather_kick(struct fh_gather *g)
 {
-	fh_transport_kick(container_of(g, struct virtio_freqhint, gather));
+	vfh_transport_kick(container_of(g, struct virtio_freqhint, gather));
 }
 
 static void fh_cpufreq_request(void *data, unsigned int cpu,
@@ -458,7 +458,7 @@ static void fh_cpufreq_request(void *data, unsigned int cpu,
 {
 	struct virtio_freqhint *vi = data;
 
-	fh_gather_set_perf(&vi->gather, cpu, perf);
+	vfh_gather_set_perf(&vi->gather, cpu, perf);
 }
 
 static const struct fh_cpufreq_ops fh_cpufreq_ops = {
@@ -476,12 +476,12 @@ static int fh_clamps_start(struct virtio_freqhint *vi)
 	int err;
 
 	if (any || !strcmp(clamp_source, "hook")) {
-		err = fh_gather_start(&vi->gather, &fh_clamp_hook);
+		err = vfh_gather_start(&vi->gather, &vfh_clamp_hook);
 		if (!err)
 			return 0;
 		if (!any || err != -ENODEV) {
 			dev_err(&vi->vdev->dev, "clamp source %s: %d\n",
-				fh_clamp_hook.name, err);
+				vfh_clamp_hook.name, err);
 			return err;
 		}
 	} else if (strcmp(clamp_source, "sched_switch")) {
@@ -490,7 +490,7 @@ static int fh_clamps_start(struct virtio_freqhint *vi)
 			clamp_source);
 		return -EINVAL;
 	}
-	return fh_gather_start(&vi->gather, &fh_clamp_switch);
+	return vfh_gather_start(&vi->gather, &vfh_clamp_switch);
 }
 
 /*
@@ -501,31 +501,31 @@ static int fh_setup(struct virtio_freqhint *vi)
 {
 	int err;
 
-	err = fh_gather_init(&vi->gather, &vi->tune, fh_gather_kick);
+	err = vfh_gather_init(&vi->gather, &vi->tune, fh_gather_kick);
 	if (err)
 		return err;
 	err = -ENOMEM;
-	vi->cpufreq = fh_cpufreq_create(&fh_cpufreq_ops, vi);
+	vi->cpufreq = vfh_cpufreq_create(&fh_cpufreq_ops, vi);
 	if (!vi->cpufreq)
 		goto err_gather;
-	err = fh_transport_start(vi);
+	err = vfh_transport_start(vi);
 	if (err)
 		goto err_cpufreq;
 	return 0;
 
 err_cpufreq:
-	fh_cpufreq_destroy(vi->cpufreq);
+	vfh_cpufreq_destroy(vi->cpufreq);
 err_gather:
-	fh_gather_destroy(&vi->gather);
+	vfh_gather_destroy(&vi->gather);
 	return err;
 }
 
 /* Remove only, after fh_stop(): nothing sends or kicks any more. */
 static void fh_teardown(struct virtio_freqhint *vi)
 {
-	fh_transport_release(vi);
-	fh_cpufreq_destroy(vi->cpufreq);
-	fh_gather_destroy(&vi->gather);
+	vfh_transport_release(vi);
+	vfh_cpufreq_destroy(vi->cpufreq);
+	vfh_gather_destroy(&vi->gather);
 }
 
 /*
@@ -545,7 +545,7 @@ static int fh_start(struct virtio_freqhint *vi)
 	fh_feedback_defaults(vi);
 	mutex_unlock(&vi->lock);
 	fh_apply_feedback(vi);
-	fh_cpufreq_start(vi->cpufreq);
+	vfh_cpufreq_start(vi->cpufreq);
 	err = fh_clamps_start(vi);
 	if (err)
 		goto err_cpufreq;
@@ -556,9 +556,9 @@ static int fh_start(struct virtio_freqhint *vi)
 	return 0;
 
 err_gather_stop:
-	fh_gather_stop(&vi->gather);
+	vfh_gather_stop(&vi->gather);
 err_cpufreq:
-	fh_cpufreq_stop(vi->cpufreq);
+	vfh_cpufreq_stop(vi->cpufreq);
 	return err;
 }
 
@@ -576,8 +576,8 @@ static void fh_stop(struct virtio_freqhint *vi)
 	/* Offline callbacks publish "no hint"; the link is down, none kicks. */
 	cpuhp_state_remove_instance(fh_cpuhp_state, &vi->cpuhp_node);
 	/* The policies' exit reports "no request" to the gatherer. */
-	fh_cpufreq_stop(vi->cpufreq);
-	fh_gather_stop(&vi->gather);
+	vfh_cpufreq_stop(vi->cpufreq);
+	vfh_gather_stop(&vi->gather);
 }
 
 #define FH_CREAD(vdev, field, ptr)	\
@@ -598,7 +598,7 @@ static int fh_read_config(struct virtio_device *vdev,
 	FH_CREAD(vdev, reserved, &c.reserved);
 	FH_CREAD(vdev, event_buf_size, &c.event_buf_size);
 	/* DRV-7: a device this confused is not one to talk to. */
-	why = fh_config_why(&c, vi->has_feedback || vi->has_cpu_id);
+	why = vfh_config_why(&c, vi->has_feedback || vi->has_cpu_id);
 	if (why) {
 		dev_err(&vdev->dev, "invalid configuration: %s\n", why);
 		return -EINVAL;
@@ -640,12 +640,12 @@ static int fh_alloc(struct virtio_freqhint *vi)
 	vi->fw_known = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
 	vi->index = kcalloc(nr_cpu_ids, sizeof(*vi->index), GFP_KERNEL);
 #ifdef FH_BENCH_ANCHOR
-	vi->num_bufs = fh_notify_every_change ? FH_EVERY_BUFS : 1;
-	vi->gather.every_request = fh_notify_every_change;
+	vi->num_bufs = vfh_notify_every_change ? FH_EVERY_BUFS : 1;
+	vi->gather.every_request = vfh_notify_every_change;
 #else
 	vi->num_bufs = 1;
 #endif
-	vi->buf = kcalloc(vi->num_bufs, fh_buf_size(vi->max_records),
+	vi->buf = kcalloc(vi->num_bufs, vfh_buf_size(vi->max_records),
 			  GFP_KERNEL);
 	if (vi->has_feedback || vi->has_cpu_id)
 		vi->event_bufs = kcalloc(FH_EVENT_BUFS,
@@ -723,11 +723,11 @@ static int virtfh_probe(struct virtio_device *vdev)
 		goto err_stop;
 	fh_bound = vi;
 	mutex_unlock(&fh_probe_lock);
-	fh_debugfs_init(vi);
+	vfh_debugfs_init(vi);
 	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies, vCPU indexes by %s\n",
 		 IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" :
 		 "not available (no CONFIG_UCLAMP_TASK)",
-		 fh_cpufreq_active(vi->cpufreq) && vi->has_perf ? "reported" :
+		 vfh_cpufreq_active(vi->cpufreq) && vi->has_perf ? "reported" :
 		 "not available",
 		 vi->has_host_freq ? "host" : "synthetic",
 		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");
@@ -750,7 +750,7 @@ static void virtfh_remove(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 
-	fh_debugfs_exit(vi);
+	vfh_debugfs_exit(vi);
 	mutex_lock(&fh_probe_lock);
 	fh_bound = NULL;
 	mutex_unlock(&fh_probe_lock);
@@ -812,7 +812,7 @@ static struct virtio_driver virtio_freqhint_driver = {
 	.feature_table		= features,
 	.feature_table_size	= ARRAY_SIZE(features),
 	.driver.name		= KBUILD_MODNAME,
-	.driver.dev_groups	= fh_groups,
+	.driver.dev_groups	= vfh_groups,
 	.id_table		= id_table,
 	.validate		= virtfh_validate,
 	.probe			= virtfh_probe,

@@ -14,7 +14,7 @@
 /* Without a host class: 1000 kHz per capacity unit, 1000..1024000 kHz. */
 #define FH_KHZ_PER_UNIT		1000
 
-void fh_freq_synthetic(struct fh_freq *f)
+void vfh_freq_synthetic(struct fh_freq *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->min_khz = FH_KHZ_PER_UNIT;
@@ -22,7 +22,7 @@ void fh_freq_synthetic(struct fh_freq *f)
 }
 
 /* A limit in capacity units as a frequency within the policy's range. */
-unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
+unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
 {
 	u64 khz = div_u64((u64)cap * f->max_khz, VIRTIO_FREQHINT_SCALE);
 
@@ -30,7 +30,7 @@ unsigned int fh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
 }
 
 /* A requested frequency as perf, 1..1024: a request is never "none". */
-unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
+unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
 {
 	u64 perf = div_u64((u64)khz * VIRTIO_FREQHINT_SCALE, f->max_khz);
 
@@ -38,7 +38,7 @@ unsigned int fh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
 }
 
 /* Capacity thresholds of a class's table (DRV-27, window.c). */
-void fh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
+void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
 {
 	unsigned int i;
 

@@ -47,16 +47,16 @@
 #include "device.h"
 
 #ifdef FH_BENCH_ANCHOR
-bool fh_notify_every_change;
-module_param_named(notify_every_change, fh_notify_every_change, bool, 0444);
+bool vfh_notify_every_change;
+module_param_named(notify_every_change, vfh_notify_every_change, bool, 0444);
 MODULE_PARM_DESC(notify_every_change,
 		 "Benchmark anchor: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
-#define fh_every()	fh_notify_every_change
+#define fh_every()	vfh_notify_every_change
 #else
 #define fh_every()	false
 #endif
 
-size_t fh_buf_size(unsigned int n)
+size_t vfh_buf_size(unsigned int n)
 {
 	return sizeof(struct virtio_freqhint_hints) +
 	       n * sizeof(struct virtio_freqhint_record);
@@ -64,12 +64,12 @@ size_t fh_buf_size(unsigned int n)
 
 /*
  * Callable from any context but NMI: irq_work, vq callback, process.  The
- * worker lives from fh_transport_start() to fh_transport_release();
+ * worker lives from vfh_transport_start() to vfh_transport_release();
  * callers are stopped before the latter (gather's irq_work synced, the
  * device reset and its callbacks synchronized), and it is set before any
  * caller runs (probe order).
  */
-void fh_transport_kick(struct virtio_freqhint *vi)
+void vfh_transport_kick(struct virtio_freqhint *vi)
 {
 	unsigned long next, delay = 0;
 
@@ -85,7 +85,7 @@ void fh_transport_kick(struct virtio_freqhint *vi)
 static struct virtio_freqhint_hints *
 fh_buf(struct virtio_freqhint *vi, unsigned int i)
 {
-	return (void *)vi->buf + i * fh_buf_size(vi->max_records);
+	return (void *)vi->buf + i * vfh_buf_size(vi->max_records);
 }
 
 /* Fill @buf with dirty vCPUs; returns the record count. */
@@ -103,7 +103,7 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 			*more = true;
 			break;
 		}
-		if (!fh_gather_take(&vi->gather, cpu, &rep))
+		if (!vfh_gather_take(&vi->gather, cpu, &rep))
 			continue;
 		/*
 		 * DRV-10: a CPU the device has no index for is not reported,
@@ -117,8 +117,8 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 				vi->stats.unmapped_cpus++;
 			continue;
 		}
-		fh_record_fill(&recs[n++], rep, idx, ++vi->seq[idx],
-			       vi->has_perf);
+		vfh_record_fill(&recs[n++], rep, idx, ++vi->seq[idx],
+				vi->has_perf);
 	}
 	buf->msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_HINTS);
 	buf->num_records = cpu_to_le16(n);
@@ -142,7 +142,7 @@ static void fh_send_fn(struct kthread_work *work)
 		goto out;
 	while ((buf = virtqueue_get_buf(vi->vq, &len)))
 		vi->free_bufs |= BIT(((void *)buf - (void *)vi->buf) /
-				     fh_buf_size(vi->max_records));
+				     vfh_buf_size(vi->max_records));
 	if (!vi->free_bufs) {
 		/* The device is inside its own rate window; its callback kicks. */
 		vi->stats.send_deferred++;
@@ -153,11 +153,11 @@ static void fh_send_fn(struct kthread_work *work)
 	n = fh_build(vi, buf, &more);
 	if (!n)
 		goto out;
-	sg_init_one(&sg, buf, fh_buf_size(n));
+	sg_init_one(&sg, buf, vfh_buf_size(n));
 	err = virtqueue_add_outbuf(vi->vq, &sg, 1, buf, GFP_KERNEL);
 	if (err) {
 		vi->stats.send_errors++;
-		fh_gather_mark_all_dirty(&vi->gather);
+		vfh_gather_mark_all_dirty(&vi->gather);
 		goto out;
 	}
 	vi->free_bufs &= ~BIT(i);
@@ -167,16 +167,16 @@ static void fh_send_fn(struct kthread_work *work)
 	vi->stats.buffers_sent++;
 	vi->stats.records_sent += n;
 	if (more)
-		fh_transport_kick(vi);
+		vfh_transport_kick(vi);
 out:
 	mutex_unlock(&vi->lock);
 }
 
 /*
  * Probe: the worker (sender and event handler); the link stays down until
- * fh_transport_link().
+ * vfh_transport_link().
  */
-int fh_transport_start(struct virtio_freqhint *vi)
+int vfh_transport_start(struct virtio_freqhint *vi)
 {
 	struct kthread_worker *w;
 
@@ -185,7 +185,7 @@ int fh_transport_start(struct virtio_freqhint *vi)
 		return PTR_ERR(w);
 	vi->worker = w;
 	kthread_init_delayed_work(&vi->send_work, fh_send_fn);
-	fh_gather_set_sender(&vi->gather, w->task);
+	vfh_gather_set_sender(&vi->gather, w->task);
 	return 0;
 }
 
@@ -193,7 +193,7 @@ int fh_transport_start(struct virtio_freqhint *vi)
  * Up after DRIVER_OK (DRV-8); down before the device is reset: once the
  * link is down no send or event handler touches a queue.
  */
-void fh_transport_link(struct virtio_freqhint *vi, bool up)
+void vfh_transport_link(struct virtio_freqhint *vi, bool up)
 {
 	mutex_lock(&vi->lock);
 	if (up) {
@@ -205,25 +205,25 @@ void fh_transport_link(struct virtio_freqhint *vi, bool up)
 }
 
 /* After the reset and its callbacks: no send is pending or running. */
-void fh_transport_stop(struct virtio_freqhint *vi)
+void vfh_transport_stop(struct virtio_freqhint *vi)
 {
 	kthread_cancel_delayed_work_sync(&vi->send_work);
 }
 
 /* Remove, once nothing kicks any more. */
-void fh_transport_release(struct virtio_freqhint *vi)
+void vfh_transport_release(struct virtio_freqhint *vi)
 {
-	fh_gather_set_sender(&vi->gather, NULL);
+	vfh_gather_set_sender(&vi->gather, NULL);
 	kthread_cancel_delayed_work_sync(&vi->send_work);
 	kthread_destroy_worker(vi->worker);
 	vi->worker = NULL;
 }
 
 /* A (re)started device knows nothing: send every vCPU. */
-void fh_transport_resend(struct virtio_freqhint *vi)
+void vfh_transport_resend(struct virtio_freqhint *vi)
 {
-	fh_gather_mark_all_dirty(&vi->gather);
-	fh_transport_kick(vi);
+	vfh_gather_mark_all_dirty(&vi->gather);
+	vfh_transport_kick(vi);
 }
 
 /* sysfs, under the virtio device: what the host granted. */
@@ -305,7 +305,7 @@ static const struct attribute_group fh_group = {
 	.attrs = fh_attrs,
 };
 
-const struct attribute_group *fh_groups[] = {
+const struct attribute_group *vfh_groups[] = {
 	&fh_group,
 	NULL
 };

@@ -33,17 +33,17 @@ static const struct fh_tuning fh_test_tune = {
 /* Run a task with clamps @min/@max for @ns on @w, starting at *@now. */
 static void run(struct fh_win *w, u64 *now, u64 ns, int min, int max)
 {
-	fh_win_track(w, false, min >= 0, min < 0 ? 0 : min, max >= 0,
-		     max < 0 ? 0 : max);
+	vfh_win_track(w, false, min >= 0, min < 0 ? 0 : min, max >= 0,
+		      max < 0 ? 0 : max);
 	*now += ns;
-	fh_win_charge(w, *now);
+	vfh_win_charge(w, *now);
 }
 
 static void idle_for(struct fh_win *w, u64 *now, u64 ns)
 {
-	fh_win_track(w, true, false, 0, false, 0);
+	vfh_win_track(w, true, false, 0, false, 0);
 	*now += ns;
-	fh_win_charge(w, *now);
+	vfh_win_charge(w, *now);
 }
 
 static void fh_test_bucket(struct kunit *test)
@@ -70,9 +70,9 @@ static void fh_test_window_exact(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 5 * MS;
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	run(&w, &now, 10 * MS, 800, 900);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 800);
 	KUNIT_EXPECT_EQ(test, r.max, 900);
 	KUNIT_EXPECT_FALSE(test, r.idle);
@@ -86,10 +86,10 @@ static void fh_test_window_max_rule(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 0;
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	run(&w, &now, 5 * MS, 600, 600);
 	run(&w, &now, 5 * MS, 100, 900);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 600);
 	KUNIT_EXPECT_EQ(test, r.max, 900);
 }
@@ -101,18 +101,18 @@ static void fh_test_window_share(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 0;
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	run(&w, &now, 5 * MS, 0, 300);
 	run(&w, &now, 30 * US, 0, 1024);
 	run(&w, &now, 5 * MS, 0, 300);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.max, 300);
 
 	/* Held for 10 % of the clamped time it counts. */
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	run(&w, &now, 9 * MS, 0, 300);
 	run(&w, &now, 1 * MS, 0, 1024);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.max, 1024);
 }
 
@@ -123,9 +123,9 @@ static void fh_test_window_no_clamp(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 0;
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	run(&w, &now, 10 * MS, -1, -1);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 0);
 	KUNIT_EXPECT_EQ(test, r.max, 1024);
 	KUNIT_EXPECT_FALSE(test, r.idle);
@@ -138,9 +138,9 @@ static void fh_test_window_inversion(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 0;
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	run(&w, &now, 10 * MS, 800, 300);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 800);
 	KUNIT_EXPECT_EQ(test, r.max, 800);
 }
@@ -152,26 +152,26 @@ static void fh_test_window_idle(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 0;
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 5 * MS);
 	run(&w, &now, 100 * US, 0, 1024);
 	idle_for(&w, &now, 5 * MS);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_TRUE(test, r.idle);
 	KUNIT_EXPECT_LE(test, r.busy, 20U);
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 5 * MS);
 	run(&w, &now, 100 * US, 700, 1024);
 	idle_for(&w, &now, 5 * MS);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 	KUNIT_EXPECT_EQ(test, r.min, 700);
 
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 8 * MS);
 	run(&w, &now, 2 * MS, 0, 1024);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 
 	/* idle_share 0: the strict rule, any busy time is busy. */
@@ -179,11 +179,11 @@ static void fh_test_window_idle(struct kunit *test)
 		struct fh_tuning strict = fh_test_tune;
 
 		strict.idle_share = 0;
-		fh_win_reset(&w, now);
+		vfh_win_reset(&w, now);
 		idle_for(&w, &now, 5 * MS);
 		run(&w, &now, 100 * US, 0, 1024);
 		idle_for(&w, &now, 5 * MS);
-		fh_win_close(&w, now, &strict, &r);
+		vfh_win_close(&w, now, &strict, &r);
 		KUNIT_EXPECT_FALSE(test, r.idle);
 	}
 }
@@ -196,9 +196,9 @@ static void fh_test_window_reset(struct kunit *test)
 	u64 now = 0;
 
 	run(&w, &now, 50 * MS, 900, 900);
-	fh_win_reset(&w, now);
+	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 10 * MS);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_TRUE(test, r.idle);
 	KUNIT_EXPECT_EQ(test, r.busy, 0U);
 }
@@ -242,16 +242,16 @@ static void fh_test_publish_rule(struct kunit *test)
 		VIRTIO_FREQHINT_R_PERF_VALID;
 	u64 a = fh_rep_pack(v, 300, 600, 500);
 
-	KUNIT_EXPECT_FALSE(test, fh_rep_needs_publish(a, a, &l));
+	KUNIT_EXPECT_FALSE(test, vfh_rep_needs_publish(a, a, &l));
 	/* Clamps are exact: any change goes out (DRV-26). */
-	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 301, 600, 500), &l));
-	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 599, 500), &l));
+	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 301, 600, 500), &l));
+	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 599, 500), &l));
 	KUNIT_EXPECT_TRUE(test,
-			  fh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE,
-							      0, 0, 0), &l));
+			  vfh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE,
+							       0, 0, 0), &l));
 	/* perf jitter within a step does not. */
-	KUNIT_EXPECT_FALSE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 510), &l));
-	KUNIT_EXPECT_TRUE(test, fh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 520), &l));
+	KUNIT_EXPECT_FALSE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 510), &l));
+	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 520), &l));
 }
 
 static void fh_test_rep_pack(struct kunit *test)
@@ -404,12 +404,12 @@ static void fh_test_backdate_early(struct kunit *test)
 	u64 span = 4 * 1000 * MS;
 
 	/* local_clock() at 1 ms, four 1 s windows back: 0, not ~2^64. */
-	KUNIT_EXPECT_EQ(test, fh_win_backdate(0, 1 * MS, span), 0ULL);
-	KUNIT_EXPECT_EQ(test, fh_win_backdate(500 * US, 1 * MS, span),
+	KUNIT_EXPECT_EQ(test, vfh_win_backdate(0, 1 * MS, span), 0ULL);
+	KUNIT_EXPECT_EQ(test, vfh_win_backdate(500 * US, 1 * MS, span),
 			500 * US);
 	/* Later on: the span limits how far back the window reaches. */
-	KUNIT_EXPECT_EQ(test, fh_win_backdate(0, 10 * span, span), 9 * span);
-	KUNIT_EXPECT_EQ(test, fh_win_backdate(10 * span - 1, 10 * span, span),
+	KUNIT_EXPECT_EQ(test, vfh_win_backdate(0, 10 * span, span), 9 * span);
+	KUNIT_EXPECT_EQ(test, vfh_win_backdate(10 * span - 1, 10 * span, span),
 			10 * span - 1);
 }
 
@@ -420,11 +420,11 @@ static void fh_test_backdate_busy(struct kunit *test)
 	struct fh_win_result r;
 	u64 now = 2 * MS;
 
-	fh_win_reset(&w, 0);
+	vfh_win_reset(&w, 0);
 	idle_for(&w, &now, 0);
-	w.start = fh_win_backdate(w.start, now, 4 * 10 * MS);
+	w.start = vfh_win_backdate(w.start, now, 4 * 10 * MS);
 	run(&w, &now, 10 * MS, 300, 600);
-	fh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &fh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 	KUNIT_EXPECT_GT(test, r.busy, 512U);
 }
@@ -439,34 +439,34 @@ static void fh_test_config_check(struct kunit *test)
 {
 	struct fh_config c = fh_test_config;
 
-	KUNIT_EXPECT_NULL(test, fh_config_why(&c, true));
+	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, true));
 	c.perf_step = 0;	/* was "old layout": now simply invalid */
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	c = fh_test_config;
 	c.perf_step = 1025;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	c = fh_test_config;
 	c.num_vcpus = 0;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	c = fh_test_config;
 	c.max_records = 5;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	c = fh_test_config;
 	c.rate_window_ms = 0;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	c = fh_test_config;
 	c.idle_share = 1025;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	c = fh_test_config;
 	c.reserved = 1;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	/* event_buf_size counts only with an event queue. */
 	c = fh_test_config;
 	c.event_buf_size = 624 + 8 * 3;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, true));
-	KUNIT_EXPECT_NULL(test, fh_config_why(&c, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, true));
+	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, false));
 	c.event_buf_size = FH_EVENT_BUF_MAX + 1;
-	KUNIT_EXPECT_NOT_NULL(test, fh_config_why(&c, true));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, true));
 }
 
 #define FH_TEST_VCPUS	4
@@ -505,7 +505,7 @@ static void fh_test_fb_init(struct fh_test_fb *t)
 
 static const char *fh_test_fb_why(struct fh_test_fb *t)
 {
-	return fh_feedback_why(t, sizeof(*t), FH_TEST_VCPUS, true);
+	return vfh_feedback_why(t, sizeof(*t), FH_TEST_VCPUS, true);
 }
 
 /*
@@ -572,29 +572,29 @@ static void fh_test_feedback_check(struct kunit *test)
 #undef FH_BAD
 	/* Classes only with F_HOST_FREQ. */
 	fh_test_fb_init(&t);
-	KUNIT_EXPECT_NOT_NULL(test, fh_feedback_why(&t, sizeof(t),
-						    FH_TEST_VCPUS, false));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t),
+						     FH_TEST_VCPUS, false));
 	t.fb.num_freq_classes = 0;
 	t.v[0].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	t.v[1].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	t.v[2].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
-	KUNIT_EXPECT_NULL(test, fh_feedback_why(&t, sizeof(t),
-						FH_TEST_VCPUS, false));
+	KUNIT_EXPECT_NULL(test, vfh_feedback_why(&t, sizeof(t),
+						 FH_TEST_VCPUS, false));
 	/* Short. */
 	fh_test_fb_init(&t);
-	KUNIT_EXPECT_NOT_NULL(test, fh_feedback_why(&t, sizeof(t) - 1,
-						    FH_TEST_VCPUS, true));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t) - 1,
+						     FH_TEST_VCPUS, true));
 }
 
 static void fh_test_seq(struct kunit *test)
 {
-	KUNIT_EXPECT_TRUE(test, fh_seq_newer(1, 0));
-	KUNIT_EXPECT_TRUE(test, fh_seq_newer(8, 7));
-	KUNIT_EXPECT_FALSE(test, fh_seq_newer(7, 7));
-	KUNIT_EXPECT_FALSE(test, fh_seq_newer(6, 7));
+	KUNIT_EXPECT_TRUE(test, vfh_seq_newer(1, 0));
+	KUNIT_EXPECT_TRUE(test, vfh_seq_newer(8, 7));
+	KUNIT_EXPECT_FALSE(test, vfh_seq_newer(7, 7));
+	KUNIT_EXPECT_FALSE(test, vfh_seq_newer(6, 7));
 	/* Across the wrap. */
-	KUNIT_EXPECT_TRUE(test, fh_seq_newer(2, 0xfffffffe));
-	KUNIT_EXPECT_FALSE(test, fh_seq_newer(0xfffffffe, 2));
+	KUNIT_EXPECT_TRUE(test, vfh_seq_newer(2, 0xfffffffe));
+	KUNIT_EXPECT_FALSE(test, vfh_seq_newer(0xfffffffe, 2));
 }
 
 /* 64-bit firmware ids: an arm64 MPIDR with Aff3 is not its low 32 bits. */
@@ -613,22 +613,22 @@ static void fh_test_cpu_ids(struct kunit *test)
 	m.id[1] = cpu_to_le64(0x0100000000ULL);
 	m.id[2] = cpu_to_le64(VIRTIO_FREQHINT_CPU_ID_NONE);
 	m.id[3] = cpu_to_le64(0x0000000101ULL);
-	KUNIT_EXPECT_NULL(test, fh_cpu_ids_why(&m, sizeof(m), FH_TEST_VCPUS));
-	KUNIT_EXPECT_NOT_NULL(test, fh_cpu_ids_why(&m, sizeof(m) - 8,
-						   FH_TEST_VCPUS));
-	KUNIT_EXPECT_NOT_NULL(test, fh_cpu_ids_why(&m, sizeof(m), 3));
+	KUNIT_EXPECT_NULL(test, vfh_cpu_ids_why(&m, sizeof(m), FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cpu_ids_why(&m, sizeof(m) - 8,
+						    FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cpu_ids_why(&m, sizeof(m), 3));
 	m.h.reserved[2] = 1;
-	KUNIT_EXPECT_NOT_NULL(test, fh_cpu_ids_why(&m, sizeof(m),
-						   FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cpu_ids_why(&m, sizeof(m),
+						    FH_TEST_VCPUS));
 	for (i = 0; i < FH_TEST_VCPUS; i++)
 		ids[i] = le64_to_cpu(m.id[i]);
-	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS, 0), 0);
-	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS,
-					      0x0100000000ULL), 1);
-	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS, 0x101), 3);
-	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS, 2), -ENOENT);
-	KUNIT_EXPECT_EQ(test, fh_cpu_ids_find(ids, FH_TEST_VCPUS,
-					      VIRTIO_FREQHINT_CPU_ID_NONE),
+	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS, 0), 0);
+	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS,
+					       0x0100000000ULL), 1);
+	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS, 0x101), 3);
+	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS, 2), -ENOENT);
+	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS,
+					       VIRTIO_FREQHINT_CPU_ID_NONE),
 			-ENOENT);
 }
 
@@ -640,31 +640,31 @@ static void fh_test_scale(struct kunit *test)
 	struct fh_levels l;
 	struct fh_freq s;
 
-	fh_freq_synthetic(&s);
+	vfh_freq_synthetic(&s);
 	KUNIT_EXPECT_EQ(test, s.min_khz, 1000U);
 	KUNIT_EXPECT_EQ(test, s.max_khz, 1024000U);
 	KUNIT_EXPECT_EQ(test, s.n, 0);
-	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&s, 512), 512000U);
-	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&s, 512000), 512U);
+	KUNIT_EXPECT_EQ(test, vfh_cap_to_khz(&s, 512), 512000U);
+	KUNIT_EXPECT_EQ(test, vfh_khz_to_perf(&s, 512000), 512U);
 	/* Limits stay within the policy's range. */
-	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 0), 800000U);
-	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 768), 2400000U);
-	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 1024), 3200000U);
-	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 5000), 3200000U);
+	KUNIT_EXPECT_EQ(test, vfh_cap_to_khz(&f, 0), 800000U);
+	KUNIT_EXPECT_EQ(test, vfh_cap_to_khz(&f, 768), 2400000U);
+	KUNIT_EXPECT_EQ(test, vfh_cap_to_khz(&f, 1024), 3200000U);
+	KUNIT_EXPECT_EQ(test, vfh_cap_to_khz(&f, 5000), 3200000U);
 	/* A request is 1..1024, never "none" (0) nor above the scale. */
-	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, 0), 1U);
-	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, 1600000), 512U);
-	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, 3200000), 1024U);
-	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, U32_MAX), 1024U);
+	KUNIT_EXPECT_EQ(test, vfh_khz_to_perf(&f, 0), 1U);
+	KUNIT_EXPECT_EQ(test, vfh_khz_to_perf(&f, 1600000), 512U);
+	KUNIT_EXPECT_EQ(test, vfh_khz_to_perf(&f, 3200000), 1024U);
+	KUNIT_EXPECT_EQ(test, vfh_khz_to_perf(&f, U32_MAX), 1024U);
 	/* The largest kHz the device may send does not overflow. */
 	f.max_khz = VIRTIO_FREQHINT_MAX_KHZ;
-	KUNIT_EXPECT_EQ(test, fh_cap_to_khz(&f, 1024),
+	KUNIT_EXPECT_EQ(test, vfh_cap_to_khz(&f, 1024),
 			(unsigned int)VIRTIO_FREQHINT_MAX_KHZ);
-	KUNIT_EXPECT_EQ(test, fh_khz_to_perf(&f, VIRTIO_FREQHINT_MAX_KHZ),
+	KUNIT_EXPECT_EQ(test, vfh_khz_to_perf(&f, VIRTIO_FREQHINT_MAX_KHZ),
 			1024U);
 	/* A table's levels: each entry's share of the top, in capacity. */
 	f.max_khz = 3200000;
-	fh_freq_levels(&f, 16, &l);
+	vfh_freq_levels(&f, 16, &l);
 	KUNIT_EXPECT_EQ(test, l.step, 16);
 	KUNIT_EXPECT_EQ(test, l.n, 3);
 	KUNIT_EXPECT_EQ(test, l.thr[0], 256);
@@ -680,22 +680,22 @@ static void fh_test_flag_composition(struct kunit *test)
 	struct fh_win_result r = { .min = 300, .max = 600, .busy = 900 };
 	u64 rep;
 
-	rep = fh_rep_from_window(&r, clamps, 700);
+	rep = vfh_rep_from_window(&r, clamps, 700);
 	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(clamps |
 					       VIRTIO_FREQHINT_R_PERF_VALID,
 					       300, 600, 700));
 	/* No request known: no PERF_VALID, perf 0. */
-	rep = fh_rep_from_window(&r, clamps, FH_PERF_NONE);
+	rep = vfh_rep_from_window(&r, clamps, FH_PERF_NONE);
 	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(clamps, 300, 600, 0));
 	/* No uclamp: no clamp flags, clamps 0. */
-	rep = fh_rep_from_window(&r, 0, 700);
+	rep = vfh_rep_from_window(&r, 0, 700);
 	KUNIT_EXPECT_EQ(test, rep,
 			fh_rep_pack(VIRTIO_FREQHINT_R_PERF_VALID, 0, 0, 700));
-	rep = fh_rep_from_window(&r, 0, FH_PERF_NONE);
+	rep = vfh_rep_from_window(&r, 0, FH_PERF_NONE);
 	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(0, 0, 0, 0));
 	/* Idle: IDLE alone, every value 0, whatever else is known. */
 	r.idle = true;
-	rep = fh_rep_from_window(&r, clamps, 700);
+	rep = vfh_rep_from_window(&r, clamps, 700);
 	KUNIT_EXPECT_EQ(test, rep,
 			fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0));
 }
@@ -744,10 +744,10 @@ static void fh_test_record_invariants(struct kunit *test)
 		for (i = 0; i < ARRAY_SIZE(vals); i++)
 			for (p = 0; p < 2; p++) {
 				memset(&r, 0xff, sizeof(r));
-				fh_record_fill(&r, fh_rep_pack(f, vals[i][0],
-							       vals[i][1],
-							       vals[i][2]),
-					       3, 42, p);
+				vfh_record_fill(&r, fh_rep_pack(f, vals[i][0],
+								vals[i][1],
+								vals[i][2]),
+						3, 42, p);
 				fh_test_check_record(test, &r);
 				/* DRV-14 */
 				if (!p)
@@ -757,16 +757,16 @@ static void fh_test_record_invariants(struct kunit *test)
 				KUNIT_EXPECT_EQ(test, le32_to_cpu(r.seq), 42U);
 			}
 	/* A sound report goes out as it is. */
-	fh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_ALL &
-				       ~VIRTIO_FREQHINT_R_IDLE, 300, 600, 700),
-		       1, 7, true);
+	vfh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_ALL &
+					~VIRTIO_FREQHINT_R_IDLE, 300, 600, 700),
+			1, 7, true);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_min), 300);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 600);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.perf), 700);
 	/* An inversion reports clamp_max equal to clamp_min (DRV-13). */
-	fh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_MIN_VALID |
-				       VIRTIO_FREQHINT_R_MAX_VALID, 900, 100, 0),
-		       1, 8, true);
+	vfh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_MIN_VALID |
+					VIRTIO_FREQHINT_R_MAX_VALID, 900, 100, 0),
+			1, 8, true);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 900);
 }
 

@@ -16,13 +16,13 @@
 
 #include "freqhint.h"
 
-unsigned int fh_win_bucket(u16 value)
+static unsigned int fh_win_bucket(u16 value)
 {
 	return min_t(unsigned int, value, VIRTIO_FREQHINT_SCALE) * FH_BUCKETS /
 	       (VIRTIO_FREQHINT_SCALE + 1);
 }
 
-void fh_win_reset(struct fh_win *w, u64 now)
+void vfh_win_reset(struct fh_win *w, u64 now)
 {
 	w->start = now;
 	w->seg_start = now;
@@ -32,7 +32,7 @@ void fh_win_reset(struct fh_win *w, u64 now)
 }
 
 /* Charge the time since the last event to the values that were current. */
-void fh_win_charge(struct fh_win *w, u64 now)
+void vfh_win_charge(struct fh_win *w, u64 now)
 {
 	u64 delta = now > w->seg_start ? now - w->seg_start : 0;
 	int id;
@@ -53,8 +53,8 @@ void fh_win_charge(struct fh_win *w, u64 now)
 }
 
 /* Make these values the ones the following running time is charged to. */
-void fh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
-		  bool has_max, u16 max)
+void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
+		   bool has_max, u16 max)
 {
 	w->cur_idle = idle;
 	w->cur_has[FH_MIN] = has_min;
@@ -91,8 +91,8 @@ static u16 fh_win_pick(const struct fh_win *w, int id, u16 none,
 	return w->val[id][longest];
 }
 
-void fh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
-		  struct fh_win_result *r)
+void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
+		   struct fh_win_result *r)
 {
 	u64 span = now > w->start ? now - w->start : 0;
 
@@ -127,7 +127,7 @@ static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
  * changes.  Without: whether it moved by at least one step.  Reaching an
  * end of the scale is always reported.
  */
-bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
+static bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
 {
 	unsigned int n = READ_ONCE(l->n);
 
@@ -145,7 +145,7 @@ bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
  * clamp (DRV-26; clamp values are exact, not noisy), or a perf move that
  * can change the host's level (DRV-27).
  */
-bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
+bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
 {
 	if (FIELD_GET(FH_REP_FLAGS, old) != FIELD_GET(FH_REP_FLAGS, rep) ||
 	    FIELD_GET(FH_REP_MIN, old) != FIELD_GET(FH_REP_MIN, rep) ||
@@ -159,7 +159,7 @@ bool fh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
  * The start of a window woken from idle, reaching back at most @span from
  * @now: saturating, since local_clock() is below @span early after boot.
  */
-u64 fh_win_backdate(u64 start, u64 now, u64 span)
+u64 vfh_win_backdate(u64 start, u64 now, u64 span)
 {
 	return max(start, now > span ? now - span : 0);
 }
@@ -170,7 +170,7 @@ u64 fh_win_backdate(u64 start, u64 now, u64 span)
  * governor's request or FH_PERF_NONE.  An idle vCPU reports IDLE alone
  * with zero values; an active one PERF_VALID when a request is known.
  */
-u64 fh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
+u64 vfh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
 {
 	u16 flags = valid, lo = valid ? r->min : 0, hi = valid ? r->max : 0;
 
@@ -189,8 +189,8 @@ u64 fh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
  * under its VALID flag and never above 1024, clamp_max not below
  * clamp_min, reserved zero.
  */
-void fh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
-		    u32 seq, bool has_perf)
+void vfh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
+		     u32 seq, bool has_perf)
 {
 	u16 flags = FIELD_GET(FH_REP_FLAGS, rep) & VIRTIO_FREQHINT_R_ALL;
 	u16 lo = min_t(u16, FIELD_GET(FH_REP_MIN, rep), VIRTIO_FREQHINT_SCALE);
