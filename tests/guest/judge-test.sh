@@ -17,6 +17,7 @@ cases=(
 	"kmemleak FAIL  kernel reported: FREQHINT-KMEMLEAK: 1 leaks"
 	"oops-arm64  FAIL  kernel reported: .*Unable to handle kernel NULL pointer"
 	"stall-arm64 FAIL  kernel reported: .*Call trace:"
+	"kcsan    FAIL  kernel reported: .*BUG: KCSAN: data-race in fh_sample"
 )
 bad=0
 for c in "${cases[@]}"; do

@@ -29,7 +29,8 @@
 #                     a model with constant_tsc, without which the guest's
 #                     cpufreq core refuses fast frequency switching
 #                     (arm64: max)
-#     --timeout S     kill QEMU after S seconds (default 300)
+#     --timeout S     kill QEMU after S seconds (default 300; three times
+#                     that on the KCSAN kernel, FREQHINT_KERNEL_VARIANT=kcsan)
 #     --qemu BIN      QEMU binary; else $FREQHINT_QEMU (x86_64 only); else
 #                     qemu-device/build-qemu.sh --print-binary (the project's
 #                     QEMU, built if needed); else qemu-system-x86_64 in PATH
@@ -60,7 +61,8 @@
 # Exit status 0 only if the console shows "FREQHINT-TEST-RESULT: PASS", /init
 # reached poweroff, QEMU exited by itself within the timeout, and the kernel
 # logged nothing alarming: a printk line starting with WARNING:, BUG:, Oops,
-# Call Trace:, Kernel panic, UBSAN: or kmemleak findings, and arm64's own
+# Call Trace:, Kernel panic, UBSAN: or kmemleak findings (a KCSAN data race
+# report is a "BUG: KCSAN:" line), and arm64's own
 # words for the same (its faults print "Unable to handle kernel ..." and
 # "Internal error: Oops", never "BUG:" or a line starting "Oops"; its stack
 # dumps "Call trace:").  The line prefix matters: "RETBleed: WARNING: ..."
@@ -143,6 +145,12 @@ boot() {
 		stock) kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --arch "$arch" --print-dir) ;;
 		*) if [ -d "$kernel" ]; then kdir=$kernel; fi ;;
 	esac
+	# FREQHINT_KERNEL_VARIANT=kcsan (build-kernel.sh): every access of the
+	# kernel and the module instrumented, and a watchpoint delays one in
+	# a few thousand by up to 80 us; the guest runs several times slower.
+	if [ "$kernel" = uclamp ] && [ "${FREQHINT_KERNEL_VARIANT:-}" = kcsan ]; then
+		timeout=$((timeout * 3))
+	fi
 	if [ -n "$kdir" ]; then
 		bzimage=$kdir/$image_name
 	else
