@@ -9,6 +9,8 @@
  * out of range is refused as a whole, never clamped into something the
  * host did not mean.
  */
+#include <kunit/visibility.h>
+#include <linux/export.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
 
@@ -59,6 +61,7 @@ const char *vfh_config_why(const struct fh_config *c, bool eventq)
 		return "event_buf_size out of range";
 	return NULL;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_config_why);
 
 /*
  * One host frequency class: 1 <= min <= max <= VIRTIO_FREQHINT_MAX_KHZ
@@ -133,12 +136,14 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 	}
 	return NULL;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_feedback_why);
 
 /* Serial-number order of snapshot sequence numbers (RFC 1982 style). */
 bool vfh_seq_newer(u32 seq, u32 last)
 {
 	return (s32)(seq - last) > 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_seq_newer);
 
 /* A CPU_IDS message of @len bytes: NULL if usable, else why not. */
 const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
@@ -155,6 +160,7 @@ const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 		return "reserved field not zero";
 	return NULL;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_why);
 
 /* The index whose id is @id in @ids[@n], or -ENOENT. */
 int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)
@@ -168,3 +174,4 @@ int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)
 			return i;
 	return -ENOENT;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_find);

@@ -129,6 +129,11 @@ struct fh_levels {
 	u16 thr[VIRTIO_FREQHINT_MAX_FREQS];
 };
 
+/* Static unless KUnit tests them (VISIBLE_IF_KUNIT, window.c). */
+#if IS_ENABLED(CONFIG_KUNIT)
+unsigned int vfh_win_bucket(u16 value);
+bool vfh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
+#endif
 bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
 
 #define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */

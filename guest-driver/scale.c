@@ -4,6 +4,8 @@
  * 0..1024 of the vCPU's cpuinfo_max_freq; u64 intermediates, so no kHz
  * value the device may send (up to VIRTIO_FREQHINT_MAX_KHZ) overflows.
  */
+#include <kunit/visibility.h>
+#include <linux/export.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
@@ -20,6 +22,7 @@ void vfh_freq_synthetic(struct fh_freq *f)
 	f->min_khz = FH_KHZ_PER_UNIT;
 	f->max_khz = VIRTIO_FREQHINT_SCALE * FH_KHZ_PER_UNIT;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_freq_synthetic);
 
 /* A limit in capacity units as a frequency within the policy's range. */
 unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
@@ -28,6 +31,7 @@ unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
 
 	return clamp_t(u64, khz, f->min_khz, f->max_khz);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_cap_to_khz);
 
 /* A requested frequency as perf, 1..1024: a request is never "none". */
 unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
@@ -36,6 +40,7 @@ unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
 
 	return clamp_t(u64, perf, 1, VIRTIO_FREQHINT_SCALE);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_khz_to_perf);
 
 /* Capacity thresholds of a class's table (DRV-27, window.c). */
 void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
@@ -50,3 +55,4 @@ void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
 					       VIRTIO_FREQHINT_SCALE, f->max_khz),
 				  VIRTIO_FREQHINT_SCALE);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_freq_levels);

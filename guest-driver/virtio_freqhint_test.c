@@ -16,9 +16,11 @@
 #include <linux/kthread.h>
 #include <linux/sched.h>
 
-#include "window.c"
-#include "event.c"
-#include "scale.c"
+#include "cpufreq.h"
+#include "freqhint.h"
+
+/* The functions under test, exported by virtio_freqhint for KUnit only. */
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 
 #define US	1000ULL
 #define MS	1000000ULL
@@ -50,16 +52,16 @@ static void fh_test_bucket(struct kunit *test)
 {
 	unsigned int v, prev = 0;
 
-	KUNIT_EXPECT_EQ(test, fh_win_bucket(0), 0U);
-	KUNIT_EXPECT_EQ(test, fh_win_bucket(64), 0U);
-	KUNIT_EXPECT_EQ(test, fh_win_bucket(65), 1U);
-	KUNIT_EXPECT_EQ(test, fh_win_bucket(512), 7U);
-	KUNIT_EXPECT_EQ(test, fh_win_bucket(1024), FH_BUCKETS - 1);
+	KUNIT_EXPECT_EQ(test, vfh_win_bucket(0), 0U);
+	KUNIT_EXPECT_EQ(test, vfh_win_bucket(64), 0U);
+	KUNIT_EXPECT_EQ(test, vfh_win_bucket(65), 1U);
+	KUNIT_EXPECT_EQ(test, vfh_win_bucket(512), 7U);
+	KUNIT_EXPECT_EQ(test, vfh_win_bucket(1024), FH_BUCKETS - 1);
 	/* Out-of-range values land in the last bucket, not past it. */
-	KUNIT_EXPECT_EQ(test, fh_win_bucket(4000), FH_BUCKETS - 1);
+	KUNIT_EXPECT_EQ(test, vfh_win_bucket(4000), FH_BUCKETS - 1);
 	for (v = 0; v <= VIRTIO_FREQHINT_SCALE; v++) {
-		KUNIT_ASSERT_GE(test, fh_win_bucket(v), prev);
-		prev = fh_win_bucket(v);
+		KUNIT_ASSERT_GE(test, vfh_win_bucket(v), prev);
+		prev = vfh_win_bucket(v);
 	}
 }
 
@@ -208,16 +210,16 @@ static void fh_test_perf_step(struct kunit *test)
 {
 	struct fh_levels l = { .step = 16 };
 
-	KUNIT_EXPECT_FALSE(test, fh_perf_changes_level(&l, 500, 500));
-	KUNIT_EXPECT_FALSE(test, fh_perf_changes_level(&l, 500, 515));
-	KUNIT_EXPECT_FALSE(test, fh_perf_changes_level(&l, 500, 485));
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 500, 516));
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 500, 484));
+	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 500, 500));
+	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 500, 515));
+	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 500, 485));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 500, 516));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 500, 484));
 	/* The top of the scale is always reached exactly. */
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 1020, 1024));
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 1024, 1020));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 1020, 1024));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 1024, 1020));
 	l.step = 0;	/* treated as 1 */
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 500, 501));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 500, 501));
 }
 
 /* DRV-27 with a table: only a change of the serving table entry counts. */
@@ -227,12 +229,12 @@ static void fh_test_perf_table(struct kunit *test)
 	struct fh_levels l = { .step = 256, .n = 4,
 			       .thr = { 256, 512, 768, 1024 } };
 
-	KUNIT_EXPECT_FALSE(test, fh_perf_changes_level(&l, 300, 500));
-	KUNIT_EXPECT_FALSE(test, fh_perf_changes_level(&l, 257, 512));
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 512, 513));
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 256, 257));
-	KUNIT_EXPECT_FALSE(test, fh_perf_changes_level(&l, 1, 256));
-	KUNIT_EXPECT_TRUE(test, fh_perf_changes_level(&l, 900, 1024));
+	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 300, 500));
+	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 257, 512));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 512, 513));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 256, 257));
+	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 1, 256));
+	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 900, 1024));
 }
 
 static void fh_test_publish_rule(struct kunit *test)

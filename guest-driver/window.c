@@ -10,17 +10,20 @@
  * the whole window's ceiling to 1024 (spec/guest-reporting.md GR-6).
  */
 #include <asm/byteorder.h>
+#include <kunit/visibility.h>
+#include <linux/export.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
 
 #include "freqhint.h"
 
-static unsigned int fh_win_bucket(u16 value)
+VISIBLE_IF_KUNIT unsigned int vfh_win_bucket(u16 value)
 {
 	return min_t(unsigned int, value, VIRTIO_FREQHINT_SCALE) * FH_BUCKETS /
 	       (VIRTIO_FREQHINT_SCALE + 1);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_bucket);
 
 void vfh_win_reset(struct fh_win *w, u64 now)
 {
@@ -30,6 +33,7 @@ void vfh_win_reset(struct fh_win *w, u64 now)
 	memset(w->ns, 0, sizeof(w->ns));
 	memset(w->val, 0, sizeof(w->val));
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_reset);
 
 /* Charge the time since the last event to the values that were current. */
 void vfh_win_charge(struct fh_win *w, u64 now)
@@ -46,11 +50,12 @@ void vfh_win_charge(struct fh_win *w, u64 now)
 
 		if (!w->cur_has[id])
 			continue;
-		b = fh_win_bucket(w->cur_val[id]);
+		b = vfh_win_bucket(w->cur_val[id]);
 		w->ns[id][b] += delta;
 		w->val[id][b] = max(w->val[id][b], w->cur_val[id]);
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_charge);
 
 /* Make these values the ones the following running time is charged to. */
 void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
@@ -62,6 +67,7 @@ void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
 	w->cur_has[FH_MAX] = has_max;
 	w->cur_val[FH_MAX] = min_t(u16, max, VIRTIO_FREQHINT_SCALE);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_track);
 
 /*
  * The window's value for one clamp: the highest bucket whose running time
@@ -108,6 +114,7 @@ void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
 	 */
 	r->idle = r->busy <= t->idle_share && r->min == 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_close);
 
 /* @l may change meanwhile (gather.c): each entry is read once. */
 static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
@@ -127,7 +134,7 @@ static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
  * changes.  Without: whether it moved by at least one step.  Reaching an
  * end of the scale is always reported.
  */
-static bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
+VISIBLE_IF_KUNIT bool vfh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
 {
 	unsigned int n = READ_ONCE(l->n);
 
@@ -139,6 +146,7 @@ static bool fh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
 		return fh_level(l, n, old) != fh_level(l, n, val);
 	return abs((int)old - (int)val) >= max_t(int, READ_ONCE(l->step), 1);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_perf_changes_level);
 
 /*
  * Whether @rep must be published over @old: any change of the flags or a
@@ -151,9 +159,10 @@ bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
 	    FIELD_GET(FH_REP_MIN, old) != FIELD_GET(FH_REP_MIN, rep) ||
 	    FIELD_GET(FH_REP_MAX, old) != FIELD_GET(FH_REP_MAX, rep))
 		return true;
-	return fh_perf_changes_level(l, FIELD_GET(FH_REP_PERF, old),
+	return vfh_perf_changes_level(l, FIELD_GET(FH_REP_PERF, old),
 				     FIELD_GET(FH_REP_PERF, rep));
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_rep_needs_publish);
 
 /*
  * The start of a window woken from idle, reaching back at most @span from
@@ -163,6 +172,7 @@ u64 vfh_win_backdate(u64 start, u64 now, u64 span)
 {
 	return max(start, now > span ? now - span : 0);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
 
 /*
  * A closed window as a report (the flag composition): @valid holds the
@@ -182,6 +192,7 @@ u64 vfh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
 		perf = 0;
 	return fh_rep_pack(flags, lo, hi, perf);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_rep_from_window);
 
 /*
  * The record for a report, whatever the report holds (DRV-11 to DRV-14):
@@ -216,3 +227,4 @@ void vfh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
 	r->reserved = 0;
 	r->seq = cpu_to_le32(seq);
 }
+EXPORT_SYMBOL_IF_KUNIT(vfh_record_fill);

@@ -14,6 +14,8 @@ check_fails "no debugfs state" test -e /sys/kernel/debug/virtio_freqhint
 check_fails "no sampler or probe message" sh -c 'dmesg | grep -q "clamp source"'
 check "rmmod" rmmod virtio_freqhint
 
+# The tests call virtio_freqhint's functions (exported for KUnit only).
+check "insmod virtio_freqhint again, for the tests" insmod "$FH_KO"
 check "insmod the KUnit tests" insmod /modules/virtio_freqhint_test.ko
 dmesg | sed -n '/Subtest: virtio_freqhint/,/ok [0-9]* virtio_freqhint$/p'
 check_output "the virtio_freqhint suite passed" '^ok [0-9]+ virtio_freqhint$' \
