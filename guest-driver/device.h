@@ -49,7 +49,7 @@ struct virtio_freqhint {
 	struct fh_cpufreq *cpufreq;
 	struct hlist_node cpuhp_node;	/* the CPU hotplug instance */
 	struct dentry *debugfs;
-	/* From fh_start() to fh_stop(): probe to remove, restore to freeze. */
+	/* Gathering: from fh_start() to fh_stop() (probe/restore, freeze/remove). */
 	bool started;
 
 	/* The sender and the event handler share one kthread worker. */

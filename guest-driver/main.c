@@ -7,7 +7,8 @@
  * A per-device driver: everything (per-vCPU gathering, the clamp source,
  * the cpufreq driver, the samplers, the sender) hangs off the device,
  * starts at probe and stops in remove.  Freeze and restore are remove and
- * probe without the allocations, like virtio-rng's remove_common/
+ * probe without the allocations and without the cpufreq driver (which the
+ * cpufreq core suspends itself), like virtio-rng's remove_common/
  * probe_common: the same fh_stop()/fh_start() and device detach/attach.
  * Without the device the module does nothing.  The device describes the
  * whole VM, so a second one is refused.
@@ -495,7 +496,14 @@ static int fh_clamps_start(struct virtio_freqhint *vi)
 
 /*
  * Probe only: what fh_start() needs, allocated once (the gatherer's
- * per-CPU data, the cpufreq driver, the sender's worker).
+ * per-CPU data, the cpufreq driver, the sender's worker), and the cpufreq
+ * driver registered with the host's defaults (its policy init sets the
+ * first perf value, which nothing may reset afterwards).  The cpufreq
+ * driver stays registered across suspend: the cpufreq core stops the
+ * governors before the first device freezes (cpufreq_suspend() at the
+ * start of dpm_suspend()) and starts them after the last restore, and it
+ * does not support a driver registered in between (it neither initialises
+ * nor exits a governor while suspended).
  */
 static int fh_setup(struct virtio_freqhint *vi)
 {
@@ -511,6 +519,8 @@ static int fh_setup(struct virtio_freqhint *vi)
 	err = vfh_transport_start(vi);
 	if (err)
 		goto err_cpufreq;
+	fh_apply_feedback(vi);
+	vfh_cpufreq_start(vi->cpufreq);
 	return 0;
 
 err_cpufreq:
@@ -523,60 +533,45 @@ err_gather:
 /* Remove only, after fh_stop(): nothing sends or kicks any more. */
 static void fh_teardown(struct virtio_freqhint *vi)
 {
+	/* The policies' exit reports "no request" to the stopped gatherer. */
+	vfh_cpufreq_stop(vi->cpufreq);
 	vfh_transport_release(vi);
 	vfh_cpufreq_destroy(vi->cpufreq);
 	vfh_gather_destroy(&vi->gather);
 }
 
 /*
- * Everything but the device side, at probe and restore.  Order matters:
- * the host's frequencies and limits first (no-host defaults: the device
- * sends its snapshot again after DRIVER_OK), then the cpufreq driver (its
- * policy init sets the first perf value, which nothing may reset
- * afterwards), the clamp source, then the CPUs (mapped, then gathering).
- * Restore runs in the resume phase before cpufreq_resume(): the policies
- * created here get their governors started there.
+ * Gathering, at probe and restore: the clamp source, then the CPUs (each
+ * mapped, then sampled).
  */
 static int fh_start(struct virtio_freqhint *vi)
 {
 	int err;
 
-	mutex_lock(&vi->lock);
-	fh_feedback_defaults(vi);
-	mutex_unlock(&vi->lock);
-	fh_apply_feedback(vi);
-	vfh_cpufreq_start(vi->cpufreq);
 	err = fh_clamps_start(vi);
 	if (err)
-		goto err_cpufreq;
+		return err;
 	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);
-	if (err)
-		goto err_gather_stop;
+	if (err) {
+		vfh_gather_stop(&vi->gather);
+		return err;
+	}
 	vi->started = true;
 	return 0;
-
-err_gather_stop:
-	vfh_gather_stop(&vi->gather);
-err_cpufreq:
-	vfh_cpufreq_stop(vi->cpufreq);
-	return err;
 }
 
 /*
  * At remove and freeze, after the device side is detached: no CPU
- * callback, no policy, no clamp source and no sampler is left, and no
- * kick is pending.  Freeze runs after cpufreq_suspend() stopped the
- * governors; the policies go as at remove.
+ * callback, no clamp source and no sampler is left, and no kick is
+ * pending.  Each CPU's offline callback publishes "no hint"; the link is
+ * down, so none is sent.
  */
 static void fh_stop(struct virtio_freqhint *vi)
 {
 	if (!vi->started)
 		return;
 	vi->started = false;
-	/* Offline callbacks publish "no hint"; the link is down, none kicks. */
 	cpuhp_state_remove_instance(fh_cpuhp_state, &vi->cpuhp_node);
-	/* The policies' exit reports "no request" to the gatherer. */
-	vfh_cpufreq_stop(vi->cpufreq);
 	vfh_gather_stop(&vi->gather);
 }
 
@@ -657,6 +652,7 @@ static int fh_alloc(struct virtio_freqhint *vi)
 		return -ENOMEM;
 	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
 		vi->index[cpu] = -1;
+	fh_feedback_defaults(vi);
 	return 0;
 }
 
@@ -765,10 +761,12 @@ static void virtfh_remove(struct virtio_device *vdev)
 /*
  * Suspend is remove without the frees, resume probe without the
  * allocations (virtio-rng's remove_common/probe_common): the device side
- * detached, the CPU callbacks, the clamp source, the samplers and the
- * cpufreq policies stopped, so nothing runs while the device is reset and
- * the CPUs go down and come back.  A failed restore leaves the device
- * detached and stopped; remove copes.
+ * detached, the CPU callbacks, the clamp source and the samplers stopped,
+ * so nothing of the module runs while the device is reset and the CPUs go
+ * down and come back.  The cpufreq policies stay, their governors stopped
+ * by the cpufreq core (see fh_setup()); the host's last limits and
+ * frequencies stay too, until the device's next FEEDBACK.  A failed
+ * restore leaves the device detached and stopped; remove copes.
  */
 static int virtfh_freeze(struct virtio_device *vdev)
 {
