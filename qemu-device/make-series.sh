@@ -187,8 +187,11 @@ backend=, freqhint-null, one device per backend), device_del, reset
 loops, migration of guest state only, agent reconnect with full resend,
 stop/run, vCPU hot-plug, a socket that stops taking frames, the
 keepalive timeout, the rate bound, and hostile buffers and records, none
-of which may reach the agent.  The x86-only cases (vCPU hot-plug, APIC
-ID layouts, ACPI hot-unplug) are registered on x86_64 only.
+of which may reach the agent.  They run wherever qos-test runs the node:
+the x86-only cases (vCPU hot-plug, APIC ID layouts, ACPI hot-unplug) are
+registered on x86_64 only, and on aarch64's virt machine the devices a
+test adds with device_add go to a PCIe root port, and CPU_IDS is checked
+to carry the MPIDR affinity (vCPU 16 of 17 with GICv3 is 0x100).
 MSG
 
 commit "${doc_files[@]}" -- "$here"/patches/0005-*.patch <<'MSG'

@@ -17,9 +17,11 @@ die() { log "error: $*"; exit 1; }
 cache_key() { sha256sum | cut -c1-16; }
 
 # arm64 guests (issue 28) are opt-in while they are brought up: with
-# FREQHINT_ARM64=1, setup.sh fetches and builds the arm64 pieces,
-# build-qemu.sh adds the aarch64 target and test.sh turns on the meson
-# option 'arm64'.  Off, nothing of it is built, fetched or run.
+# FREQHINT_ARM64=1, setup.sh fetches and builds the arm64 pieces (kernels,
+# packages) and test.sh turns on the meson option 'arm64' (the guest
+# tests).  Off, none of that is built, fetched or run.  QEMU's aarch64
+# target is not governed by it: build-qemu.sh always builds both targets,
+# and the device's qtests run on both.
 arm64_enabled() { [ "${FREQHINT_ARM64:-0}" = 1 ]; }
 
 # cache_prune DIR [KEEP]: remove DIR's entries (and abandoned staging

@@ -30,6 +30,7 @@
 
 #define NUM_VCPUS           2   /* -smp; the hot-plug test adds one */
 #define MAX_VCPUS           3
+#define MPIDR_VCPUS         17  /* arm virt: one more than a GICv3 cluster */
 #define TIMEOUT_MS          10000
 #define QUIET_MS            300
 #define RATE_WINDOW_MS      10
@@ -179,6 +180,31 @@ static void agent_listen_tcp(FakeAgent *a)
     g_assert_cmpint(listen(a->listen_fd, 4), ==, 0);
 }
 
+static bool arch_is_x86(void)
+{
+    return !strcmp(qtest_get_arch(), "x86_64");
+}
+
+/*
+ * The bus that takes the devices a test adds with device_add: the pc
+ * machine's PCI bus takes hot-plugged devices, the virt machine's pcie.0
+ * does not, so there they go to a root port made at start-up.
+ */
+static const char *hotplug_bus(void)
+{
+    return arch_is_x86() ? "pci.0" : "fhport";
+}
+
+/* QEMU options every test machine gets, before its device options. */
+static void machine_append_args(GString *cmd_line)
+{
+    g_string_append_printf(cmd_line, " -smp %d", NUM_VCPUS);
+    if (!arch_is_x86()) {
+        g_string_append(cmd_line, " -device pcie-root-port,id=fhport,"
+                        "chassis=1,addr=05.0");
+    }
+}
+
 /* QEMU options connecting the device to agent @a. */
 static void agent_append_args(GString *cmd_line, FakeAgent *a,
                               const char *extra)
@@ -187,11 +213,11 @@ static void agent_append_args(GString *cmd_line, FakeAgent *a,
         g_strdup_printf("host=127.0.0.1,port=%d", a->port) :
         g_strdup_printf("path=%s", a->path);
 
+    machine_append_args(cmd_line);
     g_string_append_printf(cmd_line,
-                           " -smp %d -chardev socket,id=fhchr,%s,"
-                           "reconnect-ms=100"
+                           " -chardev socket,id=fhchr,%s,reconnect-ms=100"
                            " -global virtio-freqhint-device.chardev=fhchr %s",
-                           NUM_VCPUS, addr, extra ? extra : "");
+                           addr, extra ? extra : "");
 }
 
 static void *agent_before(GString *cmd_line, void *arg)
@@ -217,12 +243,13 @@ static void *agent_before_backend(GString *cmd_line, void *arg)
 {
     agent_cleanup(NULL);
     agent_listen(agent);
+    machine_append_args(cmd_line);
     g_string_append_printf(cmd_line,
-                           " -smp %d -chardev socket,id=fhchr,path=%s,"
+                           " -chardev socket,id=fhchr,path=%s,"
                            "reconnect-ms=100"
                            " -object freqhint-agent,id=fhagent,chardev=fhchr"
                            " -global virtio-freqhint-device.backend=fhagent",
-                           NUM_VCPUS, agent->path);
+                           agent->path);
     return arg;
 }
 
@@ -230,10 +257,9 @@ static void *agent_before_backend(GString *cmd_line, void *arg)
 static void *agent_before_null(GString *cmd_line, void *arg)
 {
     agent_cleanup(NULL);
-    g_string_append_printf(cmd_line,
-                           " -smp %d -object freqhint-null,id=fhnull"
-                           " -global virtio-freqhint-device.backend=fhnull",
-                           NUM_VCPUS);
+    machine_append_args(cmd_line);
+    g_string_append(cmd_line, " -object freqhint-null,id=fhnull"
+                    " -global virtio-freqhint-device.backend=fhnull");
     return arg;
 }
 
@@ -758,6 +784,27 @@ static void test_cpu_ids(void *obj, void *data, QGuestAllocator *t_alloc)
     agent_handshake(global_qtest, true);
     g_assert_cmpuint(agent->tids[2], ==, 0);
     g_assert_cmpuint(agent->tids[5], ==, 0);
+}
+
+/*
+ * DEV-25 on arm virt: the firmware id is the MPIDR affinity.  With GICv3 a
+ * cluster holds 16 CPUs (Aff0 0..15), so vCPU 16 is Aff1 1, Aff0 0: 0x100,
+ * where its index would say 16.
+ */
+static void test_cpu_ids_mpidr(void *obj, void *data,
+                               QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    g_autofree uint64_t *ids = NULL;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    num_vcpus = MPIDR_VCPUS;
+    g_assert_cmpuint(qvirtio_config_readw(fh->vdev, 0), ==, num_vcpus);
+    ids = cpu_ids_recv(global_qtest, fh);
+    for (int i = 0; i < 16; i++) {
+        g_assert_cmphex(ids[i], ==, i);
+    }
+    g_assert_cmphex(ids[16], ==, 0x100);
 }
 
 static void test_batch(void *obj, void *data, QGuestAllocator *t_alloc)
@@ -2440,7 +2487,7 @@ static void test_chardev_not_socket(void *obj, void *data,
                              " 'data': {}}}}");
     rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                     " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
-                    " 'chardev': 'fhnull'}}");
+                    " 'bus': %s, 'chardev': 'fhnull'}}", hotplug_bus());
     g_assert_true(qdict_haskey(rsp, "error"));
     g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
                                           "desc"), "socket chardev"));
@@ -2499,12 +2546,14 @@ static void test_backend_object(void *obj, void *data,
 
     qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                                " {'driver': 'virtio-freqhint-pci',"
-                               " 'id': 'fh2', 'backend': 'fhagent'}}"),
+                               " 'id': 'fh2', 'bus': %s,"
+                               " 'backend': 'fhagent'}}", hotplug_bus()),
                      "already in use");
     qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                                " {'driver': 'virtio-freqhint-pci',"
-                               " 'id': 'fh2', 'backend': 'fhagent',"
-                               " 'chardev': 'fhchr'}}"),
+                               " 'id': 'fh2', 'bus': %s,"
+                               " 'backend': 'fhagent', 'chardev': 'fhchr'}}",
+                               hotplug_bus()),
                      "exclude each other");
     /* The link stays up. */
     agent_ping(1);
@@ -2537,7 +2586,8 @@ static void test_backend_null(void *obj, void *data, QGuestAllocator *t_alloc)
      */
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci',"
-                             " 'id': 'fh2', 'backend': ''}}");
+                             " 'id': 'fh2', 'bus': %s, 'backend': ''}}",
+                             hotplug_bus());
     rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': {'path':"
                     " '/machine/peripheral/fh2/virtio-backend/"
                     "default-backend', 'property': 'type'}}");
@@ -2560,7 +2610,8 @@ static void test_event_idx(void *obj, void *data, QGuestAllocator *t_alloc)
                    (1ull << VIRTIO_RING_F_EVENT_IDX));
     qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                                " {'driver': 'virtio-freqhint-pci',"
-                               " 'id': 'fh2', 'event_idx': true}}"),
+                               " 'id': 'fh2', 'bus': %s, 'event_idx': true}}",
+                               hotplug_bus()),
                      "does not support 'event_idx'");
     assert_running(qts);
 }
@@ -2972,7 +3023,7 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("event-idx", "virtio-freqhint", test_event_idx, &opts);
     qos_add_test("indirect", "virtio-freqhint", test_indirect, &opts);
     /* x86 only: ACPI PCI hot-unplug. */
-    if (!strcmp(qtest_get_arch(), "x86_64")) {
+    if (arch_is_x86()) {
         qos_add_test("unplug", "virtio-freqhint", test_unplug, &opts);
     }
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
@@ -2993,13 +3044,20 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("grants-unaligned", "virtio-freqhint", test_grants_unaligned,
                  &opts);
     /* x86 only: they plug qemu64-x86_64-cpu and know APIC ID layouts. */
-    if (!strcmp(qtest_get_arch(), "x86_64")) {
+    if (arch_is_x86()) {
         opts.arg = (void *)"-smp 2,maxcpus=3,sockets=3,cores=1,threads=1";
         qos_add_test("hotplug", "virtio-freqhint", test_hotplug, &opts);
         qos_add_test("hotplug-reconnect", "virtio-freqhint",
                      test_hotplug_reconnect, &opts);
         opts.arg = (void *)"-smp 2,maxcpus=6,sockets=2,cores=3,threads=1";
         qos_add_test("cpu-ids", "virtio-freqhint", test_cpu_ids, &opts);
+    }
+    /* arm virt: the MPIDR affinity as the firmware id. */
+    if (!strcmp(qtest_get_arch(), "aarch64")) {
+        opts.arg = (void *)("-machine gic-version=3 -smp "
+                            stringify(MPIDR_VCPUS));
+        qos_add_test("cpu-ids-mpidr", "virtio-freqhint", test_cpu_ids_mpidr,
+                     &opts);
     }
 
     opts.arg = (void *)"-global virtio-freqhint-device.feedback=off "
