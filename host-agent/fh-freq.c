@@ -37,11 +37,13 @@ void
 fh_freq_limits (const FhFreqTable *t, guint floor_cap, guint ceiling_cap, guint *min_khz,
                 guint *max_khz)
 {
+  /* MR-16 has resolved a capacity inversion for the floor already */
   guint lo = snap (t, fh_freq_from_capacity (t, floor_cap), TRUE);
-  guint hi = snap (t, fh_freq_from_capacity (t, ceiling_cap), FALSE);
+  guint hi = snap (t, fh_freq_from_capacity (t, MAX (ceiling_cap, floor_cap)), FALSE);
 
-  *min_khz = lo;
-  *max_khz = MAX (hi, lo);
+  /* MR-19: crossed only by snapping; the ceiling wins, as in cpufreq_set_policy() */
+  *max_khz = hi;
+  *min_khz = MIN (lo, hi);
 }
 
 void
@@ -55,6 +57,6 @@ fh_freq_quantize (const FhFreqTable *t, guint quantum_khz, guint *min_khz, guint
   hi = (guint64) *max_khz / quantum_khz * quantum_khz;
   lo = CLAMP (lo, (guint64) t->cpuinfo_min_khz, (guint64) t->cpuinfo_max_khz);
   hi = CLAMP (hi, (guint64) t->cpuinfo_min_khz, (guint64) t->cpuinfo_max_khz);
-  *min_khz = (guint) lo;
-  *max_khz = (guint) MAX (hi, lo);
+  *max_khz = (guint) hi;
+  *min_khz = (guint) MIN (lo, hi);
 }

@@ -5,10 +5,13 @@
 # virtio-freqhint-pci, whose chardev connects to fake-agent.py, which checks
 # the records that arrive.  Both sides must pass.
 #
-#   device-test.sh [--arch x86_64|arm64] [--packed] KERNEL EXPECT LOG  (as run-guest-test.sh)
+#   device-test.sh [--arch x86_64|arm64] [--packed] [--mmio] KERNEL EXPECT LOG
+#                  (KERNEL EXPECT LOG as run-guest-test.sh)
 #     --packed   the device with packed=on: both queues on the packed ring
 #                (VIRTIO_F_RING_PACKED), which QEMU's qtest driver cannot
 #                drive; the guest checks that it was negotiated
+#     --mmio     the device on virtio-mmio (virtio-freqhint-device; arm64's
+#                virt machine has the transport) instead of virtio-pci
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,7 +21,13 @@ arch=(--arch x86_64)
 [ "${1:-}" = --arch ] && { arch=(--arch "${2:?}"); shift 2; }
 packed=
 [ "${1:-}" = --packed ] && { packed=,packed=on; export FH_GUEST_APPEND=freqhint.packed=1; shift; }
-[ $# = 3 ] || die "usage: $0 [--arch x86_64|arm64] [--packed] uclamp|stock uclamp|nouclamp LOG"
+device=virtio-freqhint-pci
+if [ "${1:-}" = --mmio ]; then
+	device=virtio-freqhint-device
+	export FH_GUEST_APPEND="${FH_GUEST_APPEND:+$FH_GUEST_APPEND }freqhint.transport=mmio"
+	shift
+fi
+[ $# = 3 ] || die "usage: $0 [--arch x86_64|arm64] [--packed] [--mmio] uclamp|stock uclamp|nouclamp LOG"
 kernel=$1 expect=$2 log=$3
 tdir=$(dirname "$0")
 
@@ -47,7 +56,7 @@ for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
 grc=0
 "$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
 	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
-	-device "virtio-freqhint-pci,chardev=fh0,rate-window-ms=200$packed" || grc=$?
+	-device "$device,chardev=fh0,rate-window-ms=200$packed" || grc=$?
 arc=0
 wait "$agent_pid" || arc=$?
 agent_pid=

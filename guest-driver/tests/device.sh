@@ -1,13 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
-# In-guest: virtio_freqhint with the project's virtio-freqhint-pci device,
-# whose chardev leads to fake-agent.py on the host (see device-test.sh).
+# In-guest: virtio_freqhint with the project's virtio-freqhint-pci device
+# (or virtio-freqhint-device on virtio-mmio), whose chardev leads to
+# fake-agent.py on the host (see device-test.sh).
 # The agent grants an operator ceiling of 700 and vCPU2 a ceiling of 500,
 # which the device passes on as FEEDBACK snapshots on its event queue; the
 # host side checks the records that arrive.
 #   freqhint.expect=uclamp | nouclamp   as in gather.sh
 #   freqhint.packed=1                   the device has packed=on: the packed
 #                                       ring must have been negotiated
+#   freqhint.transport=mmio             the device is on virtio-mmio (else PCI)
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=fh-lib.sh
 . /lib/freqhint/fh-lib.sh
@@ -16,6 +18,11 @@ expect=$(sed -n 's/.*freqhint\.expect=\([a-z]*\).*/\1/p' /proc/cmdline)
 taskset -p 8 $$ >/dev/null
 
 fh_probe
+if grep -q 'freqhint\.transport=mmio' /proc/cmdline; then
+	check_output "the device is on virtio-mmio" '\.virtio_mmio/' readlink -f "$dev"
+else
+	check_output "the device is on PCI" '/pci[0-9a-f:]+/' readlink -f "$dev"
+fi
 check_output "the driver binds" 'virtio_freqhint$' readlink "$dev/driver"
 check "the agent is connected" wait_file "$dev/agent_connected" '^1$'
 check "operator ceiling 700 arrives" wait_file "$dev/operator_ceiling" '^700$'

@@ -26,9 +26,12 @@ expectations are matched, in order, against the stream of records:
              records, not necessarily as a FULL frame)
 
 --host-freq ON:V:MIN:MAX:STEP:F1,F2,...  sends a HOST_FREQ frame (if the
-device offered FH_F_HOST_FREQ) when a record first matches ON (an
-expectation as above): one class, MIN..MAX kHz with that table and perf
-step, for vCPU V only (the others: no class).
+device offered FH_F_HOST_FREQ) when the expectation ON, one of those given,
+is matched in order: one class, MIN..MAX kHz with that table and perf step,
+for vCPU V only (the others: no class).  In order, so that a step of the
+guest's story triggers it: "3:nohint" alone would match the first frames
+already, where every vCPU has "no hint".  A device that connects again gets
+it again after GRANTS, as freqhintd sends its state on every connection.
 
 Exit status 0 only if the handshake happened, no record was invalid and all
 expectations matched in order.  A summary goes to stdout.
@@ -177,6 +180,8 @@ class Conn:
                 GRANT.pack(0, self.args.grant_ceiling.get(i, SCALE))
                 for i in range(n))
             self.send(MSG_GRANTS, GRANTS.pack(0, self.args.ceiling, n, 0) + grants)
+            if st['host_freq_sent']:
+                self.send_host_freq(self.args.host_freq)
             return True
         if msg_type == MSG_HINTS:
             _ts, nrec, fflags, _r = HINTS.unpack_from(payload)
@@ -193,14 +198,14 @@ class Conn:
             st['records'] += nrec
             hf = self.args.host_freq
             n = self.num_vcpus
-            if (hf and not st['host_freq_sent'] and
-                    matches(hf['on'], fflags, recs, n)):
-                self.send_host_freq(hf)
-                st['host_freq_sent'] = True
             exp = st['expect']
             while (st['matched'] < len(exp) and
                    matches(exp[st['matched']], fflags, recs, n)):
                 print('matched %s' % exp[st['matched']])
+                if (hf and exp[st['matched']] == hf['on'] and
+                        not st['host_freq_sent']):
+                    self.send_host_freq(hf)
+                    st['host_freq_sent'] = True
                 st['matched'] += 1
             return True
         if msg_type == MSG_PING:
@@ -238,7 +243,8 @@ def main():
                     metavar='V:N', help='granted ceiling of vCPU V')
     ap.add_argument('--timeout', type=float, default=600)
     ap.add_argument('--host-freq', metavar='ON:V:MIN:MAX:STEP:F1,F2,...',
-                    help='send a HOST_FREQ class for vCPU V when ON matches')
+                    help='send a HOST_FREQ class for vCPU V when the '
+                    'expectation ON is matched in order')
     ap.add_argument('--ready', help='file created once listening')
     ap.add_argument('expect', nargs='*')
     args = ap.parse_args()
@@ -252,6 +258,9 @@ def main():
                           'min': int(f[3]), 'max': int(f[4]),
                           'step': int(f[5]),
                           'freqs': [int(x) for x in f[6].split(',') if x]}
+        if args.host_freq['on'] not in args.expect:
+            ap.error('--host-freq: %s is not one of the expectations' %
+                     args.host_freq['on'])
     state = {'errors': [], 'hellos': 0, 'frames': 0, 'records': 0,
              'expect': args.expect, 'matched': 0, 'host_freq_sent': False}
     if os.path.exists(args.socket):

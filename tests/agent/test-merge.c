@@ -473,9 +473,20 @@ test_freq (void)
   g_assert_cmpuint (hi, ==, 2000000);
   fh_freq_limits (&t, 513, 1024, &lo, &hi); /* 1603125 snaps up */
   g_assert_cmpuint (lo, ==, 2000000);
-  fh_freq_limits (&t, 300, 300, &lo, &hi); /* 937500: floor up 1200000, ceiling down 800000 */
+  /*
+   * 937500: floor up 1200000, ceiling down 800000.  They cross only because
+   * the table has no step between them; the ceiling wins, as in
+   * cpufreq_set_policy(), so a vCPU capped at 300 never runs at 384.
+   */
+  fh_freq_limits (&t, 300, 300, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 800000);
+  g_assert_cmpuint (hi, ==, 800000);
+  fh_freq_limits (&t, 310, 350, &lo, &hi); /* 968750 up, 1093750 down: cross */
+  g_assert_cmpuint (lo, ==, 800000);
+  g_assert_cmpuint (hi, ==, 800000);
+  fh_freq_limits (&t, 300, 384, &lo, &hi); /* 1200000 exact: no crossing */
   g_assert_cmpuint (lo, ==, 1200000);
-  g_assert_cmpuint (hi, ==, 1200000); /* never below the floor */
+  g_assert_cmpuint (hi, ==, 1200000);
   fh_freq_limits (&plain, 300, 700, &lo, &hi);
   g_assert_cmpuint (lo, ==, 937500);
   g_assert_cmpuint (hi, ==, 2187500);
@@ -512,24 +523,28 @@ test_freq_quantize (void)
   fh_freq_quantize (&plain, 100000, &lo, &hi);
   g_assert_cmpuint (lo, ==, 1600000);
   g_assert_cmpuint (hi, ==, 2000000);
-  /* one quantum apart would cross: the ceiling is raised to the floor */
+  /* inside one quantum they would cross: the floor is lowered to the ceiling */
   lo = 1450001, hi = 1450002;
   fh_freq_quantize (&plain, 100000, &lo, &hi);
-  g_assert_cmpuint (lo, ==, 1500000);
-  g_assert_cmpuint (hi, ==, 1500000);
+  g_assert_cmpuint (lo, ==, 1400000);
+  g_assert_cmpuint (hi, ==, 1400000);
   /* ends that are not multiples: stay inside cpuinfo_min..max */
-  lo = 3100001, hi = 3150000;
+  lo = 3000001, hi = 3150000;
   fh_freq_quantize (&odd, 100000, &lo, &hi);
-  g_assert_cmpuint (lo, ==, 3150000);
-  g_assert_cmpuint (hi, ==, 3150000);
-  lo = 850000, hi = 850000;
+  g_assert_cmpuint (lo, ==, 3100000);
+  g_assert_cmpuint (hi, ==, 3100000);
+  lo = 3100001, hi = 3150000; /* 3150000 (up, clamped) over 3100000: the ceiling wins */
   fh_freq_quantize (&odd, 100000, &lo, &hi);
-  g_assert_cmpuint (lo, ==, 900000);
-  g_assert_cmpuint (hi, ==, 900000);
+  g_assert_cmpuint (lo, ==, 3100000);
+  g_assert_cmpuint (hi, ==, 3100000);
+  lo = 850000, hi = 850000; /* 900000 over 850000 (down 800000, clamped) */
+  fh_freq_quantize (&odd, 100000, &lo, &hi);
+  g_assert_cmpuint (lo, ==, 850000);
+  g_assert_cmpuint (hi, ==, 850000);
   lo = 850000, hi = 899999;
   fh_freq_quantize (&odd, 1000000, &lo, &hi);
-  g_assert_cmpuint (lo, ==, 1000000);
-  g_assert_cmpuint (hi, ==, 1000000);
+  g_assert_cmpuint (lo, ==, 850000);
+  g_assert_cmpuint (hi, ==, 850000);
   /* a table, or quantum 0: unchanged */
   lo = 937500, hi = 2187500;
   fh_freq_quantize (&t, 100000, &lo, &hi);
