@@ -7,7 +7,9 @@
 #
 # FREQHINT_BENCH_BURST_ONLY=1 (in /etc/freqhint-bench.env): only the first
 # burst, tagged FREQHINT_BENCH_TAG.  FREQHINT_BENCH_LATENCY_ONLY=1: only
-# the latency.
+# the latency.  FREQHINT_BENCH_FEEDBACK_ONLY=1: only the host feedback
+# (the pre-v1 anchor's boot, bench/guest/feedback-anchor.sh: nothing after
+# the module's load that an older module may lack).
 #
 #   cost       N sched_setattr() calls changing this task's clamps (guest floor)
 #   burst      a bursty mixed load; counts schedutil's calls into the driver's
@@ -17,6 +19,9 @@
 #              with FREQHINT_BENCH_ANCHOR=y, /modules/anchor/) loaded with
 #              notify_every_change=1; and a load at a high request rate
 #              (schedutil's rate limit 0, tags fast and fastevery)
+#   feedback   idle, while the host makes FREQHINT_BENCH_FEEDBACK_N changes
+#              of the VM's operator ceiling and counts this guest's exits
+#              (bench/guest/feedback-lib.sh)
 #   final      a steady clamped task on vCPU1: the host's state must match
 #   guestcost  ping-pong, hackbench-like load and idle CPU time, with and
 #              without the module, interleaved in this boot
@@ -39,6 +44,18 @@ calls() {
 }
 
 step_load_module
+# Host feedback: the guest idle (this shell waits for the verdict), the host
+# changing what it grants.
+feedback() {
+	sleep 2
+	check "host feedback measured" step feedback n="${FREQHINT_BENCH_FEEDBACK_N:-20}"
+}
+if [ "${FREQHINT_BENCH_FEEDBACK_ONLY:-0}" = 1 ]; then
+	check "host sees the VM" step connected
+	feedback
+	echo "STEP end" >&3
+	done_testing
+fi
 mount -t tracefs nodev "$TR" 2>/dev/null || TR=/sys/kernel/debug/tracing
 check "tracefs" test -w "$TR/kprobe_events"
 echo 0 >"$TR/tracing_on"
@@ -64,6 +81,7 @@ if [ "${FREQHINT_BENCH_LATENCY_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
+[ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ] || feedback
 
 # 6. The cost of one clamp change, and of one cpufreq limit change through
 # sysfs, in this guest (vCPU3's policy; restored afterwards).

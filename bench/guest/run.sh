@@ -10,7 +10,7 @@
 #
 #   run.sh --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE
 #          [--samples N] [--burst-seconds S] [--rate-window MS --burst-only TAG]
-#          [--no-windows TAG]
+#          [--no-windows TAG] [--feedback-changes N]
 #
 # --rate-window sets the device's rate-window-ms; --burst-only runs only the
 # bursty load (figure 1), its results tagged TAG.  --no-windows runs only
@@ -23,6 +23,8 @@
 # a pass starts at once when the last is older, as here between samples)
 # and the driver's window-end publication of a running task's own clamp
 # change (GR-11: the leading edge only covers tasks starting to run).
+# --feedback-changes: the host changes of the feedback step (default 20),
+# in the first boot only (bench/guest/feedback-lib.sh), results feedback_*.
 #
 # Writes key=value lines to FILE (read by bench/run.sh).
 set -euo pipefail
@@ -31,8 +33,10 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
+# shellcheck source=feedback-lib.sh
+. "$here/bench/guest/feedback-lib.sh"
 
-freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only= nowin=
+freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only= nowin= changes=20
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--freqhintd) freqhintd=${2:?}; shift ;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--rate-window) window=${2:?}; shift ;;
 	--burst-only) only=${2:?}; shift ;;
 	--no-windows) nowin=${2:?}; shift ;;
+	--feedback-changes) changes=${2:?}; shift ;;
 	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE [--samples N] [--burst-seconds S]" ;;
 	esac
 	shift
@@ -58,7 +63,8 @@ e2e_init
 trap e2e_cleanup EXIT
 
 # Guest side: module, the static benchmark binary, the script.
-printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\n' "$burst" >"$E2E_DIR/env"
+printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\nFREQHINT_BENCH_FEEDBACK_N=%s\n' \
+	"$burst" "$changes" >"$E2E_DIR/env"
 [ -z "$only" ] || printf 'FREQHINT_BENCH_BURST_ONLY=1\nFREQHINT_BENCH_TAG=%s\n' "$only" >>"$E2E_DIR/env"
 [ -z "$nowin" ] || printf 'FREQHINT_BENCH_LATENCY_ONLY=1\n' >>"$E2E_DIR/env"
 # The anchor (notify_every_change) exists only in this build of the module.
@@ -95,7 +101,7 @@ e2e_start_agent
 
 e2e_start_guest --timeout 600 --device-props "$props" -- \
 	-chardev "socket,id=lat,path=$E2E_DIR/guest-lat.sock,server=on,wait=off" \
-	-serial chardev:lat
+	-serial chardev:lat $(fb_qemu_args)
 e2e_connect_control
 
 lat_pid=
@@ -132,6 +138,11 @@ while next_step; do
 		;;
 	cost)
 		[ -n "$only$nowin" ] || take guest_ "$@"
+		verdict OK
+		;;
+	feedback)
+		# shellcheck disable=SC2046 # key=value words
+		take feedback_ $(fb_measure "$E2E_DIR/freqhintd.conf" "${1#n=}" 250)
 		verdict OK
 		;;
 	guestcost)
