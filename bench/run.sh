@@ -41,7 +41,8 @@
 #                  there only the report and the plots are written (no build,
 #                  no root needed)
 #
-# The build goes to $FREQHINT_CACHE/build/bench (meson, buildtype=release).
+# The build goes to $FREQHINT_BUILD/bench (meson, buildtype=release;
+# FREQHINT_BUILD defaults to $FREQHINT_CACHE/build, as for scripts/test.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,7 +77,7 @@ if [ "$runs" -gt 0 ]; then
 fi
 
 t_start=$(date +%s)
-build=$FREQHINT_CACHE/build/bench
+build=${FREQHINT_BUILD:-$FREQHINT_CACHE/build}/bench
 if [ "$runs" = 0 ]; then
 	log "results in $work: report only"
 elif [ -f "$build/build.ninja" ]; then
