@@ -75,7 +75,7 @@ printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\nFREQHINT_BENCH_F
 [ "$E2E_ARCH" = x86_64 ] || printf 'FREQHINT_BENCH_SHORT=1\n' >>"$E2E_DIR/env"
 # The anchor (notify_every_change) exists only in this build of the module.
 mkdir -p "$E2E_DIR/anchor"
-FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" --arch "$E2E_ARCH" uclamp \
+FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" --cached --arch "$E2E_ARCH" uclamp \
 	"$E2E_DIR/anchor/virtio_freqhint.ko" >/dev/null ||
 	die "building the anchor build of virtio_freqhint.ko failed"
 e2e_make_initrd "$here/bench/guest/bench-guest.sh" \
