@@ -91,7 +91,8 @@ short=${FREQHINT_BENCH_SHORT:-0}
 
 # 6. The cost of one clamp change, and of one cpufreq limit change through
 # sysfs, in this guest (vCPU3's policy; restored afterwards).
-if [ "$short" != 1 ]; then
+# (Not in the other boots: their results would not be kept.)
+if [ "$short" != 1 ] && [ "${FREQHINT_BENCH_BURST_ONLY:-0}" != 1 ]; then
 out=$(/bin/fh-guest-bench cost "${FREQHINT_BENCH_COST_N:-20000}")
 echo "cost: $out"
 pol3=/sys/devices/system/cpu/cpufreq/policy3
