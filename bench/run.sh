@@ -272,7 +272,7 @@ mem_before_kib=6.8 drain_before_m=3.8
 # Host feedback (bench/guest/feedback-lib.sh) beside the pre-v1 layout,
 # measured once at its last commit (bench/feedback-anchor.env).
 feedback_anchor_per_change=
-# shellcheck source=feedback-anchor.env
+# shellcheck source-path=SCRIPTDIR source=feedback-anchor.env
 . "$here/bench/feedback-anchor.env"
 fb_per=$(val feedback_per_change)
 if [ -n "$feedback_anchor_per_change" ]; then

@@ -40,7 +40,7 @@ here=$tree
 . "$here/scripts/lib.sh"
 # shellcheck source=/dev/null
 . "$here/tests/harness/e2e-lib.sh"
-# shellcheck source=feedback-lib.sh
+# shellcheck source-path=SCRIPTDIR source=feedback-lib.sh
 . "$bench/feedback-lib.sh"
 
 E2E_VM_NAME=freqhint-bench
@@ -61,6 +61,8 @@ e2e_start_agent
 # shellcheck disable=SC2046 # QEMU arguments, one a line
 e2e_start_guest --timeout 300 -- -serial null $(fb_qemu_args)
 e2e_connect_control
+# (next_step sets name and step_args.)
+# shellcheck disable=SC2154
 res=
 while next_step; do
 	set -- "${step_args[@]}"

@@ -115,6 +115,7 @@ fb_measure() {
 	quiet=$(fb_count "$o0" "$o1")
 	change=$(fb_count "$o1" "$o2")
 	printf 'changes=%s period_ms=%s' "$n" "$period"
+	# shellcheck disable=SC2086 # key=value words
 	printf ' quiet_%s' $quiet
 	printf ' change_%s' $change
 	[ -z "$s0" ] || printf ' snapshots=%s' "$((s1 - s0))"

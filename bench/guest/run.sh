@@ -37,7 +37,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
-# shellcheck source=feedback-lib.sh
+# shellcheck source-path=SCRIPTDIR source=feedback-lib.sh
 . "$here/bench/guest/feedback-lib.sh"
 
 freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only= nowin= changes=20
@@ -108,6 +108,7 @@ e2e_start_agent
 # The latency's port: the third serial port (ttyS2) on q35; on virt a PCI
 # 16550 (the guest's ttyS0).
 lat_port=(-serial chardev:lat)
+# shellcheck disable=SC2054 # one QEMU option value
 [ "$E2E_ARCH" = x86_64 ] || lat_port=(-device pci-serial,chardev=lat)
 # shellcheck disable=SC2046 # QEMU arguments, one a line
 e2e_start_guest --timeout 900 --device-props "$props" -- \
