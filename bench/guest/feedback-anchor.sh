@@ -61,9 +61,9 @@ e2e_start_agent
 # shellcheck disable=SC2046 # QEMU arguments, one a line
 e2e_start_guest --timeout 300 -- -serial null $(fb_qemu_args)
 e2e_connect_control
+res=
 # (next_step sets name and step_args.)
 # shellcheck disable=SC2154
-res=
 while next_step; do
 	set -- "${step_args[@]}"
 	case $name in

@@ -117,6 +117,7 @@ fb_measure() {
 	printf 'changes=%s period_ms=%s' "$n" "$period"
 	# shellcheck disable=SC2086 # key=value words
 	printf ' quiet_%s' $quiet
+	# shellcheck disable=SC2086 # key=value words
 	printf ' change_%s' $change
 	[ -z "$s0" ] || printf ' snapshots=%s' "$((s1 - s0))"
 	printf ' per_change=%s\n' "$(awk -v c="${change##*exits=}" -v q="${quiet##*exits=}" -v n="$n" \
