@@ -337,6 +337,7 @@ Timing goals are not tests: a missed goal is named below with its reason and wha
 | host kernel | $(uname -r) ($(uname -m)), no KVM: guests run under TCG |
 | load average (1/5/15 min) | before: $load_before; after: $load_after |
 | guest | the project's uclamp 6.12 kernel, 4 vCPUs, q35, $qemu_version (project build with virtio-freqhint-pci) |
+$( [ -z "$a_why" ] || exit 0; echo "| arm64 guest | the same kernel cross-built, 4 vCPUs, virt (GICv3, -cpu max), qemu-system-aarch64 of the same build |" )
 | build | meson buildtype=release, $(cc --version | sed -n 1p) |
 
 Other work was running on this machine at the same time (see the load); the
