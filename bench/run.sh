@@ -295,6 +295,8 @@ elif arm64_enabled; then
 else
 	a_why="not run (FREQHINT_ARM64 not set)"
 fi
+a_machine=
+[ -n "$a_why" ] || a_machine=$'\n| arm64 guest | the same kernel cross-built, 4 vCPUs, virt (GICv3, -cpu max), qemu-system-aarch64 of the same build |'
 [ -z "$a_why" ] || a_rows="| notifications per schedutil request and clamp change → host write on an arm64 guest (§11) | $a_why | the same anchors on arm64 | — | the same targets | — |"
 # The guest's cost of the module (bench-guest.sh guest_cost): medians of
 # the interleaved runs with and without it, and the range of each.
@@ -336,8 +338,7 @@ Timing goals are not tests: a missed goal is named below with its reason and wha
 | CPUs | $(nproc) × $cpu_model |
 | host kernel | $(uname -r) ($(uname -m)), no KVM: guests run under TCG |
 | load average (1/5/15 min) | before: $load_before; after: $load_after |
-| guest | the project's uclamp 6.12 kernel, 4 vCPUs, q35, $qemu_version (project build with virtio-freqhint-pci) |
-$( [ -z "$a_why" ] || exit 0; echo "| arm64 guest | the same kernel cross-built, 4 vCPUs, virt (GICv3, -cpu max), qemu-system-aarch64 of the same build |" )
+| guest | the project's uclamp 6.12 kernel, 4 vCPUs, q35, $qemu_version (project build with virtio-freqhint-pci) |$a_machine
 | build | meson buildtype=release, $(cc --version | sed -n 1p) |
 
 Other work was running on this machine at the same time (see the load); the
