@@ -69,8 +69,8 @@ while next_step; do
 	case $name in
 	connected) step_connected ;;
 	feedback)
-		res=$(fb_measure "$E2E_DIR/freqhintd.conf" "${1#n=}" 250)
-		verdict OK
+		res=$(fb_measure "$E2E_DIR/freqhintd.conf" "${1#n=}" 250) || true
+		if fb_valid "$res"; then verdict OK; else verdict "host feedback not measured: $res"; fi
 		;;
 	*) verdict "unknown step $name" ;;
 	esac

@@ -124,3 +124,14 @@ fb_measure() {
 		-v g="$(sed -n 's/.*grants=\([0-9]*\).*/\1/p' <<<"$change")" \
 		'BEGIN { if (g > 0) n = g; printf "%.2f", (c - q) / n }')"
 }
+
+# fb_valid RESULT: fb_measure's words measured something: the device
+# relayed at least one change (else freqhintd's reload or the GRANTS went
+# wrong, and an exit count per change would mean nothing).
+fb_valid() {
+	case " $1" in
+	*" change_grants=0 "* | *" error="*) return 1 ;;
+	*" per_change="*) return 0 ;;
+	esac
+	return 1
+}

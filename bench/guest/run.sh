@@ -153,9 +153,10 @@ while next_step; do
 		verdict OK
 		;;
 	feedback)
-		# shellcheck disable=SC2046 # key=value words
-		take feedback_ $(fb_measure "$E2E_DIR/freqhintd.conf" "${1#n=}" 250)
-		verdict OK
+		fb=$(fb_measure "$E2E_DIR/freqhintd.conf" "${1#n=}" 250) || true
+		# shellcheck disable=SC2086 # key=value words
+		take feedback_ $fb
+		if fb_valid "$fb"; then verdict OK; else verdict "host feedback not measured: $fb"; fi
 		;;
 	guestcost)
 		take guestcost_ "$@"
