@@ -53,10 +53,14 @@
 #   bench/run.sh [--out FILE] [--quick]
 #     --out FILE   where to write (default: BENCHMARKS.md at the top of the tree)
 #     --quick      smaller runs, to try the script (figures not comparable)
-#     --results DIR  keep the raw results (agent.res, guest.res, elapsed, load) in
-#                  DIR; a half already there is not run again, so with both
-#                  there only the report and the plots are written (no build,
-#                  no root needed)
+#     --results DIR  keep the raw results (agent.res, guest.res, guest-arm64.res,
+#                  elapsed, load) in DIR; a part already there is not run
+#                  again, so with all there only the report and the plots are
+#                  written (no build, no root needed)
+#   FREQHINT_ARM64=1 adds the arm64 boots (after FREQHINT_ARM64=1
+#   scripts/setup.sh: the aarch64 QEMU target, the arm64 kernel); without
+#   it their rows say "not run (FREQHINT_ARM64 not set)".  The host
+#   feedback row's anchor is read from bench/feedback-anchor.env.
 #
 # The build goes to $FREQHINT_BUILD/bench (meson, buildtype=release;
 # FREQHINT_BUILD defaults to $FREQHINT_CACHE/build, as for scripts/test.sh).
