@@ -7,7 +7,11 @@
 #
 # FREQHINT_BENCH_BURST_ONLY=1 (in /etc/freqhint-bench.env): only the first
 # burst, tagged FREQHINT_BENCH_TAG.  FREQHINT_BENCH_LATENCY_ONLY=1: only
-# the latency.
+# the latency.  FREQHINT_BENCH_FEEDBACK_ONLY=1: only the host feedback
+# (the pre-v1 anchor's boot, bench/guest/feedback-anchor.sh: nothing after
+# the module's load that an older module may lack).  FREQHINT_BENCH_SHORT=1
+# (the arm64 boot): the bursty load in both driver modes, the equal
+# information check and the latency only.
 #
 #   cost       N sched_setattr() calls changing this task's clamps (guest floor)
 #   burst      a bursty mixed load; counts schedutil's calls into the driver's
@@ -17,6 +21,9 @@
 #              with FREQHINT_BENCH_ANCHOR=y, /modules/anchor/) loaded with
 #              notify_every_change=1; and a load at a high request rate
 #              (schedutil's rate limit 0, tags fast and fastevery)
+#   feedback   idle, while the host makes FREQHINT_BENCH_FEEDBACK_N changes
+#              of the VM's operator ceiling and counts this guest's exits
+#              (bench/guest/feedback-lib.sh)
 #   final      a steady clamped task on vCPU1: the host's state must match
 #   guestcost  ping-pong, hackbench-like load and idle CPU time, with and
 #              without the module, interleaved in this boot
@@ -27,7 +34,10 @@
 . /etc/freqhint-bench.env
 
 step_open
-stty -F /dev/ttyS2 raw -echo || exit 1
+# The latency's port: ttyS2 on q35; on arm64's virt a PCI 16550, ttyS0.
+LAT_TTY=/dev/ttyS2
+[ "$(uname -m)" = aarch64 ] && LAT_TTY=/dev/ttyS0
+stty -F "$LAT_TTY" raw -echo || exit 1
 
 FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
 stat_of() { cat "$FH_STATS/$1"; }
@@ -39,6 +49,18 @@ calls() {
 }
 
 step_load_module
+# Host feedback: the guest idle (this shell waits for the verdict), the host
+# changing what it grants.
+feedback() {
+	sleep 2
+	check "host feedback measured" step feedback n="${FREQHINT_BENCH_FEEDBACK_N:-20}"
+}
+if [ "${FREQHINT_BENCH_FEEDBACK_ONLY:-0}" = 1 ]; then
+	check "host sees the VM" step connected
+	feedback
+	echo "STEP end" >&3
+	done_testing
+fi
 mount -t tracefs nodev "$TR" 2>/dev/null || TR=/sys/kernel/debug/tracing
 check "tracefs" test -w "$TR/kprobe_events"
 echo 0 >"$TR/tracing_on"
@@ -56,7 +78,7 @@ check "host sees the VM" step connected
 # then clamp changes, then clock exchanges).
 latency() {
 	check "latency start" step latency
-	check "latency responder" /bin/fh-guest-bench step /dev/ttyS2 1
+	check "latency responder" /bin/fh-guest-bench step "$LAT_TTY" 1
 	check "latency done" step latency-done
 }
 if [ "${FREQHINT_BENCH_LATENCY_ONLY:-0}" = 1 ]; then
@@ -64,9 +86,13 @@ if [ "${FREQHINT_BENCH_LATENCY_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
+short=${FREQHINT_BENCH_SHORT:-0}
+[ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ] || [ "$short" = 1 ] || feedback
 
 # 6. The cost of one clamp change, and of one cpufreq limit change through
 # sysfs, in this guest (vCPU3's policy; restored afterwards).
+# (Not in the other boots: their results would not be kept.)
+if [ "$short" != 1 ] && [ "${FREQHINT_BENCH_BURST_ONLY:-0}" != 1 ]; then
 out=$(/bin/fh-guest-bench cost "${FREQHINT_BENCH_COST_N:-20000}")
 echo "cost: $out"
 pol3=/sys/devices/system/cpu/cpufreq/policy3
@@ -74,6 +100,7 @@ out2=$(/bin/fh-guest-bench sysfs $pol3/scaling_max_freq 5000 \
 	"$(cat $pol3/cpuinfo_max_freq)" "$(($(cat $pol3/cpuinfo_max_freq) / 2))")
 echo "sysfs: $out2"
 check "cost measured" step cost $out $out2
+fi
 
 # 1. Bursty load: tasks waking at mixed periods, some clamped, one whose
 # clamps are changed while it runs.  Run with the driver's default
@@ -205,19 +232,19 @@ if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
 	echo "STEP end" >&3
 	done_testing
 fi
-burst fast fast_load
+[ "$short" = 1 ] || burst fast fast_load
 # The anchor is not part of the product driver: only a build with
 # FREQHINT_BENCH_ANCHOR=y has the parameter.
 STEP_KO=/modules/anchor/virtio_freqhint.ko
 reload notify_every_change=1
 check "notify_every_change set" grep -qx Y /sys/module/virtio_freqhint/parameters/notify_every_change
 burst every
-burst fastevery fast_load
+[ "$short" = 1 ] || burst fastevery fast_load
 STEP_KO=
 reload
 check "the product driver has no notify_every_change" \
 	test ! -e /sys/module/virtio_freqhint/parameters/notify_every_change
-guest_cost
+[ "$short" = 1 ] || guest_cost
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the

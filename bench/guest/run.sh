@@ -10,7 +10,7 @@
 #
 #   run.sh --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE
 #          [--samples N] [--burst-seconds S] [--rate-window MS --burst-only TAG]
-#          [--no-windows TAG]
+#          [--no-windows TAG] [--feedback-changes N] [--arch x86_64|arm64]
 #
 # --rate-window sets the device's rate-window-ms; --burst-only runs only the
 # bursty load (figure 1), its results tagged TAG.  --no-windows runs only
@@ -23,6 +23,12 @@
 # a pass starts at once when the last is older, as here between samples)
 # and the driver's window-end publication of a running task's own clamp
 # change (GR-11: the leading edge only covers tasks starting to run).
+# --feedback-changes: the host changes of the feedback step (default 20),
+# in the first boot only (bench/guest/feedback-lib.sh), results feedback_*.
+# --arch arm64: the guest on QEMU's virt machine (tests/harness/run-guest.sh
+# --arch), the first boot only the bursty load in both driver modes and the
+# latency (FREQHINT_BENCH_SHORT=1), the latency's port a PCI 16550
+# (pci-serial: virt has two UARTs, both taken).
 #
 # Writes key=value lines to FILE (read by bench/run.sh).
 set -euo pipefail
@@ -31,8 +37,10 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 . "$here/scripts/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=feedback-lib.sh
+. "$here/bench/guest/feedback-lib.sh"
 
-freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only= nowin=
+freqhintd= freqhintctl= latency= out= samples=200 burst=20 window=10 only= nowin= changes=20
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--freqhintd) freqhintd=${2:?}; shift ;;
@@ -44,6 +52,8 @@ while [ $# -gt 0 ]; do
 	--rate-window) window=${2:?}; shift ;;
 	--burst-only) only=${2:?}; shift ;;
 	--no-windows) nowin=${2:?}; shift ;;
+	--feedback-changes) changes=${2:?}; shift ;;
+	--arch) E2E_ARCH=${2:?}; shift ;;
 	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN --latency BIN --out FILE [--samples N] [--burst-seconds S]" ;;
 	esac
 	shift
@@ -58,12 +68,14 @@ e2e_init
 trap e2e_cleanup EXIT
 
 # Guest side: module, the static benchmark binary, the script.
-printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\n' "$burst" >"$E2E_DIR/env"
+printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\nFREQHINT_BENCH_FEEDBACK_N=%s\n' \
+	"$burst" "$changes" >"$E2E_DIR/env"
 [ -z "$only" ] || printf 'FREQHINT_BENCH_BURST_ONLY=1\nFREQHINT_BENCH_TAG=%s\n' "$only" >>"$E2E_DIR/env"
 [ -z "$nowin" ] || printf 'FREQHINT_BENCH_LATENCY_ONLY=1\n' >>"$E2E_DIR/env"
+[ "$E2E_ARCH" = x86_64 ] || printf 'FREQHINT_BENCH_SHORT=1\n' >>"$E2E_DIR/env"
 # The anchor (notify_every_change) exists only in this build of the module.
 mkdir -p "$E2E_DIR/anchor"
-FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" uclamp \
+FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" --cached --arch "$E2E_ARCH" uclamp \
 	"$E2E_DIR/anchor/virtio_freqhint.ko" >/dev/null ||
 	die "building the anchor build of virtio_freqhint.ko failed"
 e2e_make_initrd "$here/bench/guest/bench-guest.sh" \
@@ -93,9 +105,15 @@ if [ -n "$nowin" ]; then
 fi
 e2e_start_agent
 
-e2e_start_guest --timeout 600 --device-props "$props" -- \
+# The latency's port: the third serial port (ttyS2) on q35; on virt a PCI
+# 16550 (the guest's ttyS0).
+lat_port=(-serial chardev:lat)
+# shellcheck disable=SC2054 # one QEMU option value
+[ "$E2E_ARCH" = x86_64 ] || lat_port=(-device pci-serial,chardev=lat)
+# shellcheck disable=SC2046 # QEMU arguments, one a line
+e2e_start_guest --timeout 900 --device-props "$props" -- \
 	-chardev "socket,id=lat,path=$E2E_DIR/guest-lat.sock,server=on,wait=off" \
-	-serial chardev:lat
+	"${lat_port[@]}" $(fb_qemu_args)
 e2e_connect_control
 
 lat_pid=
@@ -133,6 +151,12 @@ while next_step; do
 	cost)
 		[ -n "$only$nowin" ] || take guest_ "$@"
 		verdict OK
+		;;
+	feedback)
+		fb=$(fb_measure "$E2E_DIR/freqhintd.conf" "${1#n=}" 250) || true
+		# shellcheck disable=SC2086 # key=value words
+		take feedback_ $fb
+		if fb_valid "$fb"; then verdict OK; else verdict "host feedback not measured: $fb"; fi
 		;;
 	guestcost)
 		take guestcost_ "$@"
