@@ -35,7 +35,7 @@
 #   boot 3, every window off, 200 latency samples                   ~80 s
 #   plots and the report                                             ~5 s
 #   total (x86)                                            ~890 s (~15 min)
-#   with FREQHINT_ARM64=1, two arm64 boots (virt, TCG, slower):
+#   two arm64 boots unless FREQHINT_ARM64=none (virt, TCG, slower):
 #     boot 1, bursty load in both modes 2 x 15 s, 100 latency
 #     samples ~170 s; boot 2, 100 samples with every window off ~90 s ~260 s
 #   total with arm64                                     ~1150 s (~19 min)
@@ -57,9 +57,9 @@
 #                  elapsed, load) in DIR; a part already there is not run
 #                  again, so with all there only the report and the plots are
 #                  written (no build, no root needed)
-#   FREQHINT_ARM64=1 adds the arm64 boots (after FREQHINT_ARM64=1
-#   scripts/setup.sh: the aarch64 QEMU target, the arm64 kernel); without
-#   it their rows say "not run (FREQHINT_ARM64 not set)".  The host
+#   The arm64 boots run unless FREQHINT_ARM64=none (scripts/setup.sh
+#   built the arm64 kernel; the aarch64 QEMU target is always built); with
+#   none their rows say "not run (FREQHINT_ARM64=none)".  The host
 #   feedback row's anchor is read from bench/feedback-anchor.env.
 #
 # The build goes to $FREQHINT_BUILD/bench (meson, buildtype=release;
@@ -89,8 +89,8 @@ fi
 run_agent=1 run_guest=1
 [ ! -s "$work/agent.res" ] || run_agent=0
 [ ! -s "$work/guest.res" ] || run_guest=0
-# arm64 (issue 30): with FREQHINT_ARM64=1 (scripts/setup.sh then built the
-# aarch64 QEMU target and the arm64 kernel) the same guest benchmarks on
+# arm64 (issue 30): unless FREQHINT_ARM64=none (scripts/setup.sh then built
+# the arm64 kernel) the same guest benchmarks on
 # arm64's virt machine, notifications and latency beside the same anchors.
 run_arm64=0
 if arm64_enabled && [ ! -s "$work/guest-arm64.res" ]; then run_arm64=1; fi
@@ -297,7 +297,7 @@ if [ -r "$work/guest-arm64.res" ]; then
 elif arm64_enabled; then
 	a_why="not run: the arm64 guest benchmarks left no results (see the run's log)"
 else
-	a_why="not run (FREQHINT_ARM64 not set)"
+	a_why="not run (FREQHINT_ARM64=none)"
 fi
 a_machine=
 [ -n "$a_why" ] || a_machine=$'\n| arm64 guest | the same kernel cross-built, 4 vCPUs, virt (GICv3, -cpu max), qemu-system-aarch64 of the same build |'
@@ -731,7 +731,7 @@ cat <<EOF
 
 EOF
 if [ -n "$a_why" ]; then
-	echo "The arm64 rows were $a_why. With \`FREQHINT_ARM64=1\` (after \`FREQHINT_ARM64=1 scripts/setup.sh\`) the run adds two arm64 boots."
+	echo "The arm64 rows were $a_why. Without \`FREQHINT_ARM64=none\` (and after \`scripts/setup.sh\` with the same setting) the run adds two arm64 boots."
 else
 cat <<EOF
 The same guest benchmarks on an arm64 guest: the project's uclamp kernel cross-built for QEMU's \`virt\` machine (GICv3,

@@ -25,8 +25,9 @@ declare -A builds=(
 	[fuzz]="-Dfuzzing=true"
 )
 declare -A build_env=([main]="CC=gcc" [fuzz]="CC=clang")
-# arm64 guests are opt-in while they are brought up (scripts/lib.sh).
-if arm64_enabled; then builds[main]+=" -Darm64=true"; else builds[main]+=" -Darm64=false"; fi
+# How many arm64 guest tests run: FREQHINT_ARM64 (scripts/lib.sh).
+arm64=$(arm64_mode) || exit 1
+builds[main]+=" -Darm64=$arm64"
 
 setup_build() {
 	local name=$1 dir=$FREQHINT_BUILD/$1
