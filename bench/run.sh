@@ -391,7 +391,8 @@ which a trap-per-change design (Linux virtual-cpufreq + crosvm) turns into one M
 *Notifications* are the kicks the virtio-freqhint device handled (\`qom-get x-stats\` → \`notifications\`, sampled by the host before and after):
 the vmexits freqhint costs. The driver sent $(val burst_default_buffers) buffers carrying $(val burst_default_records) records; the device
 forwarded $(val device_default_forwarded) records to freqhintd.
-Equal information: after the load one steady task (\`uclampset -m 700 -M 900\`) runs on vCPU1; the guest module's view and freqhintd's
+Equal information: after the load one steady task (\`uclampset -m 700 -M 900\`) runs on vCPU1; the guest module's view (read from vCPU0,
+again until freqhintd held it within 3 s or the view stood still that long without it: a view of one window may be gone before the host looks) and freqhintd's
 merged hint for vCPU1 $( [ "$(val final_match)" = yes ] && echo "matched" || echo "did **not** match"): $(val final_state).
 
 The anchor, same load, same boot: the module's benchmark build (\`FREQHINT_BENCH_ANCHOR=y\`) loaded with \`notify_every_change=1\` (one notification per change of a vCPU's
