@@ -137,6 +137,7 @@ pulse 0
 pulse 1
 sleep 1
 e0=$(vcpu_field 2 publishes)
+u0=$(cut -d' ' -f1 /proc/uptime)
 nidle=0
 k=0
 while [ $k -lt 15 ]; do
@@ -145,6 +146,10 @@ while [ $k -lt 15 ]; do
 	k=$((k + 1))
 done
 e1=$(vcpu_field 2 publishes)
+u1=$(cut -d' ' -f1 /proc/uptime)
+# The loop's 3 s of sleeps take longer when each sample is slow (KCSAN):
+# the bound is one publication per 10 ms window of the time it really took.
+most=$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%d\n", (b - a) * 100 + 1 }')
 stop_busy
 echo "empty vCPU2: idle at $nidle of 15 samples, $((e1 - e0)) publications in 3 s"
 # Measured under TCG on a loaded host (2 cores, load ~17), one run each:
@@ -156,11 +161,11 @@ echo "empty vCPU2: idle at $nidle of 15 samples, $((e1 - e0)) publications in 3 
 # guarantee.  What the design guarantees, whatever the load: the empty vCPU
 # is seen idle (it is not held busy by the churn elsewhere or by the
 # module's own sending), and it publishes at most once per rate window
-# (3 s / 10 ms).
+# (10 ms) of the time the loop took (3 s of sleeps and the samples).
 check "the empty vCPU2 reports idle while vCPUs 0-1 churn ($nidle/15 samples, >= 1)" \
 	test "$nidle" -ge 1
-check "and publishes at most once a window ($((e1 - e0)) publications in 3 s, <= 301)" \
-	test "$((e1 - e0))" -le 301
+check "and publishes at most once a window ($((e1 - e0)) publications in $u0..$u1 s, <= $most)" \
+	test "$((e1 - e0))" -le "$most"
 
 # An idle vCPU's record must not flap: 2 s are 200 windows; a feedback loop
 # (our own send work making a vCPU busy, which sends again) shows as dozens.

@@ -89,7 +89,9 @@ log "drivers/virtio/freqhint/ compiled built in, W=1 warning-free, in $((SECONDS
 
 t0=$SECONDS
 out=$("${mk[@]}" vmlinux 2>&1) || { tail -n 30 <<<"$out"; die "vmlinux does not link"; }
-n=$(nm "$build/vmlinux" | awk '$3 ~ /^vfh_/' | wc -l)
+# No "nm | grep -q" under pipefail: nm dies of SIGPIPE when grep stops.
+nm "$build/vmlinux" >"$work/nm"
+n=$(awk '$3 ~ /^vfh_/' "$work/nm" | wc -l)
 [ "$n" -gt 0 ] || die "vmlinux holds no vfh_ symbol"
-nm "$build/vmlinux" | grep -q ' virtio_freqhint_init$' || die "vmlinux holds no virtio_freqhint_init"
+grep -q ' virtio_freqhint_init$' "$work/nm" || die "vmlinux holds no virtio_freqhint_init"
 log "vmlinux linked with the driver built in ($n vfh_ symbols) in $((SECONDS - t0)) s"
