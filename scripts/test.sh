@@ -31,12 +31,18 @@ builds[main]+=" -Darm64=$arm64"
 
 setup_build() {
 	local name=$1 dir=$FREQHINT_BUILD/$1
-	if [ -f "$dir/build.ninja" ]; then
-		meson setup --reconfigure $2 "$dir" "$here" >"$dir.setup.log" 2>&1
-	else
+	# A build directory is a cache: one meson cannot reconfigure (an
+	# option whose type changed, say) is set up afresh.
+	if [ -f "$dir/build.ninja" ] &&
+		! meson setup --reconfigure $2 "$dir" "$here" >"$dir.setup.log" 2>&1; then
+		log "build '$name': reconfiguring failed ($(grep -m1 ERROR "$dir.setup.log")); setting it up afresh"
+		rm -rf "$dir"
+	fi
+	if [ ! -f "$dir/build.ninja" ]; then
 		mkdir -p "$FREQHINT_BUILD"
-		env ${build_env[$name]} meson setup $2 "$dir" "$here" >"$dir.setup.log" 2>&1
-	fi || { cat "$dir.setup.log"; return 1; }
+		env ${build_env[$name]} meson setup $2 "$dir" "$here" >"$dir.setup.log" 2>&1 ||
+			{ cat "$dir.setup.log"; return 1; }
+	fi
 	meson compile -C "$dir" || return 1
 }
 
