@@ -546,7 +546,7 @@ p50 $(val latency_ackw_p50) ms, p99 $(val latency_ackw_p99) ms.
 
 ![distribution of clamp change to host write, both modes](BENCHMARKS-latency.png)
 
-How: in the guest, \`fh-guest-bench step\` runs pinned on vCPU1, busy 2 ms of every 10 ms, and on each command from the host
+How: in the guest, \`fh-guest-bench step\` runs pinned on vCPU1, never sleeping (an idle run queue would drop the floor the task sets, and with every window off the host would see it come and go), and on each command from the host
 (second serial port) sets its own \`sched_setattr\` floor to 800 or back to 0 and acknowledges; only raising the floor is measured
 (with the windows off the floor also falls whenever the task sleeps, as a clamp holds only while its task runs). On the host,
 \`bench/fh-bench-latency\` sends the command and timestamps (CLOCK_MONOTONIC_RAW) the inotify \`IN_CLOSE_WRITE\` of the fixture

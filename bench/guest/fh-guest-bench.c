@@ -30,7 +30,9 @@
  *       Prints: hackbench_ms=... (wall time of the whole load)
  *   fh-guest-bench step TTY CPU
  *       Latency responder for bench/fh-bench-latency.c: pinned to CPU,
- *       busy 2 ms of every 10 ms (so the vCPU stays active), reads lines
+ *       never sleeping (an idle run queue drops its clamp floor:
+ *       uclamp_idle_value() keeps only the max; with the driver's windows
+ *       off the host would see the floor come and go), reads lines
  *       from TTY: "S <min>" sets this task's clamp floor to <min> (max
  *       1024) and answers "A <min> <ns>", <ns> the guest's
  *       CLOCK_MONOTONIC_RAW just before the change; "T <k>" answers
@@ -325,7 +327,7 @@ static int step(const char *tty, int cpu)
 		ssize_t n;
 
 		spin_until(now_ns() + 2e6);
-		if (poll(&p, 1, 8) <= 0)
+		if (poll(&p, 1, 0) <= 0)
 			continue;
 		n = read(fd, buf + len, sizeof(buf) - len - 1);
 		if (n <= 0)
