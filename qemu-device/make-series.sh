@@ -205,4 +205,18 @@ MSG
 rm -rf "$out"
 mkdir -p "$out"
 git format-patch -q --cover-letter -o "$out" "$base"
+# The cover letter's subject and text (cover-letter.txt: the subject on its
+# first line) in place of git's placeholders.
+cover=$(ls "$out"/0000-cover-letter.patch)
+subject=$(head -n1 "$here/cover-letter.txt")
+awk -v subject="$subject" -v blurb="$here/cover-letter.txt" '
+	/\*\*\* SUBJECT HERE \*\*\*/ { sub(/\*\*\* SUBJECT HERE \*\*\*/, subject) }
+	/^\*\*\* BLURB HERE \*\*\*$/ {
+		while ((getline line < blurb) > 0)
+			if (n++) print line
+		next
+	}
+	{ print }' "$cover" >"$cover.new"
+mv "$cover.new" "$cover"
+! grep -q '\*\*\* .* HERE \*\*\*' "$cover" || { echo "make-series.sh: placeholders left in $cover" >&2; exit 1; }
 ls "$out"
