@@ -325,7 +325,16 @@ pp_spread=$(spread "$(val guestcost_pp_off)" "$pp_off")
 hb_spread=$(spread "$(val guestcost_hb_off)" "$hb_off")
 v_pp=$(verdict "$pp_pct <= 1")
 v_hb=$(verdict "$hb_pct <= 1")
-v_idlecost=$(verdict "$idle_mod_pct <= 0.1")
+# The module's own CPU time counted by the module itself (debugfs: the
+# samplers' and irq_works' time per CPU, the sender thread's runtime), as a
+# share of the vCPUs' time: idle (median over the rounds with the module)
+# and under the bursty load of §1 (the product driver's run).
+own_idle_pct=$(calc "$(median "$(val guestcost_own_idle_ns)") / ($(val guestcost_idle_seconds) * 1e9 * $(val guestcost_vcpus)) * 100" %.4f)
+own_share() { calc "$1 / ($(val burst_default_guest_seconds) * 1e9 * $(val burst_default_vcpus)) * 100" %.4f; }
+own_burst_pct=$(own_share "($(val burst_default_sampler_ns) + $(val burst_default_sender_ns))")
+own_burst_sampler_pct=$(own_share "$(val burst_default_sampler_ns)")
+own_burst_sender_pct=$(own_share "$(val burst_default_sender_ns)")
+v_idlecost=$(verdict "$own_idle_pct <= 0.1")
 
 {
 cat <<EOF
@@ -359,7 +368,8 @@ Value and anchor were measured in this run, on the same machine, one after the o
 | guest clamp change → host write, TCG, $(nproc) cores (§4; clocks related over the serial port, ± $(val latency_clk_err) ms) | p50 $(val latency_clk_p50), p90 $(val latency_clk_p90), p99 $(val latency_clk_p99), max $(val latency_clk_max) ms (n=$(val latency_n)) | every window off: p50 $(val latency_nowin_clk_p50), p90 $(val latency_nowin_clk_p90), p99 $(val latency_nowin_clk_p99), max $(val latency_nowin_clk_max) ms (n=$(val latency_nowin_n), ± $(val latency_nowin_clk_err) ms) | p50 $lat_vs_p50, p99 $lat_vs_p99 | $lat_goal | $v4 |
 | guest cost: pipe ping-pong between two tasks pinned to one vCPU, ns per round trip (§9) | $pp_on (range $(range "$(val guestcost_pp_on)"), n=$cost_rounds) | the same boot, module not loaded: $pp_off (range $(range "$(val guestcost_pp_off)")) | $pp_pct % (noise ± $pp_spread %) | ≤ +1 % | $v_pp |
 | guest cost: hackbench-like load, 4 groups × 20 tasks on all vCPUs, ms (§9) | $hb_on (range $(range "$(val guestcost_hb_on)")) | module not loaded: $hb_off (range $(range "$(val guestcost_hb_off)")) | $hb_pct % (noise ± $hb_spread %) | ≤ +1 % | $v_hb |
-| the module's own CPU time, idle guest, share of vCPU time (§9) | $idle_mod_pct % (busy while idle: $idle_on_pct % with, $idle_off_pct % without) | — | — | ≤ 0.1 % | $v_idlecost |
+| the module's own CPU time (samplers, sender) per vCPU-second, idle guest (§9) | $own_idle_pct % (the busy-tick difference, a cross-check at one tick's resolution: $idle_mod_pct %) | — | — | ≤ 0.1 % | $v_idlecost |
+| the same, bursty guest: the load of §1 (§9) | $own_burst_pct % (samplers $own_burst_sampler_pct %, sender $own_burst_sender_pct %) | — | — | none set (≤ 0.1 % is the idle target) | — |
 | the windows' share of that latency: value minus the windows-off anchor (§4) | p50 $win_p50 ms, p99 $win_p99 ms (± $win_err ms) | (the anchor above) | — | ≤ 1 ms at p50, ≤ 5 ms at p99 | $v_win |
 | host writes per 100 hint updates, cpufreq backend, 8 VMs × 4 vCPUs (§3) | $(val econ_small_per100) | $(val econ_small_anchor_per100): every decided change written at once (no write interval, no quantum) | $(val econ_small_vs_anchor) | ≤ 1 | $v_small |
 | the same, 64 VMs × 4 vCPUs (§3) | $(val econ_large_per100) | $(val econ_large_anchor_per100) | $(val econ_large_vs_anchor) | ≤ 1 | $v_large |
@@ -686,6 +696,14 @@ cpufreq driver and schedutil); the order flips every round, so neither state alw
   $(val guestcost_idle_seconds) s with nothing running, as a share of $(val guestcost_vcpus) vCPUs' time:
   $idle_on_pct % with the module, $idle_off_pct % without; the module's share **$idle_mod_pct %** (target ≤ 0.1 %: $v_idlecost).
   One tick is $(calc "100 / (100 * $(val guestcost_idle_seconds) * $(val guestcost_vcpus))" %.3f) % here: the resolution of this figure.
+- the module's own CPU time, counted by the module (debugfs: each CPU's \`sampler_ns\`, the time in its sampler
+  hrtimer and the gatherer's irq_works, and \`statistics/sender_ns\`, the sender thread's runtime), per vCPU-second:
+  idle **$own_idle_pct %** (median of the rounds with the module: $(val guestcost_own_idle_ns) ns over
+  $(val guestcost_idle_seconds) s × $(val guestcost_vcpus) vCPUs; target ≤ 0.1 %: $v_idlecost);
+  under the bursty load of §1 **$own_burst_pct %** ($(val burst_default_sampler_ns) ns in samplers and
+  $(val burst_default_sender_ns) ns in the sender over $(val burst_default_guest_seconds) s × $(val burst_default_vcpus) vCPUs).
+  What this leaves out: the clamp source's probe on every context switch runs inside the scheduler; its cost is
+  what the ping-pong above measures.
 
 Under TCG every guest instruction is translated and the host's other work shows in the spread (the ranges in the
 summary); a difference smaller than the noise (half the anchor runs' range) is not a measured cost, and a

@@ -6,22 +6,27 @@
  * virtio_freqhint/vcpus has one line per possible CPU:
  *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1>
  *   min=<> max=<> perf=<> busy=<of 1024>
- *   switches=<> windows=<> publishes=<> leading=<>
+ *   switches=<> windows=<> publishes=<> leading=<> sampler_ns=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
- * publications; with the clamp hook, switches counts its events.
+ * publications; with the clamp hook, switches counts its events;
+ * sampler_ns is the time spent on that CPU in the sampler and the
+ * gatherer's irq_works.
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *
  * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
  * (device.h): buffers and records sent, sends deferred by the device's
  * own window, send errors, FEEDBACK snapshots applied, invalid and stale,
- * invalid events, records dropped for a CPU without a device index.
+ * invalid events, records dropped for a CPU without a device index;
+ * sender_ns is the sender's (the worker thread's) CPU time so far.  With
+ * sampler_ns they are the module's own CPU time off the scheduler's path.
  *
  * It exists while a device is bound.  For tests and debugging, not ABI.
  */
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 
 #include "device.h"
@@ -54,9 +59,9 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 		fh_show_value(m, "perf", st.report,
 			      VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
-		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu\n",
+		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu\n",
 			   st.busy, st.switches, st.windows, st.publishes,
-			   st.leading);
+			   st.leading, st.own_ns);
 	}
 	return 0;
 }
@@ -70,6 +75,16 @@ static int fh_clamp_source_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
+
+/* The worker outlives the debugfs files (probe and remove, main.c). */
+static int fh_sender_ns_get(void *data, u64 *val)
+{
+	struct virtio_freqhint *vi = data;
+
+	*val = READ_ONCE(vi->worker->task->se.sum_exec_runtime);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(fh_sender_ns_fops, fh_sender_ns_get, NULL, "%llu\n");
 
 #define FH_STAT(dir, vi, name) \
 	debugfs_create_ulong(#name, 0444, dir, &(vi)->stats.name)
@@ -94,6 +109,8 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, feedback_stale);
 	FH_STAT(st, vi, events_invalid);
 	FH_STAT(st, vi, unmapped_cpus);
+	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
+				   &fh_sender_ns_fops);
 }
 
 void vfh_debugfs_exit(struct virtio_freqhint *vi)

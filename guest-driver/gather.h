@@ -76,6 +76,7 @@ struct fh_vcpu_stats {
 	u64 report;
 	bool online;
 	u32 busy;		/* of the last closed window, per 1024 */
+	u64 own_ns;		/* sampler and irq_works on this CPU */
 	unsigned long switches;
 	unsigned long windows;
 	unsigned long publishes;

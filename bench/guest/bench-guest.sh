@@ -42,6 +42,12 @@ stty -F "$LAT_TTY" raw -echo || exit 1
 
 FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
 stat_of() { cat "$FH_STATS/$1"; }
+# The module's own CPU time off the scheduler's path, in ns so far: its
+# samplers and irq_works (per CPU, debugfs vcpus) and its sender thread.
+sampler_ns() {
+	tr ' ' '\n' </sys/kernel/debug/virtio_freqhint/vcpus |
+		sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'
+}
 
 # Hits of the driver's cpufreq callbacks, from kprobe_profile.
 TR=/sys/kernel/tracing
@@ -113,6 +119,7 @@ fi
 burst() {
 	tag=$1 load=${2:-mixed_load} secs=${FREQHINT_BENCH_BURST_S:-20}
 	c0=$(calls) b0=$(stat_of buffers_sent) r0=$(stat_of records_sent)
+	s0=$(sampler_ns) n0=$(stat_of sender_ns)
 	check "burst $tag start" step burst-start tag=$tag
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	series=0:0
@@ -129,9 +136,10 @@ burst() {
 	wait
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	c1=$(calls) b1=$(stat_of buffers_sent) r1=$(stat_of records_sent)
+	s1=$(sampler_ns) n1=$(stat_of sender_ns)
 	check "burst $tag done" step burst-done tag=$tag calls=$((c1 - c0)) buffers=$((b1 - b0)) \
 		records=$((r1 - r0)) guest_seconds=$(echo "$t1 $t0" | awk '{ printf "%.1f", $1 - $2 }') \
-		series="$series"
+		sampler_ns=$((s1 - s0)) sender_ns=$((n1 - n0)) vcpus="$(nproc)" series="$series"
 }
 
 # The bursty load of figure 1: eight tasks, mixed periods and clamps; the
@@ -195,14 +203,18 @@ reload() {
 # between two tasks pinned to vCPU3 (ns per round trip), a hackbench-like
 # load on every vCPU (ms), and the guest's busy CPU time while idle for
 # FREQHINT_BENCH_IDLE_S seconds (/proc/stat user+nice+system+irq+softirq,
-# in USER_HZ ticks summed over the vCPUs).
+# in USER_HZ ticks summed over the vCPUs); with the module, also its own
+# time over that idle stretch (ns, samplers and sender).
 busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+own_ns() { echo $(($(sampler_ns) + $(stat_of sender_ns))); }
 cost_run() {
 	pp=$(/bin/fh-guest-bench pingpong 3 "${FREQHINT_BENCH_PP_N:-5000}") || return 1
 	hb=$(/bin/fh-guest-bench hackbench 4 "${FREQHINT_BENCH_HB_LOOPS:-20}") || return 1
+	[ "$1" = on ] && o0=$(own_ns)
 	b0=$(busy_ticks)
 	sleep "${FREQHINT_BENCH_IDLE_S:-5}"
 	b1=$(busy_ticks)
+	[ "$1" = on ] && echo $(($(own_ns) - o0)) >>/tmp/cost-own-idle
 	pp=${pp%% *} hb=${hb%% *}
 	echo "${pp#*=}" >>/tmp/cost-pp-$1
 	echo "${hb#*=}" >>/tmp/cost-hb-$1
@@ -229,7 +241,7 @@ guest_cost() {
 	done
 	check "guest cost measured" step guestcost pp_on="$(cost_list pp-on)" \
 		pp_off="$(cost_list pp-off)" hb_on="$(cost_list hb-on)" hb_off="$(cost_list hb-off)" \
-		idle_on="$(cost_list idle-on)" idle_off="$(cost_list idle-off)" idle_seconds="${FREQHINT_BENCH_IDLE_S:-5}" vcpus="$(nproc)"
+		idle_on="$(cost_list idle-on)" idle_off="$(cost_list idle-off)" own_idle_ns="$(cost_list own-idle)" idle_seconds="${FREQHINT_BENCH_IDLE_S:-5}" vcpus="$(nproc)"
 }
 
 burst "${FREQHINT_BENCH_TAG:-default}"

@@ -32,6 +32,11 @@ wait_file() {
 	return 1
 }
 
+# sampler_ns: the module's time in samplers and irq_works, all CPUs (ns).
+sampler_ns() {
+	tr ' ' '\n' <"$FH_DBG" | sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'
+}
+
 # vcpu_line CPU: the module's debugfs line for CPU.
 vcpu_line() {
 	grep "^cpu$1 " "$FH_DBG"
