@@ -39,6 +39,8 @@
 #     boot 1, bursty load in both modes 2 x 15 s, 100 latency
 #     samples ~170 s; boot 2, 100 samples with every window off ~90 s ~260 s
 #   total with arm64                                     ~1150 s (~19 min)
+#   measured whole on a quiet machine (load ~1), arm64 included: 996 s
+#   at 89b6210, 1003 s at 387c555
 # What the counts cost in precision, where trimmed: arm64's 100 latency
 # samples make its p99 the largest but one (200 on x86: the third); its
 # 15 s bursts ~1000 requests (20 s on x86).  The feedback's 20 changes
