@@ -6,10 +6,15 @@
 # x86_64-softmmu and aarch64-softmmu) plus the qtest binaries.
 #
 #   build-qemu.sh                  build if anything changed; quiet
-#   build-qemu.sh --print-binary   build if needed, print qemu-system-x86_64
+#   build-qemu.sh --print-binary   build qemu-system-x86_64 if needed (only
+#                                  it), print its path
 #   build-qemu.sh --arch arm64 --print-binary
-#                                  the same, print qemu-system-aarch64
+#                                  the same, qemu-system-aarch64
 #                                  (--arch x86_64|arm64, default x86_64)
+#   build-qemu.sh --arch arm64 --only
+#                                  build only the arch's binary (the demo's
+#                                  cold start); a later run without --only
+#                                  adds the rest to the same build
 #   build-qemu.sh --print-build    build if needed, print the build directory
 #   build-qemu.sh --lay-only       refresh the source tree, do not build
 #   build-qemu.sh --print-dirs     refresh the source tree, print
@@ -55,8 +60,9 @@ top=$(cd "$here/.." && pwd)
 
 QEMU_VERSION=10.0.2
 QEMU_APT_SPEC=qemu/bookworm-backports
-# Both targets, always: the aarch64 qtests run in the default suite, and the
-# arm64 guests (FREQHINT_ARM64=1) boot on the same binary.
+# Both targets by default: the aarch64 qtests run in the default suite, and
+# the arm64 guests boot on the same binary; --only and --print-binary build
+# the one asked for (the demo's cold start).
 TARGETS=(qemu-system-x86_64 qemu-system-aarch64 tests/qtest/qos-test)
 TARGET_LIST=x86_64-softmmu,aarch64-softmmu
 
@@ -71,16 +77,17 @@ buildlog=$cache/build-$QEMU_VERSION.log
 # Files of qemu-device/ that sit at the same path in QEMU's tree.
 TREE_DIRS=(hw include tests/qtest docs)
 
-mode=build arch=x86_64
+mode=build arch=x86_64 only=0
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--only) only=1 ;;
 	--print-binary) mode=print-binary ;;
 	--print-build) mode=print-build ;;
 	--lay-only) mode=lay ;;
 	--print-dirs) mode=dirs ;;
 	--print-configure) mode=configure ;;
 	--arch) arch=${2:-}; shift ;;
-	*) die "usage: $0 [--arch x86_64|arm64] [--print-binary|--print-build|--lay-only|--print-dirs|--print-configure]" ;;
+	*) die "usage: $0 [--arch x86_64|arm64] [--only] [--print-binary|--print-build|--lay-only|--print-dirs|--print-configure]" ;;
 	esac
 	shift
 done
@@ -89,6 +96,8 @@ x86_64) binary=qemu-system-x86_64 ;;
 arm64) binary=qemu-system-aarch64 ;;
 *) die "--arch x86_64|arm64, not '$arch'" ;;
 esac
+# A caller that asks for one binary waits for that binary alone.
+[ "$only" = 1 ] || [ "$mode" = print-binary ] && TARGETS=("$binary")
 
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
@@ -335,13 +344,18 @@ if [ "$mode" = dirs ]; then
 	exit 0
 fi
 
-if [ "$(cat "$cache/built-key-$QEMU_VERSION" 2>/dev/null)" != "$key" ] ||
-	[ ! -x "$build/qemu-system-x86_64" ] ||
-	[ ! -x "$build/qemu-system-aarch64" ]; then
+# One stamp per target: a build of one target (--only) must not vouch for
+# another target's binary left by a build of older inputs.
+stamp() { echo "$cache/built-key-$QEMU_VERSION-$(basename "$1")"; }
+stale=0
+for t in "${TARGETS[@]}"; do
+	[ "$(cat "$(stamp "$t")" 2>/dev/null)" = "$key" ] && [ -x "$build/$t" ] || stale=1
+done
+if [ "$stale" = 1 ]; then
 	: >"$buildlog"
-	rm -f "$cache/built-key-$QEMU_VERSION"
+	for t in "${TARGETS[@]}"; do rm -f "$(stamp "$t")"; done
 	build_qemu
-	echo "$key" >"$cache/built-key-$QEMU_VERSION"
+	for t in "${TARGETS[@]}"; do echo "$key" >"$(stamp "$t")"; done
 fi
 
 case $mode in

@@ -10,8 +10,11 @@
 #
 #   demo.sh [--arch x86_64|arm64]
 #     --arch arm64  the guest is arm64 on QEMU's virt machine (the same
-#                   agent and host); sets FREQHINT_ARM64=1, so setup builds
-#                   and fetches the arm64 pieces (cached afterwards)
+#                   agent and host); setup builds and fetches the arm64
+#                   pieces (cached afterwards)
+# Setup is `setup.sh demo`: only the packages, QEMU target and kernel the
+# demo boots, so a new machine sees its first table without waiting for
+# what only the tests need.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,13 +27,12 @@ case "${1:-}" in
 *) die "usage: $0 [--arch x86_64|arm64]" ;;
 esac
 case "$arch" in
-x86_64) ;;
-arm64) export FREQHINT_ARM64=1 ;;
+x86_64 | arm64) ;;
 *) die "--arch x86_64|arm64, not '$arch'" ;;
 esac
 
-bash "$here/scripts/setup.sh"
-build=$FREQHINT_CACHE/build/demo
+bash "$here/scripts/setup.sh" demo --arch "$arch"
+build=$(clone_builds)/demo
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$here" >/dev/null
 fi

@@ -16,6 +16,14 @@ die() { log "error: $*"; exit 1; }
 # cache_key: the key for the description of inputs on stdin.
 cache_key() { sha256sum | cut -c1-16; }
 
+# clone_builds: the directory under which this clone's meson builds live.
+# Keyed by the clone's path: two clones on one machine never configure one
+# build from two sources or overwrite each other's test logs.
+clone_builds() {
+	local top_=${here:?}
+	echo "$FREQHINT_CACHE/build/$(basename "$top_")-$(printf '%s' "$top_" | cache_key)"
+}
+
 # arm64 guests (issue 28): FREQHINT_ARM64 chooses how many run.
 #   unset or core  the core set (module build against Debian's arm64
 #                  headers, gathering on the uclamp kernel, device round
@@ -25,8 +33,8 @@ cache_key() { sha256sum | cut -c1-16; }
 #   none (or 0)    none: setup.sh neither fetches nor builds arm64 pieces
 # setup.sh fetches and builds the arm64 pieces (kernels, packages) unless
 # none; test.sh passes the choice to meson's 'arm64' option.  QEMU's
-# aarch64 target is not governed by it: build-qemu.sh always builds both
-# targets, and the device's qtests run on both.
+# aarch64 target is not governed by it: setup.sh builds both targets, and
+# the device's qtests run on both (only `setup.sh demo` builds one).
 arm64_mode() {
 	case "${FREQHINT_ARM64:-core}" in
 	core) echo core ;;

@@ -6,9 +6,15 @@
 # kernels, initramfs images) live in $FREQHINT_CACHE, outside the clone, keyed
 # by their inputs, so a second run costs seconds.
 #
-#   scripts/setup.sh            packages + sources + QEMU + guest kernels +
-#                               the systemd guest's Debian rootfs
-#   scripts/setup.sh packages   only apt work
+#   scripts/setup.sh            what scripts/test.sh needs: packages +
+#                               sources + QEMU + guest kernels + the systemd
+#                               guest's Debian rootfs (+ arm64 pieces,
+#                               FREQHINT_ARM64)
+#   scripts/setup.sh packages   only apt work, for all of that
+#   scripts/setup.sh demo [--arch x86_64|arm64]
+#                               only what scripts/demo.sh needs: the build
+#                               and guest packages, QEMU's target for the
+#                               arch and that arch's uclamp kernel
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,37 +38,85 @@ add_backports_sources() {
 		"$uris" "$signed" "$uris" "$signed")
 	if [ ! -f "$dst" ] || [ "$(cat "$dst")" != "$want" ]; then
 		printf '%s\n' "$want" >"$dst"
-		rm -f "$FREQHINT_CACHE/.apt-updated"
 	fi
 }
 
-# Packages from bookworm itself.
-BASE_PKGS=(
+# lists_fresh: apt's lists hold every suite and architecture setup asks
+# for.  Read off apt's own state, not a marker file: a marker kept in the
+# cache would travel with a copied cache to a machine whose lists lack them.
+lists_fresh() {
+	local l=/var/lib/apt/lists a
+	compgen -G "$l/*_dists_bookworm-backports_main_binary-amd64_Packages*" >/dev/null &&
+		compgen -G "$l/*_dists_bookworm-backports_main_source_Sources*" >/dev/null &&
+		compgen -G "$l/*_dists_bookworm_main_source_Sources*" >/dev/null || return 1
+	for a in "${FOREIGN_ARCHES[@]}"; do
+		compgen -G "$l/*_dists_bookworm_main_binary-${a}_Packages*" >/dev/null || return 1
+	done
+}
+
+# What the demo needs: the agent's build, QEMU's build, the uclamp kernel's
+# build and the guest's initramfs userland.  From bookworm itself.
+DEMO_PKGS=(
 	build-essential pkg-config ninja-build ccache git curl ca-certificates
-	xz-utils cpio gzip zstd dpkg-dev file
-	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev libvirt-glib-1.0-dev
-	clang libclang-rt-14-dev llvm valgrind
-	busybox-static util-linux linux-cpupower socat jq libxml2-utils gnuplot-nox
-	prometheus stress-ng systemd debhelper dh-dkms dkms lintian
+	xz-utils cpio gzip zstd dpkg-dev file procps
+	libglib2.0-dev libjson-glib-dev libmicrohttpd-dev libvirt-glib-1.0-dev libxml2-dev
+	busybox-static util-linux linux-cpupower socat jq
 	flex bison bc libelf-dev libssl-dev dwarves kmod
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
+)
+# What the tests need beside: the fuzz build, valgrind, promtool, the
+# libvirt daemon, packaging, the stock kernels, the rootfs builder.
+TEST_PKGS=(
+	clang libclang-rt-14-dev llvm valgrind libxml2-utils gnuplot-nox
+	prometheus stress-ng systemd debhelper dh-dkms dkms lintian
 	linux-headers-6.1.0-*-amd64
 	mmdebstrap e2fsprogs
 )
 # Packages that must come from bookworm-backports, pinned one by one: a
 # blanket -t bookworm-backports would drag systemd along.
-BPO_PKGS=(
-	meson python3-pycotap
-	libvirt-dev libvirt0 libvirt-daemon libvirt-daemon-driver-qemu
+DEMO_BPO_PKGS=(meson python3-pycotap libvirt-dev libvirt0)
+TEST_BPO_PKGS=(
+	libvirt-daemon libvirt-daemon-driver-qemu
 	libvirt-clients libvirt-daemon-common libvirt-common
 	linux-image-amd64 linux-headers-amd64
 )
+
+# The mode (all, packages, demo) and the demo's architecture; parsed here
+# because the package lists and foreign architectures depend on them.
+mode=${1:-all} demo_arch=x86_64
+case "$mode" in
+all | packages) [ $# -le 1 ] || die "usage: $0 [packages | demo [--arch x86_64|arm64]]" ;;
+demo)
+	case "${2:-}" in
+	"") ;;
+	--arch) demo_arch=${3:?usage: $0 demo [--arch x86_64|arm64]} ;;
+	*) die "usage: $0 demo [--arch x86_64|arm64]" ;;
+	esac
+	# The demo's arch alone decides whether arm64 pieces are set up.
+	case "$demo_arch" in
+	x86_64) export FREQHINT_ARM64=none ;;
+	arm64) export FREQHINT_ARM64=core ;;
+	*) die "demo --arch x86_64|arm64, not '$demo_arch'" ;;
+	esac
+	;;
+*) die "usage: $0 [packages | demo [--arch x86_64|arm64]]" ;;
+esac
+if [ "$mode" = demo ]; then
+	BASE_PKGS=("${DEMO_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}")
+else
+	BASE_PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}" "${TEST_BPO_PKGS[@]}")
+fi
 
 # Foreign architectures for the arm64 guests: their kernel, headers and
 # userland are Debian's arm64 packages, fetched (never installed) with
 # apt-get download through dpkg multiarch (tests/harness/fetch-debs.sh).
 FOREIGN_ARCHES=()
 arm64_enabled && FOREIGN_ARCHES=(arm64)
+# The cross binutils are installed, not unpacked: their programs load
+# libbfd/libopcodes for the target from the system's library path, which an
+# unpacked tree is not on (cross-gcc.sh unpacks only the compiler, which
+# conflicts with gcc-multilib when installed).
+arm64_enabled && BASE_PKGS+=(binutils-aarch64-linux-gnu)
 
 # foreign_arches_ok: dpkg knows every FOREIGN_ARCHES already.
 foreign_arches_ok() {
@@ -77,8 +131,6 @@ add_foreign_arches() {
 	foreign_arches_ok && return 0
 	local a
 	for a in "${FOREIGN_ARCHES[@]}"; do dpkg --add-architecture "$a"; done
-	# apt's lists must be fetched again for the new architecture.
-	rm -f "$FREQHINT_CACHE/.apt-updated"
 }
 
 # all_installed PKG...: true when dpkg has every PKG (an optional
@@ -103,22 +155,18 @@ install_packages() {
 	# an empty answer here, not an error for set -e and pipefail.
 	hdr61=$({ dpkg-query -W -f='${Package}\n' 'linux-headers-6.1.0-*-amd64' 2>/dev/null || :; } |
 		awk '/^linux-headers-6\.1\.0-[0-9]+-amd64$/' | sort -V | tail -n1)
-	if [ -n "$hdr61" ]; then
-		pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/$hdr61}")
-		# Installed is not enough for backports packages: bookworm's own
-		# meson, libvirt or kernel are too old.
-		if all_installed "${pkgs[@]}" "${bpo[@]}" && foreign_arches_ok &&
-			version_at_least meson 1.5 && version_at_least libvirt0 11 &&
-			version_at_least linux-image-amd64 6.12; then
-			return 0
-		fi
+	# Without 6.1 headers installed, a name no package has: not all installed.
+	pkgs=("${BASE_PKGS[@]/linux-headers-6.1.0-\*-amd64/${hdr61:-linux-headers-6.1.0-none-amd64}}")
+	# Installed is not enough for backports packages: bookworm's own
+	# meson, libvirt or kernel are too old.
+	if all_installed "${pkgs[@]}" "${bpo[@]}" && foreign_arches_ok &&
+		version_at_least meson 1.5 && version_at_least libvirt0 11 &&
+		{ [ "$mode" = demo ] || version_at_least linux-image-amd64 6.12; }; then
+		return 0
 	fi
 	add_backports_sources
 	add_foreign_arches
-	if [ ! -f "$FREQHINT_CACHE/.apt-updated" ]; then
-		apt-get update -q
-		touch "$FREQHINT_CACHE/.apt-updated"
-	fi
+	lists_fresh || apt-get update -q
 	export DEBIAN_FRONTEND=noninteractive
 	# The 6.1 headers package name carries the ABI number; ask apt for it.
 	hdr61=$(apt-cache search --names-only '^linux-headers-6\.1\.0-[0-9]+-amd64$' |
@@ -130,7 +178,19 @@ install_packages() {
 main() {
 	mkdir -p "$FREQHINT_CACHE"
 	install_packages
-	[ "${1:-all}" = packages ] && return 0
+	case "$mode" in
+	packages) return 0 ;;
+	demo)
+		"$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only
+		"$here/tests/harness/build-kernel.sh" --arch "$demo_arch"
+		if [ "$demo_arch" = arm64 ]; then
+			"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
+			"$here/tests/harness/cross-gcc.sh" arm64 --libc >/dev/null
+		fi
+		log "demo setup complete; cache in $FREQHINT_CACHE"
+		return 0
+		;;
+	esac
 
 	"$here/qemu-device/build-qemu.sh"
 	"$here/tests/harness/build-kernel.sh"
@@ -154,5 +214,5 @@ main() {
 # bash reads a script as it runs it: a checkout that rewrites this file
 # during a long build would make the rest of the run parse garbage.  Parsed
 # whole as one function, the edit cannot reach the running copy.
-main "$@"
+main
 exit

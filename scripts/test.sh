@@ -9,14 +9,20 @@
 #   scripts/test.sh                 everything
 #   scripts/test.sh SUITE...        only these meson suites (unit, integration,
 #                                   compile, qtest, guest, e2e, libvirt,
-#                                   packages, deploy, fuzz)
+#                                   packages, deploy, fuzz, fresh)
+#
+# The builds live outside the clone, in a directory of this clone's own
+# (FREQHINT_BUILD, default: clone_builds in scripts/lib.sh), locked for the
+# run: a second run from the same clone waits, one from another clone uses
+# its own builds.  Each meson test invocation writes its own log, and the
+# closing line counts from those logs alone.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
 suites=("$@")
-: "${FREQHINT_BUILD:=$FREQHINT_CACHE/build}"
+: "${FREQHINT_BUILD:=$(clone_builds)}"
 
 # The main build: gcc with ASan+UBSan and -Werror, every heavy option on.
 # The fuzz build: clang with libFuzzer (fuzz targets need clang).
@@ -46,27 +52,34 @@ setup_build() {
 	meson compile -C "$dir" || return 1
 }
 
+# run_suites NAME LOGBASE SUITE...: meson test in build NAME, its log
+# under meson-logs/LOGBASE.{json,txt}, this invocation's alone.
 run_suites() {
-	local dir=$FREQHINT_BUILD/$1; shift
-	local args=(--print-errorlogs --num-processes 2)
+	local dir=$FREQHINT_BUILD/$1 logbase=$2; shift 2
+	local args=(--print-errorlogs --num-processes 2 --logbase "$logbase")
 	# The fuzz suite runs from the clang build only.
 	[ "$dir" = "$FREQHINT_BUILD/fuzz" ] || args+=(--no-suite fuzz)
 	for s in "$@"; do args+=(--suite "$s"); done
 	meson test -C "$dir" "${args[@]}"
 }
 
-# failed_tests DIR: one line per test of the last run in DIR that did not
+# failed_tests JSON: one line per test in a meson test log that did not
 # pass or skip: its name and result.
 failed_tests() {
 	jq -r -s '.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP") |
-		"\(.name) (\(.result))"' "$1/meson-logs/testlog.json"
+		"\(.name) (\(.result))"' "$1"
 }
 
 main() {
 	bash "$here/scripts/setup.sh" || die "setup failed"
 
-	local build_failed=0 passed=0 failed=0 skipped=0 name want s p f log_json
-	local failures=()
+	mkdir -p "$FREQHINT_BUILD"
+	exec 8>"$FREQHINT_BUILD/.lock"
+	flock -n 8 || { log "another run uses $FREQHINT_BUILD; waiting"; flock 8; }
+
+	local build_failed=0 passed=0 failed=0 skipped=0 name want s p f log_json rc
+	local logbase failures=()
+	logbase=run-$(date +%Y%m%d-%H%M%S)-$$
 	for name in main fuzz; do
 		# The suites this build runs; a build none of them needs is not made.
 		want=()
@@ -86,17 +99,29 @@ main() {
 			failures+=("build '$name' (log: $FREQHINT_BUILD/$name.setup.log, $FREQHINT_BUILD/$name/meson-logs/meson-log.txt)")
 			continue
 		fi
-		rm -f "$FREQHINT_BUILD/$name/meson-logs/testlog.json"
-		run_suites "$name" "${want[@]}"
-		log_json=$FREQHINT_BUILD/$name/meson-logs/testlog.json
-		[ -f "$log_json" ] || continue
+		run_suites "$name" "$logbase" "${want[@]}"
+		rc=$?
+		log_json=$FREQHINT_BUILD/$name/meson-logs/$logbase.json
+		if [ ! -f "$log_json" ]; then
+			# meson test itself failed before any test ran (a suite name
+			# it does not know, say): a failure, never a silent pass.
+			failed=$((failed + 1))
+			failures+=("meson test in build '$name' exited $rc with no log")
+			continue
+		fi
 		p=$(jq -s '[.[] | select(.result == "OK" or .result == "EXPECTEDFAIL")] | length' "$log_json")
 		f=$(jq -s '[.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP")] | length' "$log_json")
 		s=$(jq -s '[.[] | select(.result == "SKIP")] | length' "$log_json")
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 		while IFS= read -r t; do
-			[ -n "$t" ] && failures+=("$t (log: $FREQHINT_BUILD/$name/meson-logs/testlog.txt)")
-		done < <(failed_tests "$FREQHINT_BUILD/$name")
+			[ -n "$t" ] && failures+=("$t (log: ${log_json%.json}.txt)")
+		done < <(failed_tests "$log_json")
+		# meson's own verdict and the log must agree: a non-zero exit with
+		# no failure in the log is still a failure.
+		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+			failed=$((failed + 1))
+			failures+=("meson test in build '$name' exited $rc (log: ${log_json%.json}.txt)")
+		fi
 	done
 
 	# A build that does not build is a failure of every test it holds; count it.
