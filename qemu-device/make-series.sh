@@ -14,7 +14,7 @@
 #   3/6 hw/virtio: the device and its null backend        (+ patches/0002-*)
 #   4/6 hw/virtio: the freqhint-agent backend              (+ patches/0003-*)
 #   5/6 tests/qtest: virtio-freqhint tests                 (+ patches/0004-*)
-#   6/6 docs/interop: the agent protocol                   (+ patches/0005-*)
+#   6/6 docs: the device page and the agent protocol       (+ patches/0005-*)
 #
 # The build fix-ups in patches/build/ are for Debian's tarball and are not
 # part of the series.
@@ -55,6 +55,7 @@ test_files=(
 	tests/qtest/virtio-freqhint-test.c
 )
 doc_files=(
+	docs/system/devices/virtio-freqhint.rst
 	docs/interop/virtio-freqhint-agent.rst
 )
 
@@ -195,11 +196,14 @@ to carry the MPIDR affinity (vCPU 16 of 17 with GICv3 is 0x100).
 MSG
 
 commit "${doc_files[@]}" -- "$here"/patches/0005-*.patch <<'MSG'
-docs/interop: document the freqhint agent protocol
+docs: document virtio-freqhint and its agent protocol
 
-The protocol between freqhint-agent and the host agent, for the people
-who write agents: framing, the handshake, what HELLO carries and why,
-hints, grants, host frequencies, keepalive and close reasons.
+For users, a page in the system manual: what the device is, its
+backends and properties, an example with freqhint-agent, and what
+migrates.  For the people who write agents, the protocol between
+freqhint-agent and the host agent in the interop manual: framing, the
+handshake, what HELLO carries and why, hints, grants, host frequencies,
+keepalive and close reasons.
 MSG
 
 rm -rf "$out"
