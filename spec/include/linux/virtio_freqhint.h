@@ -27,7 +27,7 @@
 #endif
 
 /* Feature bits. */
-/* Records may carry the guest governor's performance request (perf). */
+/* Records may carry the performance level the guest desires (perf). */
 #define VIRTIO_FREQHINT_F_PERF		0
 /* The event queue carries FEEDBACK snapshots: host grants and bounds. */
 #define VIRTIO_FREQHINT_F_FEEDBACK	1
