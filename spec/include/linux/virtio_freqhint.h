@@ -15,19 +15,19 @@
 #include <linux/virtio_ids.h>
 
 /*
- * Experimental, pending a reservation by the virtio TC
- * (spec/upstream/virtio-comment-id-request.txt).  The upstream series adds
- * it to <linux/virtio_ids.h>; until then it is defined here, once.
- * The specification allocates up to 49; crosvm counts its non-standard IDs
- * down from 63 (virtio-wl 63, TPM 62, pvclock 61).  56 sits between the
- * two, and 0x1040 + 56 = 0x1078 fits the modern virtio-pci range.
+ * Experimental, pending a reservation by the virtio TC, which is asked
+ * for the next free ID (spec/upstream/virtio-comment-id-request.txt); the
+ * reserved value replaces this one.  The Linux patch adds it to
+ * <linux/virtio_ids.h>; until then it is defined here, once.  56 is used
+ * by nobody known, and 0x1040 + 56 = 0x1078 fits the modern virtio-pci
+ * range (65535, the base spec's experimental range, does not).
  */
 #ifndef VIRTIO_ID_FREQHINT
 #define VIRTIO_ID_FREQHINT		56
 #endif
 
 /* Feature bits. */
-/* Records may carry the guest governor's performance request (perf). */
+/* Records may carry the performance level the guest desires (perf). */
 #define VIRTIO_FREQHINT_F_PERF		0
 /* The event queue carries FEEDBACK snapshots: host grants and bounds. */
 #define VIRTIO_FREQHINT_F_FEEDBACK	1
@@ -43,7 +43,12 @@
 #define VIRTIO_FREQHINT_VQ_HINT		0
 #define VIRTIO_FREQHINT_VQ_EVENT	1
 
-/* Capacity scale: SCHED_CAPACITY_SCALE of the Linux scheduler. */
+/*
+ * Performance levels, per vCPU: 1024 is the vCPU's highest performance
+ * (the highest frequency the host may set on the physical CPUs it runs
+ * on, max_khz of its class), levels are linear in frequency (as ACPI
+ * CPPC's abstract scale).  Numerically equal to SCHED_CAPACITY_SCALE.
+ */
 #define VIRTIO_FREQHINT_SCALE		1024
 
 /* Host frequency classes a snapshot carries, and frequencies per class. */
@@ -65,7 +70,10 @@
  *  x86:     the x2APIC ID (the APIC ID where there is no x2APIC);
  *  arm64:   MPIDR_EL1 with every bit but Aff3..Aff0 cleared
  *           (MPIDR & 0xff00ffffff);
- *  riscv:   the hart id.
+ *  riscv:   the hart id;
+ *  s390x:   the CPU address (STAP).
+ * Not defined for other architectures (ppc64, LoongArch, ...): there the
+ * device does not offer VIRTIO_FREQHINT_F_CPU_ID.
  */
 #define VIRTIO_FREQHINT_MPIDR_AFF_MASK	0xff00ffffffULL
 
@@ -83,7 +91,9 @@
 #define VIRTIO_FREQHINT_R_ALL		0x000f
 
 /* virtio_freqhint_feedback.flags */
-#define VIRTIO_FREQHINT_FB_AGENT	(1 << 0)	/* host agent connected */
+#define VIRTIO_FREQHINT_FB_ACTIVE	(1 << 0)	/* hints take effect on the host */
+/* The bit's earlier name: QEMU's device sets it while its agent is connected. */
+#define VIRTIO_FREQHINT_FB_AGENT	VIRTIO_FREQHINT_FB_ACTIVE
 #define VIRTIO_FREQHINT_FB_ALL		0x0001
 
 /*
@@ -97,7 +107,7 @@ struct virtio_freqhint_config {
 	__le16 perf_step;	/* perf moves below this are noise, 1 .. SCALE */
 	__le16 idle_share;	/* busy share (1/1024) that still counts as idle */
 	__le16 reserved;	/* zero */
-	__le32 event_buf_size;	/* bytes an event buffer needs; with eventq */
+	__le32 event_buf_size;	/* bytes an event buffer needs (>= largest message) */
 };
 
 /*
