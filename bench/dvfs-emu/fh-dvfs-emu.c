@@ -329,9 +329,13 @@ on_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* The fixture's policies, their frequencies brought within their limits. */
+/*
+ * The fixture's policies, their frequencies brought within their limits;
+ * *lowest: the lowest share of f_max any of them can ask for (the period
+ * must keep its quota >= 1 ms).
+ */
 static gboolean
-load_policies (Emu *emu, GError **error)
+load_policies (Emu *emu, double *lowest, GError **error)
 {
   if (!fh_host_load (emu->host, &emu->fixture, error))
     return FALSE;
@@ -343,6 +347,7 @@ load_policies (Emu *emu, GError **error)
   for (guint i = 0; i < emu->host->policies->len; i++) {
     const FhPolicy *p = g_ptr_array_index (emu->host->policies, i);
     EmuPolicy ep = { .p = p };
+    guint lo = p->cpuinfo_min_khz;
 
     ep.table.cpuinfo_min_khz = p->cpuinfo_min_khz;
     ep.table.cpuinfo_max_khz = p->cpuinfo_max_khz;
@@ -352,6 +357,9 @@ load_policies (Emu *emu, GError **error)
     ep.max_khz = p->cpuinfo_max_khz;
     if (!read_khz (&emu->fixture, p->id, "scaling_cur_freq", &ep.cur_khz))
       ep.cur_khz = p->cpuinfo_max_khz;
+    for (gsize j = 0; j < ep.table.n_available; j++)
+      lo = MIN (lo, ep.table.available_khz[j]);
+    *lowest = MIN (*lowest, (double) MAX (lo, 1u) / MAX (p->cpuinfo_max_khz, 1u));
     g_array_append_val (emu->policies, ep);
   }
   for (guint i = 0; i < emu->policies->len; i++) {
@@ -362,23 +370,6 @@ load_policies (Emu *emu, GError **error)
     write_cur (emu, ep);
   }
   return TRUE;
-}
-
-/* The lowest share any policy can ask for, so the period that keeps a quota >= 1 ms. */
-static double
-lowest_share (Emu *emu)
-{
-  double lowest = 1.0;
-
-  for (guint i = 0; i < emu->policies->len; i++) {
-    const EmuPolicy *ep = &g_array_index (emu->policies, EmuPolicy, i);
-    guint lo = ep->table.cpuinfo_min_khz;
-
-    for (gsize j = 0; j < ep->table.n_available; j++)
-      lo = MIN (lo, ep->table.available_khz[j]);
-    lowest = MIN (lowest, (double) MAX (lo, 1u) / MAX (ep->table.cpuinfo_max_khz, 1u));
-  }
-  return lowest;
 }
 
 static gboolean
@@ -489,7 +480,7 @@ run (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   FhEmuCgroupMode mode = FH_EMU_CGROUP_AUTO;
   Emu emu = { .model = &fh_emu_juno_a57, .status = 0 };
-  double lowest;
+  double lowest = 1.0;
   int status;
 
   g_option_context_add_main_entries (ctx, entries, NULL);
@@ -510,10 +501,8 @@ run (int argc, char **argv)
   emu.window_ms = (guint) window_ms;
   emu.placement_ms = (guint) placement_ms;
   emu.duration_s = duration;
-  if (!load_policies (&emu, &error))
+  if (!load_policies (&emu, &lowest, &error))
     goto setup_failed;
-
-  lowest = lowest_share (&emu);
   if (!period || g_strcmp0 (period, "auto") == 0) {
     /* the finest period the kernel allows: closest to a clock that is just slower */
     emu.period_us = (guint) ceil (FH_EMU_MIN_QUOTA_US / lowest / 100.0) * 100;

@@ -99,9 +99,9 @@ fh_emu_clamp_get (FhEmuClampSource *src, guint tid, guint *min, guint *max)
 void
 fh_emu_clamp_source_free (FhEmuClampSource *src)
 {
-  if (!src)
-    return;
-  g_hash_table_unref (src->table);
-  g_free (src->file);
+  if (src) {
+    g_hash_table_unref (src->table);
+    g_free (src->file);
+  }
   g_free (src);
 }

@@ -14,6 +14,8 @@
 # it does not skip.
 set -uo pipefail
 
+busy= idle=
+
 : "${FH_DVFS_EMU:?}" "${MKFIXTURE:?}"
 T=$(mktemp -d /tmp/fh-dvfs-emu-test.XXXXXX)
 FX=$T/fx
@@ -74,6 +76,14 @@ start_emu() {
 	EMU=$!
 	eventually 5 grep -qs '^[0-9]' "$T/trace.tsv" ||
 		fail "the emulator wrote no trace line (exited: $(kill -0 $EMU 2>/dev/null && echo no || echo yes))"
+}
+
+# start_busy_idle [EMU ARGS]: busy on fixture CPU 2 (policy2), idle on CPU 4
+# (policy4), both emulated; their pids in busy and idle.
+start_busy_idle() {
+	spawn busy 2; busy=$SPAWNED
+	spawn idle 4; idle=$SPAWNED
+	start_emu --thread "$busy" --thread "$idle" "$@"
 }
 
 stop_emu() {
@@ -192,10 +202,7 @@ case_bandwidth() {
 # scaling_max_freq brings it down (snapped to the table), a higher
 # scaling_min_freq up; performance/powersave hold max/min.
 case_limits() {
-	local busy idle
-	spawn busy 2; busy=$SPAWNED
-	spawn idle 4; idle=$SPAWNED
-	start_emu --thread "$busy" --thread "$idle"
+	start_busy_idle
 	expect_cur 2 3200000 5 "busy thread: toward f_max"
 	expect_cur 4 800000 5 "idle thread: toward f_min"
 
@@ -233,11 +240,10 @@ case_limits() {
 # with uclamp_max 512 holds its policy at 512/1024 of f_max; an idle
 # thread's floor holds nothing (a run queue aggregates runnable tasks).
 case_uclamp_file() {
-	local busy idle
-	spawn busy 2; busy=$SPAWNED
-	spawn idle 4; idle=$SPAWNED
+	# the file exists before the threads do: no clamps until they are written
+	: >"$T/clamps"
+	start_busy_idle --uclamp-from "$T/clamps"
 	printf '# tid min max\n%s 0 512\n%s 1024 1024\n' "$busy" "$idle" >"$T/clamps"
-	start_emu --thread "$busy" --thread "$idle" --uclamp-from "$T/clamps"
 	expect_cur 2 1600000 5 "busy thread under uclamp_max 512"
 	expect_cur 4 800000 5 "idle thread with uclamp_min 1024"
 	sleep 0.5

@@ -165,15 +165,23 @@ test_energy (void)
                                   0.5 * (359 + 43) + 0.5 * (15 + 24), 1e-9);
 }
 
+static const struct {
+  const char *name;
+  GTestFunc func;
+} cases[] = {
+  { "util-pelt", test_util_pelt },   { "schedutil-perf", test_schedutil_perf },
+  { "resolve", test_resolve },       { "governors", test_governors },
+  { "follows-load", test_follows_load }, { "energy", test_energy },
+};
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add_func ("/dvfs-emu/util-pelt", test_util_pelt);
-  g_test_add_func ("/dvfs-emu/schedutil-perf", test_schedutil_perf);
-  g_test_add_func ("/dvfs-emu/resolve", test_resolve);
-  g_test_add_func ("/dvfs-emu/governors", test_governors);
-  g_test_add_func ("/dvfs-emu/follows-load", test_follows_load);
-  g_test_add_func ("/dvfs-emu/energy", test_energy);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *path = g_strconcat ("/dvfs-emu/", cases[i].name, NULL);
+
+    g_test_add_func (path, cases[i].func);
+  }
   return g_test_run ();
 }
