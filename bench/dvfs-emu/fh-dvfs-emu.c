@@ -174,7 +174,9 @@ sample_threads (Emu *emu, guint64 window_ns, gboolean place)
       t->ran_ns = run >= t->cputime_ns ? run - t->cputime_ns : 0;
       /* the wait its own quota caused is the emulated slowness, not demand */
       waited -= MIN (waited, throttled >= t->throttled_ns ? throttled - t->throttled_ns : 0);
-      t->demand_ns = MIN (t->ran_ns + waited, window_ns);
+      t->demand_ns = t->ran_ns + waited + t->carry_ns;
+      t->carry_ns = MIN (t->demand_ns - MIN (t->demand_ns, window_ns), window_ns);
+      t->demand_ns = MIN (t->demand_ns, window_ns);
       t->cputime_ns = run;
       t->waited_ns = wait;
       t->throttled_ns = throttled;

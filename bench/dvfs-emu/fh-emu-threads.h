@@ -35,6 +35,14 @@ typedef struct {
    * (other vCPU threads, QEMU's own threads, a build).
    */
   guint64 ran_ns, demand_ns;
+  /*
+   * Demand counted after its window: the kernel adds a wait to run delay
+   * only when the wait ends, and CPU time of a running thread at its next
+   * tick, so a window can read more than its length and the next one
+   * less.  The excess is carried into the next window (at most one
+   * window's worth), not lost.
+   */
+  guint64 carry_ns;
   double util;         /* frequency-invariant PELT-like utilization, 0..1024 */
   guint uclamp_min, uclamp_max; /* its clamps; 0 and 1024 when it has none */
 } FhEmuThread;

@@ -144,23 +144,23 @@ throttled_ns() {
 # a CPU.  policy0's scaling_max_freq at 800 MHz (f_min = 25 % of f_max)
 # holds the busy thread there; a second busy thread on policy2 runs
 # unlimited at the same time, as the reference of what the machine gave an
-# uncapped thread meanwhile.
+# uncapped thread meanwhile (printed, not asserted: it depends on the load).
 #
-# Tolerance: at most 28 %.  CFS bandwidth throttles at the next tick
-# (4 ms at HZ=250) and charges the overrun to the next period, so over 2 s
-# the share is within 0.2 % of quota/period (25.05 %, 25.2 % and 25.2 %
-# measured with 4, 10 and 20 ms periods on a quiet machine).  The next
-# table step up, 1200 MHz, would give 37.5 %: a wrong step or a missing cap
-# falls outside -- provided the machine could give the thread more, which
-# the reference shows: if it got under 40 % of a CPU the machine was too
-# busy to tell a cap from contention, and the measurement is made again,
-# up to 3 times, then FAILS (never a pass by default).
-# At least 22 % minus the time the thread waited for a CPU for other
-# reasons than its quota (schedstat's run delay minus its group's
-# throttled time): on a loaded machine a capped thread also queues behind
-# others (measured: 22.1 % at load 4.5 on 2 cores), and each such
-# nanosecond can be one it did not run.  That the cap is 25 % and not less
-# is asserted exactly, from the quota the emulator wrote.
+# Over 2 s, the capped thread's share of a CPU must be:
+#   - at most 28 %.  CFS bandwidth throttles at the next tick (4 ms at
+#     HZ=250) and charges the overrun to the next period, so the share is
+#     within 0.2 % of quota/period (25.05 %, 25.2 % and 25.2 % measured
+#     with 4, 10 and 20 ms periods on a quiet machine).  The next table
+#     step, 1200 MHz, would give 37.5 %.
+#   - at least 22 % minus the time it queued behind other work (schedstat's
+#     run delay minus its group's throttled time): on a loaded machine a
+#     capped thread also waits for a CPU, and each such nanosecond can be
+#     one it did not run (measured: 21.7 % with 15.7 % queued at load 4.2
+#     on 2 cores).
+# A cap that is missing or not enforced is caught whatever the load: the
+# quota the emulator wrote must be exactly 25 % of the period and the
+# group must have been throttled during the measurement.  One measurement,
+# no retry.
 case_bandwidth() {
 	echo 800000 >"$POL/policy0/scaling_max_freq"
 	local capped ref
@@ -175,22 +175,18 @@ case_bandwidth() {
 	[ "$(quota_share "$ref")" = 1.000 ] || fail "the reference is limited: $(quota_share "$ref")"
 	ok "quota/period: capped 0.250, reference unlimited"
 
-	local try a0 w0 h0 b0 t0 a1 w1 h1 b1 t1 share_a share_b queued
-	for try in 1 2 3; do
-		read -r a0 w0 _ <"/proc/$capped/schedstat"
-		h0=$(throttled_ns "$capped") b0=$(cputime "$ref") t0=$(date +%s%N)
-		sleep 2
-		read -r a1 w1 _ <"/proc/$capped/schedstat"
-		h1=$(throttled_ns "$capped") b1=$(cputime "$ref") t1=$(date +%s%N)
-		share_a=$(awk -v d=$((a1 - a0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.4f", d / t }')
-		share_b=$(awk -v d=$((b1 - b0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.4f", d / t }')
-		queued=$(awk -v w=$((w1 - w0)) -v h=$((h1 - h0)) -v t=$((t1 - t0)) \
-			'BEGIN { q = (w - h) / t; printf "%.4f", (q > 0 ? q : 0) }')
-		echo "# try $try: capped thread $share_a of a CPU (queued behind other work $queued), uncapped reference $share_b (load $(cut -d' ' -f1-3 /proc/loadavg))"
-		awk -v b="$share_b" 'BEGIN { exit !(b >= 0.40) }' && break
-		[ "$try" -lt 3 ] || fail "the machine is too loaded to measure a cap: an uncapped thread got only $share_b of a CPU three times"
-	done
-	[ $((h1 - h0)) -gt 0 ] || fail "the capped thread's group was never throttled"
+	local a0 w0 h0 b0 t0 a1 w1 h1 b1 t1 share_a share_b queued
+	read -r a0 w0 _ <"/proc/$capped/schedstat"
+	h0=$(throttled_ns "$capped") b0=$(cputime "$ref") t0=$(date +%s%N)
+	sleep 2
+	read -r a1 w1 _ <"/proc/$capped/schedstat"
+	h1=$(throttled_ns "$capped") b1=$(cputime "$ref") t1=$(date +%s%N)
+	share_a=$(awk -v d=$((a1 - a0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.4f", d / t }')
+	share_b=$(awk -v d=$((b1 - b0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.4f", d / t }')
+	queued=$(awk -v w=$((w1 - w0)) -v h=$((h1 - h0)) -v t=$((t1 - t0)) \
+		'BEGIN { q = (w - h) / t; printf "%.4f", (q > 0 ? q : 0) }')
+	echo "# capped thread: $share_a of a CPU, queued behind other work $queued; uncapped reference: $share_b (load $(cut -d' ' -f1-3 /proc/loadavg))"
+	[ $((h1 - h0)) -gt 0 ] || fail "the capped thread's group was never throttled in 2 s"
 	awk -v a="$share_a" -v q="$queued" 'BEGIN { exit !(a >= 0.22 - q && a <= 0.28) }' ||
 		fail "the thread capped at 25 % got $share_a of a CPU (expected 0.22 - $queued .. 0.28; reference $share_b)"
 	ok "capped at 25 %: $share_a of a CPU (uncapped reference: $share_b)"
