@@ -252,7 +252,7 @@ account_policy (Emu *emu, EmuPolicy *ep, guint64 window_ns)
     busy[c] = MIN (busy[c], 1.0);
     if (c == 0 || perf > w.perf) {
       w.perf = perf;
-      w.util = util[c];
+      w.util = MIN (util[c], 1024.0);
       w.umin = lo;
       w.umax = hi;
       w.busy = busy[c];
@@ -496,6 +496,10 @@ run (int argc, char **argv)
                 "(--thread TID | --vcpus-of PID)... [options]; see --help\n");
     return 2;
   }
+  /* from here on a signal ends the main loop, or it is never entered: cleanup is done either way */
+  emu.loop = g_main_loop_new (NULL, FALSE);
+  g_unix_signal_add (SIGINT, on_signal, &emu);
+  g_unix_signal_add (SIGTERM, on_signal, &emu);
   fh_paths_init (&emu.fixture, sysfs, proc ? proc : "/proc", NULL);
   emu.host = fh_host_new ();
   emu.policies = g_array_new (FALSE, TRUE, sizeof (EmuPolicy));
@@ -572,9 +576,6 @@ run (int argc, char **argv)
   g_message ("%u thread(s), %u policies, window %u ms, period %u us, energy model: %s",
              emu.threads->len, emu.policies->len, emu.window_ms, emu.period_us, emu.model->name);
 
-  emu.loop = g_main_loop_new (NULL, FALSE);
-  g_unix_signal_add (SIGINT, on_signal, &emu);
-  g_unix_signal_add (SIGTERM, on_signal, &emu);
   g_timeout_add (emu.window_ms, on_window, &emu);
   g_main_loop_run (emu.loop);
 

@@ -149,7 +149,7 @@ write_tid (const char *dir, const char *file, guint tid, GError **error)
   return write_value (dir, file, v, error);
 }
 
-/* v2: make home a threaded domain whose threaded children may use cpu. */
+/* v2: let the threaded children of home (a threaded domain by now) use cpu. */
 static gboolean
 v2_prepare_home (FhEmuBandwidth *bw, const char *home, GError **error)
 {
@@ -240,10 +240,6 @@ fh_emu_bandwidth_add (FhEmuBandwidth *bw, guint tid, GError **error)
       return FALSE;
     }
     g->home = g_build_filename (mnt, cg->path, NULL);
-    if (!v2_prepare_home (bw, g->home, error)) {
-      group_free (g);
-      return FALSE;
-    }
   }
   {
     g_autofree char *name = g_strdup_printf ("fh-dvfs-emu-%d-%u", (int) getpid (), tid);
@@ -269,7 +265,13 @@ fh_emu_bandwidth_add (FhEmuBandwidth *bw, guint tid, GError **error)
   } else {
     g_autofree char *max = g_strdup_printf ("max %u", bw->period_us);
 
+    /*
+     * A threaded child first: it makes the home a threaded domain, where a
+     * threaded controller (cpu) may be enabled although the home holds
+     * processes (the no-internal-process rule binds domain controllers).
+     */
     if (!write_value (g->dir, "cgroup.type", "threaded", error) ||
+        !v2_prepare_home (bw, g->home, error) ||
         !write_value (g->dir, "cpu.max", max, error) ||
         !write_tid (g->dir, "cgroup.threads", tid, error))
       return FALSE;

@@ -29,6 +29,7 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 fail() {
 	echo "FAIL: $*"
@@ -62,7 +63,9 @@ expect_cur() {
 spawn() {
 	local kind=$1 cpu=$2
 	case $kind in
-	busy) sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 & ;;
+	# a loop with no fork, so all its CPU time is this one thread's; it ends
+	# by itself, should this script die without its cleanup
+	busy) bash -c 'while [ $SECONDS -lt 60 ]; do :; done' </dev/null >/dev/null 2>&1 & ;;
 	idle) sleep 600 </dev/null >/dev/null 2>&1 & ;;
 	esac
 	SPAWNED=$!
