@@ -56,8 +56,10 @@ gboolean fh_emu_thread_schedstat (guint tid, guint64 *run_ns, guint64 *wait_ns);
 
 /*
  * The vCPU threads of a QEMU process: its tasks whose comm reads
- * "CPU <n>/<accel>" (QEMU names them so: "CPU 0/TCG", "CPU 1/KVM"),
- * sorted by tid.
+ * "CPU <n>/<accel>" ("CPU 0/TCG", "CPU 1/KVM": QEMU names its threads
+ * with -name ...,debug-threads=on, which libvirt always passes; without
+ * it, give the thread-ids of QMP query-cpus-fast to --thread), sorted by
+ * tid.
  */
 GArray *fh_emu_vcpu_threads (pid_t pid, GError **error);
 

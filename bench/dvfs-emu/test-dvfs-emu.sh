@@ -57,7 +57,7 @@ expect_cur() {
 	ok "policy$1 at $2 kHz ($4)"
 }
 
-# spawn busy|idle CPU: a process of one thread, busy or asleep, placed on
+# spawn busy|vcpu|idle CPU: a process of one thread, busy or asleep, placed on
 # fixture CPU $2 (pinned); its pid in SPAWNED (not printed: a command
 # substitution would wait for the child's end of the pipe).
 spawn() {
@@ -66,6 +66,9 @@ spawn() {
 	# a loop with no fork, so all its CPU time is this one thread's; it ends
 	# by itself, should this script die without its cleanup
 	busy) bash -c 'while [ $SECONDS -lt 60 ]; do :; done' </dev/null >/dev/null 2>&1 & ;;
+	# the same, named as QEMU names a vCPU thread (only a thread may rename itself)
+	vcpu) bash -c 'echo "CPU 0/TCG" >/proc/self/comm; while [ $SECONDS -lt 60 ]; do :; done' \
+		</dev/null >/dev/null 2>&1 & ;;
 	idle) sleep 600 </dev/null >/dev/null 2>&1 & ;;
 	esac
 	SPAWNED=$!
@@ -288,13 +291,21 @@ case_idle_energy() {
 # Everything made is undone: after SIGTERM the thread is back in the group
 # it came from and no group of the emulator is left; a setup failure
 # leaves nothing either; asking for a cgroup version this machine cannot
-# give fails loudly.
+# give fails loudly.  The thread is found by --vcpus-of, named as QEMU
+# names a vCPU thread.
 case_cleanup() {
 	local busy home
-	spawn busy 0; busy=$SPAWNED
+	spawn idle 2
+	"$FH_DVFS_EMU" --sysfs-root "$FX/sys" --proc-root "$FX/proc" --vcpus-of "$SPAWNED" \
+		>"$T/emu.out" 2>"$T/emu.err"
+	[ $? -eq 2 ] && grep -q 'no thread named' "$T/emu.err" ||
+		fail "--vcpus-of a process without vCPU threads: $(cat "$T/emu.err")"
+	spawn vcpu 0; busy=$SPAWNED
 	home=$(cpu_group "$busy")
-	start_emu --thread "$busy"
+	eventually 2 grep -q '^CPU 0/TCG$' "/proc/$busy/comm" || fail "the test's vCPU thread was not renamed"
+	start_emu --vcpus-of "$busy"
 	in_emu_group "$busy" || fail "tid $busy is not in the emulator's group: $(cpu_group "$busy")"
+	ok "--vcpus-of found the thread named \"CPU 0/TCG\" and gave it a group"
 	local dir
 	dir=$(group_dir "$busy") || fail "no mount of the cpu controller's hierarchy"
 	[ -d "$dir" ] || fail "no group directory $dir"
