@@ -158,7 +158,7 @@ cpu_index (const EmuPolicy *ep, gint cpu)
 
 /* Real CPU time and utilization of every thread over the window just ended. */
 static void
-sample_threads (Emu *emu, guint64 window_ns, gboolean place)
+sample_threads (Emu *emu, guint64 window_ns)
 {
   if (emu->clamps)
     fh_emu_clamp_source_refresh (emu->clamps);
@@ -185,8 +185,6 @@ sample_threads (Emu *emu, guint64 window_ns, gboolean place)
       t->alive = FALSE;
     }
     t->util = fh_emu_util_update (t->util, t->demand_ns, window_ns);
-    if (place)
-      t->cpu = fh_emu_thread_placement (&emu->fixture, t->tid, emu->host->n_cpus);
     t->uclamp_min = 0;
     t->uclamp_max = 1024;
     if (emu->clamps && !fh_emu_clamp_get (emu->clamps, t->tid, &t->uclamp_min, &t->uclamp_max)) {
@@ -295,9 +293,7 @@ on_window (gpointer data)
   gboolean place = now - emu->placed_us >= (gint64) emu->placement_ms * 1000;
 
   emu->last_us = now;
-  if (place)
-    emu->placed_us = now;
-  sample_threads (emu, window_ns, place);
+  sample_threads (emu, window_ns);
   for (guint i = 0; i < emu->policies->len; i++) {
     EmuPolicy *ep = &g_array_index (emu->policies, EmuPolicy, i);
     PolicyWindow w = account_policy (emu, ep, window_ns);
@@ -314,6 +310,18 @@ on_window (gpointer data)
                (now - emu->start_us) / 1e6, ep->p->id, ep->cur_khz, ep->min_khz, ep->max_khz,
                ep->governor ? ep->governor : "-", w.perf, w.util, w.tid, w.umin, w.umax, w.busy,
                ep->energy);
+  }
+  /*
+   * Placement is re-read after the window was accounted where the thread
+   * ran; a moved thread's new policy counts it from the next window.
+   */
+  if (place) {
+    emu->placed_us = now;
+    for (guint i = 0; i < emu->threads->len; i++) {
+      FhEmuThread *t = &g_array_index (emu->threads, FhEmuThread, i);
+
+      t->cpu = fh_emu_thread_placement (&emu->fixture, t->tid, emu->host->n_cpus);
+    }
   }
   if (!apply_bandwidth (emu))
     emu->status = 1;

@@ -202,7 +202,8 @@ case_bandwidth() {
 # A policy's frequency follows its limits and its load: a busy thread
 # drives it to f_max, an idle one lets it fall to f_min; a lower
 # scaling_max_freq brings it down (snapped to the table), a higher
-# scaling_min_freq up; performance/powersave hold max/min.
+# scaling_min_freq up; performance/powersave hold max/min; a thread the
+# fixture moves to another policy drives that one.
 case_limits() {
 	start_busy_idle
 	expect_cur 2 3200000 5 "busy thread: toward f_max"
@@ -235,6 +236,17 @@ case_limits() {
 	awk -F'\t' '$2 == 2 && $3 == 800000 && $6 == "powersave"' "$T/trace.tsv" | grep -q . ||
 		fail "the trace has no powersave window of policy2 at 800 MHz"
 	ok "the trace records it"
+
+	# placement: the busy thread moves to CPU 6 (policy6, no table)
+	echo schedutil >"$POL/policy2/scaling_governor"
+	expect_cur 2 3200000 3 "schedutil again, busy thread"
+	echo 1900000 >"$POL/policy6/scaling_max_freq"
+	"$MKFIXTURE" thread "$FX" "$busy" 6 6 /machine.slice "$busy"
+	expect_cur 6 1900000 3 "the busy thread moved here; no table: its scaling_max_freq as written"
+	expect_cur 2 800000 3 "the busy thread moved away"
+	eventually 2 file_is /dev/stdin 0.594 < <(quota_share "$busy") ||
+		fail "tid $busy: quota/period $(quota_share "$busy") at 1.9 GHz, expected 0.594"
+	ok "the moved thread's quota follows its new policy: 0.594 of a CPU at 1.9 GHz"
 	stop_emu
 }
 
