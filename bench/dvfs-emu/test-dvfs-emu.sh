@@ -7,7 +7,8 @@
 # and idle processes and the machine's real cgroup cpu controller.  Asserts
 # what the emulator does, never a bench outcome.  Run as root.
 #
-#   test-dvfs-emu.sh CASE     bandwidth | limits | uclamp_file | idle_energy | cleanup
+#   test-dvfs-emu.sh CASE     bandwidth | limits | uclamp_file | idle_energy | cleanup |
+#                             private_mount
 #
 # Environment: FH_DVFS_EMU (the program), MKFIXTURE.  A machine without a
 # usable cgroup cpu controller FAILS here (the emulator cannot run there),
@@ -341,8 +342,56 @@ case_cleanup() {
 	ok "--cgroup $other refused: $(cat "$T/emu.err")"
 }
 
+# A cgroup v1 hierarchy holding cpu that nobody mounted (unmounted here in
+# a mount namespace of the test's own) is mounted privately, used and
+# unmounted again.  Where the cpu controller is on cgroup v2 instead, the
+# emulator mounts nothing: with cgroup2 unmounted it must refuse clearly.
+case_private_mount() {
+	if ! grep -qE '^[0-9]+:([^:]*,)?cpu(,[^:]*)?:' /proc/self/cgroup; then
+		spawn busy 0
+		FH_TEST_TID=$SPAWNED FH_TEST_T=$T FX=$FX unshare -m --propagation private bash -c '
+			awk '\''$3 == "cgroup2" { print $2 }'\'' /proc/mounts |
+				while read -r m; do umount -l "$m" || exit 1; done
+			"$FH_DVFS_EMU" --sysfs-root "$FX/sys" --proc-root "$FX/proc" --thread "$FH_TEST_TID" \
+				>"$FH_TEST_T/emu.out" 2>"$FH_TEST_T/emu.err"
+			[ $? -eq 2 ] && grep -q "no cgroup2 is mounted" "$FH_TEST_T/emu.err"
+		' || fail "cgroup v2 unmounted: not refused clearly"
+		ok "cpu on cgroup v2, cgroup2 unmounted: refused ($(cat "$T/emu.err"))"
+		return
+	fi
+	local busy home
+	spawn busy 0; busy=$SPAWNED
+	home=$(cpu_group "$busy")
+	FH_TEST_TID=$busy FH_TEST_T=$T FX=$FX unshare -m --propagation private bash -c '
+		set -u
+		tid=$FH_TEST_TID e= dir=
+		# whatever happens here, the emulator does not outlive this namespace script
+		trap "[ -n \"\$e\" ] && kill -TERM \$e 2>/dev/null && wait \$e" EXIT
+		awk '\''$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2 }'\'' /proc/mounts |
+			while read -r m; do umount "$m" || exit 1; done
+		! awk '\''$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/'\'' /proc/mounts | grep -q . ||
+			{ echo "FAIL: could not unmount the cpu hierarchy in a namespace"; exit 1; }
+		"$FH_DVFS_EMU" --sysfs-root "$FX/sys" --proc-root "$FX/proc" --thread "$tid" \
+			>"$FH_TEST_T/emu.out" 2>"$FH_TEST_T/emu.err" &
+		e=$!
+		for i in $(seq 100); do grep -q "/fh-dvfs-emu-$e-$tid\$" /proc/$tid/cgroup && break; sleep 0.05; done
+		grep -q "/fh-dvfs-emu-$e-$tid\$" /proc/$tid/cgroup ||
+			{ echo "FAIL: the thread is not in its group: $(cat /proc/$tid/cgroup)"; exit 1; }
+		dir=$(awk '\''$3 == "cgroup" && $2 ~ /fh-dvfs-emu-cgroup-/ { print $2 }'\'' /proc/mounts)
+		[ -n "$dir" ] || { echo "FAIL: no private mount"; exit 1; }
+		echo "ok: mounted privately on $dir"
+		kill -TERM $e; wait $e; rc=$? e=
+		[ $rc -eq 0 ] || { echo "FAIL: exit $rc after SIGTERM"; exit 1; }
+		! grep -q " $dir " /proc/mounts || { echo "FAIL: $dir is still mounted"; exit 1; }
+		[ ! -d "$dir" ] || { echo "FAIL: $dir is left"; exit 1; }
+		echo "ok: unmounted and removed after SIGTERM"
+	' || fail "private mount"
+	[ "$(cpu_group "$busy")" = "$home" ] || fail "the thread was left in $(cpu_group "$busy"), it came from $home"
+	ok "the thread is back in $home"
+}
+
 case ${1:-} in
-bandwidth | limits | uclamp_file | idle_energy | cleanup) "case_$1" ;;
+bandwidth | limits | uclamp_file | idle_energy | cleanup | private_mount) "case_$1" ;;
 *) sed -n '3,14p' "$0" >&2; exit 2 ;;
 esac
 echo "PASS: $1"
