@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include <freqhint/agent_protocol.h>
 #include <linux/virtio_freqhint.h>
 
 G_DEFINE_QUARK (fh - parse - error - quark, fh_parse_error)
@@ -345,4 +346,108 @@ fh_parse_stat_processor (const char *text, guint *cpu, GError **error)
   }
   g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_MISSING, "stat has only %u fields", n + 2);
   return FALSE;
+}
+
+gboolean
+fh_parse_schedstat_run_ns (const char *text, guint64 *ns, GError **error)
+{
+  const char *end;
+  g_autofree char *first = NULL;
+
+  while (*text == ' ')
+    text++;
+  end = text;
+  while (g_ascii_isdigit (*end))
+    end++;
+  if (end == text || (*end != ' ' && *end != '\n' && *end != '\0')) {
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "schedstat does not start with a number");
+    return FALSE;
+  }
+  first = g_strndup (text, (gsize) (end - text));
+  if (!g_ascii_string_to_unsigned (first, 10, 0, G_MAXUINT64, ns, NULL)) {
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "schedstat run time out of range");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+fh_parse_stat_cputime (const char *text, guint64 *ticks, GError **error)
+{
+  const char *rp = strrchr (text, ')');
+  g_auto (GStrv) fields = NULL;
+  guint n = 0;
+  guint64 sum = 0;
+
+  if (!rp) {
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "stat without \"(comm)\"");
+    return FALSE;
+  }
+  fields = g_strsplit_set (rp + 1, " \n", -1);
+  for (char **f = fields; *f; f++) {
+    guint64 v;
+
+    if (**f == '\0')
+      continue;
+    n++;
+    /* fields after ')' start at field 3 (state); 14 utime, 15 stime */
+    if (n + 2 < 14)
+      continue;
+    if (!all_digits (*f, strlen (*f)) || !g_ascii_string_to_unsigned (*f, 10, 0, G_MAXUINT32, &v, NULL)) {
+      g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "bad utime/stime field \"%s\"", *f);
+      return FALSE;
+    }
+    sum += v;
+    if (n + 2 == 15) {
+      *ticks = sum;
+      return TRUE;
+    }
+  }
+  g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_MISSING, "stat has only %u fields", n + 2);
+  return FALSE;
+}
+
+/* A decimal below FH_MAX_VCPUS, no sign, no leading zero; *end past it. */
+static int
+vcpu_number (const char *s, const char **end)
+{
+  guint v = 0;
+  const char *p = s;
+
+  if (!g_ascii_isdigit (*p) || (*p == '0' && g_ascii_isdigit (p[1])))
+    return -1;
+  while (g_ascii_isdigit (*p)) {
+    v = v * 10 + (guint) (*p - '0');
+    if (v >= FH_MAX_VCPUS)
+      return -1;
+    p++;
+  }
+  *end = p;
+  return (int) v;
+}
+
+int
+fh_parse_vcpu_thread_name (const char *comm)
+{
+  const char *end = NULL;
+  int n;
+
+  if (g_str_has_prefix (comm, "CPU ")) {
+    n = vcpu_number (comm + 4, &end);
+    if (n < 0 || *end != '/' || !g_ascii_isalpha (end[1]))
+      return -1;
+    for (end++; *end; end++)
+      if (!g_ascii_isalpha (*end))
+        return -1;
+    return n;
+  }
+  if (g_str_has_prefix (comm, "vcpu")) {
+    n = vcpu_number (comm + 4, &end);
+    return n >= 0 && *end == '\0' ? n : -1;
+  }
+  if (g_str_has_prefix (comm, "fc_vcpu ")) {
+    n = vcpu_number (comm + 8, &end);
+    return n >= 0 && *end == '\0' ? n : -1;
+  }
+  return -1;
 }
