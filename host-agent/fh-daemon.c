@@ -1055,6 +1055,7 @@ host_vm_new (FhDaemon *d, const FhHostVm *e)
   vm->next_probe_us = g_get_monotonic_time () + period / 2 +
                       (gint64) (g_random_double () * (double) (period / 2));
   d->n_host_vms++;
+  d->host_vms_found_total++;
   g_hash_table_replace (d->vms, vm->key, vm);
   name = fh_text_sanitize (vm->name, -1);
   fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,

@@ -130,6 +130,7 @@ struct _FhDaemon {
   struct _FhHostVms *host_vms;    /* the VMs the host knows of, device or not (MR-28) */
   gboolean libvirt_view_failed;   /* logged once until it works again */
   guint n_host_vms;               /* VMs without a connection, known from the host (MR-28) */
+  guint64 host_vms_found_total;   /* such VMs found (a replaced one counts again) */
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
