@@ -108,6 +108,7 @@ hv_fixture() {
 # gets its policy capped; the cap goes when libvirt's record goes (virsh
 # destroy) and comes back after a freqhintd restart.
 case_libvirt_cap() {
+	local port
 	EXTRA_CONF=$'[vm dom-s]\nceiling=25'
 	hv_fixture
 	process 5100; vcpu_thread 5100 5101 2
@@ -126,6 +127,8 @@ case_libvirt_cap() {
 	expect_metric "freqhint_vm_state_info{domain=\"dom-s\",uuid=\"$U1\",state_source=\"host\",host_record=\"libvirt\"}" 1
 	expect_metric "freqhint_policy_cap_ratio{policy=\"2\",domain=\"dom-s\",uuid=\"$U1\"}" 0.25
 	expect_metric freqhint_host_vms 1
+	port=$(ctl --json status | jq -r .metrics_port)
+	curl -sf "http://127.0.0.1:$port/metrics" | promtool check metrics >&2 || fail "promtool check metrics"
 	ctl cpus | grep -E '^ +2 +2 .* 25\.00 +dom-s \(host\)' >/dev/null || fail "freqhintctl cpus names no cap holder"
 	ctl vms | grep -E '^dom-s .* host \(libvirt\)' >/dev/null || fail "freqhintctl vms shows no state source"
 	# libvirt adds a vCPU (its record changes): the new thread is capped too
