@@ -1128,7 +1128,8 @@ host_vms_sync (FhDaemon *d)
   g_autoptr (GHashTable) by_pid = g_hash_table_new (NULL, NULL); /* connected VMs */
   g_autoptr (GHashTable) pids = g_hash_table_new (NULL, NULL);   /* taken in this pass */
   g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);   /* FhVm* matched */
-  const GPtrArray *doms = NULL, *known;
+  const GPtrArray *doms = NULL;
+  GArray *known = d->host_vms;
   GHashTableIter it;
   gpointer value;
 
@@ -1143,13 +1144,13 @@ host_vms_sync (FhDaemon *d)
                error->message);
     d->libvirt_view_failed = TRUE;
   }
-  known = fh_host_vms_scan (d->host_vms, &d->paths, doms, d->config);
+  fh_host_vms_scan (known, d->host_vm_problems, &d->paths, doms, d->config);
   g_hash_table_iter_init (&it, d->vms);
   while (g_hash_table_iter_next (&it, NULL, &value))
     if (((FhVm *) value)->conn)
       g_hash_table_insert (by_pid, GINT_TO_POINTER (((FhVm *) value)->pid), value);
   for (guint i = 0; i < known->len; i++) {
-    const FhHostVm *e = g_ptr_array_index (known, i);
+    const FhHostVm *e = &g_array_index (known, FhHostVm, i);
     FhVm *vm;
 
     if (g_hash_table_contains (pids, GINT_TO_POINTER (e->pid)))
@@ -1399,6 +1400,7 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->started_us = g_get_monotonic_time ();
   d->libvirt = fh_libvirt_view_new (config->libvirt_state_dir);
   d->host_vms = fh_host_vms_new ();
+  d->host_vm_problems = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   if (!fh_host_load (d->host, &d->paths, error))
     goto fail;
   d->cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
@@ -1505,7 +1507,8 @@ fh_daemon_free (FhDaemon *d)
   g_clear_pointer (&d->backend, fh_backend_free);
   g_clear_pointer (&d->host, fh_host_free);
   g_clear_pointer (&d->libvirt, fh_libvirt_view_free);
-  g_clear_pointer (&d->host_vms, fh_host_vms_free);
+  g_clear_pointer (&d->host_vms, g_array_unref);
+  g_clear_pointer (&d->host_vm_problems, g_hash_table_unref);
   g_clear_pointer (&d->watch, fh_watch_free);
   g_free (d->cpus);
   g_free (d->cpu_agg);

@@ -127,7 +127,8 @@ struct _FhDaemon {
   gint64 max_pass_us;
   guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20..PA-22) */
   struct _FhLibvirtView *libvirt; /* libvirt's running domains (PA-22, MR-28) */
-  struct _FhHostVms *host_vms;    /* the VMs the host knows of, device or not (MR-28) */
+  GArray *host_vms;               /* FhHostVm: the host's last word on what runs (MR-28) */
+  GHashTable *host_vm_problems;   /* [vm] section -> why it was not found, logged once */
   gboolean libvirt_view_failed;   /* logged once until it works again */
   guint n_host_vms;               /* VMs without a connection, known from the host (MR-28) */
   guint64 host_vms_found_total;   /* such VMs found (a replaced one counts again) */

@@ -19,41 +19,23 @@
 #include "fh-parse.h"
 #include "fh-peer.h"
 
-struct _FhHostVms {
-  GPtrArray *vms;        /* FhHostVm*: the last scan */
-  GHashTable *problems;  /* config VM key -> why it was not found (logged once) */
-};
-
-void
-fh_host_vm_free (FhHostVm *vm)
+static void
+host_vm_clear (gpointer data)
 {
-  if (!vm)
-    return;
+  FhHostVm *vm = data;
+
   g_free (vm->key);
   g_free (vm->name);
-  if (vm->tids)
-    g_array_unref (vm->tids);
-  g_free (vm);
+  g_clear_pointer (&vm->tids, g_array_unref);
 }
 
-FhHostVms *
+GArray *
 fh_host_vms_new (void)
 {
-  FhHostVms *hv = g_new0 (FhHostVms, 1);
+  GArray *vms = g_array_new (FALSE, TRUE, sizeof (FhHostVm));
 
-  hv->vms = g_ptr_array_new_with_free_func ((GDestroyNotify) fh_host_vm_free);
-  hv->problems = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  return hv;
-}
-
-void
-fh_host_vms_free (FhHostVms *hv)
-{
-  if (!hv)
-    return;
-  g_ptr_array_unref (hv->vms);
-  g_hash_table_unref (hv->problems);
-  g_free (hv);
+  g_array_set_clear_func (vms, host_vm_clear);
+  return vms;
 }
 
 static gboolean
@@ -74,24 +56,21 @@ any_tid (const GArray *tids)
 }
 
 static void
-add_libvirt (FhHostVms *hv, const FhPaths *paths, const GPtrArray *domains)
+add_libvirt (GArray *vms, const FhPaths *paths, const GPtrArray *domains)
 {
   for (guint i = 0; domains && i < domains->len; i++) {
     const FhLibvirtDomain *dom = g_ptr_array_index (domains, i);
-    FhHostVm *vm;
+    FhHostVm vm = { NULL, NULL, "", dom->pid, "libvirt", NULL };
 
     /* A status file outlives its QEMU only while libvirt cleans up; a
      * domain without libvirt's record of its vCPU threads has none to cap. */
     if (!any_tid (dom->vcpu_tids) || !process_exists (paths, dom->pid))
       continue;
-    vm = g_new0 (FhHostVm, 1);
-    vm->key = g_strdup (dom->uuid);
-    vm->name = g_strdup (dom->name);
-    memcpy (vm->uuid, dom->uuid, sizeof vm->uuid);
-    vm->pid = dom->pid;
-    vm->source = "libvirt";
-    vm->tids = g_array_copy (dom->vcpu_tids);
-    g_ptr_array_add (hv->vms, vm);
+    vm.key = g_strdup (dom->uuid);
+    vm.name = g_strdup (dom->name);
+    memcpy (vm.uuid, dom->uuid, sizeof vm.uuid);
+    vm.tids = g_array_copy (dom->vcpu_tids);
+    g_array_append_val (vms, vm);
   }
 }
 
@@ -258,7 +237,7 @@ unit_process (const FhPaths *paths, const char *unit, GArray **tids, char **why)
 }
 
 static void
-add_config (FhHostVms *hv, const FhPaths *paths, const FhConfig *config)
+add_config (GArray *vms, GHashTable *problems, const FhPaths *paths, const FhConfig *config)
 {
   GHashTableIter it;
   gpointer value;
@@ -280,41 +259,36 @@ add_config (FhHostVms *hv, const FhPaths *paths, const FhConfig *config)
     } else {
       pid = unit_process (paths, c->unit, &tids, &why);
     }
-    old = g_hash_table_lookup (hv->problems, c->key);
+    old = g_hash_table_lookup (problems, c->key);
     if (!tids) {
       g_autofree char *name = g_strescape (c->key, NULL);
 
       if (g_strcmp0 (old, why) != 0)
         g_message ("VM \"%s\" ([vm] %s): not found: %s", name, c->pidfile ? "pidfile" : "unit", why);
-      g_hash_table_replace (hv->problems, g_strdup (c->key), g_steal_pointer (&why));
+      g_hash_table_replace (problems, g_strdup (c->key), g_steal_pointer (&why));
       continue;
     }
     if (old) {
       g_autofree char *name = g_strescape (c->key, NULL);
 
       g_message ("VM \"%s\": found: process %d, %u vCPUs", name, (int) pid, tids->len);
-      g_hash_table_remove (hv->problems, c->key);
+      g_hash_table_remove (problems, c->key);
     }
     {
-      FhHostVm *vm = g_new0 (FhHostVm, 1);
+      FhHostVm vm = { g_strdup_printf ("name:%s", c->key), g_strdup (c->key),
+                      "00000000-0000-0000-0000-000000000000", pid, "config",
+                      g_steal_pointer (&tids) };
 
-      vm->key = g_strdup_printf ("name:%s", c->key);
-      vm->name = g_strdup (c->key);
-      g_strlcpy (vm->uuid, "00000000-0000-0000-0000-000000000000", sizeof vm->uuid);
-      vm->pid = pid;
-      vm->source = "config";
-      vm->tids = g_steal_pointer (&tids);
-      g_ptr_array_add (hv->vms, vm);
+      g_array_append_val (vms, vm);
     }
   }
 }
 
-const GPtrArray *
-fh_host_vms_scan (FhHostVms *hv, const FhPaths *paths, const GPtrArray *domains,
-                  const FhConfig *config)
+void
+fh_host_vms_scan (GArray *vms, GHashTable *problems, const FhPaths *paths,
+                  const GPtrArray *domains, const FhConfig *config)
 {
-  g_ptr_array_set_size (hv->vms, 0);
-  add_libvirt (hv, paths, domains);
-  add_config (hv, paths, config);
-  return hv->vms;
+  g_array_set_size (vms, 0);
+  add_libvirt (vms, paths, domains);
+  add_config (vms, problems, paths, config);
 }

@@ -35,19 +35,15 @@ typedef struct {
   GArray *tids;       /* guint32 per vCPU index, 0: no thread; at least one non-zero */
 } FhHostVm;
 
-void fh_host_vm_free (FhHostVm *vm);
-
-typedef struct _FhHostVms FhHostVms;
-
-FhHostVms *fh_host_vms_new (void);
-void fh_host_vms_free (FhHostVms *hv);
+/* An array of FhHostVm that clears its elements. */
+GArray *fh_host_vms_new (void);
 
 /*
- * Read what the host says runs now: domains (FhLibvirtDomain*, may be NULL)
- * whose process exists under the proc root, then the config's VMs with
- * pidfile= or unit=.  A config VM that cannot be found is logged when the
- * reason changes, not on every scan.  Returns FhHostVm* (owned by hv, valid
- * until the next scan).
+ * Replace vms' contents with what the host says runs now: domains
+ * (FhLibvirtDomain*, may be NULL) whose process exists under the proc root,
+ * then the config's VMs with pidfile= or unit=.  A config VM that cannot be
+ * found is logged when the reason in problems (section name -> reason,
+ * owned strings) changes, not on every scan.
  */
-const GPtrArray *fh_host_vms_scan (FhHostVms *hv, const FhPaths *paths, const GPtrArray *domains,
-                                   const FhConfig *config);
+void fh_host_vms_scan (GArray *vms, GHashTable *problems, const FhPaths *paths,
+                       const GPtrArray *domains, const FhConfig *config);

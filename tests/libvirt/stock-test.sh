@@ -28,13 +28,14 @@ done
 ! "$FH_EMULATOR" -device help 2>/dev/null | grep -q '"virtio-freqhint-pci"' ||
 	{ echo "FAIL: $FH_EMULATOR has the freqhint device: this test is about a stock QEMU"; exit 1; }
 
-uri=$FH_LIBVIRT_URI
 ns=urn:freqhint:metadata:1
 T=$FH_HARNESS_DIR
 FX=$T/fx
 POL=$FX/sys/devices/system/cpu/cpufreq
-DPID=
 LIVE=20
+# the freqhintd running now, stopped with the test
+DPID=
+trap '[ -z "$DPID" ] || { kill "$DPID"; wait "$DPID"; } 2>/dev/null' EXIT
 
 fail() {
 	log "FAIL: $*"
@@ -45,20 +46,14 @@ fail() {
 	echo "--- freqhintd log (tail)"; tail -40 "$T/daemon.log"
 	exit 1
 }
-cleanup() {
-	if [ -n "$DPID" ]; then kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null || true; fi
-	return 0
-}
-trap cleanup EXIT
-
 set_md() {
-	virsh -q -c "$uri" metadata fh-stock "$ns" --live --key fh --set "$1" >/dev/null ||
+	virsh -q -c "$FH_LIBVIRT_URI" metadata fh-stock "$ns" --live --key fh --set "$1" >/dev/null ||
 		fail "virsh metadata $1"
 }
 limits_are() { file_is "$POL/policy0/scaling_min_freq" "$1" && file_is "$POL/policy0/scaling_max_freq" "$2"; }
 
 start_freqhintd() {
-	"$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$uri" --no-metrics \
+	"$FREQHINTD" --config "$T/freqhintd.conf" --backend cpufreq --libvirt-uri "$FH_LIBVIRT_URI" --no-metrics \
 		--sysfs-root "$FX/sys" --proc-root /proc --cgroup-root "$FX/cgroup" \
 		--socket "$T/dev.sock" --control-socket "$T/ctl.sock" --state-dir "$T/state" \
 		-v >>"$T/daemon.log" 2>&1 &
@@ -104,9 +99,9 @@ cat >"$T/stock.xml" <<EOF
   </devices>
 </domain>
 EOF
-virsh -q -c "$uri" define "$T/stock.xml" >/dev/null && virsh -q -c "$uri" start fh-stock >/dev/null ||
+virsh -q -c "$FH_LIBVIRT_URI" define "$T/stock.xml" >/dev/null && virsh -q -c "$FH_LIBVIRT_URI" start fh-stock >/dev/null ||
 	fail "the stock domain did not start"
-uuid=$(virsh -q -c "$uri" domuuid fh-stock)
+uuid=$(virsh -q -c "$FH_LIBVIRT_URI" domuuid fh-stock)
 qpid=$(cat /run/libvirt/qemu/fh-stock.pid)
 # libvirt's own record of the vCPU thread (query-cpus-fast), what freqhintd must count
 vtid=$(sed -n "s/.*<vcpu id='0' pid='\([0-9]*\)'.*/\1/p" /run/libvirt/qemu/fh-stock.xml | head -1)
@@ -128,9 +123,9 @@ within $LIVE "a live virsh metadata moves the cap" file_is "$POL/policy0/scaling
 set_md '<freqhint><floor>50</floor><ceiling>75</ceiling></freqhint>'
 within $LIVE "the busy vCPU gets its floor" limits_are 1600000 2400000
 jq_is '.[0].activity_source' host vcpus fh-stock || fail "the activity is not the host's view"
-virsh -q -c "$uri" suspend fh-stock >/dev/null || fail "virsh suspend"
+virsh -q -c "$FH_LIBVIRT_URI" suspend fh-stock >/dev/null || fail "virsh suspend"
 within $LIVE "paused, the floor is released and the ceiling holds" limits_are 800000 2400000
-virsh -q -c "$uri" resume fh-stock >/dev/null || fail "virsh resume"
+virsh -q -c "$FH_LIBVIRT_URI" resume fh-stock >/dev/null || fail "virsh resume"
 within $LIVE "running again, the floor is back" limits_are 1600000 2400000
 set_md '<freqhint><ceiling>25</ceiling></freqhint>'
 within $LIVE "ceiling 25 again" limits_are 800000 800000
@@ -155,7 +150,7 @@ file_is "$POL/policy0/scaling_max_freq" 3200000 || fail "freqhintd's exit left t
 start_freqhintd
 within $LIVE "after a freqhintd restart the cap is back" file_is "$POL/policy0/scaling_max_freq" 800000
 
-virsh -q -c "$uri" destroy fh-stock >/dev/null || fail "virsh destroy"
+virsh -q -c "$FH_LIBVIRT_URI" destroy fh-stock >/dev/null || fail "virsh destroy"
 within $LIVE "virsh destroy releases the cap" file_is "$POL/policy0/scaling_max_freq" 3200000
 within $LIVE "and the domain leaves freqhintctl vms" jq_is 'length' 0 vms
 
