@@ -331,7 +331,8 @@ fh_config_unit_name_valid (const char *unit)
 {
   gsize n = strlen (unit);
 
-  if (n == 0 || n > 255 || !(g_str_has_suffix (unit, ".service") || g_str_has_suffix (unit, ".scope")))
+  if (n == 0 || n > 255 ||
+      !(g_str_has_suffix (unit, ".service") || g_str_has_suffix (unit, ".scope")))
     return FALSE;
   /* systemd's unit name characters: no '/', so the name is one directory */
   for (const char *p = unit; *p; p++)

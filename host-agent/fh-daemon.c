@@ -1052,8 +1052,8 @@ host_vm_new (FhDaemon *d, const FhHostVm *e)
   }
   vm_load_settings (d, vm);
   vm_probe (d, vm);
-  vm->next_probe_us = g_get_monotonic_time () + period / 2 +
-                      (gint64) (g_random_double () * (double) (period / 2));
+  vm->next_probe_us =
+      g_get_monotonic_time () + period / 2 + (gint64) (g_random_double () * (double) (period / 2));
   d->n_host_vms++;
   d->host_vms_found_total++;
   g_hash_table_replace (d->vms, vm->key, vm);
@@ -1098,8 +1098,8 @@ host_vm_attach (FhDaemon *d, FhVm *vm, const FhHostVm *e)
       g_autofree char *name = fh_text_sanitize (vm->name, -1);
 
       fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
-                 "VM \"%s\" vCPU %u: the device names thread %u, %s records %u: %u counts", name,
-                 i, v->tid, e->source, tid, tid);
+                 "VM \"%s\" vCPU %u: the device names thread %u, %s records %u: %u counts", name, i,
+                 v->tid, e->source, tid, tid);
     }
     v->tid = tid;
     fh_thread_info_clear (&v->info);

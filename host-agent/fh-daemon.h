@@ -48,7 +48,7 @@ typedef struct {
   guint agg_capped : 1; /* its cap counts there (MR-27): the thread is the VM's */
   guint busy : 1;       /* MR-29: the thread ran FH_HOST_BUSY_PERCENT of the last window */
   guint run_sampled : 1; /* run_ns/run_at_us hold a sample */
-  guint64 run_ns;       /* MR-29: the thread's run time at run_at_us */
+  guint64 run_ns;        /* MR-29: the thread's run time at run_at_us */
   gint64 run_at_us;
 } FhVcpu;
 

@@ -264,7 +264,8 @@ add_config (GArray *vms, GHashTable *problems, const FhPaths *paths, const FhCon
       g_autofree char *name = g_strescape (c->key, NULL);
 
       if (g_strcmp0 (old, why) != 0)
-        g_message ("VM \"%s\" ([vm] %s): not found: %s", name, c->pidfile ? "pidfile" : "unit", why);
+        g_message ("VM \"%s\" ([vm] %s): not found: %s", name, c->pidfile ? "pidfile" : "unit",
+                   why);
       g_hash_table_replace (problems, g_strdup (c->key), g_steal_pointer (&why));
       continue;
     }
@@ -275,8 +276,11 @@ add_config (GArray *vms, GHashTable *problems, const FhPaths *paths, const FhCon
       g_hash_table_remove (problems, c->key);
     }
     {
-      FhHostVm vm = { g_strdup_printf ("name:%s", c->key), g_strdup (c->key),
-                      "00000000-0000-0000-0000-000000000000", pid, "config",
+      FhHostVm vm = { g_strdup_printf ("name:%s", c->key),
+                      g_strdup (c->key),
+                      "00000000-0000-0000-0000-000000000000",
+                      pid,
+                      "config",
                       g_steal_pointer (&tids) };
 
       g_array_append_val (vms, vm);
@@ -285,8 +289,8 @@ add_config (GArray *vms, GHashTable *problems, const FhPaths *paths, const FhCon
 }
 
 void
-fh_host_vms_scan (GArray *vms, GHashTable *problems, const FhPaths *paths,
-                  const GPtrArray *domains, const FhConfig *config)
+fh_host_vms_scan (GArray *vms, GHashTable *problems, const FhPaths *paths, const GPtrArray *domains,
+                  const FhConfig *config)
 {
   g_array_set_size (vms, 0);
   add_libvirt (vms, paths, domains);

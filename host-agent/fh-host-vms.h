@@ -23,11 +23,11 @@
 #include "fh-paths.h"
 
 /* Bounds on what one scan reads (every resource bounded, threat model G-13). */
-#define FH_HOST_VM_TASKS_MAX 4096 /* threads of one process looked at by name */
+#define FH_HOST_VM_TASKS_MAX 4096    /* threads of one process looked at by name */
 #define FH_HOST_VM_UNIT_PROCS_MAX 64 /* processes of one unit looked at */
 
 typedef struct {
-  char *key;  /* the daemon's key: the UUID, or "name:NAME" for a config VM */
+  char *key; /* the daemon's key: the UUID, or "name:NAME" for a config VM */
   char *name;
   char uuid[37]; /* nil for a config VM */
   pid_t pid;

@@ -423,10 +423,9 @@ fh_merge_agg_decision (const FhCpuAgg *a)
 gboolean
 fh_merge_host_busy (guint64 run_ns, guint64 window_ns)
 {
-  /* run / window >= percent / 100, without overflow: run time is at most the window
-   * per CPU, and a window is seconds, so both products stay far below 2^64 */
+  /* run / window >= percent / 100, in integers that cannot overflow for any window */
   if (window_ns == 0)
     return FALSE;
-  return run_ns >= window_ns / 100u * FH_HOST_BUSY_PERCENT +
-                       (window_ns % 100u) * FH_HOST_BUSY_PERCENT / 100u;
+  return run_ns >=
+         window_ns / 100u * FH_HOST_BUSY_PERCENT + (window_ns % 100u) * FH_HOST_BUSY_PERCENT / 100u;
 }

@@ -329,7 +329,8 @@ stat_field (const char *text, guint field, guint64 max, guint64 *value, GError *
   for (char **f = fields; *f; f++) {
     if (**f == '\0' || ++n != field)
       continue;
-    if (!all_digits (*f, strlen (*f)) || !g_ascii_string_to_unsigned (*f, 10, 0, max, value, NULL)) {
+    if (!all_digits (*f, strlen (*f)) ||
+        !g_ascii_string_to_unsigned (*f, 10, 0, max, value, NULL)) {
       g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "bad field %u \"%s\"", field, *f);
       return FALSE;
     }
@@ -364,7 +365,6 @@ fh_parse_stat_cputime (const char *text, guint64 *ticks, GError **error)
   return TRUE;
 }
 
-
 gboolean
 fh_parse_schedstat_run_ns (const char *text, guint64 *ns, GError **error)
 {
@@ -377,7 +377,8 @@ fh_parse_schedstat_run_ns (const char *text, guint64 *ns, GError **error)
   while (g_ascii_isdigit (*end))
     end++;
   if (end == text || (*end != ' ' && *end != '\n' && *end != '\0')) {
-    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "schedstat does not start with a number");
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID,
+                 "schedstat does not start with a number");
     return FALSE;
   }
   first = g_strndup (text, (gsize) (end - text));

@@ -663,7 +663,8 @@ page_head (FhDaemon *d, GString *s)
     }
   }
   family (s, "freqhint_connected_vms", "gauge", "VMs whose device is connected.");
-  g_string_append_printf (s, "freqhint_connected_vms %u\n", g_hash_table_size (d->vms) - d->n_host_vms);
+  g_string_append_printf (s, "freqhint_connected_vms %u\n",
+                          g_hash_table_size (d->vms) - d->n_host_vms);
   family (s, "freqhint_host_vms", "gauge",
           "Running VMs freqhintd knows from the host alone (libvirt's records, config pidfile= "
           "or unit=), without a device connection; their operator ceilings hold (MR-28).");

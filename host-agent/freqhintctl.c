@@ -288,10 +288,10 @@ print_vms (JsonArray *a)
     {
       JsonNode *rec = json_object_get_member (o, "host_record");
 
-      table_add (t, rec && JSON_NODE_HOLDS_VALUE (rec)
-                        ? g_strdup_printf ("%s (%s)", sget (o, "state_source"),
-                                           json_node_get_string (rec))
-                        : g_strdup (sget (o, "state_source")));
+      table_add (
+          t, rec && JSON_NODE_HOLDS_VALUE (rec)
+                 ? g_strdup_printf ("%s (%s)", sget (o, "state_source"), json_node_get_string (rec))
+                 : g_strdup (sget (o, "state_source")));
     }
   }
   table_print_free (t);
@@ -300,8 +300,8 @@ print_vms (JsonArray *a)
 static void
 print_vcpus (JsonArray *a)
 {
-  Table *t = table_new ("lrrlrllllll", "VM", "VCPU", "TID", "STATE", "CPU", "PLACED",
-                        "REQUEST(%)", "GRANTED(%)", "EFFECTIVE(%)", "CGROUP", "ACTIVE-BY", NULL);
+  Table *t = table_new ("lrrlrllllll", "VM", "VCPU", "TID", "STATE", "CPU", "PLACED", "REQUEST(%)",
+                        "GRANTED(%)", "EFFECTIVE(%)", "CGROUP", "ACTIVE-BY", NULL);
 
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);

@@ -131,7 +131,8 @@ after_pass (FhDaemon *daemon, gpointer data)
   /* a VM found by the host view (MR-28) is new threads to mirror, as a connection is */
   guint64 arrivals = daemon->vm_connections_total + daemon->host_vms_found_total;
 
-  if (daemon->config->mirror_ceiling && (app->mirror_dirty || app->mirrored_connections != arrivals)) {
+  if (daemon->config->mirror_ceiling &&
+      (app->mirror_dirty || app->mirrored_connections != arrivals)) {
     app->mirror_dirty = FALSE;
     app->mirrored_connections = arrivals;
     mirror_ceilings (app);
