@@ -1222,11 +1222,21 @@ thread_run_ns (FhDaemon *d, guint tid, guint64 *ns)
   return TRUE;
 }
 
+/* MR-29: the operator floor of vCPU i, its per-vCPU override included. */
+static guint
+vcpu_operator_floor (const FhVm *vm, guint i)
+{
+  const GArray *per = vm->settings.vcpu_op;
+
+  return per && i < per->len ? g_array_index (per, FhClamp, i).min : vm->settings.op.min;
+}
+
 /*
- * MR-29: once per poll tick, each vCPU without a guest record in force
- * (no hint, or guest hints off) is busy if its thread ran
- * FH_HOST_BUSY_PERCENT of the time since the last sample.  A change
- * decides the VM again.
+ * MR-29: once per poll tick, each vCPU with an operator floor and without a
+ * guest record in force (no hint, or guest hints off) is busy if its thread
+ * ran FH_HOST_BUSY_PERCENT of the time since the last sample.  A change
+ * decides the VM again.  The others read nothing: at 1000 VMs of 16 vCPUs
+ * that would be 16 000 files a tick for decisions it cannot change.
  */
 static void
 vm_sample_busy (FhDaemon *d, FhVm *vm, gint64 now)
@@ -1239,7 +1249,7 @@ vm_sample_busy (FhDaemon *d, FhVm *vm, gint64 now)
     guint64 ns;
 
     if (!v->tid_ok || (v->hint.flags != 0 && !vm->settings.ignore_hints) ||
-        !thread_run_ns (d, v->tid, &ns)) {
+        vcpu_operator_floor (vm, i) == 0 || !thread_run_ns (d, v->tid, &ns)) {
       v->run_sampled = FALSE;
     } else {
       if (v->run_sampled && now > v->run_at_us && ns >= v->run_ns)
