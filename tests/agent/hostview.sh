@@ -131,6 +131,11 @@ case_libvirt_cap() {
 	curl -sf "http://127.0.0.1:$port/metrics" | promtool check metrics >&2 || fail "promtool check metrics"
 	ctl cpus | grep -E '^ +2 +2 .* 25\.00 +dom-s \(host\)' >/dev/null || fail "freqhintctl cpus names no cap holder"
 	ctl vms | grep -E '^dom-s .* host \(libvirt\)' >/dev/null || fail "freqhintctl vms shows no state source"
+	# MR-29 reads run time only where an operator floor could be granted
+	echo "1000 0 0" >"$FX/proc/5101/schedstat"; run_share 5101 90
+	sleep 1
+	jq_is '.[0] | [.host_busy, .state] | join(",")' "false,no-hint" vcpus || fail "a vCPU without a floor was sampled"
+	stop_share 5101
 	# libvirt adds a vCPU (its record changes): the new thread is capped too
 	vcpu_thread 5100 5102 6 "CPU 1/KVM"
 	domstatus dom-s $U1 5100 5101 5102
