@@ -15,7 +15,8 @@
 #   - a live `virsh metadata` moves the cap; a floor is granted while the
 #     vCPU thread is busy and released while the domain is paused;
 #   - a libvirtd restart and a freqhintd restart keep the cap;
-#   - `virsh destroy` releases it.
+#   - `virsh destroy` releases it;
+#   - a Nova instance on stock QEMU is capped by its flavor's mapping (LM-13).
 # Needs FREQHINTD, FREQHINTCTL, MKFIXTURE (meson sets them).
 set -uo pipefail
 . "$FH_HARNESS"
@@ -76,7 +77,8 @@ printf '\x55\xaa' >>"$T/spin.img"
 truncate -s 1M "$T/spin.img"
 
 "$MKFIXTURE" host "$FX"
-printf '[daemon]\npoll_interval_ms=200\n' >"$T/freqhintd.conf"
+# an OpenStack flavor mapped to a ceiling (LM-13), for the domain at the end
+printf '[daemon]\npoll_interval_ms=200\n[nova-flavor m1.eco]\nceiling=50\n' >"$T/freqhintd.conf"
 start_freqhintd
 
 cat >"$T/stock.xml" <<EOF
@@ -153,6 +155,17 @@ within $LIVE "after a freqhintd restart the cap is back" file_is "$POL/policy0/s
 virsh -q -c "$FH_LIBVIRT_URI" destroy fh-stock >/dev/null || fail "virsh destroy"
 within $LIVE "virsh destroy releases the cap" file_is "$POL/policy0/scaling_max_freq" 3200000
 within $LIVE "and the domain leaves freqhintctl vms" jq_is 'length' 0 vms
+
+# A Nova instance on stock QEMU: its flavor's mapping caps it, no element of ours in the domain
+sed -e 's/fh-stock/fh-nova/' \
+	-e "s|<metadata>.*</metadata>|<metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'><nova:flavor name='m1.eco'/></nova:instance></metadata>|" \
+	"$T/stock.xml" >"$T/nova.xml"
+virsh -q -c "$FH_LIBVIRT_URI" create "$T/nova.xml" >/dev/null || fail "the Nova domain did not start"
+within $LIVE "a stock Nova instance is capped by its flavor" file_is "$POL/policy0/scaling_max_freq" 1600000
+jq_is '.[0] | [.name, .state_source, .operator.max] | join(",")' "fh-nova,host,512" vms ||
+	fail "the Nova domain's state: $(ctl --json vms | jq -c '.[0] | [.name, .state_source, .operator]')"
+virsh -q -c "$FH_LIBVIRT_URI" destroy fh-nova >/dev/null || fail "virsh destroy fh-nova"
+within $LIVE "destroyed, released" file_is "$POL/policy0/scaling_max_freq" 3200000
 
 stop_freqhintd
 ! grep -qE 'CRITICAL|GLib-WARNING|Sanitizer|runtime error' "$T/daemon.log" || fail "GLib/sanitizer report in the log"
