@@ -188,9 +188,12 @@ case_connection_drop() {
 # MR-29, both sides of the share: a device-less domain with a floor of
 # 50 % gets it while its vCPU thread runs at least 25 % of the window, not
 # at 10 %, and loses it when the thread idles.  The ceiling holds all along.
+# The default window (1 s): the shell that plays the thread's run time may
+# stall on a loaded host, and a short window would see its catch-up as a burst.
 case_busy_floor() {
 	EXTRA_CONF=$'[vm dom-f]\nfloor=50\nceiling=75'
 	hv_fixture
+	sed -i 's/^poll_interval_ms=.*/poll_interval_ms=1000/' "$T/freqhintd.conf"
 	process 5200; vcpu_thread 5200 5201 4
 	echo "1000 0 0" >"$FX/proc/5201/schedstat"
 	domstatus dom-f $U2 5200 5201
@@ -198,7 +201,7 @@ case_busy_floor() {
 	expect_file "$POL/policy4/scaling_max_freq" 2400000
 	# 10 % of the time: not active, no floor
 	run_share 5201 10
-	holds "$POL/policy4/scaling_min_freq" 800000 2
+	holds "$POL/policy4/scaling_min_freq" 800000 3
 	expect_jq '.[0] | [.state, .active] | join(",")' "no-hint,false" vcpus
 	# 60 %: active, the operator floor
 	run_share 5201 60
@@ -293,10 +296,9 @@ unit=chv-1.scope"
 		"$T/daemon.log" || fail "an untrusted pidfile is not logged"
 	# nor does one a user wrote naming another user's process
 	chmod 0644 "$T/hand.pid"; chown 65534 "$T/hand.pid"
-	sleep 0.5
-	file_is "$POL/policy2/scaling_max_freq" 3200000 || fail "a pidfile of uid 65534 named root's process"
-	grep -q "owned by uid 65534, names process 5300 of uid 0: not trusted" "$T/daemon.log" ||
+	eventually grep -q "owned by uid 65534, names process 5300 of uid 0: not trusted" "$T/daemon.log" ||
 		fail "a pidfile naming another user's process is not logged"
+	file_is "$POL/policy2/scaling_max_freq" 3200000 || fail "a pidfile of uid 65534 named root's process"
 	# the process's own user may
 	sed -i 's/^Uid:.*/Uid:\t65534\t65534\t65534\t65534/' "$FX/proc/5300/status"
 	expect_file "$POL/policy2/scaling_max_freq" 800000
