@@ -365,5 +365,23 @@ case_uclamp() {
 		fail "the device-less vCPU was not held at its ceiling"
 }
 
+# LM-12 for a domain without the device: its ceiling goes into its vCPU
+# thread's own libvirt vcpuN group as soon as the host view finds it.
+case_mirror() {
+	local scope=/machine.slice/machine-qemu\\x2d3\\x2ddom\\x2dm.scope
+	EXTRA_CONF=$'[vm dom-m]\nceiling=50'
+	hv_fixture
+	"$MKFIXTURE" cgroup "$FX" "$scope" 0.00 max
+	"$MKFIXTURE" cgroup "$FX" "$scope/libvirt" 0.00 max
+	"$MKFIXTURE" cgroup "$FX" "$scope/libvirt/vcpu0" 0.00 max
+	process 5900; vcpu_thread 5900 5901 2
+	printf '0::%s/libvirt/vcpu0\n' "$scope" >"$FX/proc/5901/cgroup"
+	start_daemon cpufreq
+	domstatus dom-m $U2 5900 5901
+	expect_file "$FX/cgroup$scope/libvirt/vcpu0/cpu.uclamp.max" 50.00
+	expect_file "$POL/policy2/scaling_max_freq" 1600000
+	expect_jq '.[0].connected' false vms
+}
+
 # integration.sh runs the case named in $1 with its helpers.
 source "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
