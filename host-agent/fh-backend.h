@@ -41,7 +41,7 @@ typedef struct {
   gboolean active; /* idle or unhinted vCPUs are released (0..1024) */
   FhClamp eff;
   gboolean min_default; /* RT thread: leave UCLAMP_MIN to the kernel's default (MR-26) */
-  guint cap;            /* an inactive vCPU keeps this maximum while connected (MR-27) */
+  guint cap;            /* an inactive vCPU keeps this maximum while its VM is known (MR-27, MR-28) */
 } FhTidTarget;
 
 typedef struct _FhBackend FhBackend;

@@ -15,6 +15,8 @@ vm_config_free (FhVmConfig *vm)
 {
   g_free (vm->key);
   g_clear_pointer (&vm->cpus, g_array_unref);
+  g_free (vm->pidfile);
+  g_free (vm->unit);
   g_free (vm);
 }
 
@@ -105,7 +107,7 @@ static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
 static const char *const metrics_keys[] = {
   "enabled", "address", "port", "max_connections", "timeout_ms", NULL,
 };
-static const char *const vm_keys[] = { "floor", "ceiling", "cpus", NULL };
+static const char *const vm_keys[] = { "floor", "ceiling", "cpus", "pidfile", "unit", NULL };
 /* OpenStack flavor mappings: values read by the libvirt watcher (libvirt/fh-nova.c). */
 static const char *const nova_flavor_keys[] = { "floor", "ceiling", "guest-hints", NULL };
 
@@ -294,6 +296,51 @@ take_percent (const Src *src, GKeyFile *kf, const char *group, const char *key, 
   return TRUE;
 }
 
+/*
+ * MR-28: pidfile= or unit= names the process of a VM that libvirt does not
+ * run, so that its vCPU threads are found by name and capped without a
+ * device connection.
+ */
+static gboolean
+load_vm_process (const Src *src, GKeyFile *kf, const char *group, FhVmConfig *vm, GError **error)
+{
+  take_string (kf, group, "pidfile", &vm->pidfile);
+  take_string (kf, group, "unit", &vm->unit);
+  if (vm->pidfile && vm->unit) {
+    cfg_error (error, src, group, "unit", "a VM's process is named by pidfile= or unit=, not both");
+    return FALSE;
+  }
+  if (vm->pidfile && !g_path_is_absolute (vm->pidfile)) {
+    g_autofree char *raw = raw_value (kf, group, "pidfile");
+
+    cfg_error (error, src, group, "pidfile", "\"%s\" is not an absolute path", raw);
+    return FALSE;
+  }
+  if (vm->unit && !fh_config_unit_name_valid (vm->unit)) {
+    g_autofree char *raw = raw_value (kf, group, "unit");
+
+    cfg_error (error, src, group, "unit",
+               "\"%s\" is not a systemd unit name ending in .service or .scope", raw);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+fh_config_unit_name_valid (const char *unit)
+{
+  gsize n = strlen (unit);
+
+  if (n == 0 || n > 255 ||
+      !(g_str_has_suffix (unit, ".service") || g_str_has_suffix (unit, ".scope")))
+    return FALSE;
+  /* systemd's unit name characters: no '/', so the name is one directory */
+  for (const char *p = unit; *p; p++)
+    if (!g_ascii_isalnum (*p) && !strchr (":-_.\\@", *p))
+      return FALSE;
+  return unit[0] != '.';
+}
+
 static gboolean
 load_vm (const Src *src, FhConfig *c, GKeyFile *kf, const char *group, GError **error)
 {
@@ -331,6 +378,8 @@ load_vm (const Src *src, FhConfig *c, GKeyFile *kf, const char *group, GError **
       g_array_append_val (vm->cpus, cpu);
     }
   }
+  if (!load_vm_process (src, kf, group, vm, error))
+    goto fail;
   g_hash_table_replace (c->vms, vm->key, vm);
   return TRUE;
 fail:

@@ -22,6 +22,9 @@ typedef struct {
   char *key;    /* as written in "[vm KEY]": a name or a UUID */
   FhClamp op;   /* operator floor/ceiling, capacity units */
   GArray *cpus; /* guint per vCPU index: placement override; may be NULL */
+  /* MR-28: the VM's process when it runs outside libvirt (at most one of them) */
+  char *pidfile; /* absolute path of the pidfile its hypervisor writes */
+  char *unit;    /* systemd service or scope holding it (system.slice or machine.slice) */
 } FhVmConfig;
 
 typedef struct {
@@ -71,6 +74,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhConfig, fh_config_free)
 
 /* Load a key file over the defaults.  A missing file is fine when !required. */
 gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, GError **error);
+
+/* MR-28: a systemd unit name a [vm] section's unit= may hold (one path component). */
+gboolean fh_config_unit_name_valid (const char *unit);
 
 /* A VM's operator settings by name, then by UUID; NULL when none. */
 const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name, const char *uuid);

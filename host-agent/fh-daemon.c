@@ -21,7 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fh-host-vms.h"
 #include "fh-listen.h"
+#include "fh-parse.h"
 #include "fh-peer.h"
 #include "fh-watch.h"
 
@@ -35,6 +37,7 @@ static void queue_vm (FhDaemon *d, FhVm *vm);
 static void vcpu_unplace (FhDaemon *d, FhVcpu *v);
 static void vm_watch_exit (FhDaemon *d, FhVm *vm);
 static void on_cgroup_event (const char *rel, gpointer data);
+static void host_vms_sync (FhDaemon *d);
 
 /* The safety net's period: rescan_interval_ms, or 60 poll intervals. */
 static gint64
@@ -51,7 +54,10 @@ vm_free (FhVm *vm)
 {
   FhDaemon *d = vm->daemon;
 
-  d->n_vcpus -= vm->num_vcpus;
+  if (vm->conn)
+    d->n_vcpus -= vm->num_vcpus;
+  else
+    d->n_host_vms--;
   g_clear_pointer (&vm->exit_watch, fh_poller_watch_remove);
   if (vm->dirty)
     g_ptr_array_remove_fast (d->dirty_vms, vm);
@@ -91,10 +97,24 @@ fh_vcpu_state (const FhVcpu *v)
   if (!v->tid_ok)
     return v->tid == 0 ? "no-thread" : v->info.exists ? "foreign-thread" : "thread-gone";
   if (v->hint.flags == 0)
-    return "no-hint";
+    return v->busy ? "host-busy" : "no-hint";
   if (v->hint.flags & VIRTIO_FREQHINT_R_IDLE)
     return "idle";
   return "active";
+}
+
+const char *
+fh_vm_state_source (const FhVm *vm)
+{
+  return !vm->conn ? "host" : vm->host_source ? "both" : "guest";
+}
+
+const char *
+fh_vcpu_activity_source (const FhVm *vm, const FhVcpu *v)
+{
+  if (!v->d.active || !v->tid_ok)
+    return NULL;
+  return (vm->settings.ignore_hints || v->hint.flags == 0) ? "host" : "guest";
 }
 
 static void
@@ -289,7 +309,7 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
                          : g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
   /* The VM this HELLO replaces (PA-8) gives its vCPUs back. */
   old = g_hash_table_lookup (d->vms, key);
-  if (d->n_vcpus - (old ? old->num_vcpus : 0) + n_vcpus > d->config->max_vcpus) {
+  if (d->n_vcpus - (old && old->conn ? old->num_vcpus : 0) + n_vcpus > d->config->max_vcpus) {
     fh_error_set (err, FH_CLOSE_OVERLOAD, "%u vCPUs would exceed max_vcpus=%u (%u connected)",
                   n_vcpus, d->config->max_vcpus, d->n_vcpus);
     return FALSE;
@@ -318,7 +338,7 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
 
   /* A restarted or migrated QEMU wins over a stale connection. */
   old = g_hash_table_lookup (d->vms, vm->key);
-  if (old) {
+  if (old && old->conn) {
     g_autofree char *shown = fh_text_sanitize (vm->key, -1);
 
     fh_conn_close (old->conn, FH_CLOSE_DUPLICATE, "VM %s connected again (pid %d)", shown,
@@ -328,7 +348,8 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   vm_load_settings (d, vm);
   vm_probe (d, vm);
   fh_conn_set_data (conn, vm);
-  g_hash_table_insert (d->vms, vm->key, vm);
+  /* replace, not insert: a VM of the host view under this key goes, key and all (MR-28) */
+  g_hash_table_replace (d->vms, vm->key, vm);
   d->vm_connections_total++;
   fh_log_vm (G_LOG_LEVEL_MESSAGE, log_name, vm->uuid,
              "VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
@@ -336,6 +357,9 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
   vm_watch_exit (d, vm);
+  /* MR-28: the host's record of this process, if any, joins it (and its
+   * host-view entry under another key goes) */
+  host_vms_sync (d);
   /* The safety net's first turn for this VM: in the second half of the
    * interval (it was just read), VMs that come together spread over it. */
   {
@@ -410,6 +434,8 @@ on_vcpus (FhConn *conn, const FhVcpus *vcpus, FhError *err, gpointer data)
   }
   vm->vcpus_frames++;
   vm_probe (d, vm);
+  /* MR-28: where the host records the vCPU threads, its record wins */
+  host_vms_sync (d);
   name = fh_text_sanitize (vm->name, -1);
   fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
              "VM \"%s\": vCPU threads replaced (VCPUS): %u of %u present", name, present,
@@ -429,9 +455,12 @@ on_closed (FhConn *conn, gpointer data)
     return;
   name = fh_text_sanitize (vm->name, -1);
   fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
-             "VM \"%s\" (%s) disconnected; its influence is removed", name, vm->uuid);
+             "VM \"%s\" (%s) disconnected; its influence through the device is removed", name,
+             vm->uuid);
   fh_conn_set_data (conn, NULL);
   g_hash_table_remove (d->vms, vm->key); /* frees vm */
+  /* MR-28: a VM the host still knows of falls back to the host view, never to "no VM" */
+  host_vms_sync (d);
   queue_full (d);
 }
 
@@ -607,7 +636,9 @@ static FhVcpuDecision
 vcpu_decision (FhDaemon *d, FhVm *vm, guint j, double *headroom)
 {
   static const FhGuestHint no_hint = { 0 };
+  static const FhGuestHint host_busy = { FH_HINT_HOST_BUSY, 0, 0, 0 };
   FhVcpu *v = &vm->vcpus[j];
+  const FhGuestHint *hint = vm->settings.ignore_hints ? &no_hint : &v->hint;
   FhChain chain = { d->host->sys, NULL, 0 };
   FhMergeParams params = d->params;
   FhClamp op = vm->settings.op;
@@ -626,7 +657,10 @@ vcpu_decision (FhDaemon *d, FhVm *vm, guint j, double *headroom)
   if (vm->settings.vcpu_op && j < vm->settings.vcpu_op->len)
     op = g_array_index (vm->settings.vcpu_op, FhClamp, j);
   *headroom = params.perf_headroom;
-  return fh_merge_vcpu (vm->settings.ignore_hints ? &no_hint : &v->hint, &chain, op, &params);
+  /* MR-29: without a guest record, the host's view of the thread says whether it is active */
+  if (hint->flags == 0 && v->busy)
+    hint = &host_busy;
+  return fh_merge_vcpu (hint, &chain, op, &params);
 }
 
 /* Decide a VM's vCPUs, place them, and add the backend's targets. */
@@ -995,6 +1029,244 @@ on_cgroup_event (const char *rel, gpointer data)
     d->cg_events_idle = g_idle_add_full (G_PRIORITY_DEFAULT, cgroup_events_idle, d, NULL); /* as queue_update() */
 }
 
+/* MR-28: a VM the host knows of, without a device connection. */
+static FhVm *
+host_vm_new (FhDaemon *d, const FhHostVm *e)
+{
+  guint n = MIN (e->tids->len, FH_MAX_VCPUS);
+  FhVm *vm = vm_alloc (d, e->key, n);
+  g_autofree char *name = NULL;
+  gint64 period = fh_daemon_rescan_us (d);
+
+  g_strlcpy (vm->name, e->name, sizeof vm->name);
+  memcpy (vm->uuid, e->uuid, sizeof vm->uuid);
+  vm->pid = e->pid;
+  vm->host_source = e->source;
+  vm->connected_realtime_us = g_get_real_time ();
+  for (guint i = 0; i < n; i++) {
+    vm->vcpus[i].index = i;
+    vm->vcpus[i].tid = g_array_index (e->tids, guint32, i);
+    vm->vcpus[i].cpu = -1;
+    vm->vcpus[i].info.cpu = -1;
+    vm->vcpus[i].agg_cpu = -1;
+  }
+  vm_load_settings (d, vm);
+  vm_probe (d, vm);
+  vm->next_probe_us =
+      g_get_monotonic_time () + period / 2 + (gint64) (g_random_double () * (double) (period / 2));
+  d->n_host_vms++;
+  d->host_vms_found_total++;
+  g_hash_table_replace (d->vms, vm->key, vm);
+  name = fh_text_sanitize (vm->name, -1);
+  fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+             "VM \"%s\" (%s) known from %s: pid %d, %u vCPUs, no device connection%s%s", name,
+             vm->uuid, e->source, (int) vm->pid, n,
+             vm->settings_source ? ", operator settings from " : "",
+             vm->settings_source ? vm->settings_source : "");
+  return vm;
+}
+
+static gboolean
+same_tids (const FhVm *vm, const FhHostVm *e)
+{
+  if (MIN (e->tids->len, FH_MAX_VCPUS) != vm->num_vcpus)
+    return FALSE;
+  for (guint i = 0; i < vm->num_vcpus; i++)
+    if (vm->vcpus[i].tid != g_array_index (e->tids, guint32, i))
+      return FALSE;
+  return TRUE;
+}
+
+/*
+ * A connected VM that the host knows of too: the host's record says which
+ * threads are its vCPUs (MR-28), whatever the device's HELLO or VCPUS said:
+ * what the guest side sends cannot move which threads are capped.
+ */
+static void
+host_vm_attach (FhDaemon *d, FhVm *vm, const FhHostVm *e)
+{
+  gboolean moved = FALSE;
+
+  vm->host_source = e->source;
+  for (guint i = 0; i < vm->num_vcpus && i < e->tids->len; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+    guint32 tid = g_array_index (e->tids, guint32, i);
+
+    if (tid == 0 || tid == v->tid)
+      continue;
+    if (v->tid != 0) {
+      g_autofree char *name = fh_text_sanitize (vm->name, -1);
+
+      fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+                 "VM \"%s\" vCPU %u: the device names thread %u, %s records %u: %u counts", name, i,
+                 v->tid, e->source, tid, tid);
+    }
+    v->tid = tid;
+    fh_thread_info_clear (&v->info);
+    v->tid_ok = FALSE;
+    v->run_sampled = FALSE;
+    v->busy = FALSE;
+    moved = TRUE;
+  }
+  if (moved) {
+    vm_probe (d, vm);
+    queue_full (d);
+  }
+}
+
+/*
+ * MR-28: make the VMs agree with what the host says runs.  A connected VM
+ * stays as it is and takes the host's record of its process; a VM known
+ * only to the host is added, replaced when its process or threads change,
+ * and removed when the host no longer knows it.  One process is one VM:
+ * libvirt's record first, then the config's.
+ */
+static void
+host_vms_sync (FhDaemon *d)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GHashTable) by_pid = g_hash_table_new (NULL, NULL); /* connected VMs */
+  g_autoptr (GHashTable) pids = g_hash_table_new (NULL, NULL);   /* taken in this pass */
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);   /* FhVm* matched */
+  const GPtrArray *doms = NULL;
+  GArray *known = d->host_vms;
+  GHashTableIter it;
+  gpointer value;
+
+  if (fh_libvirt_view_refresh (d->libvirt, &error)) {
+    doms = fh_libvirt_view_domains (d->libvirt);
+    if (d->libvirt_view_failed)
+      g_message ("libvirt's domain records are readable again");
+    d->libvirt_view_failed = FALSE;
+  } else if (!d->libvirt_view_failed) {
+    g_warning ("libvirt's domains unknown: %s; domains without a device connection are not capped "
+               "until this is fixed",
+               error->message);
+    d->libvirt_view_failed = TRUE;
+  }
+  fh_host_vms_scan (known, d->host_vm_problems, &d->paths, doms, d->config);
+  g_hash_table_iter_init (&it, d->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value))
+    if (((FhVm *) value)->conn)
+      g_hash_table_insert (by_pid, GINT_TO_POINTER (((FhVm *) value)->pid), value);
+  for (guint i = 0; i < known->len; i++) {
+    const FhHostVm *e = &g_array_index (known, FhHostVm, i);
+    FhVm *vm;
+
+    if (g_hash_table_contains (pids, GINT_TO_POINTER (e->pid)))
+      continue;
+    g_hash_table_add (pids, GINT_TO_POINTER (e->pid));
+    vm = g_hash_table_lookup (by_pid, GINT_TO_POINTER (e->pid));
+    if (vm) {
+      host_vm_attach (d, vm, e);
+      g_hash_table_add (seen, vm);
+      continue;
+    }
+    vm = g_hash_table_lookup (d->vms, e->key);
+    if (vm && vm->conn)
+      continue; /* its key is a connected VM's, another process: that one stays */
+    if (vm && vm->pid == e->pid && same_tids (vm, e)) {
+      g_hash_table_add (seen, vm);
+      continue;
+    }
+    if (vm) {
+      g_hash_table_remove (d->vms, vm->key);
+      queue_full (d);
+    }
+    g_hash_table_add (seen, host_vm_new (d, e));
+    queue_full (d);
+  }
+  g_hash_table_iter_init (&it, d->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value)) {
+    FhVm *vm = value;
+
+    if (g_hash_table_contains (seen, vm))
+      continue;
+    if (vm->conn) {
+      vm->host_source = NULL;
+      continue;
+    }
+    if (!vm->host_source)
+      continue; /* a test's VM (fh_daemon_test_add_vm()) */
+    {
+      g_autofree char *name = fh_text_sanitize (vm->name, -1);
+
+      fh_log_vm (G_LOG_LEVEL_MESSAGE, name, vm->uuid,
+                 "VM \"%s\" (%s) no longer runs (%s); its operator bounds are released", name,
+                 vm->uuid, vm->host_source);
+    }
+    g_hash_table_iter_remove (&it); /* frees vm */
+    queue_full (d);
+  }
+}
+
+/* MR-29: the thread's run time in ns: schedstat, else utime + stime. */
+static gboolean
+thread_run_ns (FhDaemon *d, guint tid, guint64 *ns)
+{
+  g_autofree char *path = fh_path (&d->paths, FH_ROOT_PROC, "%u/schedstat", tid);
+  g_autofree char *text = fh_read_small_file (path, NULL);
+  guint64 ticks;
+  long hz;
+
+  if (text && fh_parse_schedstat_run_ns (text, ns, NULL))
+    return TRUE;
+  g_free (path);
+  g_free (text);
+  path = fh_path (&d->paths, FH_ROOT_PROC, "%u/stat", tid);
+  text = fh_read_small_file (path, NULL);
+  hz = sysconf (_SC_CLK_TCK);
+  if (!text || hz <= 0 || !fh_parse_stat_cputime (text, &ticks, NULL))
+    return FALSE;
+  *ns = ticks * (G_GUINT64_CONSTANT (1000000000) / (guint64) hz);
+  return TRUE;
+}
+
+/* MR-29: the operator floor of vCPU i, its per-vCPU override included. */
+static guint
+vcpu_operator_floor (const FhVm *vm, guint i)
+{
+  const GArray *per = vm->settings.vcpu_op;
+
+  return per && i < per->len ? g_array_index (per, FhClamp, i).min : vm->settings.op.min;
+}
+
+/*
+ * MR-29: once per poll tick, each vCPU with an operator floor and without a
+ * guest record in force (no hint, or guest hints off) is busy if its thread
+ * ran FH_HOST_BUSY_PERCENT of the time since the last sample.  A change
+ * decides the VM again.  The others read nothing: at 1000 VMs of 16 vCPUs
+ * that would be 16 000 files a tick for decisions it cannot change.
+ */
+static void
+vm_sample_busy (FhDaemon *d, FhVm *vm, gint64 now)
+{
+  gboolean changed = FALSE;
+
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    FhVcpu *v = &vm->vcpus[i];
+    gboolean busy = FALSE;
+    guint64 ns;
+
+    if (!v->tid_ok || (v->hint.flags != 0 && !vm->settings.ignore_hints) ||
+        vcpu_operator_floor (vm, i) == 0 || !thread_run_ns (d, v->tid, &ns)) {
+      v->run_sampled = FALSE;
+    } else {
+      if (v->run_sampled && now > v->run_at_us && ns >= v->run_ns)
+        busy = fh_merge_host_busy (ns - v->run_ns, (guint64) (now - v->run_at_us) * 1000u);
+      v->run_ns = ns;
+      v->run_at_us = now;
+      v->run_sampled = TRUE;
+    }
+    if (busy != v->busy) {
+      v->busy = busy;
+      changed = TRUE;
+    }
+  }
+  if (changed)
+    queue_vm (d, vm);
+}
+
 static gboolean
 poll_tick (gpointer data)
 {
@@ -1033,6 +1305,10 @@ poll_tick (gpointer data)
   g_clear_pointer (&d->cg_cache, g_hash_table_unref);
   for (guint i = 0; i < gone->len; i++)
     close_gone (g_ptr_array_index (gone, i));
+  host_vms_sync (d);
+  g_hash_table_iter_init (&iter, d->vms);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    vm_sample_busy (d, value, now);
   if (d->need_full || d->dirty_vms->len > 0) {
     g_clear_handle_id (&d->update_idle, g_source_remove);
     daemon_pass (d);
@@ -1133,6 +1409,8 @@ fh_daemon_new (FhConfig *config, GError **error)
   d->need_full = TRUE;
   d->started_us = g_get_monotonic_time ();
   d->libvirt = fh_libvirt_view_new (config->libvirt_state_dir);
+  d->host_vms = fh_host_vms_new ();
+  d->host_vm_problems = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   if (!fh_host_load (d->host, &d->paths, error))
     goto fail;
   d->cpus = g_new0 (FhCpuDecision, MAX (d->host->n_cpus, 1));
@@ -1201,6 +1479,8 @@ fh_daemon_start (FhDaemon *d, GError **error)
       g_warning ("%s: cgroup changes are noticed by the periodic re-scan only", local->message);
   }
   d->poll_timer = g_timeout_add (d->config->poll_interval_ms, poll_tick, d);
+  /* MR-28: the VMs running already, device or not */
+  host_vms_sync (d);
   daemon_update (d);
   return TRUE;
 }
@@ -1237,6 +1517,8 @@ fh_daemon_free (FhDaemon *d)
   g_clear_pointer (&d->backend, fh_backend_free);
   g_clear_pointer (&d->host, fh_host_free);
   g_clear_pointer (&d->libvirt, fh_libvirt_view_free);
+  g_clear_pointer (&d->host_vms, g_array_unref);
+  g_clear_pointer (&d->host_vm_problems, g_hash_table_unref);
   g_clear_pointer (&d->watch, fh_watch_free);
   g_free (d->cpus);
   g_free (d->cpu_agg);
@@ -1309,7 +1591,7 @@ fh_daemon_test_add_vm (FhDaemon *d, const char *name, const guint *tids, guint n
   g_strlcpy (vm->name, name, sizeof vm->name);
   g_strlcpy (vm->uuid, "00000000-0000-0000-0000-000000000000", sizeof vm->uuid);
   vm->pid = getpid ();
-  d->n_vcpus += n_vcpus;
+  d->n_host_vms++; /* no connection: vm_free() counts it out as one */
   for (guint i = 0; i < n_vcpus; i++) {
     vm->vcpus[i].index = i;
     vm->vcpus[i].tid = tids[i];
@@ -1328,6 +1610,42 @@ void
 fh_daemon_test_remove_vm (FhDaemon *d, FhVm *vm)
 {
   g_hash_table_remove (d->vms, vm->key);
+}
+
+void
+fh_daemon_test_host_sync (FhDaemon *d)
+{
+  host_vms_sync (d);
+  g_clear_handle_id (&d->update_idle, g_source_remove);
+}
+
+const FhVm *
+fh_daemon_cap_holder (FhDaemon *d, const guint *cpus, guint n_cpus)
+{
+  const FhVm *best = NULL;
+  guint best_cap = 0;
+
+  for (guint k = 0; k < n_cpus; k++) {
+    GPtrArray *m;
+
+    if (cpus[k] >= d->n_cpu_members)
+      continue;
+    m = d->cpu_members[cpus[k]];
+    for (guint i = 0; i < m->len; i++) {
+      const FhVcpu *v = g_ptr_array_index (m, i);
+      /* the vCPU's VM: vcpus[] follows the FhVm in one allocation (vm_alloc()) */
+      const FhVm *vm = (const FhVm *) (v - v->index) - 1;
+
+      if (!v->agg_capped)
+        continue;
+      if (!best || v->agg_cap > best_cap ||
+          (v->agg_cap == best_cap && strcmp (vm->name, best->name) < 0)) {
+        best = vm;
+        best_cap = v->agg_cap;
+      }
+    }
+  }
+  return best_cap < FH_SCALE ? best : NULL;
 }
 
 void

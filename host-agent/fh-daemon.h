@@ -46,11 +46,18 @@ typedef struct {
   guint placed_by_config : 1;
   guint agg_active : 1;
   guint agg_capped : 1; /* its cap counts there (MR-27): the thread is the VM's */
+  guint busy : 1;       /* MR-29: the thread ran FH_HOST_BUSY_PERCENT of the last window */
+  guint run_sampled : 1; /* run_ns/run_at_us hold a sample */
+  guint64 run_ns;        /* MR-29: the thread's run time at run_at_us */
+  gint64 run_at_us;
 } FhVcpu;
 
 typedef struct {
   FhDaemon *daemon;
-  FhConn *conn;
+  FhConn *conn; /* NULL: known from the host only (MR-28) */
+  /* MR-28: which host record knows the VM ("libvirt", "config"), NULL none:
+   * with conn, the state source is both; without, the host view alone */
+  const char *host_source;
   char *key; /* identity: UUID, or name/pid for a nil UUID */
   char uuid[37];
   char name[FH_NAME_MAX];
@@ -61,7 +68,7 @@ typedef struct {
   FhVcpu *vcpus;
   FhVmSettings settings;
   const char *settings_source; /* NULL: defaults */
-  gint64 connected_realtime_us;
+  gint64 connected_realtime_us; /* or, without conn, when the host view found it */
   guint64 hints_frames;
   guint64 hints_records;
   guint64 grants_hash; /* of the GRANTS frame last sent */
@@ -119,7 +126,12 @@ struct _FhDaemon {
   gint64 last_pass_us;
   gint64 max_pass_us;
   guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20..PA-22) */
-  struct _FhLibvirtView *libvirt; /* libvirt's running domains (PA-22) */
+  struct _FhLibvirtView *libvirt; /* libvirt's running domains (PA-22, MR-28) */
+  GArray *host_vms;               /* FhHostVm: the host's last word on what runs (MR-28) */
+  GHashTable *host_vm_problems;   /* [vm] section -> why it was not found, logged once */
+  gboolean libvirt_view_failed;   /* logged once until it works again */
+  guint n_host_vms;               /* VMs without a connection, known from the host (MR-28) */
+  guint64 host_vms_found_total;   /* such VMs found (a replaced one counts again) */
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
@@ -160,6 +172,13 @@ guint64 fh_daemon_rejected_total (FhDaemon *daemon);
 gboolean fh_daemon_check_peer_tids (FhDaemon *daemon, FhConn *conn, const uint32_t *tids, guint n,
                                     FhError *err);
 const char *fh_vcpu_state (const FhVcpu *v);
+/* MR-28: where a VM's state comes from: "guest" (device only), "host", "both". */
+const char *fh_vm_state_source (const FhVm *vm);
+/* MR-29: what made the vCPU active: "guest", "host", or NULL (inactive). */
+const char *fh_vcpu_activity_source (const FhVm *vm, const FhVcpu *v);
+/* MR-27: the VM whose ceiling holds the cap over these CPUs (the first by name
+ * among those whose cap is the highest placed there), NULL when uncapped. */
+const FhVm *fh_daemon_cap_holder (FhDaemon *daemon, const guint *cpus, guint n_cpus);
 
 /*
  * Tests (and bench/fh-bench-decide.c): a VM without a connection (name, n_vcpus thread ids), a hint on one
@@ -168,6 +187,8 @@ const char *fh_vcpu_state (const FhVcpu *v);
  */
 FhVm *fh_daemon_test_add_vm (FhDaemon *daemon, const char *name, const guint *tids, guint n_vcpus);
 void fh_daemon_test_remove_vm (FhDaemon *daemon, FhVm *vm);
+/* MR-28: re-read the host's VMs now, as the poll tick does. */
+void fh_daemon_test_host_sync (FhDaemon *daemon);
 void fh_daemon_test_hint (FhDaemon *daemon, FhVm *vm, guint vcpu, const FhGuestHint *hint);
 /* Re-read the VM's threads as the safety net does (placement, cgroups). */
 void fh_daemon_test_probe (FhDaemon *daemon, FhVm *vm);

@@ -419,3 +419,13 @@ fh_merge_agg_decision (const FhCpuAgg *a)
   apply_cap (&c);
   return c;
 }
+
+gboolean
+fh_merge_host_busy (guint64 run_ns, guint64 window_ns)
+{
+  /* run / window >= percent / 100, in integers that cannot overflow for any window */
+  if (window_ns == 0)
+    return FALSE;
+  return run_ns >=
+         window_ns / 100u * FH_HOST_BUSY_PERCENT + (window_ns % 100u) * FH_HOST_BUSY_PERCENT / 100u;
+}

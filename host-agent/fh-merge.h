@@ -60,6 +60,20 @@ typedef struct {
   guint cap;            /* the operator ceiling, held whatever the guest reports (MR-27) */
 } FhVcpuDecision;
 
+/*
+ * MR-29: a vCPU without a guest record is active while its thread ran at
+ * least FH_HOST_BUSY_PERCENT of the last window, as the host sees it.  The
+ * daemon then decides it with this record: active, no value of its own, so
+ * its request is (0, 1024) and the operator floor and ceiling bound it
+ * (MR-11).  Not a wire flag: the decoder refuses every flag outside
+ * VIRTIO_FREQHINT_R_ALL, so no guest can send it.
+ */
+#define FH_HINT_HOST_BUSY 0x8000u
+#define FH_HOST_BUSY_PERCENT 25u
+
+/* MR-29: did a thread that ran run_ns during a window of window_ns count as busy? */
+gboolean fh_merge_host_busy (guint64 run_ns, guint64 window_ns);
+
 /* Turn a guest record into a request (MR-3..MR-5). */
 FhClamp fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params);
 

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include <freqhint/agent_protocol.h>
 #include <linux/virtio_freqhint.h>
 
 G_DEFINE_QUARK (fh - parse - error - quark, fh_parse_error)
@@ -310,15 +311,15 @@ fh_parse_proc_cgroup (const char *text, GError **error)
 
 /*
  * do_task_stat(): "pid (comm) state ppid ...".  comm may hold spaces and
- * parentheses, so fields are counted after the last ')'.  Field 39 is
- * task_cpu(): the CPU the thread last ran on.
+ * parentheses, so fields are counted after the last ')'.  *value is field
+ * number `field` (1-based, 3 or more), a decimal no greater than max.
  */
-gboolean
-fh_parse_stat_processor (const char *text, guint *cpu, GError **error)
+static gboolean
+stat_field (const char *text, guint field, guint64 max, guint64 *value, GError **error)
 {
   const char *rp = strrchr (text, ')');
   g_auto (GStrv) fields = NULL;
-  guint n = 0;
+  guint n = 2; /* fields after ')' start at field 3 (state) */
 
   if (!rp) {
     g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "stat without \"(comm)\"");
@@ -326,23 +327,109 @@ fh_parse_stat_processor (const char *text, guint *cpu, GError **error)
   }
   fields = g_strsplit_set (rp + 1, " \n", -1);
   for (char **f = fields; *f; f++) {
-    if (**f == '\0')
+    if (**f == '\0' || ++n != field)
       continue;
-    n++;
-    /* fields after ')' start at field 3 (state) */
-    if (n + 2 == 39) {
-      guint64 v;
-
-      if (!all_digits (*f, strlen (*f)) ||
-          !g_ascii_string_to_unsigned (*f, 10, 0, G_MAXINT, &v, NULL)) {
-        g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "bad processor field \"%s\"",
-                     *f);
-        return FALSE;
-      }
-      *cpu = (guint) v;
-      return TRUE;
+    if (!all_digits (*f, strlen (*f)) ||
+        !g_ascii_string_to_unsigned (*f, 10, 0, max, value, NULL)) {
+      g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "bad field %u \"%s\"", field, *f);
+      return FALSE;
     }
+    return TRUE;
   }
-  g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_MISSING, "stat has only %u fields", n + 2);
+  g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_MISSING, "stat has only %u fields", n);
   return FALSE;
+}
+
+/* Field 39 is task_cpu(): the CPU the thread last ran on. */
+gboolean
+fh_parse_stat_processor (const char *text, guint *cpu, GError **error)
+{
+  guint64 v;
+
+  if (!stat_field (text, 39, G_MAXINT, &v, error))
+    return FALSE;
+  *cpu = (guint) v;
+  return TRUE;
+}
+
+/* Fields 14 and 15: utime and stime, in clock ticks (MR-29). */
+gboolean
+fh_parse_stat_cputime (const char *text, guint64 *ticks, GError **error)
+{
+  guint64 utime, stime;
+
+  if (!stat_field (text, 14, G_MAXUINT32, &utime, error) ||
+      !stat_field (text, 15, G_MAXUINT32, &stime, error))
+    return FALSE;
+  *ticks = utime + stime;
+  return TRUE;
+}
+
+gboolean
+fh_parse_schedstat_run_ns (const char *text, guint64 *ns, GError **error)
+{
+  const char *end;
+  g_autofree char *first = NULL;
+
+  while (*text == ' ')
+    text++;
+  end = text;
+  while (g_ascii_isdigit (*end))
+    end++;
+  if (end == text || (*end != ' ' && *end != '\n' && *end != '\0')) {
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID,
+                 "schedstat does not start with a number");
+    return FALSE;
+  }
+  first = g_strndup (text, (gsize) (end - text));
+  if (!g_ascii_string_to_unsigned (first, 10, 0, G_MAXUINT64, ns, NULL)) {
+    g_set_error (error, FH_PARSE_ERROR, FH_PARSE_ERROR_INVALID, "schedstat run time out of range");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A decimal below FH_MAX_VCPUS, no sign, no leading zero; *end past it. */
+static int
+vcpu_number (const char *s, const char **end)
+{
+  guint v = 0;
+  const char *p = s;
+
+  if (!g_ascii_isdigit (*p) || (*p == '0' && g_ascii_isdigit (p[1])))
+    return -1;
+  while (g_ascii_isdigit (*p)) {
+    v = v * 10 + (guint) (*p - '0');
+    if (v >= FH_MAX_VCPUS)
+      return -1;
+    p++;
+  }
+  *end = p;
+  return (int) v;
+}
+
+int
+fh_parse_vcpu_thread_name (const char *comm)
+{
+  const char *end = NULL;
+  int n;
+
+  if (g_str_has_prefix (comm, "CPU ")) {
+    n = vcpu_number (comm + 4, &end);
+    if (n < 0 || *end != '/' || !g_ascii_isalpha (end[1]))
+      return -1;
+    for (end++; *end; end++)
+      if (!g_ascii_isalpha (*end))
+        return -1;
+    return n;
+  }
+  if (g_str_has_prefix (comm, "vcpu")) {
+    n = vcpu_number (comm + 4, &end);
+    return n >= 0 && *end == '\0' ? n : -1;
+  }
+  if (g_str_has_prefix (comm, "fc_vcpu ")) {
+    n = vcpu_number (comm + 8, &end);
+    return n >= 0 && *end == '\0' ? n : -1;
+  }
+  return -1;
 }

@@ -59,3 +59,21 @@ FhCgroupPath *fh_parse_proc_cgroup (const char *text, GError **error);
 
 /* Field 39 (processor: CPU last run on) of /proc/<tid>/stat. */
 gboolean fh_parse_stat_processor (const char *text, guint *cpu, GError **error);
+
+/*
+ * The time a thread has run, in ns (MR-29): field 1 of /proc/<tid>/schedstat
+ * (the scheduler's sum_exec_runtime; CONFIG_SCHED_INFO), or fields 14 and 15
+ * (utime, stime) of /proc/<tid>/stat in clock ticks.
+ */
+gboolean fh_parse_schedstat_run_ns (const char *text, guint64 *ns, GError **error);
+gboolean fh_parse_stat_cputime (const char *text, guint64 *ticks, GError **error);
+
+/*
+ * MR-28: the vCPU index a hypervisor's thread name (/proc/<tid>/comm, at
+ * most 15 bytes) says, or -1.  Exactly these forms, N a decimal number
+ * below FH_MAX_VCPUS without leading zeros:
+ *   "CPU N/ACCEL"  QEMU with -name ...,debug-threads=on (ACCEL: KVM, TCG, HVF, ...: letters)
+ *   "vcpuN"        Cloud Hypervisor
+ *   "fc_vcpu N"    Firecracker
+ */
+int fh_parse_vcpu_thread_name (const char *comm);

@@ -458,17 +458,41 @@ fh_libvirt_domain_free (FhLibvirtDomain *dom)
   if (!dom)
     return;
   g_free (dom->name);
+  if (dom->vcpu_tids)
+    g_array_unref (dom->vcpu_tids);
   g_free (dom);
 }
 
 typedef struct {
   guint depth;
   gboolean in_domain; /* inside domstatus/domain */
+  gboolean in_vcpus;  /* inside domstatus/vcpus (not domain/vcpus: that is the definition) */
   int text;           /* 0: none, 1: name, 2: uuid (direct children of domain) */
   GString *buf;
   FhLibvirtDomain *dom;
   gboolean have_root, have_pid, have_name, have_uuid;
 } DomstatusParse;
+
+/* <vcpu id='N' pid='TID'/>: libvirt's record of vCPU N's thread. */
+static void
+ds_vcpu (DomstatusParse *p, const char **names, const char **values)
+{
+  guint64 id = G_MAXUINT64, tid = 0;
+
+  for (guint i = 0; names[i]; i++) {
+    if (strcmp (names[i], "id") == 0)
+      g_ascii_string_to_unsigned (values[i], 10, 0, FH_MAX_VCPUS - 1, &id, NULL);
+    else if (strcmp (names[i], "pid") == 0)
+      g_ascii_string_to_unsigned (values[i], 10, 1, G_MAXINT32, &tid, NULL);
+  }
+  if (id == G_MAXUINT64 || tid == 0)
+    return;
+  if (!p->dom->vcpu_tids)
+    p->dom->vcpu_tids = g_array_new (FALSE, TRUE, sizeof (guint32));
+  if (p->dom->vcpu_tids->len <= id)
+    g_array_set_size (p->dom->vcpu_tids, (guint) id + 1);
+  g_array_index (p->dom->vcpu_tids, guint32, id) = (guint32) tid;
+}
 
 static void
 ds_start (GMarkupParseContext *ctx, const char *element, const char **names, const char **values,
@@ -495,6 +519,10 @@ ds_start (GMarkupParseContext *ctx, const char *element, const char **names, con
     }
   } else if (p->depth == 2 && strcmp (element, "domain") == 0) {
     p->in_domain = TRUE;
+  } else if (p->depth == 2 && strcmp (element, "vcpus") == 0) {
+    p->in_vcpus = TRUE;
+  } else if (p->depth == 3 && p->in_vcpus && strcmp (element, "vcpu") == 0) {
+    ds_vcpu (p, names, values);
   } else if (p->depth == 3 && p->in_domain) {
     p->text = strcmp (element, "name") == 0 ? 1 : strcmp (element, "uuid") == 0 ? 2 : 0;
     g_string_truncate (p->buf, 0);
@@ -512,8 +540,9 @@ ds_end (GMarkupParseContext *ctx, const char *element, gpointer data, GError **e
   } else if (p->depth == 3 && p->text == 2 && !p->have_uuid) {
     g_strstrip (p->buf->str);
     p->have_uuid = parse_uuid (p->buf->str, p->dom->uuid);
-  } else if (p->depth == 2 && p->in_domain) {
+  } else if (p->depth == 2) {
     p->in_domain = FALSE;
+    p->in_vcpus = FALSE;
   }
   p->text = 0;
   p->depth--;

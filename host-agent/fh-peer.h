@@ -100,21 +100,31 @@ gboolean fh_peer_alive (int pidfd);
  * carries the QEMU process id and whose <domain> the name and UUID:
  *
  *   <domstatus state='running' reason='booted' pid='1234'>
+ *     <vcpus><vcpu id='0' pid='1240'/><vcpu id='1' pid='1241'/></vcpus>
  *     ... <domain type='kvm' id='1'><name>NAME</name><uuid>UUID</uuid> ...
  *
- * libvirt writes it (by rename) before the guest's CPUs first run, and a
- * process cannot change it, unlike its own command line.
+ * libvirt writes it (by rename) before the guest's CPUs first run, and
+ * again when vCPUs are plugged; a process cannot change it, unlike its own
+ * command line.  The <vcpus> list is libvirt's own record of which thread
+ * runs which vCPU (qemuDomainObjPrivateXMLFormatVcpus(), from QMP
+ * query-cpus-fast): what counts as a domain's vCPU threads (MR-28).
  */
 typedef struct {
   char *name;
   char uuid[37]; /* lower case */
   pid_t pid;
+  /* thread id per vCPU index (0: none recorded), at most FH_MAX_VCPUS; NULL: no <vcpus> */
+  GArray *vcpu_tids; /* guint32 */
 } FhLibvirtDomain;
 
 void fh_libvirt_domain_free (FhLibvirtDomain *dom);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FhLibvirtDomain, fh_libvirt_domain_free)
 
-/* Pure: a status file's pid, name and UUID; NULL with error if any is missing. */
+/*
+ * Pure: a status file's pid, name, UUID and vCPU threads; NULL with error if
+ * pid, name or UUID is missing.  A <vcpu> whose id is FH_MAX_VCPUS or more,
+ * or whose pid is not a number, is ignored.
+ */
 FhLibvirtDomain *fh_peer_parse_domstatus (const char *text, gsize len, GError **error);
 
 /*

@@ -101,7 +101,9 @@ fh_telemetry_status (FhDaemon *d)
   add_str (b, "version", PACKAGE_VERSION);
   add_str (b, "backend", d->backend->ops->name);
   add_int (b, "uptime_seconds", (g_get_monotonic_time () - d->started_us) / G_USEC_PER_SEC);
-  add_int (b, "connected_vms", g_hash_table_size (d->vms));
+  add_int (b, "connected_vms", g_hash_table_size (d->vms) - d->n_host_vms);
+  /* MR-28: running VMs the host knows of that have no device connection */
+  add_int (b, "host_vms", d->n_host_vms);
   add_int (b, "vcpus", n_vcpus);
   add_int (b, "cpus", d->host->n_cpus);
   add_int (b, "cpufreq_policies", d->host->policies->len);
@@ -171,6 +173,10 @@ fh_telemetry_vms (FhDaemon *d)
     add_int (b, "active_vcpus", active);
     add_int (b, "features", vm->features);
     add_str (b, "connected_since", since);
+    /* MR-28: guest (device only), host (no connection), both */
+    add_str (b, "state_source", fh_vm_state_source (vm));
+    add_str (b, "host_record", vm->host_source);
+    add_bool (b, "connected", vm->conn != NULL);
     add_clamp (b, "operator", vm->settings.op);
     add_str (b, "operator_source", vm->settings_source);
     add_bool (b, "guest_hints", !vm->settings.ignore_hints);
@@ -193,6 +199,9 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
   add_int (b, "tid", v->tid);
   add_str (b, "state", fh_vcpu_state (v));
   add_bool (b, "active", v->d.active && v->tid_ok);
+  /* MR-29: what made it active (the guest's record or the host's view of its thread) */
+  add_str (b, "activity_source", fh_vcpu_activity_source (vm, v));
+  add_bool (b, "host_busy", v->busy);
   json_builder_set_member_name (b, "cpu");
   if (v->cpu >= 0)
     json_builder_add_int_value (b, v->cpu);
@@ -359,6 +368,24 @@ vcpus_next (FhTelemetryStream *s, GString *out)
   return FALSE;
 }
 
+/* MR-27: "member": {"name", "uuid"} of the VM holding the cap over cpus, or null. */
+static void
+add_cap_holder (JsonBuilder *b, FhDaemon *d, const char *member, const guint *cpus, guint n)
+{
+  const FhVm *vm = fh_daemon_cap_holder (d, cpus, n);
+
+  json_builder_set_member_name (b, member);
+  if (!vm) {
+    json_builder_add_null_value (b);
+    return;
+  }
+  json_builder_begin_object (b);
+  add_peer_str (b, "name", vm->name);
+  add_str (b, "uuid", vm->uuid);
+  add_str (b, "state_source", fh_vm_state_source (vm));
+  json_builder_end_object (b);
+}
+
 /* A CPU object's members before "holders", its opening brace included. */
 static void
 cpu_head (FhDaemon *d, guint c, JsonBuilder *b, GString *out)
@@ -384,6 +411,7 @@ cpu_head (FhDaemon *d, guint c, JsonBuilder *b, GString *out)
     json_builder_add_int_value (b, cd->cap);
   else
     json_builder_add_null_value (b);
+  add_cap_holder (b, d, "cap_vm", &c, 1);
   json_builder_end_object (b);
   append_built (out, b, FALSE, TRUE);
   g_string_append (out, ",\"holders\":[");
@@ -415,6 +443,13 @@ cpu_tail (FhDaemon *d, guint c, JsonBuilder *b, GString *out)
       json_builder_add_null_value (b);
     add_int (b, "write_failures", p->write_failures);
     add_int (b, "external_writes", p->external_writes);
+    /* MR-27: the policy's cap and the VM that holds it */
+    json_builder_set_member_name (b, "policy_cap");
+    if (p->decision.capped && p->decision.cap < FH_SCALE)
+      json_builder_add_int_value (b, p->decision.cap);
+    else
+      json_builder_add_null_value (b);
+    add_cap_holder (b, d, "policy_cap_vm", (const guint *) p->cpus->data, p->cpus->len);
   } else {
     json_builder_add_null_value (b);
   }
@@ -556,6 +591,8 @@ enum {
   PAGE_VM_INFO,
   PAGE_VCPU_INFO,
   PAGE_VCPU_ACTIVE,
+  PAGE_VM_STATE,
+  PAGE_VCPU_HOST_BUSY,
   PAGE_CPUS,
   PAGE_END
 };
@@ -626,7 +663,12 @@ page_head (FhDaemon *d, GString *s)
     }
   }
   family (s, "freqhint_connected_vms", "gauge", "VMs whose device is connected.");
-  g_string_append_printf (s, "freqhint_connected_vms %u\n", g_hash_table_size (d->vms));
+  g_string_append_printf (s, "freqhint_connected_vms %u\n",
+                          g_hash_table_size (d->vms) - d->n_host_vms);
+  family (s, "freqhint_host_vms", "gauge",
+          "Running VMs freqhintd knows from the host alone (libvirt's records, config pidfile= "
+          "or unit=), without a device connection; their operator ceilings hold (MR-28).");
+  g_string_append_printf (s, "freqhint_host_vms %u\n", d->n_host_vms);
   family (s, "freqhint_vm_connections_total", "counter",
           "Device connections accepted after HELLO.");
   g_string_append_printf (s, "freqhint_vm_connections_total %" G_GUINT64_FORMAT "\n",
@@ -675,6 +717,25 @@ page_head (FhDaemon *d, GString *s)
 static void
 page_cpus (FhDaemon *d, GString *s)
 {
+  family (s, "freqhint_policy_cap_ratio", "gauge",
+          "The operator ceiling holding a cpufreq policy (MR-27), labelled with the VM that holds "
+          "it (the highest ceiling placed there). Absent while the policy is not capped.");
+  for (guint i = 0; i < d->host->policies->len; i++) {
+    FhPolicy *p = g_ptr_array_index (d->host->policies, i);
+    const FhVm *vm;
+
+    if (!p->decision.capped || p->decision.cap >= FH_SCALE)
+      continue;
+    vm = fh_daemon_cap_holder (d, (const guint *) p->cpus->data, p->cpus->len);
+    g_string_append_printf (s, "freqhint_policy_cap_ratio{policy=\"%u\"", p->id);
+    if (vm) {
+      g_string_append_c (s, ',');
+      append_label (s, "domain", vm->name);
+      g_string_append_c (s, ',');
+      append_label (s, "uuid", vm->uuid);
+    }
+    g_string_append_printf (s, "} %.6g\n", (double) p->decision.cap / FH_SCALE);
+  }
   family (s, "freqhint_cpu_floor_ratio", "gauge", "Aggregated floor of the active vCPUs on a CPU.");
   for (guint c = 0; c < d->host->n_cpus; c++)
     if (d->cpus[c].active)
@@ -749,6 +810,17 @@ section_family (guint section, GString *s)
     family (s, "freqhint_vcpu_active", "gauge",
             "1 when the vCPU holds its CPU's limits (hinted, not idle).");
     break;
+  case PAGE_VM_STATE:
+    family (s, "freqhint_vm_state_info", "gauge",
+            "Always 1; labels: where the VM's state comes from (state_source: guest = its device "
+            "only, host = the host's record only, both) and which host record knows it "
+            "(host_record: libvirt, config, none) (MR-28).");
+    break;
+  case PAGE_VCPU_HOST_BUSY:
+    family (s, "freqhint_vcpu_host_busy", "gauge",
+            "1 when the vCPU's thread ran at least 25 % of the last window, as the host sees it; "
+            "without a guest record this makes the vCPU active (MR-29).");
+    break;
   default:
     g_assert_not_reached ();
   }
@@ -811,6 +883,19 @@ section_vm (guint section, FhVm *vm, GString *s)
       g_string_append (s, "freqhint_vcpu_active");
       vcpu_labels (s, vm, j);
       g_string_append_printf (s, "} %d\n", vm->vcpus[j].d.active && vm->vcpus[j].tid_ok);
+    }
+    break;
+  case PAGE_VM_STATE:
+    g_string_append (s, "freqhint_vm_state_info");
+    vm_labels (s, vm);
+    g_string_append_printf (s, ",state_source=\"%s\",host_record=\"%s\"} 1\n",
+                            fh_vm_state_source (vm), vm->host_source ? vm->host_source : "none");
+    break;
+  case PAGE_VCPU_HOST_BUSY:
+    for (guint j = 0; j < vm->num_vcpus; j++) {
+      g_string_append (s, "freqhint_vcpu_host_busy");
+      vcpu_labels (s, vm, j);
+      g_string_append_printf (s, "} %d\n", vm->vcpus[j].busy);
     }
     break;
   default:

@@ -222,8 +222,10 @@ print_status (JsonObject *o)
   printf ("version:          %s\n", sget (o, "version"));
   printf ("backend:          %s\n", sget (o, "backend"));
   printf ("uptime:           %" G_GINT64_FORMAT " s\n", iget (o, "uptime_seconds"));
-  printf ("connected VMs:    %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " vCPUs)\n",
+  printf ("connected VMs:    %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " vCPUs, with the host's)\n",
           iget (o, "connected_vms"), iget (o, "vcpus"));
+  printf ("host-only VMs:    %" G_GINT64_FORMAT " (no device connection; ceilings held)\n",
+          iget (o, "host_vms"));
   printf ("CPUs:             %" G_GINT64_FORMAT " in %" G_GINT64_FORMAT
           " cpufreq policies, governor %s\n",
           iget (o, "cpus"), iget (o, "cpufreq_policies"), sget (o, "governor"));
@@ -263,8 +265,8 @@ print_status (JsonObject *o)
 static void
 print_vms (JsonArray *a)
 {
-  Table *t = table_new ("llrrrllll", "NAME", "UUID", "PID", "VCPUS", "ACTIVE", "OPERATOR(%)",
-                        "SOURCE", "GUEST-HINTS", "SINCE", NULL);
+  Table *t = table_new ("llrrrlllll", "NAME", "UUID", "PID", "VCPUS", "ACTIVE", "OPERATOR(%)",
+                        "SOURCE", "GUEST-HINTS", "SINCE", "STATE-FROM", NULL);
 
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
@@ -282,6 +284,15 @@ print_vms (JsonArray *a)
                                 ? "on"
                                 : "off"));
     table_add (t, g_strdup (sget (o, "connected_since")));
+    /* MR-28: guest, host or both; and which host record */
+    {
+      JsonNode *rec = json_object_get_member (o, "host_record");
+
+      table_add (
+          t, rec && JSON_NODE_HOLDS_VALUE (rec)
+                 ? g_strdup_printf ("%s (%s)", sget (o, "state_source"), json_node_get_string (rec))
+                 : g_strdup (sget (o, "state_source")));
+    }
   }
   table_print_free (t);
 }
@@ -289,8 +300,8 @@ print_vms (JsonArray *a)
 static void
 print_vcpus (JsonArray *a)
 {
-  Table *t = table_new ("lrrlrlllll", "VM", "VCPU", "TID", "STATE", "CPU", "PLACED",
-                        "REQUEST(%)", "GRANTED(%)", "EFFECTIVE(%)", "CGROUP", NULL);
+  Table *t = table_new ("lrrlrllllll", "VM", "VCPU", "TID", "STATE", "CPU", "PLACED", "REQUEST(%)",
+                        "GRANTED(%)", "EFFECTIVE(%)", "CGROUP", "ACTIVE-BY", NULL);
 
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
@@ -305,6 +316,11 @@ print_vcpus (JsonArray *a)
     table_add (t, range (o, "granted"));
     table_add (t, range (o, "effective"));
     table_add (t, g_strdup (sget (o, "cgroup")));
+    {
+      JsonNode *by = json_object_get_member (o, "activity_source");
+
+      table_add (t, g_strdup (by && JSON_NODE_HOLDS_VALUE (by) ? json_node_get_string (by) : "-"));
+    }
   }
   table_print_free (t);
 }
@@ -312,8 +328,8 @@ print_vcpus (JsonArray *a)
 static void
 print_cpus (JsonArray *a)
 {
-  Table *t = table_new ("rrrrrrl", "CPU", "POLICY", "FLOOR(%)", "CEILING(%)", "MIN(kHz)",
-                        "MAX(kHz)", "HELD BY", NULL);
+  Table *t = table_new ("rrrrrrlrl", "CPU", "POLICY", "FLOOR(%)", "CEILING(%)", "MIN(kHz)",
+                        "MAX(kHz)", "HELD BY", "CAP(%)", "CAPPED BY", NULL);
 
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
@@ -335,6 +351,16 @@ print_cpus (JsonArray *a)
     table_add (t, opt_int (o, "min_freq_khz"));
     table_add (t, opt_int (o, "max_freq_khz"));
     table_add (t, g_string_free (held, FALSE));
+    /* MR-27: the policy's cap and the VM whose ceiling it is */
+    {
+      JsonNode *cap_vm = json_object_get_member (o, "policy_cap_vm");
+
+      table_add (t, opt_percent (o, "policy_cap"));
+      table_add (t, cap_vm && JSON_NODE_HOLDS_OBJECT (cap_vm)
+                        ? g_strdup_printf ("%s (%s)", sget (json_node_get_object (cap_vm), "name"),
+                                           sget (json_node_get_object (cap_vm), "state_source"))
+                        : g_strdup ("-"));
+    }
   }
   table_print_free (t);
 }

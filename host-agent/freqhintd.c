@@ -53,7 +53,8 @@ libvirt_settings_changed (gpointer data)
 /*
  * LM-12: each vCPU's operator ceiling into cpu.uclamp.max of its own
  * libvirt vcpuN group, so the kernel holds it even without us.  Runs when
- * settings change or a VM connects, not per decision: it reads /proc.
+ * settings change or a VM arrives (a connection, or one the host view found,
+ * MR-28), not per decision: it reads /proc.
  */
 static void
 mirror_ceilings (App *app)
@@ -127,10 +128,13 @@ after_pass (FhDaemon *daemon, gpointer data)
 #ifdef HAVE_LIBVIRT
   App *app = data;
 
+  /* a VM found by the host view (MR-28) is new threads to mirror, as a connection is */
+  guint64 arrivals = daemon->vm_connections_total + daemon->host_vms_found_total;
+
   if (daemon->config->mirror_ceiling &&
-      (app->mirror_dirty || app->mirrored_connections != daemon->vm_connections_total)) {
+      (app->mirror_dirty || app->mirrored_connections != arrivals)) {
     app->mirror_dirty = FALSE;
-    app->mirrored_connections = daemon->vm_connections_total;
+    app->mirrored_connections = arrivals;
     mirror_ceilings (app);
   }
 #else

@@ -182,6 +182,26 @@ echo "close" >&3
 wait_for "released to the defaults, not to the stale clamps" 'min=0 max=1024$' get $V1
 kill -TERM $D; wait $D; rc=$?
 check "freqhintd exits cleanly again (status $rc)" test "$rc" = 0
+
+# MR-27/MR-28 (issue 38): a VM without the device, named by a pidfile, its
+# vCPU thread found by its name (QEMU's "CPU N/KVM"): no connection, and
+# its thread carries sched_util_max = the ceiling (25 % = 256) all the same.
+sleep 1000 & V4=$!
+check "a thread named as QEMU names a vCPU thread" sh -c "printf 'CPU 0/KVM' > /proc/$V4/comm"
+check "its pidfile" sh -c "echo $V4 > $W/stock.pid"
+cat >>$W/freqhintd.conf <<EOC
+[vm stock]
+ceiling=25
+pidfile=$W/stock.pid
+EOC
+start_daemon "fourth run, a device-less VM"
+wait_for "the device-less VM's vCPU thread carries sched_util_max 256" 'min=0 max=256$' get $V4
+check_output "freqhintctl: the VM is known from the host (config)" '"state_source" *: *"host"' \
+	$FH/freqhintctl --socket $W/ctl.sock --json vms
+kill -TERM $D; wait $D; rc=$?
+check "freqhintd exits cleanly (status $rc)" test "$rc" = 0
+check_output "exit releases the device-less VM's thread" 'min=0 max=1024$' get $V4
+kill $V4 2>/dev/null
 check_fails "no sanitizer report, warning or critical in the daemon log" \
 	grep -E 'AddressSanitizer|LeakSanitizer|runtime error|CRITICAL|WARNING' $W/daemon.log
 echo "--- freqhintd log"; cat $W/daemon.log

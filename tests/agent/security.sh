@@ -134,12 +134,13 @@ sec_identity_scope_collision() {
 # the log once cut it there, and a long TMPDIR made the check fail).
 LIBVIRT_DIR=libvirt-state-directory-with-a-name-long-enough-that-every-path-in-it-is-longer-than-a-close-frame-text
 
-# domstatus NAME UUID PID: libvirt's record of a running domain, as its QEMU
+# domstatus NAME UUID PID [TID]: libvirt's record of a running domain (vCPU 0
+# on thread TID, default PID), as its QEMU
 # driver writes it (root's, 0600, by rename) into libvirt_state_dir.
 domstatus() {
 	mkdir -p "$T/$LIBVIRT_DIR"
 	printf "<!--\nWARNING: THIS IS AN AUTO-GENERATED FILE.\n-->\n<domstatus state='running' reason='booted' pid='%s'>\n  <taint flag='custom-argv'/>\n  <vcpus>\n    <vcpu id='0' pid='%s'/>\n  </vcpus>\n  <domain type='kvm' id='7'>\n    <name>%s</name>\n    <uuid>%s</uuid>\n    <metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'><nova:name>decoy</nova:name></nova:instance></metadata>\n  </domain>\n</domstatus>\n" \
-		"$3" "$3" "$1" "$2" >"$T/$LIBVIRT_DIR/.$1.new"
+		"$3" "${4:-$3}" "$1" "$2" >"$T/$LIBVIRT_DIR/.$1.new"
 	chmod 0600 "$T/$LIBVIRT_DIR/.$1.new"
 	mv "$T/$LIBVIRT_DIR/.$1.new" "$T/$LIBVIRT_DIR/$1.xml"
 }
@@ -157,7 +158,7 @@ lv_peer() {
 		# (no timeout(1) in between: the peer must be the process libvirt names)
 		(
 			"$MKFIXTURE" thread "$FX" 3409 6 6 /machine.slice "$BASHPID"
-			[ ${#dom[@]} = 0 ] || domstatus "${dom[0]}" "${dom[1]}" "$BASHPID"
+			[ ${#dom[@]} = 0 ] || domstatus "${dom[0]}" "${dom[1]}" "$BASHPID" 3409
 			exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --vcpus 1 --tids 3409 \
 				--hint 0:1024:1024 --expect-close permission "$@"
 		) >"$T/client-lv.out" 2>&1 &
@@ -176,7 +177,7 @@ lv_peer() {
 	else
 		(
 			"$MKFIXTURE" thread "$FX" 3409 6 6 /machine.slice "$BASHPID"
-			[ ${#dom[@]} = 0 ] || domstatus "${dom[0]}" "${dom[1]}" "$BASHPID"
+			[ ${#dom[@]} = 0 ] || domstatus "${dom[0]}" "${dom[1]}" "$BASHPID" 3409
 			exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --vcpus 1 --tids 3409 --hint 0:512:1024 "$@"
 		) >"$T/client-ok.out" 2>&1 & CLIENTS+=($!)
 		local pid=$!
@@ -194,7 +195,7 @@ lv_peer() {
 dom_a_connects() {
 	(
 		"$MKFIXTURE" tgid "$FX" 3401 "$BASHPID"
-		domstatus dom-a $U1 "$BASHPID"
+		domstatus dom-a $U1 "$BASHPID" 3401
 		exec "$FH_TESTCLIENT" --socket "$T/dev.sock" --name dom-a --uuid $U1 --vcpus 1 \
 			--tids 3401 --hint 0:0:1024
 	) >"$T/client-a.out" 2>&1 & CLIENTS+=($!)

@@ -394,6 +394,10 @@ test_config_strict (void)
     { "[daemon]\npoll_interval_ms=10s\n", "2: [daemon] poll_interval_ms: \"10s\" is not an integer" },
     { "[daemon]\nsocket_mode=rw\n", "2: [daemon] socket_mode: \"rw\"" },
     { "[vm a]\nfloor=101\n", "2: [vm a] floor: " },
+    { "[vm a]\npidfile=/run/a.pid\nunit=a.scope\n", "3: [vm a] unit: a VM's process is named by pidfile= or unit=, not both" },
+    { "[vm a]\npidfile=run/a.pid\n", "2: [vm a] pidfile: \"run/a.pid\" is not an absolute path" },
+    { "[vm a]\nunit=../a.scope\n", "2: [vm a] unit: \"../a.scope\" is not a systemd unit name" },
+    { "[vm a]\nunit=a.slice\n", "2: [vm a] unit: \"a.slice\" is not a systemd unit name" },
   };
   static const char *const good_bools[] = { "true", "false", "1", "0" };
 

@@ -553,6 +553,36 @@ test_freq_quantize (void)
   g_assert_cmpuint (hi, ==, 2187500);
 }
 
+/*
+ * MR-29: a thread that ran 25 % of the window or more is busy, less is not;
+ * a busy vCPU without a record gets the operator's bounds as its request.
+ */
+static void
+test_host_busy (void)
+{
+  static const FhGuestHint busy = { FH_HINT_HOST_BUSY, 0, 0, 0 };
+  FhChain chain = { { 1024, 1024 }, NULL, 0, FALSE, 1024 };
+  FhMergeParams params = { TRUE, 1.0 };
+  FhVcpuDecision d;
+
+  g_assert_true (fh_merge_host_busy (250000000, 1000000000));
+  g_assert_false (fh_merge_host_busy (249999999, 1000000000));
+  g_assert_true (fh_merge_host_busy (1000000000, 1000000000));
+  g_assert_true (fh_merge_host_busy (25, 100));
+  g_assert_false (fh_merge_host_busy (24, 100));
+  g_assert_true (fh_merge_host_busy (1, 3)); /* 0.33 >= 0.25 */
+  g_assert_false (fh_merge_host_busy (0, 1000));
+  g_assert_false (fh_merge_host_busy (5, 0)); /* no window: no sample */
+  g_assert_true (fh_merge_host_busy (G_MAXUINT64 / 2, G_MAXUINT64 / 2));
+  /* not a wire flag: outside what the decoder lets through */
+  g_assert_cmpuint (FH_HINT_HOST_BUSY & VIRTIO_FREQHINT_R_ALL, ==, 0);
+  d = fh_merge_vcpu (&busy, &chain, (FhClamp){ 512, 768 }, &params);
+  g_assert_true (d.active);
+  g_assert_cmpuint (d.eff.min, ==, 512);
+  g_assert_cmpuint (d.eff.max, ==, 768);
+  g_assert_cmpuint (d.cap, ==, 768);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -564,6 +594,7 @@ main (int argc, char **argv)
   g_test_add_func ("/merge/aggregate", test_aggregate);
   g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);
   g_test_add_func ("/merge/cap", test_cap);
+  g_test_add_func ("/merge/host-busy", test_host_busy);
   g_test_add_func ("/merge/freq", test_freq);
   g_test_add_func ("/merge/freq-quantize", test_freq_quantize);
   return g_test_run ();

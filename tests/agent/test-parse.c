@@ -244,6 +244,52 @@ test_stat (void)
   g_clear_error (&error);
 }
 
+/* MR-29: a thread's run time, from schedstat (ns) or stat (utime + stime, ticks). */
+static void
+test_run_time (void)
+{
+  /* schedstat: its first field, in ns; anything else there is refused */
+  static const char *const refused[] = { "", "-1 0 0", "12x 0 0", "99999999999999999999999 0 0" };
+  guint64 v = 0;
+  g_autoptr (GString) stat = g_string_new ("42 (CPU 0/K)M) 1 2) S 1 40 40 0 -1 4194560 0 0 0 0 150 25");
+
+  g_assert_true (fh_parse_schedstat_run_ns ("123456789 2000 17\n", &v, NULL));
+  g_assert_cmpuint (v, ==, 123456789);
+  for (gsize i = 0; i < G_N_ELEMENTS (refused); i++)
+    g_assert_false (fh_parse_schedstat_run_ns (refused[i], &v, NULL));
+  /* fields counted after the last ')': a comm with spaces and ')' shifts nothing */
+  for (int i = 16; i <= 52; i++)
+    g_string_append (stat, " 7");
+  g_assert_true (fh_parse_stat_cputime (stat->str, &v, NULL));
+  g_assert_cmpuint (v, ==, 175);
+  g_assert_false (fh_parse_stat_cputime ("42 (a) S 1 40 40 0 -1 0 0 0 0 0 5", &v, NULL));
+  g_assert_false (fh_parse_stat_cputime ("42 (a) S 1 40 40 0 -1 0 0 0 0 0 x 5", &v, NULL));
+  g_assert_false (fh_parse_stat_cputime ("no comm", &v, NULL));
+}
+
+/* MR-28: which thread names are vCPU threads, and of which index. */
+static void
+test_vcpu_thread_name (void)
+{
+  static const struct {
+    const char *comm;
+    int want;
+  } cases[] = {
+    { "CPU 0/KVM", 0 },     { "CPU 12/KVM", 12 },    { "CPU 3/TCG", 3 },      { "CPU 255/HVF", 255 },
+    { "vcpu0", 0 },         { "vcpu17", 17 },        { "fc_vcpu 4", 4 },      { "CPU 256/KVM", -1 },
+    { "CPU 01/KVM", -1 },   { "CPU -1/KVM", -1 },    { "CPU 1/", -1 },        { "CPU 1/KVM ", -1 },
+    { "CPU 1/K1", -1 },     { "CPU 1", -1 },         { "cpu 1/KVM", -1 },     { "CPU  1/KVM", -1 },
+    { "vcpu", -1 },         { "vcpu 1", -1 },        { "vcpu1a", -1 },        { "vcpu007", -1 },
+    { "fc_vcpu", -1 },      { "fc_vcpu1", -1 },      { "qemu-system-x86", -1 }, { "IO mon_iothread", -1 },
+    { "worker", -1 },       { "", -1 },              { "vcpu99999999999", -1 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_test_message ("\"%s\"", cases[i].comm);
+    g_assert_cmpint (fh_parse_vcpu_thread_name (cases[i].comm), ==, cases[i].want);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -255,5 +301,7 @@ main (int argc, char **argv)
   g_test_add_func ("/parse/status", test_status);
   g_test_add_func ("/parse/proc-cgroup", test_proc_cgroup);
   g_test_add_func ("/parse/stat", test_stat);
+  g_test_add_func ("/parse/run-time", test_run_time);
+  g_test_add_func ("/parse/vcpu-thread-name", test_vcpu_thread_name);
   return g_test_run ();
 }

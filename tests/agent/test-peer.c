@@ -232,6 +232,35 @@ test_check_hello (void)
   fh_peer_identity_clear (&id);
 }
 
+/*
+ * MR-28: the <vcpus> of the status file, not the domain definition's (which
+ * has <vcpu id enabled> without threads), nor a nested element; ids past
+ * FH_MAX_VCPUS and bad pids ignored; holes stay 0.
+ */
+static void
+test_domstatus_vcpus (void)
+{
+  static const char text[] =
+      "<domstatus state='running' pid='100'>\n"
+      "  <vcpus><vcpu id='0' pid='101'/><vcpu id='2' pid='103'/><vcpu id='256' pid='999'/>"
+      "<vcpu id='1' pid='x'/><vcpu pid='998'/><x><vcpu id='3' pid='997'/></x></vcpus>\n"
+      "  <domain type='kvm'><name>a</name><uuid>" U1 "</uuid>"
+      "<vcpus><vcpu id='0' pid='996'/><vcpu id='5' enabled='yes'/></vcpus></domain>\n"
+      "</domstatus>\n";
+  static const char none[] =
+      "<domstatus pid='100'><domain><name>a</name><uuid>" U1 "</uuid></domain></domstatus>";
+  g_autoptr (FhLibvirtDomain) dom = fh_peer_parse_domstatus (text, strlen (text), NULL);
+  g_autoptr (FhLibvirtDomain) bare = fh_peer_parse_domstatus (none, strlen (none), NULL);
+
+  g_assert_nonnull (dom);
+  g_assert_cmpuint (dom->vcpu_tids->len, ==, 3);
+  g_assert_cmpuint (g_array_index (dom->vcpu_tids, guint32, 0), ==, 101);
+  g_assert_cmpuint (g_array_index (dom->vcpu_tids, guint32, 1), ==, 0);
+  g_assert_cmpuint (g_array_index (dom->vcpu_tids, guint32, 2), ==, 103);
+  g_assert_nonnull (bare);
+  g_assert_null (bare->vcpu_tids);
+}
+
 /* libvirt's status file (PA-22): pid, name and UUID; nothing else taken. */
 static void
 test_domstatus (void)
@@ -264,6 +293,10 @@ test_domstatus (void)
   g_assert_cmpint (dom->pid, ==, 4242);
   g_assert_cmpstr (dom->name, ==, "web&1");
   g_assert_cmpstr (dom->uuid, ==, "abcdef01-1111-1111-1111-111111111111");
+  /* MR-28: libvirt's record of the vCPU threads, from <domstatus><vcpus> only */
+  g_assert_nonnull (dom->vcpu_tids);
+  g_assert_cmpuint (dom->vcpu_tids->len, ==, 1);
+  g_assert_cmpuint (g_array_index (dom->vcpu_tids, guint32, 0), ==, 4250);
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     g_autoptr (GError) error = NULL;
     g_autoptr (FhLibvirtDomain) d = fh_peer_parse_domstatus (bad[i], strlen (bad[i]), &error);
@@ -710,6 +743,7 @@ main (int argc, char **argv)
   g_test_add_func ("/peer/check-hello", test_check_hello);
   g_test_add_func ("/peer/pidfd", test_pidfd);
   g_test_add_func ("/peer/domstatus", test_domstatus);
+  g_test_add_func ("/peer/domstatus-vcpus", test_domstatus_vcpus);
   g_test_add_func ("/peer/check-libvirt", test_check_libvirt);
   g_test_add_func ("/device/close-in-callback", test_close_in_callback);
   g_test_add_func ("/device/many-one-closing", test_many_one_closing);

@@ -104,5 +104,20 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
   }
   check_error (fh_parse_stat_processor (text, &v, &error), &error);
+  /* MR-29: the run time, from either file */
+  check_error (fh_parse_schedstat_run_ns (text, &v64, &error), &error);
+  {
+    gboolean ok = fh_parse_stat_cputime (text, &v64, &error);
+
+    check_error (ok, &error);
+    if (ok)
+      CHECK (v64 <= 2 * (guint64) G_MAXUINT32);
+  }
+  /* MR-28: a vCPU index below 256, or none */
+  {
+    int index = fh_parse_vcpu_thread_name (text);
+
+    CHECK (index >= -1 && index < 256);
+  }
   return 0;
 }
