@@ -64,9 +64,11 @@ DEMO_PKGS=(
 	flex bison bc libelf-dev libssl-dev dwarves kmod
 	libfdt-dev libpixman-1-dev zlib1g-dev python3-venv gcc-multilib seabios ipxe-qemu
 )
-# What the tests need beside: the fuzz build, valgrind, promtool, the
-# libvirt daemon, packaging, the stock kernels, the rootfs builder.
+# What the tests need beside: Debian's own QEMU (libvirt-stock runs a
+# domain on it: the stock device set), the fuzz build, valgrind, promtool,
+# the libvirt daemon, packaging, the stock kernels, the rootfs builder.
 TEST_PKGS=(
+	qemu-system-x86
 	clang libclang-rt-14-dev llvm valgrind libxml2-utils gnuplot-nox
 	prometheus stress-ng systemd debhelper dh-dkms dkms lintian
 	linux-headers-6.1.0-*-amd64
