@@ -20,11 +20,6 @@ struct dentry;
 struct virtio_device;
 struct virtqueue;
 
-struct fh_grant {
-	u16 floor;
-	u16 ceiling;
-};
-
 /* Event buffers kept posted: CPU_IDS and the first FEEDBACK fit at once. */
 #define FH_EVENT_BUFS		4
 
@@ -84,15 +79,7 @@ struct virtio_freqhint {
 	int *index;		/* [nr_cpu_ids], -1: no device index */
 
 	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
-	u32 fb_seq;
-	bool agent;
-	u16 operator_floor;
-	u16 operator_ceiling;
-	struct fh_grant *grants;	/* [num_vcpus] */
-	u8 *freq_class;			/* [num_vcpus] */
-	u16 num_freq_classes;
-	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
-	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+	struct fh_host host;
 
 	struct fh_stats stats;
 };

@@ -138,6 +138,43 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_feedback_why);
 
+static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
+			       struct fh_freq *f)
+{
+	unsigned int i;
+
+	memset(f, 0, sizeof(*f));
+	f->min_khz = le32_to_cpu(fc->min_khz);
+	f->max_khz = le32_to_cpu(fc->max_khz);
+	f->n = le16_to_cpu(fc->num_freqs);
+	for (i = 0; i < f->n; i++)
+		f->khz[i] = le32_to_cpu(fc->freqs_khz[i]);
+}
+
+/* A checked FEEDBACK snapshot becomes the driver's state. */
+void vfh_feedback_take(struct fh_host *h,
+		       const struct virtio_freqhint_feedback *fb,
+		       u16 num_vcpus)
+{
+	unsigned int i;
+
+	h->seq = le32_to_cpu(fb->seq);
+	h->agent = le16_to_cpu(fb->flags) & VIRTIO_FREQHINT_FB_AGENT;
+	h->operator_floor = le16_to_cpu(fb->operator_floor);
+	h->operator_ceiling = le16_to_cpu(fb->operator_ceiling);
+	h->num_freq_classes = le16_to_cpu(fb->num_freq_classes);
+	for (i = 0; i < h->num_freq_classes; i++) {
+		fh_freq_from_class(&fb->classes[i], &h->classes[i]);
+		h->class_step[i] = le16_to_cpu(fb->classes[i].perf_step);
+	}
+	for (i = 0; i < num_vcpus; i++) {
+		h->grants[i].floor = le16_to_cpu(fb->vcpus[i].floor);
+		h->grants[i].ceiling = le16_to_cpu(fb->vcpus[i].ceiling);
+		h->freq_class[i] = fb->vcpus[i].freq_class;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_feedback_take);
+
 /* Serial-number order of snapshot sequence numbers (RFC 1982 style). */
 bool vfh_seq_newer(u32 seq, u32 last)
 {
@@ -161,6 +198,18 @@ const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 	return NULL;
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_why);
+
+/* A checked CPU_IDS message into @ids[@num_vcpus]; whether it was taken. */
+bool vfh_cpu_ids_take(u64 *ids, bool have_ids,
+		      const struct virtio_freqhint_cpu_ids *m, u16 num_vcpus)
+{
+	unsigned int i;
+
+	for (i = 0; i < num_vcpus; i++)
+		ids[i] = le64_to_cpu(m->cpu_id[i]);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_take);
 
 /* The index whose id is @id in @ids[@n], or -ENOENT. */
 int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)

@@ -98,53 +98,18 @@ static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 						  vi->fw_id[cpu]);
 }
 
-static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
-			       struct fh_freq *f)
-{
-	unsigned int i;
-
-	memset(f, 0, sizeof(*f));
-	f->min_khz = le32_to_cpu(fc->min_khz);
-	f->max_khz = le32_to_cpu(fc->max_khz);
-	f->n = le16_to_cpu(fc->num_freqs);
-	for (i = 0; i < f->n; i++)
-		f->khz[i] = le32_to_cpu(fc->freqs_khz[i]);
-}
-
 /* No agent, no snapshot yet: the host's defaults. */
 static void fh_feedback_defaults(struct virtio_freqhint *vi)
 {
 	unsigned int i;
 
-	vi->agent = false;
-	vi->operator_floor = 0;
-	vi->operator_ceiling = VIRTIO_FREQHINT_SCALE;
-	vi->num_freq_classes = 0;
+	vi->host.agent = false;
+	vi->host.operator_floor = 0;
+	vi->host.operator_ceiling = VIRTIO_FREQHINT_SCALE;
+	vi->host.num_freq_classes = 0;
 	for (i = 0; i < vi->num_vcpus; i++) {
-		vi->grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
-		vi->freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
-	}
-}
-
-/* A checked FEEDBACK snapshot becomes the driver's state (->lock held). */
-static void fh_feedback_take(struct virtio_freqhint *vi,
-			     const struct virtio_freqhint_feedback *fb)
-{
-	unsigned int i;
-
-	vi->fb_seq = le32_to_cpu(fb->seq);
-	vi->agent = le16_to_cpu(fb->flags) & VIRTIO_FREQHINT_FB_AGENT;
-	vi->operator_floor = le16_to_cpu(fb->operator_floor);
-	vi->operator_ceiling = le16_to_cpu(fb->operator_ceiling);
-	vi->num_freq_classes = le16_to_cpu(fb->num_freq_classes);
-	for (i = 0; i < vi->num_freq_classes; i++) {
-		fh_freq_from_class(&fb->classes[i], &vi->classes[i]);
-		vi->class_step[i] = le16_to_cpu(fb->classes[i].perf_step);
-	}
-	for (i = 0; i < vi->num_vcpus; i++) {
-		vi->grants[i].floor = le16_to_cpu(fb->vcpus[i].floor);
-		vi->grants[i].ceiling = le16_to_cpu(fb->vcpus[i].ceiling);
-		vi->freq_class[i] = fb->vcpus[i].freq_class;
+		vi->host.grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
+		vi->host.freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	}
 }
 
@@ -166,17 +131,19 @@ static void fh_apply_feedback(struct virtio_freqhint *vi)
 		int idx;
 
 		mutex_lock(&vi->lock);
-		floor = vi->operator_floor;
-		ceil = vi->operator_ceiling;
+		floor = vi->host.operator_floor;
+		ceil = vi->host.operator_ceiling;
 		idx = vi->index[cpu];
 		if (idx >= 0) {
-			u8 c = vi->freq_class[idx];
+			u8 c = vi->host.freq_class[idx];
 
-			floor = max_t(unsigned int, floor, vi->grants[idx].floor);
-			ceil = min_t(unsigned int, ceil, vi->grants[idx].ceiling);
-			if (c < vi->num_freq_classes) {
-				f = vi->classes[c];
-				vfh_freq_levels(&f, vi->class_step[c], &lv);
+			floor = max_t(unsigned int, floor,
+				      vi->host.grants[idx].floor);
+			ceil = min_t(unsigned int, ceil,
+				     vi->host.grants[idx].ceiling);
+			if (c < vi->host.num_freq_classes) {
+				f = vi->host.classes[c];
+				vfh_freq_levels(&f, vi->host.class_step[c], &lv);
 				class = true;
 			}
 		}
@@ -208,7 +175,7 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 	struct device *dev = &vi->vdev->dev;
 	const struct virtio_freqhint_cpu_ids *m = buf;
 	const char *why = "unknown message type";
-	unsigned int i, cpu;
+	unsigned int cpu;
 
 	if (len < sizeof(__le16)) {
 		why = "short message";
@@ -216,8 +183,8 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 		why = vi->has_cpu_id ? vfh_cpu_ids_why(buf, len, vi->num_vcpus) :
 				       "CPU_IDS without F_CPU_ID";
 		if (!why) {
-			for (i = 0; i < vi->num_vcpus; i++)
-				vi->cpu_ids[i] = le64_to_cpu(m->cpu_id[i]);
+			vfh_cpu_ids_take(vi->cpu_ids, vi->have_ids, m,
+					 vi->num_vcpus);
 			vi->have_ids = true;
 			for_each_possible_cpu(cpu)
 				fh_map_cpu(vi, cpu);
@@ -232,11 +199,11 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 				       vi->has_host_freq) :
 		      "FEEDBACK without F_FEEDBACK";
 		if (!why) {
-			if (!vfh_seq_newer(le32_to_cpu(s->seq), vi->fb_seq)) {
+			if (!vfh_seq_newer(le32_to_cpu(s->seq), vi->host.seq)) {
 				vi->stats.feedback_stale++;
 				return;
 			}
-			fh_feedback_take(vi, s);
+			vfh_feedback_take(&vi->host, s, vi->num_vcpus);
 			vi->stats.feedback_applied++;
 			*fb = true;
 			return;
@@ -396,7 +363,7 @@ static void fh_device_up(struct virtio_freqhint *vi)
 {
 	mutex_lock(&vi->lock);
 	/* The device's snapshot numbers restart at 1 after a reset. */
-	vi->fb_seq = 0;
+	vi->host.seq = 0;
 	vi->have_ids = false;
 	mutex_unlock(&vi->lock);
 	virtio_device_ready(vi->vdev);
@@ -615,8 +582,8 @@ static void fh_free(struct virtio_freqhint *vi)
 	kfree(vi->fw_id);
 	kfree(vi->cpu_ids);
 	kfree(vi->event_bufs);
-	kfree(vi->freq_class);
-	kfree(vi->grants);
+	kfree(vi->host.freq_class);
+	kfree(vi->host.grants);
 	kfree(vi->seq);
 	kfree(vi->buf);
 	kfree(vi);
@@ -627,9 +594,10 @@ static int fh_alloc(struct virtio_freqhint *vi)
 	unsigned int cpu;
 
 	vi->seq = kcalloc(vi->num_vcpus, sizeof(*vi->seq), GFP_KERNEL);
-	vi->grants = kcalloc(vi->num_vcpus, sizeof(*vi->grants), GFP_KERNEL);
-	vi->freq_class = kcalloc(vi->num_vcpus, sizeof(*vi->freq_class),
-				 GFP_KERNEL);
+	vi->host.grants = kcalloc(vi->num_vcpus, sizeof(*vi->host.grants),
+				  GFP_KERNEL);
+	vi->host.freq_class = kcalloc(vi->num_vcpus,
+				      sizeof(*vi->host.freq_class), GFP_KERNEL);
 	vi->cpu_ids = kcalloc(vi->num_vcpus, sizeof(*vi->cpu_ids), GFP_KERNEL);
 	vi->fw_id = kcalloc(nr_cpu_ids, sizeof(*vi->fw_id), GFP_KERNEL);
 	vi->fw_known = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
@@ -646,7 +614,8 @@ static int fh_alloc(struct virtio_freqhint *vi)
 		vi->event_bufs = kcalloc(FH_EVENT_BUFS,
 					 ALIGN(vi->event_buf_size, 8),
 					 GFP_KERNEL);
-	if (!vi->seq || !vi->grants || !vi->freq_class || !vi->cpu_ids ||
+	if (!vi->seq || !vi->host.grants || !vi->host.freq_class ||
+	    !vi->cpu_ids ||
 	    !vi->fw_id || !vi->fw_known || !vi->index || !vi->buf ||
 	    ((vi->has_feedback || vi->has_cpu_id) && !vi->event_bufs))
 		return -ENOMEM;

@@ -71,13 +71,13 @@ size_t vfh_buf_size(unsigned int n)
  */
 void vfh_transport_kick(struct virtio_freqhint *vi)
 {
-	unsigned long next, delay = 0;
+	unsigned long delay = 0;
 
 	if (!READ_ONCE(vi->link_up))
 		return;
-	next = READ_ONCE(vi->last_send) + msecs_to_jiffies(vi->tune.window_ms);
-	if (time_before(jiffies, next) && !fh_every())
-		delay = next - jiffies;
+	if (!fh_every())
+		delay = vfh_send_delay(jiffies, READ_ONCE(vi->last_send),
+				       msecs_to_jiffies(vi->tune.window_ms));
 	/* Already queued: its (earlier or equal) time stands. */
 	kthread_queue_delayed_work(vi->worker, &vi->send_work, delay);
 }
@@ -247,9 +247,9 @@ static ssize_t name##_show(struct device *dev,				\
 }									\
 static DEVICE_ATTR_RO(name)
 
-FH_SHOW_U16(operator_floor, vi->operator_floor);
-FH_SHOW_U16(operator_ceiling, vi->operator_ceiling);
-FH_SHOW_U16(agent_connected, vi->agent);
+FH_SHOW_U16(operator_floor, vi->host.operator_floor);
+FH_SHOW_U16(operator_ceiling, vi->host.operator_ceiling);
+FH_SHOW_U16(agent_connected, vi->host.agent);
 FH_SHOW_U16(num_vcpus, vi->num_vcpus);
 
 static ssize_t rate_window_ms_show(struct device *dev,
@@ -268,8 +268,8 @@ static ssize_t fh_show_grants(struct device *dev, char *buf, bool ceiling)
 	mutex_lock(&vi->lock);
 	for (i = 0; i < vi->num_vcpus; i++)
 		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "",
-				     ceiling ? vi->grants[i].ceiling :
-					       vi->grants[i].floor);
+				     ceiling ? vi->host.grants[i].ceiling :
+					       vi->host.grants[i].floor);
 	len += sysfs_emit_at(buf, len, "\n");
 	mutex_unlock(&vi->lock);
 	return len;

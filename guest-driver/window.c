@@ -12,6 +12,7 @@
 #include <asm/byteorder.h>
 #include <kunit/visibility.h>
 #include <linux/export.h>
+#include <linux/jiffies.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
@@ -228,3 +229,18 @@ void vfh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
 	r->seq = cpu_to_le32(seq);
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_record_fill);
+
+/*
+ * Jiffies until the next buffer may go: the rest of the window that
+ * started with the send at @last, 0 if that window is over.
+ */
+unsigned long vfh_send_delay(unsigned long now, unsigned long last,
+			     unsigned long window)
+{
+	unsigned long next = last + window;
+
+	if (time_before(now, next))
+		return next - now;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_send_delay);
