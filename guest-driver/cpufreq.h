@@ -39,13 +39,11 @@ struct fh_cpufreq;
 struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 				      void *data);
 void vfh_cpufreq_start(struct fh_cpufreq *cf);
-bool vfh_cpufreq_active(const struct fh_cpufreq *cf);
 void vfh_cpufreq_stop(struct fh_cpufreq *cf);
 void vfh_cpufreq_destroy(struct fh_cpufreq *cf);
 
-bool vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
 			  const struct fh_freq *f);
-void vfh_cpufreq_recreate(struct fh_cpufreq *cf);
 void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 			    unsigned int floor, unsigned int ceiling);
 

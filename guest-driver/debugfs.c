@@ -18,7 +18,9 @@
  * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
  * (device.h): buffers and records sent, sends deferred by the device's
  * own window, send errors, FEEDBACK snapshots applied, invalid and stale,
- * invalid events, records dropped for a CPU without a device index;
+ * invalid events, CPU_IDS messages after the first (ignored), event
+ * buffers the queue refused to take back (each offered again at the next
+ * event or send), records dropped for a CPU without a device index;
  * sender_ns is the sender's (the worker thread's) CPU time so far.  With
  * sampler_ns they are the module's own CPU time off the scheduler's path.
  *
@@ -108,6 +110,8 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, feedback_invalid);
 	FH_STAT(st, vi, feedback_stale);
 	FH_STAT(st, vi, events_invalid);
+	FH_STAT(st, vi, cpu_ids_ignored);
+	FH_STAT(st, vi, event_repost_errors);
 	FH_STAT(st, vi, unmapped_cpus);
 	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
 				   &fh_sender_ns_fops);

@@ -71,12 +71,15 @@ size_t vfh_buf_size(unsigned int n)
  */
 void vfh_transport_kick(struct virtio_freqhint *vi)
 {
-	unsigned long delay = 0;
+	unsigned long last, delay = 0;
 
 	if (!READ_ONCE(vi->link_up))
 		return;
+	last = READ_ONCE(vi->last_send);
+	/* Read the clock after the send's time: that is never later. */
+	smp_rmb();
 	if (!fh_every())
-		delay = vfh_send_delay(jiffies, READ_ONCE(vi->last_send),
+		delay = vfh_send_delay(jiffies, last,
 				       msecs_to_jiffies(vi->tune.window_ms));
 	/* Already queued: its (earlier or equal) time stands. */
 	kthread_queue_delayed_work(vi->worker, &vi->send_work, delay);
@@ -137,6 +140,9 @@ static void fh_send_fn(struct kthread_work *work)
 	int err;
 
 	mutex_lock(&vi->lock);
+	/* An event buffer the queue refused is offered again from there. */
+	if (vi->event_unposted && vi->link_up)
+		kthread_queue_work(vi->worker, &vi->event_work);
 	/* Indexes are known once CPU_IDS arrived, which kicks again. */
 	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
 		goto out;

@@ -12,7 +12,6 @@
 #include <asm/byteorder.h>
 #include <kunit/visibility.h>
 #include <linux/export.h>
-#include <linux/jiffies.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
@@ -232,15 +231,16 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_record_fill);
 
 /*
  * Jiffies until the next buffer may go: the rest of the window that
- * started with the send at @last, 0 if that window is over.
+ * started with the send at @last, 0 if that window is over.  The time
+ * since @last is taken as unsigned, so a send longer ago than half the
+ * jiffies range (24.8 days at HZ=1000 on 32 bits) is not in the future;
+ * @last must not be later than @now.
  */
 unsigned long vfh_send_delay(unsigned long now, unsigned long last,
 			     unsigned long window)
 {
-	unsigned long next = last + window;
+	unsigned long since = now - last;
 
-	if (time_before(now, next))
-		return next - now;
-	return 0;
+	return since < window ? window - since : 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_send_delay);
