@@ -116,8 +116,12 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 		 */
 		idx = vi->index[cpu];
 		if (idx < 0) {
-			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep))
+			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep)) {
 				vi->stats.unmapped_cpus++;
+				dev_warn_once(&vi->vdev->dev,
+					      "cpu%u has no vCPU index: not reported\n",
+					      cpu);
+			}
 			continue;
 		}
 		vfh_record_fill(&recs[n++], rep, idx, ++vi->seq[idx],
