@@ -269,45 +269,12 @@ static ssize_t rate_window_ms_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(rate_window_ms);
 
-static ssize_t fh_show_grants(struct device *dev, char *buf, bool ceiling)
-{
-	struct virtio_freqhint *vi = fh_from_dev(dev);
-	unsigned int i;
-	int len = 0;
-
-	mutex_lock(&vi->lock);
-	for (i = 0; i < vi->num_vcpus; i++)
-		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "",
-				     ceiling ? vi->host.grants[i].ceiling :
-					       vi->host.grants[i].floor);
-	len += sysfs_emit_at(buf, len, "\n");
-	mutex_unlock(&vi->lock);
-	return len;
-}
-
-/* One value per vCPU, space separated, in vCPU order. */
-static ssize_t granted_floor_show(struct device *dev,
-				  struct device_attribute *attr, char *buf)
-{
-	return fh_show_grants(dev, buf, false);
-}
-static DEVICE_ATTR_RO(granted_floor);
-
-static ssize_t granted_ceiling_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return fh_show_grants(dev, buf, true);
-}
-static DEVICE_ATTR_RO(granted_ceiling);
-
 static struct attribute *fh_attrs[] = {
 	&dev_attr_operator_floor.attr,
 	&dev_attr_operator_ceiling.attr,
 	&dev_attr_agent_connected.attr,
 	&dev_attr_num_vcpus.attr,
 	&dev_attr_rate_window_ms.attr,
-	&dev_attr_granted_floor.attr,
-	&dev_attr_granted_ceiling.attr,
 	NULL
 };
 

@@ -27,8 +27,8 @@ check_output "the driver binds" 'virtio_freqhint$' readlink "$dev/driver"
 check "the agent is connected" wait_file "$dev/agent_connected" '^1$'
 check "operator ceiling 700 arrives" wait_file "$dev/operator_ceiling" '^700$'
 check_output "operator floor 0" '^0$' cat "$dev/operator_floor"
-check "granted ceilings arrive" wait_file "$dev/granted_ceiling" '^1024 1024 500 1024$'
-check_output "granted floors" '^0 0 0 0$' cat "$dev/granted_floor"
+check "granted ceilings arrive" wait_file "$FH_GRANTS/granted_ceiling" '^1024 1024 500 1024$'
+check_output "granted floors" '^0 0 0 0$' cat "$FH_GRANTS/granted_floor"
 check "FEEDBACK snapshots were applied" \
 	wait_file "$FH_STATS/feedback_applied" '^[1-9]'
 check_output "none dropped as invalid" '^0$' cat "$FH_STATS/feedback_invalid"
@@ -115,7 +115,7 @@ if [ "$expect" = nouclamp ]; then
 	check_output "and schedutil still runs policy0" '^schedutil$' cat $P0/scaling_governor
 	check "no oops or warning across the cycle" dmesg_clean
 	check_output "and vCPU2's grant (FEEDBACK seq restarted at 1 and was taken)" \
-		'^1024 1024 500 1024$' cat "$dev/granted_ceiling"
+		'^1024 1024 500 1024$' cat "$FH_GRANTS/granted_ceiling"
 	check_output "no snapshot dropped across the reset" '^0$' \
 		cat "$FH_STATS/feedback_invalid"
 	n0=$(cat "$FH_STATS/records_sent")

@@ -36,7 +36,7 @@ fi
 if [ "$fb" = 0 ]; then
 	check_output "no agent without F_FEEDBACK" '^0$' cat "$dev/agent_connected"
 	check_output "operator ceiling 1024" '^1024$' cat "$dev/operator_ceiling"
-	check_output "grants 0..1024" '^1024 1024 1024 1024$' cat "$dev/granted_ceiling"
+	check_output "grants 0..1024" '^1024 1024 1024 1024$' cat "$FH_GRANTS/granted_ceiling"
 	check_output "no snapshot" '^0$' cat "$FH_STATS/feedback_applied"
 	if [ "$(echo "$f" | cut -c1)" = 1 ]; then
 		check_output "synthetic frequencies" '^1024000$' \

@@ -5,6 +5,8 @@
 FH_DBG=/sys/kernel/debug/virtio_freqhint/vcpus
 # The driver's counters (debugfs, not ABI): one file each.
 FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
+# What the host grants each vCPU index (debugfs): granted_floor, granted_ceiling.
+FH_GRANTS=/sys/kernel/debug/virtio_freqhint
 FH_KO=/modules/virtio_freqhint.ko
 fh_busy_pids=
 
