@@ -299,7 +299,8 @@ static void fh_event_fn(struct kthread_work *work)
 	if (fh_post_event_bufs(vi))
 		virtqueue_kick(vi->evq);
 	/* The cpufreq driver waits for the indexes and the host's classes. */
-	if ((fb || ids) && vi->host.seq && (!vi->has_cpu_id || vi->have_ids))
+	if ((fb || ids) && !READ_ONCE(vi->cpufreq_done) && vi->host.seq &&
+	    (!vi->has_cpu_id || vi->have_ids))
 		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
 	mutex_unlock(&vi->lock);
 	if (ids)
@@ -323,7 +324,7 @@ static void fh_cpufreq_fn(struct work_struct *work)
 
 	if (vi->cpufreq_done)
 		return;
-	vi->cpufreq_done = true;
+	WRITE_ONCE(vi->cpufreq_done, true);
 	vfh_cpufreq_start(vi->cpufreq);
 }
 

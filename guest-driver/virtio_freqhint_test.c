@@ -626,7 +626,9 @@ static void fh_test_feedback_take_bounded(struct kunit *test)
 	unsigned int i;
 
 	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
-	t = kunit_kzalloc(test, sizeof(*t), GFP_KERNEL);
+	/* Room for a ninth class, which a count past the array would read. */
+	t = kunit_kzalloc(test, sizeof(*t) + sizeof(t->fb.classes[0]),
+			  GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, d);
 	KUNIT_ASSERT_NOT_NULL(test, t);
 	d->h.grants = grants;
@@ -645,8 +647,13 @@ static void fh_test_feedback_take_bounded(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, grants[1].ceiling, 1024);
 	KUNIT_EXPECT_EQ(test, freq_class[3], VIRTIO_FREQHINT_NO_FREQ_CLASS);
 
-	/* Counts past the arrays, as a rewrite after the check leaves them. */
+	/*
+	 * Counts past the arrays, as a rewrite after the check leaves them.
+	 * A ninth class would take its num_freqs from vcpus[1].ceiling: keep
+	 * that small too, so that an unbounded take stays within the guard.
+	 */
 	t->fb.num_freq_classes = cpu_to_le16(VIRTIO_FREQHINT_MAX_FREQ_CLASSES + 1);
+	t->v[1].ceiling = cpu_to_le16(VIRTIO_FREQHINT_MAX_FREQS + 1);
 	for (i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++)
 		t->fb.classes[i].num_freqs =
 			cpu_to_le16(VIRTIO_FREQHINT_MAX_FREQS + 1);
