@@ -25,8 +25,9 @@ struct fh_freq {
 
 struct fh_cpufreq_ops {
 	/*
-	 * The governor's request for @cpu, 1..1024 of the policy's
-	 * cpuinfo_max_freq, or FH_CPUFREQ_NONE when @cpu has no policy.
+	 * The governor's request for @cpu, 1..1024 of the policy's highest
+	 * frequency (the class's max_khz), or FH_CPUFREQ_NONE when @cpu has
+	 * no policy.
 	 * Called from scheduler context (fast switch): no sleeping.
 	 */
 	void (*request)(void *data, unsigned int cpu, unsigned int perf);
