@@ -186,7 +186,7 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	 * (perf 1024); cur is the highest frequency the policy shows, which
 	 * is below max_khz when the host's table ends there.
 	 */
-	policy->cur = c->freq.n ? c->freq.khz[c->freq.n - 1] : c->freq.max_khz;
+	policy->cur = vfh_freq_top(&c->freq);
 	fh_request(policy, VIRTIO_FREQHINT_SCALE);
 
 	ret = freq_qos_add_request(&policy->constraints, &c->min_req,

@@ -52,6 +52,7 @@ void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 struct fh_levels;
 
 void vfh_freq_synthetic(struct fh_freq *f);
+unsigned int vfh_freq_top(const struct fh_freq *f);
 unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap);
 unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz);
 void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l);

@@ -811,6 +811,15 @@ static void fh_test_scale(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, l.thr[0], 256);
 	KUNIT_EXPECT_EQ(test, l.thr[1], 512);
 	KUNIT_EXPECT_EQ(test, l.thr[2], 1024);
+	/*
+	 * A new policy's cur: the highest frequency it shows, not max_khz
+	 * when the table ends below it (then above cpuinfo_max_freq).
+	 */
+	KUNIT_EXPECT_EQ(test, vfh_freq_top(&s), 1024000U);
+	f = (struct fh_freq){ .min_khz = 800000, .max_khz = 3200000, .n = 5,
+			      .khz = { 1000000, 1500000, 2000000, 2500000,
+				       3000000 } };
+	KUNIT_EXPECT_EQ(test, vfh_freq_top(&f), 3000000U);
 }
 
 /* What a closed window reports: flags and values together. */
