@@ -322,7 +322,7 @@ static void fh_cpufreq_fn(struct work_struct *work)
 						  struct virtio_freqhint,
 						  cpufreq_work);
 
-	if (vi->cpufreq_done)
+	if (vi->cpufreq_done || (!vi->has_perf && !vi->has_host_freq))
 		return;
 	WRITE_ONCE(vi->cpufreq_done, true);
 	vfh_cpufreq_start(vi->cpufreq);
