@@ -154,7 +154,7 @@ check_output "vCPU0 keeps the synthetic range" '^1024000$' \
 check "rmmod (device reset)" rmmod virtio_freqhint
 check_fails "the policy limit is gone with the driver" \
 	test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq
-check "insmod again" insmod "$FH_KO"
+check "insmod again" fh_insmod
 # Tuning is the device's, and GR-16's measurement mode is built only for
 # the benchmark (bench/guest): the product driver's one parameter is the
 # clamp source (GR-2c).

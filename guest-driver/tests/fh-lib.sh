@@ -24,9 +24,19 @@ fh_probe() {
 	fh_wait_cpufreq
 }
 
+# fh_insmod [PARAM...]: insmod the module, then fh_wait_cpufreq.
+fh_insmod() {
+	insmod "$FH_KO" "$@" && fh_wait_cpufreq
+}
+
 # fh_wait_cpufreq: the driver's cpufreq policies, if it registers any.
 fh_wait_cpufreq() {
-	case $(cut -c1-3 "$dev/features" 2>/dev/null) in
+	fh_f=
+	for fh_d in /sys/bus/virtio/devices/*; do
+		[ "$(cat "$fh_d/device" 2>/dev/null)" = 0x0038 ] &&
+			[ -e "$fh_d/driver" ] && fh_f=$(cut -c1-3 "$fh_d/features")
+	done
+	case $fh_f in
 	1??|??1) ;;
 	*) return 0 ;;
 	esac
