@@ -132,6 +132,17 @@ fi
 # Remove/probe without unloading: everything (policies, ceiling, gathering)
 # leaves with the device and comes back with it.
 drv=/sys/bus/virtio/drivers/virtio_freqhint
+# The cpufreq driver registers once per bind, after the device's first
+# snapshot: never with made-up frequencies first and then again with the
+# host's (which dropped every policy's governor and limits).
+T=/sys/kernel/tracing
+[ -d "$T/events" ] || mount -t tracefs nodev "$T"
+reg_probe() {
+	echo 'p:fh/reg cpufreq_register_driver' >>"$T/kprobe_events" &&
+		echo >"$T/trace" && echo 1 >"$T/events/fh/reg/enable" &&
+		echo 1 >"$T/tracing_on"
+}
+check "a kprobe on cpufreq_register_driver" reg_probe
 check "unbind the device" sh -c "echo ${dev##*/} >$drv/unbind"
 check_fails "the cpufreq policies go with the device" \
 	test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq
@@ -157,6 +168,10 @@ check_output "its table" "^$c3tab ?\$" \
 	cat $C/cpu3/cpufreq/scaling_available_frequencies
 check_output "vCPU0 keeps the synthetic range" '^1024000$' \
 	cat $C/cpu0/cpufreq/cpuinfo_max_freq
+sleep 3
+check_output "the cpufreq driver registered once for the bind" '^1$' \
+	sh -c "grep -c ' reg: ' $T/trace"
+echo 0 >"$T/events/fh/reg/enable"
 
 check "rmmod (device reset)" rmmod virtio_freqhint
 check_fails "the policy limit is gone with the driver" \
