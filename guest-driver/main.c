@@ -125,37 +125,41 @@ static void fh_feedback_defaults(struct virtio_freqhint *vi)
  * policy's range and table are fixed for its lifetime: the host's
  * frequencies for a CPU are what its next policy starts with.
  */
+/* @cpu's frequencies, levels and limits from the host's state (->lock held). */
+static void fh_host_cpu(struct virtio_freqhint *vi, unsigned int cpu,
+			struct fh_freq *f, struct fh_levels *lv,
+			unsigned int *floor, unsigned int *ceil)
+{
+	int idx = vi->index[cpu];
+	u8 c;
+
+	*lv = (struct fh_levels){ .step = vi->tune.perf_step };
+	*floor = vi->host.operator_floor;
+	*ceil = vi->host.operator_ceiling;
+	vfh_freq_synthetic(f);
+	if (idx < 0)
+		return;
+	*floor = max_t(unsigned int, *floor, vi->host.grants[idx].floor);
+	*ceil = min_t(unsigned int, *ceil, vi->host.grants[idx].ceiling);
+	c = vi->host.freq_class[idx];
+	if (c < vi->host.num_freq_classes) {
+		*f = vi->host.classes[c];
+		vfh_freq_levels(f, vi->host.class_step[c], lv);
+	}
+}
+
 static void fh_apply_feedback(struct virtio_freqhint *vi)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		struct fh_levels lv = { .step = vi->tune.perf_step };
 		unsigned int floor, ceil;
+		struct fh_levels lv;
 		struct fh_freq f;
-		bool class = false;
-		int idx;
 
 		mutex_lock(&vi->lock);
-		floor = vi->host.operator_floor;
-		ceil = vi->host.operator_ceiling;
-		idx = vi->index[cpu];
-		if (idx >= 0) {
-			u8 c = vi->host.freq_class[idx];
-
-			floor = max_t(unsigned int, floor,
-				      vi->host.grants[idx].floor);
-			ceil = min_t(unsigned int, ceil,
-				     vi->host.grants[idx].ceiling);
-			if (c < vi->host.num_freq_classes) {
-				f = vi->host.classes[c];
-				vfh_freq_levels(&f, vi->host.class_step[c], &lv);
-				class = true;
-			}
-		}
+		fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 		mutex_unlock(&vi->lock);
-		if (!class)
-			vfh_freq_synthetic(&f);
 		/* cpufreq.c takes cpufreq locks: outside ->lock, which sysfs takes. */
 		vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
 		vfh_cpufreq_set_limits(vi->cpufreq, cpu, min(floor, ceil), ceil);
@@ -352,6 +356,9 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 {
 	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
 						 cpuhp_node);
+	unsigned int floor, ceil;
+	struct fh_levels lv;
+	struct fh_freq f;
 	bool known;
 	u64 id;
 
@@ -362,6 +369,7 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 		set_bit(cpu, vi->fw_known);
 	}
 	fh_map_cpu(vi, cpu);
+	fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 	/*
 	 * Its grants and class: the policy may be new (hot-added CPU).
 	 * Queued under ->lock, only while the link is up: fh_device_down()
@@ -370,6 +378,14 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 	if (vi->link_up)
 		kthread_queue_work(vi->worker, &vi->apply_work);
 	mutex_unlock(&vi->lock);
+	/*
+	 * A hot-added CPU's first policy is created by the cpufreq core's own
+	 * hotplug callback, which it adds when the driver registers, so
+	 * normally after this one: the policy must find the CPU's
+	 * frequencies now, since a live policy keeps its own.  (A policy
+	 * created before this ran starts synthetic and stays so.)
+	 */
+	vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
 	vfh_gather_cpu_online(&vi->gather, cpu);
 	return 0;
 }
