@@ -598,12 +598,13 @@ static void fh_test_feedback_check(struct kunit *test)
 		struct {
 			struct fh_test_fb t;
 			u8 more[8];
-		} big = {};
+		} *big = kunit_kzalloc(test, sizeof(*big), GFP_KERNEL);
 
-		fh_test_fb_init(&big.t);
-		KUNIT_EXPECT_NULL(test, vfh_feedback_why(&big, sizeof(big.t),
+		KUNIT_ASSERT_NOT_NULL(test, big);
+		fh_test_fb_init(&big->t);
+		KUNIT_EXPECT_NULL(test, vfh_feedback_why(big, sizeof(big->t),
 							 FH_TEST_VCPUS, true));
-		KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&big, sizeof(big),
+		KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(big, sizeof(*big),
 							     FH_TEST_VCPUS,
 							     true));
 	}
