@@ -585,6 +585,7 @@ static void fh_test_feedback_check(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t),
 						     FH_TEST_VCPUS, false));
 	t.fb.num_freq_classes = 0;
+	memset(&t.fb.classes[0], 0, sizeof(t.fb.classes[0]));
 	t.v[0].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	t.v[1].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	t.v[2].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
