@@ -27,6 +27,7 @@
 
 #include <linux/atomic.h>
 #include <linux/bitfield.h>
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/kthread.h>
 #include <linux/percpu.h>
@@ -153,9 +154,12 @@ static void fh_hook_unregister(struct fh_gather *g, struct fh_hook *h)
 	/*
 	 * No probe runs past this; an apply it queued may.  Wait for the
 	 * count, then for the IRQs-off section its last instructions run in.
+	 * Sleeping, not spinning: the IPI may wait on a vCPU the host does
+	 * not run.  The apply cannot wake a waiter itself: it runs in hardirq
+	 * context, where PREEMPT_RT does not allow a wait queue's lock.
 	 */
 	while (atomic_read(&h->inflight))
-		cpu_relax();
+		usleep_range(100, 200);
 	synchronize_rcu();
 }
 

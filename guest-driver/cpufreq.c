@@ -22,10 +22,13 @@
  * A policy's range and frequency table are fixed for the policy's
  * lifetime, like virtual-cpufreq's: built in ->init from the frequencies
  * known then, never written while the policy exists (schedutil's fast path
- * reads them without any lock).  When the host's frequencies for a CPU
- * change, the policies are created again (vfh_cpufreq_recreate()); grants only
- * move the QoS limits.  The table lives in per-CPU storage allocated at
- * probe: nothing is allocated after.
+ * reads them without any lock).  The driver is registered once, after the
+ * host said which frequencies each vCPU has; when they change later, a
+ * CPU's next policy (a hot-added CPU's, or after the driver is bound
+ * again) starts with the new ones, and the live policies keep theirs:
+ * re-registering the system's cpufreq driver would drop every policy's
+ * governor and user limits.  Grants only move the QoS limits.  The table
+ * lives in per-CPU storage allocated at probe: nothing is allocated after.
  *
  * No ->get: a vCPU's frequency cannot be read, and cpuinfo_cur_freq must
  * not exist then (Documentation/admin-guide/pm/cpufreq.rst); the core
@@ -153,19 +156,6 @@ static void fh_init_freq(struct cpufreq_policy *policy, struct fh_cpu *c)
 	c->live = true;
 }
 
-static bool fh_freq_equal(const struct fh_freq *a, const struct fh_freq *b)
-{
-	unsigned int i;
-
-	if (a->min_khz != b->min_khz || a->max_khz != b->max_khz ||
-	    a->n != b->n)
-		return false;
-	for (i = 0; i < a->n; i++)
-		if (a->khz[i] != b->khz[i])
-			return false;
-	return true;
-}
-
 static int fh_cpufreq_init(struct cpufreq_policy *policy)
 {
 	struct fh_cpufreq *cf = cpufreq_get_driver_data();
@@ -191,8 +181,13 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	policy->transition_delay_us = 1000;
 	policy->fast_switch_possible = true;
 	policy->dvfs_possible_from_any_cpu = false;
-	policy->cur = c->freq.max_khz;
-	fh_set_khz(policy, policy->cur);
+	/*
+	 * Until the governor's first request the vCPU asks for everything
+	 * (perf 1024); cur is the highest frequency the policy shows, which
+	 * is below max_khz when the host's table ends there.
+	 */
+	policy->cur = vfh_freq_top(&c->freq);
+	fh_request(policy, VIRTIO_FREQHINT_SCALE);
 
 	ret = freq_qos_add_request(&policy->constraints, &c->min_req,
 				   FREQ_QOS_MIN,
@@ -269,43 +264,18 @@ static void fh_update_qos(struct fh_cpu *c)
 
 /*
  * The host's frequencies for @cpu (process context): what its next policy
- * starts with.  Returns whether its live policy shows others, so must be
- * created again (vfh_cpufreq_recreate()).
+ * starts with.  A live policy keeps its own until it is created again.
  */
-bool vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
 			  const struct fh_freq *f)
 {
 	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
-	bool stale;
 
 	mutex_lock(&cf->lock);
 	c->want = *f;
-	stale = c->live && !fh_freq_equal(&c->freq, f);
 	if (!c->live)
 		c->freq = *f;
 	mutex_unlock(&cf->lock);
-	return stale;
-}
-
-/*
- * Create every policy again, each from its CPU's latest frequencies: the
- * governors stop, the tables are dropped with their policies, and ->init
- * builds new ones.  Process context, no driver lock held; called by the
- * device's worker, which remove and freeze stop before vfh_cpufreq_stop().
- */
-void vfh_cpufreq_recreate(struct fh_cpufreq *cf)
-{
-	int ret;
-
-	if (!READ_ONCE(cf->registered))
-		return;
-	cpufreq_unregister_driver(&cf->driver);
-	ret = cpufreq_register_driver(&cf->driver);
-	if (ret) {
-		WRITE_ONCE(cf->registered, false);
-		pr_warn("cpufreq driver not registered again (%d): no perf requests\n",
-			ret);
-	}
 }
 
 /* The host's floor and ceiling for @cpu (0..1024) as the policy's limits. */
@@ -319,11 +289,6 @@ void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 	c->ceiling = min_t(unsigned int, ceiling, VIRTIO_FREQHINT_SCALE);
 	fh_update_qos(c);
 	mutex_unlock(&cf->lock);
-}
-
-bool vfh_cpufreq_active(const struct fh_cpufreq *cf)
-{
-	return READ_ONCE(cf->registered);
 }
 
 /*

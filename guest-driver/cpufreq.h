@@ -25,8 +25,9 @@ struct fh_freq {
 
 struct fh_cpufreq_ops {
 	/*
-	 * The governor's request for @cpu, 1..1024 of the policy's
-	 * cpuinfo_max_freq, or FH_CPUFREQ_NONE when @cpu has no policy.
+	 * The governor's request for @cpu, 1..1024 of the policy's highest
+	 * frequency (the class's max_khz), or FH_CPUFREQ_NONE when @cpu has
+	 * no policy.
 	 * Called from scheduler context (fast switch): no sleeping.
 	 */
 	void (*request)(void *data, unsigned int cpu, unsigned int perf);
@@ -39,13 +40,11 @@ struct fh_cpufreq;
 struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 				      void *data);
 void vfh_cpufreq_start(struct fh_cpufreq *cf);
-bool vfh_cpufreq_active(const struct fh_cpufreq *cf);
 void vfh_cpufreq_stop(struct fh_cpufreq *cf);
 void vfh_cpufreq_destroy(struct fh_cpufreq *cf);
 
-bool vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
 			  const struct fh_freq *f);
-void vfh_cpufreq_recreate(struct fh_cpufreq *cf);
 void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 			    unsigned int floor, unsigned int ceiling);
 
@@ -53,6 +52,7 @@ void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 struct fh_levels;
 
 void vfh_freq_synthetic(struct fh_freq *f);
+unsigned int vfh_freq_top(const struct fh_freq *f);
 unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap);
 unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz);
 void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l);

@@ -15,10 +15,17 @@
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *
+ * virtio_freqhint/granted_floor and granted_ceiling hold what the host
+ * grants each device vCPU index, in capacity units, space separated in
+ * index order on one line (a seq_file: up to 65535 vCPUs do not fit a
+ * sysfs page).
+ *
  * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
  * (device.h): buffers and records sent, sends deferred by the device's
  * own window, send errors, FEEDBACK snapshots applied, invalid and stale,
- * invalid events, records dropped for a CPU without a device index;
+ * invalid events, CPU_IDS messages after the first (ignored), event
+ * buffers the queue refused to take back (each offered again at the next
+ * event or send), records dropped for a CPU without a device index;
  * sender_ns is the sender's (the worker thread's) CPU time so far.  With
  * sampler_ns they are the module's own CPU time off the scheduler's path.
  *
@@ -76,6 +83,34 @@ static int fh_clamp_source_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
 
+static void fh_show_grants(struct seq_file *m, bool ceiling)
+{
+	struct virtio_freqhint *vi = m->private;
+	unsigned int i;
+
+	mutex_lock(&vi->lock);
+	for (i = 0; i < vi->num_vcpus; i++)
+		seq_printf(m, "%s%u", i ? " " : "",
+			   ceiling ? vi->host.grants[i].ceiling :
+				     vi->host.grants[i].floor);
+	mutex_unlock(&vi->lock);
+	seq_putc(m, '\n');
+}
+
+static int fh_granted_floor_show(struct seq_file *m, void *unused)
+{
+	fh_show_grants(m, false);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fh_granted_floor);
+
+static int fh_granted_ceiling_show(struct seq_file *m, void *unused)
+{
+	fh_show_grants(m, true);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fh_granted_ceiling);
+
 /* The worker outlives the debugfs files (probe and remove, main.c). */
 static int fh_sender_ns_get(void *data, u64 *val)
 {
@@ -99,6 +134,10 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	debugfs_create_file("vcpus", 0444, vi->debugfs, vi, &fh_vcpus_fops);
 	debugfs_create_file("clamp_source", 0444, vi->debugfs, vi,
 			    &fh_clamp_source_fops);
+	debugfs_create_file("granted_floor", 0444, vi->debugfs, vi,
+			    &fh_granted_floor_fops);
+	debugfs_create_file("granted_ceiling", 0444, vi->debugfs, vi,
+			    &fh_granted_ceiling_fops);
 	st = debugfs_create_dir("statistics", vi->debugfs);
 	FH_STAT(st, vi, buffers_sent);
 	FH_STAT(st, vi, records_sent);
@@ -108,6 +147,8 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, feedback_invalid);
 	FH_STAT(st, vi, feedback_stale);
 	FH_STAT(st, vi, events_invalid);
+	FH_STAT(st, vi, cpu_ids_ignored);
+	FH_STAT(st, vi, event_repost_errors);
 	FH_STAT(st, vi, unmapped_cpus);
 	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
 				   &fh_sender_ns_fops);

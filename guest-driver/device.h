@@ -9,6 +9,7 @@
 
 #include <linux/kthread.h>
 #include <linux/list.h>
+#include <linux/workqueue.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 
@@ -20,12 +21,10 @@ struct dentry;
 struct virtio_device;
 struct virtqueue;
 
-struct fh_grant {
-	u16 floor;
-	u16 ceiling;
-};
-
-/* Event buffers kept posted: CPU_IDS and the first FEEDBACK fit at once. */
+/*
+ * Event buffers kept posted: two would do (DRV-33); with four, CPU_IDS and
+ * the first FEEDBACK fit at once and one more is free while they are read.
+ */
 #define FH_EVENT_BUFS		4
 
 /* What the driver counts (debugfs statistics/, under ->lock). */
@@ -38,6 +37,8 @@ struct fh_stats {
 	unsigned long feedback_invalid;
 	unsigned long feedback_stale;
 	unsigned long events_invalid;
+	unsigned long cpu_ids_ignored;
+	unsigned long event_repost_errors;
 	unsigned long unmapped_cpus;
 };
 
@@ -57,6 +58,12 @@ struct virtio_freqhint {
 	struct kthread_delayed_work send_work;
 	struct kthread_work event_work;
 	struct kthread_work apply_work;
+	/*
+	 * Registers the cpufreq driver, once, on system_freezable_wq: it
+	 * never runs between cpufreq_suspend() and cpufreq_resume().
+	 */
+	struct delayed_work cpufreq_work;
+	bool cpufreq_done;	/* the work ran (only it writes this) */
 
 	/* Read-only after probe. */
 	u16 num_vcpus;
@@ -66,7 +73,8 @@ struct virtio_freqhint {
 	bool has_host_freq;	/* F_HOST_FREQ */
 	bool has_cpu_id;	/* F_CPU_ID */
 	u32 event_buf_size;
-	void *event_bufs;	/* FH_EVENT_BUFS of event_buf_size */
+	void *event_buf[FH_EVENT_BUFS];	/* event_buf_size each, NULL without eventq */
+	void *event_snap;	/* the message being read, copied out of its buffer */
 	struct fh_tuning tune;
 	unsigned int num_bufs;	/* 1, or FH_EVERY_BUFS (bench anchor) */
 
@@ -77,6 +85,7 @@ struct virtio_freqhint {
 	unsigned long last_send;	/* jiffies; also read unlocked */
 	struct virtio_freqhint_hints *buf;	/* [num_bufs], max_records each */
 	unsigned long free_bufs;	/* bit i: buffer i is not the device's */
+	unsigned long event_unposted;	/* bit i: event_buf[i] is not on eventq */
 	u32 *seq;		/* [num_vcpus] */
 	u64 *cpu_ids;		/* [num_vcpus], from CPU_IDS */
 	u64 *fw_id;		/* [nr_cpu_ids], read on each CPU */
@@ -84,15 +93,7 @@ struct virtio_freqhint {
 	int *index;		/* [nr_cpu_ids], -1: no device index */
 
 	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
-	u32 fb_seq;
-	bool agent;
-	u16 operator_floor;
-	u16 operator_ceiling;
-	struct fh_grant *grants;	/* [num_vcpus] */
-	u8 *freq_class;			/* [num_vcpus] */
-	u16 num_freq_classes;
-	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
-	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+	struct fh_host host;
 
 	struct fh_stats stats;
 };

@@ -38,6 +38,7 @@ static size_t fh_feedback_size(unsigned int num_vcpus)
 /*
  * The configuration, read once at probe (@c in host order).  @eventq: the
  * event queue exists, so event_buf_size must hold either message.
+ * reserved is ignored (DRV-6): a later device may use it behind a feature.
  * Returns NULL if the device is one to talk to, else why not.
  */
 const char *vfh_config_why(const struct fh_config *c, bool eventq)
@@ -52,8 +53,6 @@ const char *vfh_config_why(const struct fh_config *c, bool eventq)
 		return "perf_step out of range";
 	if (c->idle_share > VIRTIO_FREQHINT_SCALE)
 		return "idle_share out of range";
-	if (c->reserved)
-		return "reserved field not zero";
 	if (eventq &&
 	    (c->event_buf_size < fh_cpu_ids_size(c->num_vcpus) ||
 	     c->event_buf_size < fh_feedback_size(c->num_vcpus) ||
@@ -106,12 +105,14 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 	u16 nclasses, of, oc;
 	unsigned int i;
 
-	if (len < fh_feedback_size(num_vcpus))
-		return "short FEEDBACK";
+	if (len != fh_feedback_size(num_vcpus))
+		return "FEEDBACK length";
 	if (le16_to_cpu(fb->msg_type) != VIRTIO_FREQHINT_MSG_FEEDBACK)
 		return "not a FEEDBACK";
 	if (le16_to_cpu(fb->num_vcpus) != num_vcpus)
 		return "num_vcpus differs from the configuration";
+	if (le16_to_cpu(fb->flags) & ~VIRTIO_FREQHINT_FB_ALL)
+		return "unknown flags";
 	of = le16_to_cpu(fb->operator_floor);
 	oc = le16_to_cpu(fb->operator_ceiling);
 	if (of > oc || oc > VIRTIO_FREQHINT_SCALE)
@@ -122,6 +123,10 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 	for (i = 0; i < nclasses; i++)
 		if (!fh_class_valid(&fb->classes[i]))
 			return "frequency class out of range";
+	if (memchr_inv(&fb->classes[nclasses], 0,
+		       (VIRTIO_FREQHINT_MAX_FREQ_CLASSES - nclasses) *
+		       sizeof(fb->classes[0])))
+		return "unused frequency class not zero";
 	for (i = 0; i < num_vcpus; i++) {
 		const struct virtio_freqhint_vcpu_feedback *v = &fb->vcpus[i];
 		u16 fl = le16_to_cpu(v->floor), ce = le16_to_cpu(v->ceiling);
@@ -138,6 +143,49 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_feedback_why);
 
+static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
+			       struct fh_freq *f)
+{
+	unsigned int i;
+
+	memset(f, 0, sizeof(*f));
+	f->min_khz = le32_to_cpu(fc->min_khz);
+	f->max_khz = le32_to_cpu(fc->max_khz);
+	f->n = min_t(u16, le16_to_cpu(fc->num_freqs), VIRTIO_FREQHINT_MAX_FREQS);
+	for (i = 0; i < f->n; i++)
+		f->khz[i] = le32_to_cpu(fc->freqs_khz[i]);
+}
+
+/*
+ * A checked FEEDBACK snapshot becomes the driver's state.  @fb is the
+ * caller's private copy (main.c), never the device's buffer; the counts
+ * are still bounded by the arrays, so that a snapshot taken unchecked
+ * cannot write past them.
+ */
+void vfh_feedback_take(struct fh_host *h,
+		       const struct virtio_freqhint_feedback *fb,
+		       u16 num_vcpus)
+{
+	unsigned int i;
+
+	h->seq = le32_to_cpu(fb->seq);
+	h->agent = le16_to_cpu(fb->flags) & VIRTIO_FREQHINT_FB_AGENT;
+	h->operator_floor = le16_to_cpu(fb->operator_floor);
+	h->operator_ceiling = le16_to_cpu(fb->operator_ceiling);
+	h->num_freq_classes = min_t(u16, le16_to_cpu(fb->num_freq_classes),
+				    VIRTIO_FREQHINT_MAX_FREQ_CLASSES);
+	for (i = 0; i < h->num_freq_classes; i++) {
+		fh_freq_from_class(&fb->classes[i], &h->classes[i]);
+		h->class_step[i] = le16_to_cpu(fb->classes[i].perf_step);
+	}
+	for (i = 0; i < num_vcpus; i++) {
+		h->grants[i].floor = le16_to_cpu(fb->vcpus[i].floor);
+		h->grants[i].ceiling = le16_to_cpu(fb->vcpus[i].ceiling);
+		h->freq_class[i] = fb->vcpus[i].freq_class;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_feedback_take);
+
 /* Serial-number order of snapshot sequence numbers (RFC 1982 style). */
 bool vfh_seq_newer(u32 seq, u32 last)
 {
@@ -150,8 +198,8 @@ const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 {
 	const struct virtio_freqhint_cpu_ids *m = buf;
 
-	if (len < fh_cpu_ids_size(num_vcpus))
-		return "short CPU_IDS";
+	if (len != fh_cpu_ids_size(num_vcpus))
+		return "CPU_IDS length";
 	if (le16_to_cpu(m->msg_type) != VIRTIO_FREQHINT_MSG_CPU_IDS)
 		return "not a CPU_IDS";
 	if (le16_to_cpu(m->num_vcpus) != num_vcpus)
@@ -161,6 +209,24 @@ const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 	return NULL;
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_why);
+
+/*
+ * A checked CPU_IDS message into @ids[@num_vcpus]; whether it was taken.
+ * Only the first after DRIVER_OK is (DRV-35): records already went out
+ * under its indexes, and the host keeps the last hint of each.
+ */
+bool vfh_cpu_ids_take(u64 *ids, bool have_ids,
+		      const struct virtio_freqhint_cpu_ids *m, u16 num_vcpus)
+{
+	unsigned int i;
+
+	if (have_ids)
+		return false;
+	for (i = 0; i < num_vcpus; i++)
+		ids[i] = le64_to_cpu(m->cpu_id[i]);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_take);
 
 /* The index whose id is @id in @ids[@n], or -ENOENT. */
 int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)

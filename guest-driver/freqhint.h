@@ -28,6 +28,8 @@
 #include <linux/types.h>
 #include <linux/virtio_freqhint.h>
 
+#include "cpufreq.h"
+
 /*
  * One vCPU's report, packed so it can be published and read with a single
  * atomic64 access: no torn records between the CPU writing it and the
@@ -161,6 +163,37 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 			     bool host_freq);
 bool vfh_seq_newer(u32 seq, u32 last);
 const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus);
+bool vfh_cpu_ids_take(u64 *ids, bool have_ids,
+		      const struct virtio_freqhint_cpu_ids *m, u16 num_vcpus);
 int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id);
+
+struct fh_grant {
+	u16 floor;
+	u16 ceiling;
+};
+
+/*
+ * The host's side as the latest FEEDBACK snapshot gave it, in host order.
+ * The arrays indexed by a count from the message come last, so that
+ * nothing written through an index can reach the pointers.
+ */
+struct fh_host {
+	u32 seq;
+	bool agent;
+	u16 operator_floor;
+	u16 operator_ceiling;
+	struct fh_grant *grants;	/* [num_vcpus] */
+	u8 *freq_class;			/* [num_vcpus] */
+	u16 num_freq_classes;
+	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+};
+
+void vfh_feedback_take(struct fh_host *h,
+		       const struct virtio_freqhint_feedback *fb,
+		       u16 num_vcpus);
+
+unsigned long vfh_send_delay(unsigned long now, unsigned long last,
+			     unsigned long window);
 
 #endif /* _FREQHINT_H */

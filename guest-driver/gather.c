@@ -348,12 +348,16 @@ const char *vfh_gather_source(const struct fh_gather *g)
 void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+	struct task_struct *s = READ_ONCE(g->sender);
 	unsigned long flags;
 	u64 now;
 
 	local_irq_save(flags);
 	now = local_clock();
 	vfh_win_reset(&v->win, now);
+	/* The sender's runtime so far is not this window's to discount. */
+	if (s)
+		v->sender_rt = READ_ONCE(s->se.sum_exec_runtime);
 	fh_track(v, current);
 	v->last_pub = now - fh_window_ns(g);
 	v->timer_armed = true;

@@ -36,6 +36,7 @@
 #include <linux/version.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
+#include <linux/workqueue.h>
 #ifdef CONFIG_ARM64
 #include <asm/cputype.h>
 #endif
@@ -47,6 +48,12 @@
  * count (GR-6): a property of the measurement, not of the host.
  */
 #define FH_MIN_SHARE		51
+
+/*
+ * With F_HOST_FREQ the cpufreq driver waits for the device's first
+ * snapshot (DEV-33 sends it after DRIVER_OK), at most this long.
+ */
+#define FH_HOST_FREQ_WAIT	(2 * HZ)
 
 /* Both name "no request"; the cpufreq driver does not know the gatherer. */
 static_assert(FH_CPUFREQ_NONE == FH_PERF_NONE);
@@ -98,98 +105,66 @@ static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 						  vi->fw_id[cpu]);
 }
 
-static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
-			       struct fh_freq *f)
-{
-	unsigned int i;
-
-	memset(f, 0, sizeof(*f));
-	f->min_khz = le32_to_cpu(fc->min_khz);
-	f->max_khz = le32_to_cpu(fc->max_khz);
-	f->n = le16_to_cpu(fc->num_freqs);
-	for (i = 0; i < f->n; i++)
-		f->khz[i] = le32_to_cpu(fc->freqs_khz[i]);
-}
-
 /* No agent, no snapshot yet: the host's defaults. */
 static void fh_feedback_defaults(struct virtio_freqhint *vi)
 {
 	unsigned int i;
 
-	vi->agent = false;
-	vi->operator_floor = 0;
-	vi->operator_ceiling = VIRTIO_FREQHINT_SCALE;
-	vi->num_freq_classes = 0;
+	vi->host.agent = false;
+	vi->host.operator_floor = 0;
+	vi->host.operator_ceiling = VIRTIO_FREQHINT_SCALE;
+	vi->host.num_freq_classes = 0;
 	for (i = 0; i < vi->num_vcpus; i++) {
-		vi->grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
-		vi->freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
-	}
-}
-
-/* A checked FEEDBACK snapshot becomes the driver's state (->lock held). */
-static void fh_feedback_take(struct virtio_freqhint *vi,
-			     const struct virtio_freqhint_feedback *fb)
-{
-	unsigned int i;
-
-	vi->fb_seq = le32_to_cpu(fb->seq);
-	vi->agent = le16_to_cpu(fb->flags) & VIRTIO_FREQHINT_FB_AGENT;
-	vi->operator_floor = le16_to_cpu(fb->operator_floor);
-	vi->operator_ceiling = le16_to_cpu(fb->operator_ceiling);
-	vi->num_freq_classes = le16_to_cpu(fb->num_freq_classes);
-	for (i = 0; i < vi->num_freq_classes; i++) {
-		fh_freq_from_class(&fb->classes[i], &vi->classes[i]);
-		vi->class_step[i] = le16_to_cpu(fb->classes[i].perf_step);
-	}
-	for (i = 0; i < vi->num_vcpus; i++) {
-		vi->grants[i].floor = le16_to_cpu(fb->vcpus[i].floor);
-		vi->grants[i].ceiling = le16_to_cpu(fb->vcpus[i].ceiling);
-		vi->freq_class[i] = fb->vcpus[i].freq_class;
+		vi->host.grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
+		vi->host.freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	}
 }
 
 /*
  * Push the feedback state to the cpufreq policies and the gatherer.  A
- * policy's frequency table is fixed for its lifetime: when the host's
- * frequencies for a CPU change, the policies are created again.
+ * policy's range and table are fixed for its lifetime: the host's
+ * frequencies for a CPU are what its next policy starts with.
  */
+/* @cpu's frequencies, levels and limits from the host's state (->lock held). */
+static void fh_host_cpu(struct virtio_freqhint *vi, unsigned int cpu,
+			struct fh_freq *f, struct fh_levels *lv,
+			unsigned int *floor, unsigned int *ceil)
+{
+	int idx = vi->index[cpu];
+	u8 c;
+
+	*lv = (struct fh_levels){ .step = vi->tune.perf_step };
+	*floor = vi->host.operator_floor;
+	*ceil = vi->host.operator_ceiling;
+	vfh_freq_synthetic(f);
+	if (idx < 0)
+		return;
+	*floor = max_t(unsigned int, *floor, vi->host.grants[idx].floor);
+	*ceil = min_t(unsigned int, *ceil, vi->host.grants[idx].ceiling);
+	c = vi->host.freq_class[idx];
+	if (c < vi->host.num_freq_classes) {
+		*f = vi->host.classes[c];
+		vfh_freq_levels(f, vi->host.class_step[c], lv);
+	}
+}
+
 static void fh_apply_feedback(struct virtio_freqhint *vi)
 {
-	bool recreate = false;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		struct fh_levels lv = { .step = vi->tune.perf_step };
 		unsigned int floor, ceil;
+		struct fh_levels lv;
 		struct fh_freq f;
-		bool class = false;
-		int idx;
 
 		mutex_lock(&vi->lock);
-		floor = vi->operator_floor;
-		ceil = vi->operator_ceiling;
-		idx = vi->index[cpu];
-		if (idx >= 0) {
-			u8 c = vi->freq_class[idx];
-
-			floor = max_t(unsigned int, floor, vi->grants[idx].floor);
-			ceil = min_t(unsigned int, ceil, vi->grants[idx].ceiling);
-			if (c < vi->num_freq_classes) {
-				f = vi->classes[c];
-				vfh_freq_levels(&f, vi->class_step[c], &lv);
-				class = true;
-			}
-		}
+		fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 		mutex_unlock(&vi->lock);
-		if (!class)
-			vfh_freq_synthetic(&f);
 		/* cpufreq.c takes cpufreq locks: outside ->lock, which sysfs takes. */
-		recreate |= vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
+		vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
 		vfh_cpufreq_set_limits(vi->cpufreq, cpu, min(floor, ceil), ceil);
 		vfh_gather_set_levels(&vi->gather, cpu, &lv);
 	}
-	if (recreate)
-		vfh_cpufreq_recreate(vi->cpufreq);
 }
 
 static void fh_apply_fn(struct kthread_work *work)
@@ -208,7 +183,7 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 	struct device *dev = &vi->vdev->dev;
 	const struct virtio_freqhint_cpu_ids *m = buf;
 	const char *why = "unknown message type";
-	unsigned int i, cpu;
+	unsigned int cpu;
 
 	if (len < sizeof(__le16)) {
 		why = "short message";
@@ -216,8 +191,11 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 		why = vi->has_cpu_id ? vfh_cpu_ids_why(buf, len, vi->num_vcpus) :
 				       "CPU_IDS without F_CPU_ID";
 		if (!why) {
-			for (i = 0; i < vi->num_vcpus; i++)
-				vi->cpu_ids[i] = le64_to_cpu(m->cpu_id[i]);
+			if (!vfh_cpu_ids_take(vi->cpu_ids, vi->have_ids, m,
+					      vi->num_vcpus)) {
+				vi->stats.cpu_ids_ignored++;
+				return;
+			}
 			vi->have_ids = true;
 			for_each_possible_cpu(cpu)
 				fh_map_cpu(vi, cpu);
@@ -232,11 +210,11 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 				       vi->has_host_freq) :
 		      "FEEDBACK without F_FEEDBACK";
 		if (!why) {
-			if (!vfh_seq_newer(le32_to_cpu(s->seq), vi->fb_seq)) {
+			if (!vfh_seq_newer(le32_to_cpu(s->seq), vi->host.seq)) {
 				vi->stats.feedback_stale++;
 				return;
 			}
-			fh_feedback_take(vi, s);
+			vfh_feedback_take(&vi->host, s, vi->num_vcpus);
 			vi->stats.feedback_applied++;
 			*fb = true;
 			return;
@@ -250,17 +228,44 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 	dev_warn_ratelimited(dev, "event dropped: %s\n", why);
 }
 
-static void *fh_event_buf(struct virtio_freqhint *vi, unsigned int i)
+static int fh_event_buf_index(struct virtio_freqhint *vi, void *buf)
 {
-	return vi->event_bufs + i * ALIGN(vi->event_buf_size, 8);
+	unsigned int i;
+
+	for (i = 0; i < FH_EVENT_BUFS; i++)
+		if (vi->event_buf[i] == buf)
+			return i;
+	return -1;
 }
 
-static int fh_post_event_buf(struct virtio_freqhint *vi, void *buf)
+/*
+ * Make every event buffer the device does not hold available (->lock
+ * held); returns whether one was.  One that cannot be added stays marked
+ * and is tried again by the next event handler run or send, so a failure
+ * costs a buffer only until then.
+ */
+static bool fh_post_event_bufs(struct virtio_freqhint *vi)
 {
+	bool posted = false;
 	struct scatterlist sg;
+	unsigned int i;
+	int err;
 
-	sg_init_one(&sg, buf, vi->event_buf_size);
-	return virtqueue_add_inbuf(vi->evq, &sg, 1, buf, GFP_KERNEL);
+	for_each_set_bit(i, &vi->event_unposted, FH_EVENT_BUFS) {
+		sg_init_one(&sg, vi->event_buf[i], vi->event_buf_size);
+		err = virtqueue_add_inbuf(vi->evq, &sg, 1, vi->event_buf[i],
+					  GFP_KERNEL);
+		if (err) {
+			vi->stats.event_repost_errors++;
+			dev_warn_once(&vi->vdev->dev,
+				      "eventq buffer not made available (%d), retried later\n",
+				      err);
+			break;
+		}
+		clear_bit(i, &vi->event_unposted);
+		posted = true;
+	}
+	return posted;
 }
 
 static void fh_event_fn(struct kthread_work *work)
@@ -277,23 +282,54 @@ static void fh_event_fn(struct kthread_work *work)
 		return;
 	}
 	while ((buf = virtqueue_get_buf(vi->evq, &len))) {
+		int i = fh_event_buf_index(vi, buf);
+
+		if (WARN_ON_ONCE(i < 0))
+			continue;
 		if (len > vi->event_buf_size) {
 			vi->stats.events_invalid++;
 			dev_warn_ratelimited(&vi->vdev->dev,
 					     "event longer than its buffer\n");
 		} else {
-			fh_event(vi, buf, len, &ids, &fb);
+			/*
+			 * The buffer is the device's memory: check and use a
+			 * copy, so that what was checked is what is used.
+			 */
+			memcpy(vi->event_snap, buf, len);
+			fh_event(vi, vi->event_snap, len, &ids, &fb);
 		}
-		/* The same buffer goes back: it always fits. */
-		if (fh_post_event_buf(vi, buf))
-			vi->stats.events_invalid++;
+		set_bit(i, &vi->event_unposted);
 	}
-	virtqueue_kick(vi->evq);
+	if (fh_post_event_bufs(vi))
+		virtqueue_kick(vi->evq);
+	/* The cpufreq driver waits for the indexes and the host's classes. */
+	if ((fb || ids) && !READ_ONCE(vi->cpufreq_done) && vi->host.seq &&
+	    (!vi->has_cpu_id || vi->have_ids))
+		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
 	mutex_unlock(&vi->lock);
 	if (ids)
 		vfh_transport_resend(vi);
 	if (ids || fb)
 		fh_apply_feedback(vi);
+}
+
+/*
+ * The cpufreq driver registers once, with what the host said by then:
+ * its policies' ranges and tables are fixed for their lifetime, and a
+ * driver registered again drops the user's governors and limits.  On
+ * system_freezable_wq, so never while cpufreq is suspended (a policy
+ * created then gets a governor the core did not initialise).
+ */
+static void fh_cpufreq_fn(struct work_struct *work)
+{
+	struct virtio_freqhint *vi = container_of(to_delayed_work(work),
+						  struct virtio_freqhint,
+						  cpufreq_work);
+
+	if (vi->cpufreq_done || (!vi->has_perf && !vi->has_host_freq))
+		return;
+	WRITE_ONCE(vi->cpufreq_done, true);
+	vfh_cpufreq_start(vi->cpufreq);
 }
 
 static void fh_hintq_done(struct virtqueue *vq)
@@ -320,6 +356,9 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 {
 	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
 						 cpuhp_node);
+	unsigned int floor, ceil;
+	struct fh_levels lv;
+	struct fh_freq f;
 	bool known;
 	u64 id;
 
@@ -330,6 +369,7 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 		set_bit(cpu, vi->fw_known);
 	}
 	fh_map_cpu(vi, cpu);
+	fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 	/*
 	 * Its grants and class: the policy may be new (hot-added CPU).
 	 * Queued under ->lock, only while the link is up: fh_device_down()
@@ -338,6 +378,14 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 	if (vi->link_up)
 		kthread_queue_work(vi->worker, &vi->apply_work);
 	mutex_unlock(&vi->lock);
+	/*
+	 * A hot-added CPU's first policy is created by the cpufreq core's own
+	 * hotplug callback, which it adds when the driver registers, so
+	 * normally after this one: the policy must find the CPU's
+	 * frequencies now, since a live policy keeps its own.  (A policy
+	 * created before this ran starts synthetic and stays so.)
+	 */
+	vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
 	vfh_gather_cpu_online(&vi->gather, cpu);
 	return 0;
 }
@@ -355,8 +403,7 @@ static int fh_cpu_offline(unsigned int cpu, struct hlist_node *node)
 static int fh_find_vqs(struct virtio_freqhint *vi)
 {
 	struct virtqueue *vqs[2];
-	unsigned int nvqs = vi->event_bufs ? 2 : 1;
-	unsigned int i;
+	unsigned int nvqs = vi->event_buf[0] ? 2 : 1;
 	int err;
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
 	struct virtqueue_info info[] = {
@@ -375,33 +422,25 @@ static int fh_find_vqs(struct virtio_freqhint *vi)
 		return err;
 	vi->vq = vqs[VIRTIO_FREQHINT_VQ_HINT];
 	vi->evq = nvqs > 1 ? vqs[VIRTIO_FREQHINT_VQ_EVENT] : NULL;
-	/* Receive buffers may be posted before DRIVER_OK (not kicked). */
-	for (i = 0; vi->evq && i < FH_EVENT_BUFS; i++) {
-		err = fh_post_event_buf(vi, fh_event_buf(vi, i));
-		if (err)
-			goto err_del_vqs;
-	}
 	return 0;
-
-err_del_vqs:
-	vi->vdev->config->del_vqs(vi->vdev);
-	return err;
 }
 
 /*
- * The device side up: DRIVER_OK first (DRV-8), then the link, then what
- * the device may have sent meanwhile, then every vCPU's state.
+ * The device side up: DRIVER_OK first (DRV-8), then the link, then the
+ * event buffers, then every vCPU's state.  The event buffers are made
+ * available after DRIVER_OK (a queue may refuse buffers before it).
  */
 static void fh_device_up(struct virtio_freqhint *vi)
 {
 	mutex_lock(&vi->lock);
 	/* The device's snapshot numbers restart at 1 after a reset. */
-	vi->fb_seq = 0;
+	vi->host.seq = 0;
 	vi->have_ids = false;
+	vi->event_unposted = vi->evq ? GENMASK(FH_EVENT_BUFS - 1, 0) : 0;
 	mutex_unlock(&vi->lock);
 	virtio_device_ready(vi->vdev);
 	vfh_transport_link(vi, true);
-	/* It takes what came and kicks eventq (the queue is ->lock's). */
+	/* It posts the buffers and kicks eventq (the queue is ->lock's). */
 	if (vi->evq)
 		kthread_queue_work(vi->worker, &vi->event_work);
 	vfh_transport_resend(vi);
@@ -496,14 +535,13 @@ static int fh_clamps_start(struct virtio_freqhint *vi)
 
 /*
  * Probe only: what fh_start() needs, allocated once (the gatherer's
- * per-CPU data, the cpufreq driver, the sender's worker), and the cpufreq
- * driver registered with the host's defaults (its policy init sets the
- * first perf value, which nothing may reset afterwards).  The cpufreq
- * driver stays registered across suspend: the cpufreq core stops the
- * governors before the first device freezes (cpufreq_suspend() at the
- * start of dpm_suspend()) and starts them after the last restore, and it
- * does not support a driver registered in between (it neither initialises
- * nor exits a governor while suspended).
+ * per-CPU data, the cpufreq driver, the sender's worker), with the host's
+ * defaults.  The cpufreq driver registers later (fh_cpufreq_plan()) and
+ * stays registered across suspend: the cpufreq core stops the governors
+ * before the first device freezes (cpufreq_suspend() at the start of
+ * dpm_suspend()) and starts them after the last restore, and it does not
+ * support a driver registered in between (it neither initialises nor
+ * exits a governor while suspended).
  */
 static int fh_setup(struct virtio_freqhint *vi)
 {
@@ -520,7 +558,6 @@ static int fh_setup(struct virtio_freqhint *vi)
 	if (err)
 		goto err_cpufreq;
 	fh_apply_feedback(vi);
-	vfh_cpufreq_start(vi->cpufreq);
 	return 0;
 
 err_cpufreq:
@@ -530,9 +567,23 @@ err_gather:
 	return err;
 }
 
+/*
+ * After the device is attached: the cpufreq driver only if something
+ * needs it (a perf value to send, or the host's frequencies to show), at
+ * once without the host's frequencies, else after the first snapshot.
+ */
+static void fh_cpufreq_plan(struct virtio_freqhint *vi)
+{
+	if (!vi->has_perf && !vi->has_host_freq)
+		return;
+	queue_delayed_work(system_freezable_wq, &vi->cpufreq_work,
+			   vi->has_host_freq ? FH_HOST_FREQ_WAIT : 0);
+}
+
 /* Remove only, after fh_stop(): nothing sends or kicks any more. */
 static void fh_teardown(struct virtio_freqhint *vi)
 {
+	cancel_delayed_work_sync(&vi->cpufreq_work);
 	/* The policies' exit reports "no request" to the stopped gatherer. */
 	vfh_cpufreq_stop(vi->cpufreq);
 	vfh_transport_release(vi);
@@ -610,13 +661,17 @@ static int fh_read_config(struct virtio_device *vdev,
 
 static void fh_free(struct virtio_freqhint *vi)
 {
+	unsigned int i;
+
 	kfree(vi->index);
 	bitmap_free(vi->fw_known);
 	kfree(vi->fw_id);
 	kfree(vi->cpu_ids);
-	kfree(vi->event_bufs);
-	kfree(vi->freq_class);
-	kfree(vi->grants);
+	for (i = 0; i < FH_EVENT_BUFS; i++)
+		kfree(vi->event_buf[i]);
+	kfree(vi->event_snap);
+	kfree(vi->host.freq_class);
+	kfree(vi->host.grants);
 	kfree(vi->seq);
 	kfree(vi->buf);
 	kfree(vi);
@@ -624,12 +679,13 @@ static void fh_free(struct virtio_freqhint *vi)
 
 static int fh_alloc(struct virtio_freqhint *vi)
 {
-	unsigned int cpu;
+	unsigned int cpu, i;
 
 	vi->seq = kcalloc(vi->num_vcpus, sizeof(*vi->seq), GFP_KERNEL);
-	vi->grants = kcalloc(vi->num_vcpus, sizeof(*vi->grants), GFP_KERNEL);
-	vi->freq_class = kcalloc(vi->num_vcpus, sizeof(*vi->freq_class),
-				 GFP_KERNEL);
+	vi->host.grants = kcalloc(vi->num_vcpus, sizeof(*vi->host.grants),
+				  GFP_KERNEL);
+	vi->host.freq_class = kcalloc(vi->num_vcpus,
+				      sizeof(*vi->host.freq_class), GFP_KERNEL);
 	vi->cpu_ids = kcalloc(vi->num_vcpus, sizeof(*vi->cpu_ids), GFP_KERNEL);
 	vi->fw_id = kcalloc(nr_cpu_ids, sizeof(*vi->fw_id), GFP_KERNEL);
 	vi->fw_known = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
@@ -642,14 +698,22 @@ static int fh_alloc(struct virtio_freqhint *vi)
 #endif
 	vi->buf = kcalloc(vi->num_bufs, vfh_buf_size(vi->max_records),
 			  GFP_KERNEL);
-	if (vi->has_feedback || vi->has_cpu_id)
-		vi->event_bufs = kcalloc(FH_EVENT_BUFS,
-					 ALIGN(vi->event_buf_size, 8),
-					 GFP_KERNEL);
-	if (!vi->seq || !vi->grants || !vi->freq_class || !vi->cpu_ids ||
-	    !vi->fw_id || !vi->fw_known || !vi->index || !vi->buf ||
-	    ((vi->has_feedback || vi->has_cpu_id) && !vi->event_bufs))
+	if (!vi->seq || !vi->host.grants || !vi->host.freq_class ||
+	    !vi->cpu_ids ||
+	    !vi->fw_id || !vi->fw_known || !vi->index || !vi->buf)
 		return -ENOMEM;
+	/* Each its own allocation: device-writable, they share no cache line. */
+	if (vi->has_feedback || vi->has_cpu_id) {
+		vi->event_snap = kmalloc(vi->event_buf_size, GFP_KERNEL);
+		if (!vi->event_snap)
+			return -ENOMEM;
+		for (i = 0; i < FH_EVENT_BUFS; i++) {
+			vi->event_buf[i] = kzalloc(vi->event_buf_size,
+						   GFP_KERNEL);
+			if (!vi->event_buf[i])
+				return -ENOMEM;
+		}
+	}
 	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
 		vi->index[cpu] = -1;
 	fh_feedback_defaults(vi);
@@ -699,6 +763,7 @@ static int virtfh_probe(struct virtio_device *vdev)
 	vi->has_cpu_id = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_CPU_ID);
 	kthread_init_work(&vi->event_work, fh_event_fn);
 	kthread_init_work(&vi->apply_work, fh_apply_fn);
+	INIT_DELAYED_WORK(&vi->cpufreq_work, fh_cpufreq_fn);
 
 	err = fh_read_config(vdev, vi);
 	if (err)
@@ -717,14 +782,14 @@ static int virtfh_probe(struct virtio_device *vdev)
 	err = fh_device_attach(vi);
 	if (err)
 		goto err_stop;
+	fh_cpufreq_plan(vi);
 	fh_bound = vi;
 	mutex_unlock(&fh_probe_lock);
 	vfh_debugfs_init(vi);
 	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies, vCPU indexes by %s\n",
 		 IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" :
 		 "not available (no CONFIG_UCLAMP_TASK)",
-		 vfh_cpufreq_active(vi->cpufreq) && vi->has_perf ? "reported" :
-		 "not available",
+		 vi->has_perf ? "reported" : "not available",
 		 vi->has_host_freq ? "host" : "synthetic",
 		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");
 	return 0;

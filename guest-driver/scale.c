@@ -24,6 +24,17 @@ void vfh_freq_synthetic(struct fh_freq *f)
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_freq_synthetic);
 
+/*
+ * The highest frequency a policy with @f shows: the top of its table
+ * (ascending, checked by event.c), which may be below max_khz, else
+ * max_khz.  Where a new policy's cur starts.
+ */
+unsigned int vfh_freq_top(const struct fh_freq *f)
+{
+	return f->n ? f->khz[f->n - 1] : f->max_khz;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_freq_top);
+
 /* A limit in capacity units as a frequency within the policy's range. */
 unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
 {

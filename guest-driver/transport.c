@@ -71,13 +71,16 @@ size_t vfh_buf_size(unsigned int n)
  */
 void vfh_transport_kick(struct virtio_freqhint *vi)
 {
-	unsigned long next, delay = 0;
+	unsigned long last, delay = 0;
 
 	if (!READ_ONCE(vi->link_up))
 		return;
-	next = READ_ONCE(vi->last_send) + msecs_to_jiffies(vi->tune.window_ms);
-	if (time_before(jiffies, next) && !fh_every())
-		delay = next - jiffies;
+	last = READ_ONCE(vi->last_send);
+	/* Read the clock after the send's time: that is never later. */
+	smp_rmb();
+	if (!fh_every())
+		delay = vfh_send_delay(jiffies, last,
+				       msecs_to_jiffies(vi->tune.window_ms));
 	/* Already queued: its (earlier or equal) time stands. */
 	kthread_queue_delayed_work(vi->worker, &vi->send_work, delay);
 }
@@ -113,8 +116,12 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 		 */
 		idx = vi->index[cpu];
 		if (idx < 0) {
-			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep))
+			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep)) {
 				vi->stats.unmapped_cpus++;
+				dev_warn_once(&vi->vdev->dev,
+					      "cpu%u has no vCPU index: not reported\n",
+					      cpu);
+			}
 			continue;
 		}
 		vfh_record_fill(&recs[n++], rep, idx, ++vi->seq[idx],
@@ -137,6 +144,9 @@ static void fh_send_fn(struct kthread_work *work)
 	int err;
 
 	mutex_lock(&vi->lock);
+	/* An event buffer the queue refused is offered again from there. */
+	if (vi->event_unposted && vi->link_up)
+		kthread_queue_work(vi->worker, &vi->event_work);
 	/* Indexes are known once CPU_IDS arrived, which kicks again. */
 	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
 		goto out;
@@ -247,9 +257,9 @@ static ssize_t name##_show(struct device *dev,				\
 }									\
 static DEVICE_ATTR_RO(name)
 
-FH_SHOW_U16(operator_floor, vi->operator_floor);
-FH_SHOW_U16(operator_ceiling, vi->operator_ceiling);
-FH_SHOW_U16(agent_connected, vi->agent);
+FH_SHOW_U16(operator_floor, vi->host.operator_floor);
+FH_SHOW_U16(operator_ceiling, vi->host.operator_ceiling);
+FH_SHOW_U16(agent_connected, vi->host.agent);
 FH_SHOW_U16(num_vcpus, vi->num_vcpus);
 
 static ssize_t rate_window_ms_show(struct device *dev,
@@ -259,45 +269,12 @@ static ssize_t rate_window_ms_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(rate_window_ms);
 
-static ssize_t fh_show_grants(struct device *dev, char *buf, bool ceiling)
-{
-	struct virtio_freqhint *vi = fh_from_dev(dev);
-	unsigned int i;
-	int len = 0;
-
-	mutex_lock(&vi->lock);
-	for (i = 0; i < vi->num_vcpus; i++)
-		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "",
-				     ceiling ? vi->grants[i].ceiling :
-					       vi->grants[i].floor);
-	len += sysfs_emit_at(buf, len, "\n");
-	mutex_unlock(&vi->lock);
-	return len;
-}
-
-/* One value per vCPU, space separated, in vCPU order. */
-static ssize_t granted_floor_show(struct device *dev,
-				  struct device_attribute *attr, char *buf)
-{
-	return fh_show_grants(dev, buf, false);
-}
-static DEVICE_ATTR_RO(granted_floor);
-
-static ssize_t granted_ceiling_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return fh_show_grants(dev, buf, true);
-}
-static DEVICE_ATTR_RO(granted_ceiling);
-
 static struct attribute *fh_attrs[] = {
 	&dev_attr_operator_floor.attr,
 	&dev_attr_operator_ceiling.attr,
 	&dev_attr_agent_connected.attr,
 	&dev_attr_num_vcpus.attr,
 	&dev_attr_rate_window_ms.attr,
-	&dev_attr_granted_floor.attr,
-	&dev_attr_granted_ceiling.attr,
 	NULL
 };
 

@@ -459,9 +459,12 @@ static void fh_test_config_check(struct kunit *test)
 	c = fh_test_config;
 	c.idle_share = 1025;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
+	/* DRV-6: reserved is ignored, whatever it holds. */
 	c = fh_test_config;
 	c.reserved = 1;
-	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
+	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, false));
+	c.reserved = 0xffff;
+	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, true));
 	/* event_buf_size counts only with an event queue. */
 	c = fh_test_config;
 	c.event_buf_size = 624 + 8 * 3;
@@ -571,21 +574,99 @@ static void fh_test_feedback_check(struct kunit *test)
 	FH_BAD(t.v[1].ceiling = cpu_to_le16(1025));
 	FH_BAD(t.v[2].freq_class = 1);
 	FH_BAD(t.v[2].reserved[1] = 1);
+	/* DRV-37: flags within FB_ALL, unused classes all zero. */
+	FH_BAD(t.fb.flags = cpu_to_le16(2));
+	FH_BAD(t.fb.flags = cpu_to_le16(0x8001));
+	FH_BAD(t.fb.classes[1].min_khz = cpu_to_le32(1));
+	FH_BAD(t.fb.classes[7].freqs_khz[15] = cpu_to_le32(1));
 #undef FH_BAD
 	/* Classes only with F_HOST_FREQ. */
 	fh_test_fb_init(&t);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t),
 						     FH_TEST_VCPUS, false));
 	t.fb.num_freq_classes = 0;
+	memset(&t.fb.classes[0], 0, sizeof(t.fb.classes[0]));
 	t.v[0].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	t.v[1].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	t.v[2].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	KUNIT_EXPECT_NULL(test, vfh_feedback_why(&t, sizeof(t),
 						 FH_TEST_VCPUS, false));
-	/* Short. */
+	/* Short, or longer than the message (DRV-34: the length is exact). */
 	fh_test_fb_init(&t);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t) - 1,
 						     FH_TEST_VCPUS, true));
+	{
+		struct {
+			struct fh_test_fb t;
+			u8 more[8];
+		} *big = kunit_kzalloc(test, sizeof(*big), GFP_KERNEL);
+
+		KUNIT_ASSERT_NOT_NULL(test, big);
+		fh_test_fb_init(&big->t);
+		KUNIT_EXPECT_NULL(test, vfh_feedback_why(big, sizeof(big->t),
+							 FH_TEST_VCPUS, true));
+		KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(big, sizeof(*big),
+							     FH_TEST_VCPUS,
+							     true));
+	}
+}
+
+/*
+ * Taking a snapshot never writes past the driver's arrays, whatever
+ * counts the message holds: the buffer is the device's, and a count it
+ * rewrites after the check must not become an index.
+ */
+static void fh_test_feedback_take_bounded(struct kunit *test)
+{
+	struct fh_grant grants[FH_TEST_VCPUS];
+	u8 freq_class[FH_TEST_VCPUS];
+	struct {
+		struct fh_host h;
+		u8 guard[2 * sizeof(struct fh_freq)];
+	} *d;
+	struct fh_test_fb *t;
+	unsigned int i;
+
+	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
+	/* Room for a ninth class, which a count past the array would read. */
+	t = kunit_kzalloc(test, sizeof(*t) + sizeof(t->fb.classes[0]),
+			  GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, d);
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	d->h.grants = grants;
+	d->h.freq_class = freq_class;
+	memset(d->guard, 0xa5, sizeof(d->guard));
+
+	fh_test_fb_init(t);
+	KUNIT_ASSERT_NULL(test, fh_test_fb_why(t));
+	vfh_feedback_take(&d->h, &t->fb, FH_TEST_VCPUS);
+	KUNIT_EXPECT_EQ(test, d->h.seq, 1U);
+	KUNIT_EXPECT_EQ(test, d->h.operator_ceiling, 768);
+	KUNIT_EXPECT_EQ(test, d->h.num_freq_classes, 1);
+	KUNIT_EXPECT_EQ(test, d->h.classes[0].n, 7);
+	KUNIT_EXPECT_EQ(test, d->h.classes[0].khz[6], 3200000U);
+	KUNIT_EXPECT_EQ(test, d->h.class_step[0], 128);
+	KUNIT_EXPECT_EQ(test, grants[1].ceiling, 1024);
+	KUNIT_EXPECT_EQ(test, freq_class[3], VIRTIO_FREQHINT_NO_FREQ_CLASS);
+
+	/*
+	 * Counts past the arrays, as a rewrite after the check leaves them.
+	 * A ninth class would take its num_freqs from vcpus[1].ceiling: keep
+	 * that small too, so that an unbounded take stays within the guard.
+	 */
+	t->fb.num_freq_classes = cpu_to_le16(VIRTIO_FREQHINT_MAX_FREQ_CLASSES + 1);
+	t->v[1].ceiling = cpu_to_le16(VIRTIO_FREQHINT_MAX_FREQS + 1);
+	for (i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++)
+		t->fb.classes[i].num_freqs =
+			cpu_to_le16(VIRTIO_FREQHINT_MAX_FREQS + 1);
+	vfh_feedback_take(&d->h, &t->fb, FH_TEST_VCPUS);
+	KUNIT_EXPECT_NULL_MSG(test, memchr_inv(d->guard, 0xa5, sizeof(d->guard)),
+			      "written past the classes");
+	KUNIT_EXPECT_LE(test, d->h.num_freq_classes,
+			VIRTIO_FREQHINT_MAX_FREQ_CLASSES);
+	for (i = 0; i < VIRTIO_FREQHINT_MAX_FREQ_CLASSES; i++)
+		KUNIT_EXPECT_LE(test, d->h.classes[i].n,
+				VIRTIO_FREQHINT_MAX_FREQS);
 }
 
 static void fh_test_seq(struct kunit *test)
@@ -622,6 +703,17 @@ static void fh_test_cpu_ids(struct kunit *test)
 	m.h.reserved[2] = 1;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_cpu_ids_why(&m, sizeof(m),
 						    FH_TEST_VCPUS));
+	m.h.reserved[2] = 0;
+	/* DRV-34: a used length longer than the message is refused too. */
+	{
+		struct {
+			typeof(m) m;
+			__le64 more;
+		} big = { .m = m };
+
+		KUNIT_EXPECT_NOT_NULL(test, vfh_cpu_ids_why(&big, sizeof(big),
+							    FH_TEST_VCPUS));
+	}
 	for (i = 0; i < FH_TEST_VCPUS; i++)
 		ids[i] = le64_to_cpu(m.id[i]);
 	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS, 0), 0);
@@ -632,6 +724,55 @@ static void fh_test_cpu_ids(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, vfh_cpu_ids_find(ids, FH_TEST_VCPUS,
 					       VIRTIO_FREQHINT_CPU_ID_NONE),
 			-ENOENT);
+}
+
+/* DRV-35: the first CPU_IDS after DRIVER_OK holds until the next reset. */
+static void fh_test_cpu_ids_first(struct kunit *test)
+{
+	struct {
+		struct virtio_freqhint_cpu_ids h;
+		__le64 id[FH_TEST_VCPUS];
+	} m = {};
+	u64 ids[FH_TEST_VCPUS] = {};
+	unsigned int i;
+
+	m.h.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_CPU_IDS);
+	m.h.num_vcpus = cpu_to_le16(FH_TEST_VCPUS);
+	for (i = 0; i < FH_TEST_VCPUS; i++)
+		m.id[i] = cpu_to_le64(i);
+	KUNIT_EXPECT_TRUE(test, vfh_cpu_ids_take(ids, false, &m.h,
+						 FH_TEST_VCPUS));
+	KUNIT_EXPECT_EQ(test, ids[3], 3ULL);
+	for (i = 0; i < FH_TEST_VCPUS; i++)
+		m.id[i] = cpu_to_le64(FH_TEST_VCPUS - 1 - i);
+	KUNIT_EXPECT_FALSE(test, vfh_cpu_ids_take(ids, true, &m.h,
+						  FH_TEST_VCPUS));
+	for (i = 0; i < FH_TEST_VCPUS; i++)
+		KUNIT_EXPECT_EQ(test, ids[i], (u64)i);
+}
+
+/*
+ * The sender's wait: the rest of the window after the last send, and none
+ * once that is over, however long ago it was (jiffies wrap on 32 bits
+ * after 2^31 ticks, 24.8 days at HZ=1000).
+ */
+static void fh_test_send_delay(struct kunit *test)
+{
+	unsigned long now = 1000, w = 10;
+
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, now, w), w);
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, now - 4, w), 6UL);
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, now - w, w), 0UL);
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, now - 5000, w), 0UL);
+	/* Across the counter's wrap, a send just before it. */
+	now = 2;
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, ULONG_MAX - 2, w), 5UL);
+	/* Nothing sent for more than half the counter's range. */
+	now = 1000;
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, now - LONG_MAX - 1 - w - 5, w),
+			0UL);
+	KUNIT_EXPECT_EQ(test, vfh_send_delay(now, now - ULONG_MAX + 5, w),
+			0UL);
 }
 
 /* kHz <-> capacity (scale.c): the synthetic range and a host class. */
@@ -672,6 +813,15 @@ static void fh_test_scale(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, l.thr[0], 256);
 	KUNIT_EXPECT_EQ(test, l.thr[1], 512);
 	KUNIT_EXPECT_EQ(test, l.thr[2], 1024);
+	/*
+	 * A new policy's cur: the highest frequency it shows, not max_khz
+	 * when the table ends below it (then above cpuinfo_max_freq).
+	 */
+	KUNIT_EXPECT_EQ(test, vfh_freq_top(&s), 1024000U);
+	f = (struct fh_freq){ .min_khz = 800000, .max_khz = 3200000, .n = 5,
+			      .khz = { 1000000, 1500000, 2000000, 2500000,
+				       3000000 } };
+	KUNIT_EXPECT_EQ(test, vfh_freq_top(&f), 3000000U);
 }
 
 /* What a closed window reports: flags and values together. */
@@ -792,8 +942,11 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_config_check),
 	KUNIT_CASE(fh_test_feedback_khz_bound),
 	KUNIT_CASE(fh_test_feedback_check),
+	KUNIT_CASE(fh_test_feedback_take_bounded),
 	KUNIT_CASE(fh_test_seq),
 	KUNIT_CASE(fh_test_cpu_ids),
+	KUNIT_CASE(fh_test_cpu_ids_first),
+	KUNIT_CASE(fh_test_send_delay),
 	KUNIT_CASE(fh_test_scale),
 	KUNIT_CASE(fh_test_flag_composition),
 	KUNIT_CASE(fh_test_record_invariants),

@@ -228,3 +228,19 @@ void vfh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
 	r->seq = cpu_to_le32(seq);
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_record_fill);
+
+/*
+ * Jiffies until the next buffer may go: the rest of the window that
+ * started with the send at @last, 0 if that window is over.  The time
+ * since @last is taken as unsigned, so a send longer ago than half the
+ * jiffies range (24.8 days at HZ=1000 on 32 bits) is not in the future;
+ * @last must not be later than @now.
+ */
+unsigned long vfh_send_delay(unsigned long now, unsigned long last,
+			     unsigned long window)
+{
+	unsigned long since = now - last;
+
+	return since < window ? window - since : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_send_delay);

@@ -39,14 +39,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# vCPU3 gets a class once it went offline; on the stock kernel, where
+# device.sh runs a suspend cycle, another while the guest is frozen (the
+# device's reset), which the restored driver must not apply by creating
+# policies while cpufreq is suspended.
+hf=(--host-freq 3:nohint:3:800000:3200000:128:1000000,1500000,2000000,2500000,3000000)
 if [ "$expect" = uclamp ]; then
 	seen=(1:min=800 1:perf\<=700 1:idle 3:nohint reset 1:busy)
 else
 	seen=(1:noclamp 1:perf\<=700 1:idle 3:nohint reset 1:busy)
+	hf+=(--host-freq reset:3:1200000:2400000:128:1200000,1800000,2400000)
 fi
 "$PYTHON3" "$tdir/fake-agent.py" --socket "$work/fh.sock" --ready "$work/ready" \
 	--ceiling 700 --grant-ceiling 2:500 --timeout 900 \
-	--host-freq 3:nohint:3:800000:3200000:128:1000000,1500000,2000000,2500000,3000000 \
+	"${hf[@]}" \
 	"${seen[@]}" \
 	>"$work/agent.log" 2>&1 &
 agent_pid=$!

@@ -30,8 +30,11 @@ device offered FH_F_HOST_FREQ) when the expectation ON, one of those given,
 is matched in order: one class, MIN..MAX kHz with that table and perf step,
 for vCPU V only (the others: no class).  In order, so that a step of the
 guest's story triggers it: "3:nohint" alone would match the first frames
-already, where every vCPU has "no hint".  A device that connects again gets
-it again after GRANTS, as freqhintd sends its state on every connection.
+already, where every vCPU has "no hint".  May be given more than once (each
+frame replaces the classes of the one before: the host moved the vCPU);
+ON "reset" sends it while the device is reset, e.g. while the guest is
+frozen for suspend.  A device that connects again gets the last one sent
+again after GRANTS, as freqhintd sends its state on every connection.
 
 Exit status 0 only if the handshake happened, no record was invalid and all
 expectations matched in order.  A summary goes to stdout.
@@ -180,8 +183,8 @@ class Conn:
                 GRANT.pack(0, self.args.grant_ceiling.get(i, SCALE))
                 for i in range(n))
             self.send(MSG_GRANTS, GRANTS.pack(0, self.args.ceiling, n, 0) + grants)
-            if st['host_freq_sent']:
-                self.send_host_freq(self.args.host_freq)
+            if st['host_freq_last']:
+                self.send_host_freq(st['host_freq_last'])
             return True
         if msg_type == MSG_HINTS:
             _ts, nrec, fflags, _r = HINTS.unpack_from(payload)
@@ -196,16 +199,16 @@ class Conn:
                     st['errors'].append('record %r: %s' % (r, ', '.join(errs)))
             st['frames'] += 1
             st['records'] += nrec
-            hf = self.args.host_freq
             n = self.num_vcpus
             exp = st['expect']
             while (st['matched'] < len(exp) and
                    matches(exp[st['matched']], fflags, recs, n)):
                 print('matched %s' % exp[st['matched']])
-                if (hf and exp[st['matched']] == hf['on'] and
-                        not st['host_freq_sent']):
-                    self.send_host_freq(hf)
-                    st['host_freq_sent'] = True
+                for hf in self.args.host_freq:
+                    if exp[st['matched']] == hf['on'] and not hf['sent']:
+                        self.send_host_freq(hf)
+                        hf['sent'] = True
+                        st['host_freq_last'] = hf
                 st['matched'] += 1
             return True
         if msg_type == MSG_PING:
@@ -243,26 +246,32 @@ def main():
                     metavar='V:N', help='granted ceiling of vCPU V')
     ap.add_argument('--timeout', type=float, default=600)
     ap.add_argument('--host-freq', metavar='ON:V:MIN:MAX:STEP:F1,F2,...',
+                    action='append', default=[],
                     help='send a HOST_FREQ class for vCPU V when the '
-                    'expectation ON is matched in order')
+                    'expectation ON is matched in order (repeatable)')
     ap.add_argument('--ready', help='file created once listening')
     ap.add_argument('expect', nargs='*')
     args = ap.parse_args()
     args.grant_ceiling = {int(v): int(n) for v, n in
                           (g.split(':') for g in args.grant_ceiling)}
 
-    if args.host_freq:
-        # ON is an expectation (V:what), so it takes the first two fields.
-        f = args.host_freq.split(':')
-        args.host_freq = {'on': f[0] + ':' + f[1], 'vcpu': int(f[2]),
-                          'min': int(f[3]), 'max': int(f[4]),
-                          'step': int(f[5]),
-                          'freqs': [int(x) for x in f[6].split(',') if x]}
-        if args.host_freq['on'] not in args.expect:
+    specs, args.host_freq = args.host_freq, []
+    for spec in specs:
+        # ON is an expectation: "reset", or V:what (two fields).
+        f = spec.split(':')
+        if f[0] == 'reset':
+            f = ['reset', None] + f[1:]
+        hf = {'on': f[0] if f[1] is None else f[0] + ':' + f[1],
+              'vcpu': int(f[2]), 'min': int(f[3]), 'max': int(f[4]),
+              'step': int(f[5]),
+              'freqs': [int(x) for x in f[6].split(',') if x],
+              'sent': False}
+        if hf['on'] not in args.expect:
             ap.error('--host-freq: %s is not one of the expectations' %
-                     args.host_freq['on'])
+                     hf['on'])
+        args.host_freq.append(hf)
     state = {'errors': [], 'hellos': 0, 'frames': 0, 'records': 0,
-             'expect': args.expect, 'matched': 0, 'host_freq_sent': False}
+             'expect': args.expect, 'matched': 0, 'host_freq_last': None}
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -25,7 +25,7 @@ else
 fi
 taskset -p 8 $$ >/dev/null
 
-check "insmod virtio_freqhint clamp_source=$source" insmod "$FH_KO" clamp_source="$source"
+check "insmod virtio_freqhint clamp_source=$source" fh_insmod clamp_source="$source"
 check "debugfs vcpus exists" test -r "$FH_DBG"
 check_output "the clamp source in use is $want_source" "^$want_source\$" \
 	cat /sys/kernel/debug/virtio_freqhint/clamp_source
@@ -230,7 +230,7 @@ busy 1
 check "rmmod with a busy vCPU" rmmod virtio_freqhint
 check_fails "debugfs entry gone" test -e "$FH_DBG"
 check_fails "cpufreq driver gone" test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
-check "insmod again" insmod "$FH_KO" clamp_source="$source"
+check "insmod again" fh_insmod clamp_source="$source"
 check "debugfs is back with the device" test -r "$FH_DBG"
 check "the busy vCPU is seen after reload" wait_vcpu 1 'f["idle"]==0'
 stop_busy

@@ -12,7 +12,7 @@ gov=$(sed -n 's/.*cpufreq\.default_governor=\([a-z]*\).*/\1/p' /proc/cmdline)
 check "the command line names a governor ($gov)" test -n "$gov"
 taskset -p 8 $$ >/dev/null
 
-check "insmod virtio_freqhint" insmod "$FH_KO"
+check "insmod virtio_freqhint" fh_insmod
 check "debugfs vcpus exists" test -r "$FH_DBG"
 for c in 0 1 2 3; do
 	check_output "policy $c runs $gov" "^$gov\$" \

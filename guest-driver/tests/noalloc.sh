@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # In-guest (uclamp kernel, one virtio-freqhint-pci): the module allocates
-# memory only while it is probed, never afterwards, so never in scheduler
+# memory only while it is probed (and its cpufreq driver registers, once,
+# right after the device's first snapshot), never afterwards, so never in scheduler
 # context (the sched_switch probe, the hrtimer sampler, irq_work, the
 # cpufreq fast_switch/target callbacks, CPU hotplug callbacks) nor in its
 # sender.  The kmem trace events (kmalloc, kmem_cache_alloc,
@@ -40,6 +41,10 @@ check "trace every allocation with its stack" trace_setup
 
 check "insmod virtio_freqhint (probes the device)" insmod "$FH_KO"
 check "debugfs vcpus exists" test -r "$FH_DBG"
+# The cpufreq driver registers once, after the device's first snapshot
+# (its policies are allocated then): part of bringing the device up.
+check "the cpufreq policies exist" \
+	sh -c 'i=0; while [ $i -lt 50 ]; do [ -e /sys/devices/system/cpu/cpufreq/policy0 ] && exit 0; sleep 0.1; i=$((i + 1)); done; exit 1'
 echo "freqhint: probed" >"$T/trace_marker"
 
 # Everything the module does after probe: clamps changing under load, the
