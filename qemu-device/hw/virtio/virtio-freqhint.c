@@ -58,7 +58,7 @@ static void virtio_freqhint_reset_host_state(VirtIOFreqHint *fh)
         fh->grants[i].floor = 0;
         fh->grants[i].ceiling = VIRTIO_FREQHINT_SCALE;
     }
-    /* DEV-26: no agent, no host frequencies. */
+    /* DEV-7: no agent, no host frequencies. */
     fh->num_freq_classes = 0;
     memset(fh->freq_classes, 0, sizeof(fh->freq_classes));
     memset(fh->freq_class, VIRTIO_FREQHINT_NO_FREQ_CLASS, fh->num_vcpus);
@@ -1298,11 +1298,11 @@ static const Property virtio_freqhint_properties[] = {
 };
 
 /*
- * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
- * driver could notify once per window on top of the timer.  The device
- * does not offer VIRTIO_RING_F_EVENT_IDX: the transport's event_idx
- * property, on by default, is off here, and event_idx=on is refused at
- * realize rather than silently dropped.
+ * The rate bound relies on VRING_USED_F_NO_NOTIFY, which a driver that
+ * negotiated event index ignores: it could notify once per window on top
+ * of the timer.  The spec allows EVENT_IDX; this device does not offer
+ * it: the transport's event_idx property, on by default, is off here, and
+ * event_idx=on is refused at realize rather than silently dropped.
  */
 static void virtio_freqhint_instance_init(Object *obj)
 {

@@ -751,7 +751,7 @@ static void test_config(void *obj, void *data, QGuestAllocator *t_alloc)
     ids = cpu_ids_recv(qts, fh);
     g_assert_cmphex(ids[0], ==, 0);
     g_assert_cmphex(ids[1], ==, 1);
-    /* No agent: defaults, no host frequencies (DEV-26). */
+    /* No agent: defaults, no host frequencies (DEV-7). */
     g_assert_cmpuint(feedback_expect_defaults(qts, fh, false, false), ==, 1);
     /* Nothing changed: nothing more, however long. */
     qtest_clock_step(qts, 10 * RATE_WINDOW_MS * MS);
@@ -1125,7 +1125,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     agent_expect_full(r);
 
     /*
-     * DEV-24, DEV-38: the source host's grants and bounds stayed there;
+     * DEV-24: the source host's grants and bounds stayed there;
      * the driver hears this host's view (no agent yet when the VM
      * resumed), the snapshot numbering going on from the source's.
      */
@@ -1608,7 +1608,7 @@ static size_t host_freq_frame(HostFreqFrame *f, uint16_t n)
 }
 
 /*
- * PD-16, DEV-4, DEV-21, DEV-26: host frequency classes reach the driver
+ * PD-16, DEV-4, DEV-21, DEV-7: host frequency classes reach the driver
  * in a FEEDBACK snapshot; an invalid HOST_FREQ closes the connection and
  * publishes nothing; a disconnect takes them away.
  */
@@ -1665,7 +1665,7 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
     event_assert_none(qts, fh);
 
-    /* The agent goes: no host frequencies (DEV-26). */
+    /* The agent goes: no host frequencies (DEV-7). */
     close(agent->fd);
     agent->fd = -1;
     feedback_expect_defaults(qts, fh, false, true);
@@ -1702,7 +1702,7 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
 }
 
 /*
- * DEV-27: a record arriving when nothing was forwarded within the last
+ * PD-6: a record arriving when nothing was forwarded within the last
  * interval goes to the agent at once, with no time passing on the device's
  * clock; only what follows within a window waits.
  */
