@@ -182,7 +182,9 @@ static void agent_listen_tcp(FakeAgent *a)
 
 static bool arch_is_x86(void)
 {
-    return !strcmp(qtest_get_arch(), "x86_64");
+/* The pc machine of qemu-system-x86_64 or qemu-system-i386. */
+    return !strcmp(qtest_get_arch(), "x86_64") ||
+           !strcmp(qtest_get_arch(), "i386");
 }
 
 /*
@@ -1432,8 +1434,9 @@ static void test_name(void *obj, void *data, QGuestAllocator *t_alloc)
 static void plug_cpu2(QTestState *qts)
 {
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
-                           " {'driver': 'qemu64-x86_64-cpu', 'id': 'cpu-2',"
-                           " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}");
+                           " {'driver': %s, 'id': 'cpu-2',"
+                           " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}",
+                           type);
 
     g_assert_true(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
@@ -1477,6 +1480,8 @@ static void test_hotplug(void *obj, void *data, QGuestAllocator *t_alloc)
  * HELLO carrying the current threads.
  */
 static void test_hotplug_reconnect(void *obj, void *data,
+    g_autofree char *type = g_strdup_printf("qemu64-%s-cpu",
+                                            qtest_get_arch());
                                    QGuestAllocator *t_alloc)
 {
     QTestState *qts = global_qtest;
@@ -3043,7 +3048,7 @@ static void register_virtio_freqhint_test(void)
     opts.arg = (void *)"-smp 3";
     qos_add_test("grants-unaligned", "virtio-freqhint", test_grants_unaligned,
                  &opts);
-    /* x86 only: they plug qemu64-x86_64-cpu and know APIC ID layouts. */
+    /* x86 only: they plug a qemu64 CPU and know APIC ID layouts. */
     if (arch_is_x86()) {
         opts.arg = (void *)"-smp 2,maxcpus=3,sockets=3,cores=1,threads=1";
         qos_add_test("hotplug", "virtio-freqhint", test_hotplug, &opts);
