@@ -47,7 +47,8 @@ struct FreqHintAgent {
     FreqHintBackend parent_obj;
 
     char *chr_name;
-    CharBackend chr;
+    CharBackend chr;            /* claimed from complete to finalize */
+    bool opened;
     FreqHintAgentState state;
     uint32_t features;          /* FH_F_* accepted by WELCOME */
     uint32_t keepalive_ms;
@@ -757,32 +758,36 @@ static Chardev *fh_agent_find_chardev(FreqHintAgent *a, Error **errp)
 }
 
 /*
- * -object creates backends before chardevs: the chardev is looked up when
- * a device attaches.
+ * The chardev is claimed when the object is complete, like rng-egd's: -object
+ * freqhint-agent is created after the chardevs (system/vl.c), and
+ * object-add with a missing or unfit chardev fails there, not at a later
+ * device_add.
  */
 static void fh_agent_complete(UserCreatable *uc, Error **errp)
 {
-    if (!FREQHINT_AGENT(uc)->chr_name) {
+    FreqHintAgent *a = FREQHINT_AGENT(uc);
+    Chardev *chr;
+
+    if (!a->chr_name) {
         error_setg(errp, "freqhint-agent: 'chardev' is not set");
+        return;
     }
+    chr = fh_agent_find_chardev(a, errp);
+    if (!chr || !qemu_chr_fe_init(&a->chr, chr, errp)) {
+        return;
+    }
+    a->opened = true;
 }
 
-/* The chardev is the device's only while it is attached. */
+/* The device's callbacks run only while it is attached. */
 static bool fh_agent_attach(FreqHintBackend *b, Error **errp)
 {
     FreqHintAgent *a = FREQHINT_AGENT(b);
-    Chardev *chr = fh_agent_find_chardev(a, errp);
 
-    if (!chr) {
-        return false;
-    }
     if (b->num_vcpus > FH_MAX_VCPUS) {
         error_setg(errp, "freqhint-agent: the agent protocol carries at "
                    "most %d vCPUs, the machine has %u", FH_MAX_VCPUS,
                    b->num_vcpus);
-        return false;
-    }
-    if (!qemu_chr_fe_init(&a->chr, chr, errp)) {
         return false;
     }
     a->state = FREQHINT_LINK_DOWN;
@@ -814,7 +819,9 @@ static void fh_agent_detach(FreqHintBackend *b)
         fh_agent_unwatch(a);
         qemu_chr_fe_disconnect(&a->chr);
     }
-    qemu_chr_fe_deinit(&a->chr, false);
+    /* The chardev stays claimed, for the next device. */
+    qemu_chr_fe_set_handlers(&a->chr, NULL, NULL, NULL, NULL, NULL, NULL,
+                             true);
     timer_free(a->timeout_timer);
     a->timeout_timer = NULL;
 }
@@ -828,9 +835,9 @@ static void fh_agent_set_chardev(Object *obj, const char *value, Error **errp)
 {
     FreqHintAgent *a = FREQHINT_AGENT(obj);
 
-    if (a->parent_obj.ops) {
-        error_setg(errp, "freqhint-agent: 'chardev' cannot change while a "
-                   "device uses the backend");
+    if (a->opened) {
+        error_setg(errp, "freqhint-agent: 'chardev' cannot change once the "
+                   "object is created");
         return;
     }
     g_free(a->chr_name);
@@ -839,7 +846,10 @@ static void fh_agent_set_chardev(Object *obj, const char *value, Error **errp)
 
 static void fh_agent_finalize(Object *obj)
 {
-    g_free(FREQHINT_AGENT(obj)->chr_name);
+    FreqHintAgent *a = FREQHINT_AGENT(obj);
+
+    qemu_chr_fe_deinit(&a->chr, false);
+    g_free(a->chr_name);
 }
 
 static void fh_agent_class_init(ObjectClass *klass, void *data)

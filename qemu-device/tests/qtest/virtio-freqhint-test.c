@@ -79,6 +79,8 @@ static FakeAgent *agent = &agents[0];
 static unsigned int num_vcpus = NUM_VCPUS;
 /* Like a driver, post a new event buffer for each one the device used. */
 static bool event_repost = true;
+/* timestamp_ns of the last HINTS frame the agent read. */
+static int64_t last_hints_ns;
 
 typedef enum {
     EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
@@ -180,9 +182,9 @@ static void agent_listen_tcp(FakeAgent *a)
     g_assert_cmpint(listen(a->listen_fd, 4), ==, 0);
 }
 
+/* The pc machine of qemu-system-x86_64 or qemu-system-i386. */
 static bool arch_is_x86(void)
 {
-/* The pc machine of qemu-system-x86_64 or qemu-system-i386. */
     return !strcmp(qtest_get_arch(), "x86_64") ||
            !strcmp(qtest_get_arch(), "i386");
 }
@@ -262,6 +264,14 @@ static void *agent_before_null(GString *cmd_line, void *arg)
     machine_append_args(cmd_line);
     g_string_append(cmd_line, " -object freqhint-null,id=fhnull"
                     " -global virtio-freqhint-device.backend=fhnull");
+    return arg;
+}
+
+/* No agent, and extra QEMU options (the test's argument). */
+static void *agent_before_null_args(GString *cmd_line, void *arg)
+{
+    agent_before_null(cmd_line, NULL);
+    g_string_append_printf(cmd_line, " %s", (const char *)arg);
     return arg;
 }
 
@@ -345,6 +355,7 @@ static struct virtio_freqhint_record *agent_recv_hints(unsigned int *num,
     memcpy(&h, p, sizeof(h));
     *num = le16_to_cpu(h.num_records);
     *flags = le16_to_cpu(h.flags);
+    last_hints_ns = le64_to_cpu(h.timestamp_ns);
     g_assert_cmpuint(*num, >=, 1);
     g_assert_cmpuint(*num, <=, num_vcpus);
     g_assert_cmpuint(len, ==, sizeof(h) + *num * 16);
@@ -1125,6 +1136,8 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     agent = &agents[1];
     agent_welcome(dst, true);
     agent_expect_full(r);
+    /* When the guest wrote those records came along (a subsection). */
+    g_assert_cmpint(last_hints_ns, !=, 0);
 
     /*
      * DEV-24: the source host's grants and bounds stayed there;
@@ -1253,6 +1266,39 @@ static void test_rate_burst(void *obj, void *data, QGuestAllocator *t_alloc)
     }
     /* The last record of each vCPU is what the agent ends up with. */
     g_assert_cmpint(get_stat(qts, "records"), ==, total);
+}
+
+/*
+ * A wakeup validates no more records than one buffer may carry: 16 full
+ * buffers of a 16-vCPU VM cost one buffer per window, not 16 x 16 records
+ * under the BQL.
+ */
+#define RECORDS_VCPUS 16
+
+static void test_rate_records(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[RECORDS_VCPUS];
+    uint8_t buf[8 + sizeof(r)];
+    size_t len;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    num_vcpus = RECORDS_VCPUS;
+    for (int i = 0; i < RECORDS_VCPUS; i++) {
+        r[i] = REC(i, R_MAX, 0, 500 + i, 0, i);
+    }
+    len = build_batch(buf, RECORDS_VCPUS, r, RECORDS_VCPUS);
+    /* The first kick opens a window; 16 more full buffers come inside it. */
+    for (int i = 0; i <= 16; i++) {
+        submit(qts, fh, buf, len);
+    }
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 1);
+    qtest_clock_step(qts, RATE_WINDOW_MS * MS);
+    g_assert_cmpint(get_stat(qts, "wakeups"), ==, 2);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 2);
+    g_assert_cmpint(get_stat(qts, "records"), ==, 2 * RECORDS_VCPUS);
+    g_assert_false(get_stat_bool(qts, "broken"));
 }
 
 /*
@@ -1433,6 +1479,8 @@ static void test_name(void *obj, void *data, QGuestAllocator *t_alloc)
 
 static void plug_cpu2(QTestState *qts)
 {
+    g_autofree char *type = g_strdup_printf("qemu64-%s-cpu",
+                                            qtest_get_arch());
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                            " {'driver': %s, 'id': 'cpu-2',"
                            " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}",
@@ -1480,8 +1528,6 @@ static void test_hotplug(void *obj, void *data, QGuestAllocator *t_alloc)
  * HELLO carrying the current threads.
  */
 static void test_hotplug_reconnect(void *obj, void *data,
-    g_autofree char *type = g_strdup_printf("qemu64-%s-cpu",
-                                            qtest_get_arch());
                                    QGuestAllocator *t_alloc)
 {
     QTestState *qts = global_qtest;
@@ -2203,6 +2249,7 @@ static void test_feedback_no_buffer(void *obj, void *data,
     unsigned int num;
     uint16_t flags;
     uint8_t buf[64];
+    int64_t snapshots;
     GrantsFrame g;
     Feedback f;
 
@@ -2223,6 +2270,16 @@ static void test_feedback_no_buffer(void *obj, void *data,
     }
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
     g_assert_cmpint(get_stat(qts, "feedback"), ==, 3);
+    /*
+     * Kicks without a buffer: the pending snapshot is not even built, so a
+     * driver that kicks and never posts costs O(1) per kick.
+     */
+    snapshots = get_stat(qts, "snapshots");
+    for (int i = 0; i < 100; i++) {
+        fh->vdev->bus->virtqueue_kick(fh->vdev, fh->eventq);
+    }
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    g_assert_cmpint(get_stat(qts, "snapshots") - snapshots, <=, 1);
 
     wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
     got = agent_recv_hints(&num, &flags);
@@ -2235,6 +2292,47 @@ static void test_feedback_no_buffer(void *obj, void *data,
     qvirtio_freqhint_post_event(fh, fh->event_buf_size);
     qtest_clock_step(qts, 5 * RATE_WINDOW_MS * MS);
     event_assert_none(qts, fh);
+}
+
+/*
+ * A driver aims an event buffer at the device's own registers: the
+ * snapshot's zero at offset 20 of a write into common_cfg would set
+ * device_status to 0 and reset the device in the middle of the write.
+ * Event buffers are written under the transport's reentrancy guard, so
+ * the write is blocked and the device keeps running.
+ */
+static void test_event_reentrancy(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    QVirtioPCIDevice *pci = container_of(fh->vdev, QVirtioPCIDevice, vdev);
+    uint64_t cfg = pci->bar.addr + pci->common_cfg_offset;
+    uint32_t head;
+    GrantsFrame g;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    g_assert_false(pci->bar.is_io);
+    agent_handshake_events(qts, fh);
+    event_repost = false;
+    driver_reinit(fh, F_ALL, 2, 0);
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+
+    head = qvirtqueue_add(qts, fh->eventq, cfg, fh->event_buf_size, true,
+                          false);
+    qvirtqueue_kick(qts, fh->vdev, fh->eventq, head);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    grants_frame(&g, 100, 900, 0, 1024);
+    agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+    agent_ping(1);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+
+    g_assert_cmpint(get_stat(qts, "feedback"), ==, 4);
+    g_assert_cmphex(fh->vdev->bus->get_status(fh->vdev) &
+                    VIRTIO_CONFIG_S_DRIVER_OK, ==, VIRTIO_CONFIG_S_DRIVER_OK);
+    g_assert_false(get_stat_bool(qts, "broken"));
+    assert_running(qts);
 }
 
 static void wait_needs_reset(QTestState *qts, QVirtioDevice *vdev)
@@ -2478,7 +2576,8 @@ static void test_driver_ok_cleared(void *obj, void *data,
 
 /*
  * Issue 26 bug 5: the agent link needs a socket chardev; anything else is
- * refused at realize with an error that says so.
+ * refused with an error that says so, at object-add (issue 42: the object
+ * is created after the chardevs and claims its chardev when complete).
  */
 static void test_chardev_not_socket(void *obj, void *data,
                                     QGuestAllocator *t_alloc)
@@ -2490,12 +2589,20 @@ static void test_chardev_not_socket(void *obj, void *data,
     qtest_qmp_assert_success(qts, "{'execute': 'chardev-add', 'arguments':"
                              " {'id': 'fhnull', 'backend': {'type': 'null',"
                              " 'data': {}}}}");
-    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
-                    " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
-                    " 'bus': %s, 'chardev': 'fhnull'}}", hotplug_bus());
+    rsp = qtest_qmp(qts, "{'execute': 'object-add', 'arguments':"
+                    " {'qom-type': 'freqhint-agent', 'id': 'fhbad',"
+                    " 'chardev': 'fhnull'}}");
     g_assert_true(qdict_haskey(rsp, "error"));
     g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
                                           "desc"), "socket chardev"));
+    qobject_unref(rsp);
+    /* A chardev that does not exist fails at object-add too (F5). */
+    rsp = qtest_qmp(qts, "{'execute': 'object-add', 'arguments':"
+                    " {'qom-type': 'freqhint-agent', 'id': 'fhbad',"
+                    " 'chardev': 'nosuchchr'}}");
+    g_assert_true(qdict_haskey(rsp, "error"));
+    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                          "desc"), "not found"));
     qobject_unref(rsp);
     assert_running(qts);
 }
@@ -2560,6 +2667,9 @@ static void test_backend_object(void *obj, void *data,
                                " 'backend': 'fhagent', 'chardev': 'fhchr'}}",
                                hotplug_bus()),
                      "exclude each other");
+    /* A backend a device uses cannot go (issue 42, F4). */
+    qmp_assert_error(qtest_qmp(qts, "{'execute': 'object-del', 'arguments':"
+                               " {'id': 'fhagent'}}"), "in use");
     /* The link stays up. */
     agent_ping(1);
     assert_running(qts);
@@ -2980,6 +3090,8 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("rate-bound", "virtio-freqhint", test_rate_bound, &opts);
     qos_add_test("rate-burst", "virtio-freqhint", test_rate_burst, &opts);
     qos_add_test("rate-status", "virtio-freqhint", test_rate_status, &opts);
+    qos_add_test("event-reentrancy", "virtio-freqhint",
+                 test_event_reentrancy, &opts);
     opts.arg = (void *)&forced_case;
     qos_add_test("rate-bound-forced", "virtio-freqhint", test_rate_bound,
                  &opts);
@@ -3074,6 +3186,12 @@ static void register_virtio_freqhint_test(void)
                  &opts);
     opts.before = agent_before_null;
     qos_add_test("backend-null", "virtio-freqhint", test_backend_null, &opts);
+    opts.before = agent_before_null_args;
+    opts.arg = (void *)(arch_is_x86() ? "-smp " stringify(RECORDS_VCPUS) :
+                        "-machine gic-version=3 -smp "
+                        stringify(RECORDS_VCPUS));
+    qos_add_test("rate-records", "virtio-freqhint", test_rate_records, &opts);
+    opts.arg = NULL;
     opts.before = agent_before_tcp;
     qos_add_test("tcp-flood", "virtio-freqhint", test_tcp_flood, &opts);
 }

@@ -38,6 +38,7 @@ typedef struct VirtIOFreqHintStats {
     uint64_t dropped;           /* records in frames the agent could not take */
     uint64_t agent_connects;    /* completed handshakes */
     uint64_t feedback;          /* FEEDBACK snapshots written to the eventq */
+    uint64_t snapshots;         /* snapshots built (to write or compare) */
 } VirtIOFreqHintStats;
 
 struct VirtIOFreqHint {
@@ -95,9 +96,10 @@ struct VirtIOFreqHint {
     QEMUTimer *forward_timer;
     QEMUTimer *feedback_timer;
     QEMUBH *status_bh;
+    QEMUBH *event_bh;           /* every event buffer write (guarded) */
     int64_t last_forward_ms;
     int64_t last_feedback_ms;
-    int64_t newest_record_ns;
+    int64_t newest_record_ns;   /* QEMU_CLOCK_HOST; migrated (subsection) */
     bool resend_full;
     bool no_hints_pending;      /* the "no hint" frame of a stop not sent */
     struct virtio_freqhint_record *scratch;  /* num_vcpus records */
