@@ -127,8 +127,7 @@ The backend is a QOM object linked with backend=, the way virtio-rng
 links its rng backend: an abstract freqhint-backend class (hints out,
 VM run state, feedback in) and freqhint-null, which acts on nothing and
 grants the no-agent defaults.  A device given no backend makes a
-freqhint-null; with chardev= it makes a freqhint-agent (next patch) on
-that chardev, the short form of -object freqhint-agent.
+freqhint-null.
 
 The 16-byte configuration space is fixed for the device's lifetime.  The
 event queue's first buffer after DRIVER_OK carries each possible vCPU's
@@ -143,7 +142,7 @@ comes with the device, which checks records by its rules.  It is shared
 with the agent, hence GPL-2.0-or-later OR BSD-3-Clause: the agent links
 it into a BSD-licensable daemon.
 
-Properties: backend, chardev, rate-window-ms (default 10), perf,
+Properties: backend, rate-window-ms (default 10), perf,
 feedback, host-freq, cpu-id, perf-step, idle-share; host tuning
 x-forward-interval-ms (default 5).  Telemetry: qom-get <dev> x-stats
 (experimental).  The device is modern-only on every transport

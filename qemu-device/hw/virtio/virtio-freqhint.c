@@ -996,36 +996,17 @@ static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
 }
 
 /*
- * The backend: the one linked with backend=, else one made here, like
- * virtio-rng's default backend: a freqhint-agent on chardev= (the short
- * form of -object freqhint-agent), or a freqhint-null.
+ * The backend: the one linked with backend=, else a freqhint-null made
+ * here, like virtio-rng's default backend.
  */
 static bool virtio_freqhint_attach_backend(VirtIOFreqHint *fh, Error **errp)
 {
     uint32_t features = 0;
 
-    /* An empty chardev= (clearing a -global) is none. */
-    if (fh->chardev && !fh->chardev[0]) {
-        g_clear_pointer(&fh->chardev, g_free);
-    }
-    if (fh->backend && fh->chardev) {
-        error_setg(errp, "virtio-freqhint: 'backend' and 'chardev' exclude "
-                   "each other");
-        return false;
-    }
     if (!fh->backend) {
-        const char *type = fh->chardev ? TYPE_FREQHINT_AGENT :
-                           TYPE_FREQHINT_NULL;
-        Object *b;
+        Object *b = object_new(TYPE_FREQHINT_NULL);
 
-        if (!object_class_by_name(type)) {
-            error_setg(errp, "virtio-freqhint: this QEMU has no %s", type);
-            return false;
-        }
-        b = object_new(type);
-        if ((fh->chardev &&
-             !object_property_set_str(b, "chardev", fh->chardev, errp)) ||
-            !user_creatable_complete(USER_CREATABLE(b), errp)) {
+        if (!user_creatable_complete(USER_CREATABLE(b), errp)) {
             object_unref(b);
             return false;
         }
@@ -1342,7 +1323,6 @@ static const VMStateDescription vmstate_virtio_freqhint = {
 static const Property virtio_freqhint_properties[] = {
     DEFINE_PROP_LINK("backend", VirtIOFreqHint, backend,
                      TYPE_FREQHINT_BACKEND, FreqHintBackend *),
-    DEFINE_PROP_STRING("chardev", VirtIOFreqHint, chardev),
     DEFINE_PROP_UINT32("rate-window-ms", VirtIOFreqHint, rate_window_ms, 10),
     /* Host-internal tuning: how often the agent hears of changes. */
     DEFINE_PROP_UINT32("x-forward-interval-ms", VirtIOFreqHint,

@@ -220,8 +220,9 @@ static void agent_append_args(GString *cmd_line, FakeAgent *a,
     machine_append_args(cmd_line);
     g_string_append_printf(cmd_line,
                            " -chardev socket,id=fhchr,%s,reconnect-ms=100"
-                           " -global virtio-freqhint-device.chardev=fhchr %s",
-                           addr, extra ? extra : "");
+                           " -object freqhint-agent,id=fhagent,chardev=fhchr"
+                           " -global virtio-freqhint-device.backend=fhagent"
+                           " %s", addr, extra ? extra : "");
 }
 
 static void *agent_before(GString *cmd_line, void *arg)
@@ -239,21 +240,6 @@ static void *agent_before_tcp(GString *cmd_line, void *arg)
     agent_cleanup(NULL);
     agent_listen_tcp(agent);
     agent_append_args(cmd_line, agent, NULL);
-    return arg;
-}
-
-/* The agent behind -object freqhint-agent, linked with backend=. */
-static void *agent_before_backend(GString *cmd_line, void *arg)
-{
-    agent_cleanup(NULL);
-    agent_listen(agent);
-    machine_append_args(cmd_line);
-    g_string_append_printf(cmd_line,
-                           " -chardev socket,id=fhchr,path=%s,"
-                           "reconnect-ms=100"
-                           " -object freqhint-agent,id=fhagent,chardev=fhchr"
-                           " -global virtio-freqhint-device.backend=fhagent",
-                           agent->path);
     return arg;
 }
 
@@ -2623,8 +2609,7 @@ static void qmp_assert_error(QDict *rsp, const char *what)
 
 /*
  * Issue 26, shape: -object freqhint-agent,chardev= linked with backend=
- * carries the whole protocol; a backend serves one device at a time, and
- * backend= and chardev= exclude each other.
+ * carries the whole protocol; a backend serves one device at a time.
  */
 static void test_backend_object(void *obj, void *data,
                                 QGuestAllocator *t_alloc)
@@ -2661,12 +2646,12 @@ static void test_backend_object(void *obj, void *data,
                                " 'id': 'fh2', 'bus': %s,"
                                " 'backend': 'fhagent'}}", hotplug_bus()),
                      "already in use");
+    /* The device has no chardev= shorthand: one way to configure it. */
     qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                                " {'driver': 'virtio-freqhint-pci',"
                                " 'id': 'fh2', 'bus': %s,"
-                               " 'backend': 'fhagent', 'chardev': 'fhchr'}}",
-                               hotplug_bus()),
-                     "exclude each other");
+                               " 'chardev': 'fhchr'}}", hotplug_bus()),
+                     "chardev");
     /* A backend a device uses cannot go (issue 42, F4). */
     qmp_assert_error(qtest_qmp(qts, "{'execute': 'object-del', 'arguments':"
                                " {'id': 'fhagent'}}"), "in use");
@@ -2696,8 +2681,8 @@ static void test_backend_null(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "forwarded"), ==, 0);
 
     /*
-     * Without backend= and chardev=, the device makes a freqhint-null (the
-     * empty backend clears the -global).
+     * Without backend=, the device makes a freqhint-null (the empty
+     * backend clears the -global).
      */
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci',"
@@ -2809,7 +2794,7 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *t_alloc)
                              " 'chardev': 'fhchr2'}}");
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
-                             " 'backend': 'fhagent2', 'chardev': '',"
+                             " 'backend': 'fhagent2',"
                              " 'addr': '0x1e'}}");
     agent = &agents[1];
     agent_handshake(qts, true);
@@ -2823,7 +2808,7 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *t_alloc)
     /* The backend serves a new device: a new connection, a new HELLO. */
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci', 'id': 'fh3',"
-                             " 'backend': 'fhagent2', 'chardev': '',"
+                             " 'backend': 'fhagent2',"
                              " 'addr': '0x1e'}}");
     agent = &agents[1];
     agent_handshake(qts, true);
@@ -3181,7 +3166,7 @@ static void register_virtio_freqhint_test(void)
                        "-global virtio-freqhint-device.host-freq=off";
     qos_add_test("feedback-off", "virtio-freqhint", test_feedback_off, &opts);
     opts.arg = NULL;
-    opts.before = agent_before_backend;
+    opts.before = agent_before;
     qos_add_test("backend-object", "virtio-freqhint", test_backend_object,
                  &opts);
     opts.before = agent_before_null;

@@ -49,7 +49,6 @@ struct VirtIOFreqHint {
 
     /* Properties */
     FreqHintBackend *backend;
-    char *chardev;              /* an implicit freqhint-agent on it */
     uint64_t host_features;
     uint32_t rate_window_ms;
     uint32_t forward_interval_ms;
