@@ -48,8 +48,8 @@ fh_libvirt_xml_object_arg (const FhLibvirtXmlOptions *opts)
 char *
 fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts, gboolean q35)
 {
-  return g_strdup_printf ("virtio-freqhint-pci,backend=%s-agent,bus=%s,addr=0x%x",
-                          opts->chardev_id, q35 ? "pcie.0" : "pci.0", opts->pci_slot);
+  return g_strdup_printf ("virtio-freqhint-pci,backend=%s-agent,bus=%s,addr=0x%x", opts->chardev_id,
+                          q35 ? "pcie.0" : "pci.0", opts->pci_slot);
 }
 
 static char *
