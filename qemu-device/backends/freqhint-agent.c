@@ -5,7 +5,7 @@
  *   -object freqhint-agent,id=agent0,chardev=fh0
  *   -device virtio-freqhint-pci,backend=agent0
  *
- * Frames of hw/virtio/virtio-freqhint-agent.h on a socket chardev.
+ * Frames of system/freqhint-agent.h on a socket chardev.
  * QEMU is the client; with reconnect-ms the chardev reconnects on its own
  * and every new connection starts with HELLO, sent once the VM runs: a VM
  * that is paused or waiting for an incoming migration does not claim its
@@ -29,8 +29,8 @@
 #include "qom/object_interfaces.h"
 #include "hw/core/cpu.h"
 #include "hw/qdev-core.h"
-#include "hw/virtio/virtio-freqhint-backend.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "system/freqhint.h"
+#include "system/freqhint-agent.h"
 #include "system/system.h"
 #include "trace.h"
 
@@ -155,7 +155,7 @@ static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
 
     assert(len <= FH_MAX_PAYLOAD);
     if (a->state == FREQHINT_LINK_DOWN || fh_agent_tx_busy(a)) {
-        trace_virtio_freqhint_link_send_failed(a, type, len, 0);
+        trace_freqhint_agent_send_failed(a, type, len, 0);
         return false;
     }
     fh_frame_hdr_put(a->tx_buf, len, type);
@@ -165,10 +165,10 @@ static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
 
     ret = qemu_chr_fe_write(&a->chr, a->tx_buf, FH_HDR_SIZE + len);
     if (ret == FH_HDR_SIZE + len) {
-        trace_virtio_freqhint_link_send(a, type, len);
+        trace_freqhint_agent_send(a, type, len);
         return true;
     }
-    trace_virtio_freqhint_link_send_failed(a, type, len, ret);
+    trace_freqhint_agent_send_failed(a, type, len, ret);
     if (a->state == FREQHINT_LINK_DOWN) {
         /* The write found the connection gone and closed it. */
         return false;
@@ -242,7 +242,7 @@ static void fh_agent_down(FreqHintAgent *a)
         return;
     }
     fh_agent_new_session(a, FREQHINT_LINK_DOWN);
-    trace_virtio_freqhint_link_down(a, was_up);
+    trace_freqhint_agent_down(a, was_up);
     if (was_up) {
         a->parent_obj.ops->disconnected(a->parent_obj.opaque);
     }
@@ -255,7 +255,7 @@ static void fh_agent_close(FreqHintAgent *a, uint16_t reason,
         .reason = cpu_to_le16(reason),
     };
 
-    trace_virtio_freqhint_link_close(a, reason, text);
+    trace_freqhint_agent_close(a, reason, text);
     pstrcpy(msg.text, sizeof(msg.text), text);
     fh_agent_send(a, FH_MSG_CLOSE, &msg, sizeof(msg));
     qemu_chr_fe_disconnect(&a->chr);
@@ -324,7 +324,7 @@ static bool fh_agent_send_vcpus(FreqHintAgent *a)
     memset(msg, 0, len);
     msg->num_vcpus = cpu_to_le16(a->parent_obj.num_vcpus);
     fh_agent_put_tids(a, (uint8_t *)(msg + 1));
-    trace_virtio_freqhint_link_vcpus(a);
+    trace_freqhint_agent_vcpus(a);
     return fh_agent_send(a, FH_MSG_VCPUS, msg, len);
 }
 
@@ -379,7 +379,7 @@ static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
     a->features = features;
     a->keepalive_ms = keepalive_ms;
     a->state = FREQHINT_LINK_UP;
-    trace_virtio_freqhint_link_up(a, features, a->keepalive_ms);
+    trace_freqhint_agent_up(a, features, a->keepalive_ms);
     fh_agent_arm_timeout(a);
     a->parent_obj.ops->connected(a->parent_obj.opaque);
     return true;
@@ -499,10 +499,10 @@ static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
 static bool fh_agent_dispatch(FreqHintAgent *a, uint16_t type,
                               const uint8_t *p, uint32_t len)
 {
-    trace_virtio_freqhint_link_recv(a, type, len);
+    trace_freqhint_agent_recv(a, type, len);
     if (type == FH_MSG_CLOSE) {
         if (len == sizeof(struct fh_msg_close)) {
-            trace_virtio_freqhint_link_closed_by_agent(a, fh_get_le16(p));
+            trace_freqhint_agent_closed_by_agent(a, fh_get_le16(p));
         }
         qemu_chr_fe_disconnect(&a->chr);
         fh_agent_down(a);
@@ -622,7 +622,7 @@ static void fh_agent_event(void *opaque, QEMUChrEvent event)
          */
         fh_agent_down(a);
         fh_agent_new_session(a, FREQHINT_LINK_CONNECTED);
-        trace_virtio_freqhint_link_opened(a);
+        trace_freqhint_agent_opened(a);
         if (a->parent_obj.vm_running) {
             fh_agent_send_hello(a);
         }

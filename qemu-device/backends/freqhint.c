@@ -14,7 +14,7 @@
 #include "qapi/error.h"
 #include "qemu/module.h"
 #include "qom/object_interfaces.h"
-#include "hw/virtio/virtio-freqhint-backend.h"
+#include "system/freqhint.h"
 
 bool freqhint_backend_attach(FreqHintBackend *b, uint16_t num_vcpus,
                              uint32_t features, bool vm_running,

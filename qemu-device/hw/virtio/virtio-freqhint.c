@@ -4,7 +4,7 @@
  * The guest reports, per vCPU, the utilization clamps and performance
  * request of what it runs.  The device validates each record, keeps the
  * latest one per vCPU and forwards changes, coalesced and rate bounded, to a
- * backend (virtio-freqhint-backend.h: a host agent, or nothing).  What the
+ * backend (system/freqhint.h: a host agent, or nothing).  What the
  * host grants comes back to the driver as FEEDBACK snapshots on the event
  * queue.
  *
@@ -32,7 +32,7 @@
 #include "hw/qdev-properties-system.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-freqhint.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "system/freqhint-agent.h"
 #include "qom/object_interfaces.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"

@@ -26,7 +26,7 @@
 #include "standard-headers/linux/virtio_ring.h"
 #include "standard-headers/linux/virtio_pci.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "system/freqhint-agent.h"
 
 #define NUM_VCPUS           2   /* -smp; the hot-plug test adds one */
 #define MAX_VCPUS           3

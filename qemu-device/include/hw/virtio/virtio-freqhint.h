@@ -10,7 +10,7 @@
 #include "hw/virtio/virtio.h"
 #include "system/runstate.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "hw/virtio/virtio-freqhint-backend.h"
+#include "system/freqhint.h"
 #include "qom/object.h"
 
 #define TYPE_VIRTIO_FREQHINT "virtio-freqhint-device"
