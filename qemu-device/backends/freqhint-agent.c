@@ -857,30 +857,29 @@ static void fh_agent_class_init(ObjectClass *klass, void *data)
     FreqHintBackendClass *bc = FREQHINT_BACKEND_CLASS(klass);
     UserCreatableClass *ucc = USER_CREATABLE_CLASS(klass);
 
+    /* The object claims its chardev when complete; a device attaches. */
+    ucc->complete = fh_agent_complete;
     bc->attach = fh_agent_attach;
     bc->start = fh_agent_start;
     bc->detach = fh_agent_detach;
+    object_class_property_add_str(klass, "chardev", fh_agent_get_chardev,
+                                  fh_agent_set_chardev);
+    /* Hints out, while the VM runs. */
     bc->is_up = fh_agent_is_up;
     bc->vm_state = fh_agent_vm_state;
     bc->send_hints = fh_agent_send_hints;
-    ucc->complete = fh_agent_complete;
-    object_class_property_add_str(klass, "chardev", fh_agent_get_chardev,
-                                  fh_agent_set_chardev);
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to the host agent");
 }
 
-static const TypeInfo fh_agent_info = {
-    .name = TYPE_FREQHINT_AGENT,
-    .parent = TYPE_FREQHINT_BACKEND,
-    .instance_size = sizeof(FreqHintAgent),
-    .instance_finalize = fh_agent_finalize,
-    .class_init = fh_agent_class_init,
+static const TypeInfo fh_agent_types[] = {
+    {
+        .name = TYPE_FREQHINT_AGENT,
+        .parent = TYPE_FREQHINT_BACKEND,
+        .instance_size = sizeof(FreqHintAgent),
+        .instance_finalize = fh_agent_finalize,
+        .class_init = fh_agent_class_init,
+    },
 };
 
-static void fh_agent_register_types(void)
-{
-    type_register_static(&fh_agent_info);
-}
-
-type_init(fh_agent_register_types)
+DEFINE_TYPES(fh_agent_types)

@@ -31,7 +31,6 @@ bool freqhint_backend_attach(FreqHintBackend *b, uint16_t num_vcpus,
     b->num_vcpus = num_vcpus;
     b->features = features;
     b->vm_running = vm_running;
-    b->started = false;
     b->ops = ops;
     b->opaque = opaque;
     if (k->attach && !k->attach(b, errp)) {

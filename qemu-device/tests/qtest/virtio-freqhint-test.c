@@ -2257,6 +2257,21 @@ static void test_feedback_rate(void *obj, void *data, QGuestAllocator *t_alloc)
 }
 
 /*
+ * The agent up, then the driver starts over with two event buffers only,
+ * which CPU_IDS and the first snapshot (seq 1) take: the next snapshot
+ * finds none.
+ */
+static void driver_restart_two_buffers(QTestState *qts, QVirtioFreqHint *fh)
+{
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_repost = false;
+    driver_reinit(fh, F_ALL, 2, 0);
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+}
+
+/*
  * DEV-35, DEV-36: with no eventq buffer posted a due snapshot waits as
  * "pending", latest state wins, nothing queues, and the hint queue and
  * the agent link go on meanwhile; the next posted buffer gets the one
@@ -2277,13 +2292,7 @@ static void test_feedback_no_buffer(void *obj, void *data,
     Feedback f;
 
     g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake_events(qts, fh);
-    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
-    /* Two buffers: CPU_IDS and the first snapshot take them. */
-    event_repost = false;
-    driver_reinit(fh, F_ALL, 2, 0);
-    g_free(cpu_ids_recv(qts, fh));
-    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+    driver_restart_two_buffers(qts, fh);
 
     for (int i = 1; i <= 3; i++) {
         qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
@@ -2336,12 +2345,7 @@ static void test_event_reentrancy(void *obj, void *data,
 
     g_test_queue_destroy(agent_cleanup, NULL);
     g_assert_false(pci->bar.is_io);
-    agent_handshake_events(qts, fh);
-    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
-    event_repost = false;
-    driver_reinit(fh, F_ALL, 2, 0);
-    g_free(cpu_ids_recv(qts, fh));
-    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+    driver_restart_two_buffers(qts, fh);
 
     head = qvirtqueue_add(qts, fh->eventq, cfg, fh->event_buf_size, true,
                           false);
@@ -2620,21 +2624,19 @@ static void test_chardev_not_socket(void *obj, void *data,
     qtest_qmp_assert_success(qts, "{'execute': 'chardev-add', 'arguments':"
                              " {'id': 'fhnull', 'backend': {'type': 'null',"
                              " 'data': {}}}}");
-    rsp = qtest_qmp(qts, "{'execute': 'object-add', 'arguments':"
-                    " {'qom-type': 'freqhint-agent', 'id': 'fhbad',"
-                    " 'chardev': 'fhnull'}}");
-    g_assert_true(qdict_haskey(rsp, "error"));
-    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
-                                          "desc"), "socket chardev"));
-    qobject_unref(rsp);
     /* A chardev that does not exist fails at object-add too (F5). */
-    rsp = qtest_qmp(qts, "{'execute': 'object-add', 'arguments':"
-                    " {'qom-type': 'freqhint-agent', 'id': 'fhbad',"
-                    " 'chardev': 'nosuchchr'}}");
-    g_assert_true(qdict_haskey(rsp, "error"));
-    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
-                                          "desc"), "not found"));
-    qobject_unref(rsp);
+    for (int i = 0; i < 2; i++) {
+        const char *chr = i ? "nosuchchr" : "fhnull";
+
+        rsp = qtest_qmp(qts, "{'execute': 'object-add', 'arguments':"
+                        " {'qom-type': 'freqhint-agent', 'id': 'fhbad',"
+                        " 'chardev': %s}}", chr);
+        g_assert_true(qdict_haskey(rsp, "error"));
+        g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                              "desc"),
+                                i ? "not found" : "socket chardev"));
+        qobject_unref(rsp);
+    }
     assert_running(qts);
 }
 
