@@ -203,11 +203,16 @@ backend=, freqhint-null, one device per backend), device_del, reset
 loops, migration of guest state only, agent reconnect with full resend,
 stop/run, vCPU hot-plug, a socket that stops taking frames, the
 keepalive timeout, the rate bound, and hostile buffers and records, none
-of which may reach the agent.  They run wherever qos-test runs the node:
-the x86-only cases (vCPU hot-plug, APIC ID layouts, ACPI hot-unplug) are
-registered on x86_64 only, and on aarch64's virt machine the devices a
-test adds with device_add go to a PCIe root port, and CPU_IDS is checked
-to carry the MPIDR affinity (vCPU 16 of 17 with GICv3 is 0x100).
+of which may reach the agent (the event-buffer reentrancy guard, the
+record budget per window, the backend object's life cycle included).
+They are built where the device is and the host has POSIX sockets, and
+run wherever qos-test finds the node: x86_64/pc, i386/pc (untested
+here) and aarch64/virt.  The x86-only cases (vCPU hot-plug, APIC ID
+layouts, ACPI hot-unplug) are registered on x86 only; on aarch64's virt
+machine the devices a test adds with device_add go to a PCIe root port,
+and CPU_IDS is checked to carry the MPIDR affinity (vCPU 16 of 17 with
+GICv3 is 0x100).  Nothing waits on the wall clock but the keepalive
+case (a real-time timer, 100 ms); 49 cases take about 15 s on x86_64.
 MSG
 
 commit "${doc_files[@]}" -- "$here"/patches/0005-*.patch <<'MSG'
