@@ -75,7 +75,7 @@ firmware=$cache/firmware-$QEMU_VERSION
 buildlog=$cache/build-$QEMU_VERSION.log
 
 # Files of qemu-device/ that sit at the same path in QEMU's tree.
-TREE_DIRS=(hw include tests/qtest docs)
+TREE_DIRS=(hw backends include tests/qtest docs)
 
 mode=build arch=x86_64 only=0
 while [ $# -gt 0 ]; do
@@ -184,11 +184,11 @@ stage_tree() {
 		done
 	done
 	mkdir -p "$stage/include/standard-headers/linux" \
-		"$stage/include/hw/virtio"
+		"$stage/include/system"
 	import_uapi_header "$top/spec/include/linux/virtio_freqhint.h" \
 		"$stage/include/standard-headers/linux/virtio_freqhint.h"
 	import_agent_header "$top/spec/include/freqhint/agent_protocol.h" \
-		"$stage/include/hw/virtio/virtio-freqhint-agent.h"
+		"$stage/include/system/freqhint-agent.h"
 
 	# Patches: the device hook-up series, build fix-ups for the Debian
 	# tarball, then fixes to QEMU itself that the tests need.  Patched

@@ -9,15 +9,21 @@
 # pristine tarball, so every "index" line names the same blobs as in a full
 # QEMU checkout and the series applies there with git am.
 #
-#   1/6 virtio: validate every driver that sets FEATURES_OK  (patches/0001-*)
-#   2/6 standard-headers: import the virtio-freqhint header
-#   3/6 hw/virtio: the device and its null backend        (+ patches/0002-*)
-#   4/6 hw/virtio: the freqhint-agent backend              (+ patches/0003-*)
-#   5/6 tests/qtest: virtio-freqhint tests                 (+ patches/0004-*)
-#   6/6 docs: the device page and the agent protocol       (+ patches/0005-*)
+# OUTDIR/core/: the two changes to QEMU itself, a series of their own
+# (independent of each other and of the device; the device series is
+# based on it, Based-on: in its cover letter):
+#   1/2 virtio: validate every driver that sets FEATURES_OK (patches/0001-*)
+#   2/2 system/physmem: hold a reference on the FlatView a TCG vCPU caches
+#       (patches/fixes/0001-*)
+# OUTDIR/: the device:
+#   1/5 standard-headers: import the virtio-freqhint header
+#   2/5 hw/virtio: the device and its null backend        (+ patches/0002-*)
+#   3/5 backends: the freqhint-agent backend               (+ patches/0003-*)
+#   4/5 tests/qtest: virtio-freqhint tests                 (+ patches/0004-*)
+#   5/5 docs: the device page and the agent protocol       (+ patches/0005-*)
 #
 # The build fix-ups in patches/build/ are for Debian's tarball and are not
-# part of the series.
+# part of either series.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +39,7 @@ export GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
 git() { command git -C "$repo" -c commit.gpgsign=false "$@"; }
 
 core_patch=$here/patches/0001-virtio-validate-features-on-every-FEATURES_OK.patch
+fix_patch=$here/patches/fixes/0001-system-physmem-hold-a-reference-on-the-FlatView-TCG-caches.patch
 header_files=(
 	include/standard-headers/linux/virtio_freqhint.h
 )
@@ -40,14 +47,14 @@ header_files=(
 # the agent protocol header (the device checks records with its rules).
 device_files=(
 	hw/virtio/virtio-freqhint.c
-	hw/virtio/virtio-freqhint-backend.c
 	hw/virtio/virtio-freqhint-pci.c
+	backends/freqhint.c
 	include/hw/virtio/virtio-freqhint.h
-	include/hw/virtio/virtio-freqhint-backend.h
-	include/hw/virtio/virtio-freqhint-agent.h
+	include/system/freqhint.h
+	include/system/freqhint-agent.h
 )
 agent_files=(
-	hw/virtio/virtio-freqhint-agent.c
+	backends/freqhint-agent.c
 )
 test_files=(
 	tests/qtest/libqos/virtio-freqhint.c
@@ -61,7 +68,7 @@ doc_files=(
 
 # Base: the pristine versions of every existing file the patches edit.
 git init -q
-for p in "$here"/patches/*.patch; do
+for p in "$here"/patches/*.patch "$fix_patch"; do
 	for f in $(sed -n 's|^+++ b/||p' "$p"); do
 		mkdir -p "$repo/$(dirname "$f")"
 		cp "$PRISTINE/$f" "$repo/$f"
@@ -92,12 +99,18 @@ commit() {
 	git commit -q -s -F -
 }
 
-git apply "$core_patch"
-git add -A
-# The rationale is the patch's own message.
-sed -n '/^Subject: /,/^Signed-off-by:/p' "$core_patch" |
-	sed -e '1s/^Subject: \[PATCH [0-9/]*\] //' -e '/^Signed-off-by:/d' |
-	git commit -q -s -F -
+# core_commit PATCH: a change to QEMU itself; its message is the patch's
+# own (Subject to the "---" line), without a Signed-off-by (commit -s).
+core_commit() {
+	git apply "$1"
+	git add -A
+	sed -n '/^Subject: /,/^---$/p' "$1" | sed -e '$d' |
+		sed -e '1s/^Subject: \[PATCH[^]]*\] //' -e '/^Signed-off-by:/d' |
+		git commit -q -s -F -
+}
+core_commit "$core_patch"
+core_commit "$fix_patch"
+core=$(git rev-parse HEAD)
 
 commit "${header_files[@]}" -- <<'MSG'
 standard-headers: import the virtio-freqhint header
@@ -124,11 +137,11 @@ reset is forwarded only if some vCPU held a hint, through the forward
 interval.
 
 The backend is a QOM object linked with backend=, the way virtio-rng
-links its rng backend: an abstract freqhint-backend class (hints out,
+links its rng backend, and lives in backends/ with them
+(include/system/freqhint.h): an abstract freqhint-backend class (hints out,
 VM run state, feedback in) and freqhint-null, which acts on nothing and
 grants the no-agent defaults.  A device given no backend makes a
-freqhint-null; with chardev= it makes a freqhint-agent (next patch) on
-that chardev, the short form of -object freqhint-agent.
+freqhint-null.
 
 The 16-byte configuration space is fixed for the device's lifetime.  The
 event queue's first buffer after DRIVER_OK carries each possible vCPU's
@@ -138,12 +151,12 @@ indexes.  Migration carries guest state only and fails if the
 guest-visible constants differ; host state is re-derived on the
 destination, and the driver hears of it after load.
 
-The agent protocol header, include/hw/virtio/virtio-freqhint-agent.h,
+The agent protocol header, include/system/freqhint-agent.h,
 comes with the device, which checks records by its rules.  It is shared
 with the agent, hence GPL-2.0-or-later OR BSD-3-Clause: the agent links
 it into a BSD-licensable daemon.
 
-Properties: backend, chardev, rate-window-ms (default 10), perf,
+Properties: backend, rate-window-ms (default 10), perf,
 feedback, host-freq, cpu-id, perf-step, idle-share; host tuning
 x-forward-interval-ms (default 5).  Telemetry: qom-get <dev> x-stats
 (experimental).  The device is modern-only on every transport
@@ -154,16 +167,18 @@ VRING_USED_F_NO_NOTIFY.
 MSG
 
 commit "${agent_files[@]}" -- "$here"/patches/0003-*.patch <<'MSG'
-hw/virtio: add the freqhint-agent backend
+backends: add the freqhint-agent backend
 
   -chardev socket,id=fh0,path=/run/freqhint/device.sock,reconnect-ms=1000
   -object freqhint-agent,id=agent0,chardev=fh0
   -device virtio-freqhint-pci,backend=agent0
 
-freqhint-agent speaks the protocol of include/hw/virtio/virtio-freqhint-agent.h
-to a host agent over a socket chardev (any other chardev is refused when
-a device attaches: with pipe, file or pty a disconnect is a no-op, a mux
-would interleave bytes).  It speaks only while the VM runs: HELLO waits
+freqhint-agent speaks the protocol of include/system/freqhint-agent.h to
+a host agent over a socket chardev.  Like rng-egd it is created after
+the chardevs and claims its chardev when complete, so object-add fails
+at once for a chardev that does not exist or is not a plain socket (with
+pipe, file or pty a disconnect is a no-op, a mux would interleave
+bytes); object-del is refused while a device uses the backend.  It speaks only while the VM runs: HELLO waits
 for a paused or incoming VM to run, and carries the vCPU thread ids and
 the VM's identity, which the agent checks against the process that
 connected to it; a vCPU hot-plug is reported with a VCPUS message.
@@ -188,11 +203,16 @@ backend=, freqhint-null, one device per backend), device_del, reset
 loops, migration of guest state only, agent reconnect with full resend,
 stop/run, vCPU hot-plug, a socket that stops taking frames, the
 keepalive timeout, the rate bound, and hostile buffers and records, none
-of which may reach the agent.  They run wherever qos-test runs the node:
-the x86-only cases (vCPU hot-plug, APIC ID layouts, ACPI hot-unplug) are
-registered on x86_64 only, and on aarch64's virt machine the devices a
-test adds with device_add go to a PCIe root port, and CPU_IDS is checked
-to carry the MPIDR affinity (vCPU 16 of 17 with GICv3 is 0x100).
+of which may reach the agent (the event-buffer reentrancy guard, the
+record budget per window, the backend object's life cycle included).
+They are built where the device is and the host has POSIX sockets, and
+run wherever qos-test finds the node: x86_64/pc, i386/pc (untested
+here) and aarch64/virt.  The x86-only cases (vCPU hot-plug, APIC ID
+layouts, ACPI hot-unplug) are registered on x86 only; on aarch64's virt
+machine the devices a test adds with device_add go to a PCIe root port,
+and CPU_IDS is checked to carry the MPIDR affinity (vCPU 16 of 17 with
+GICv3 is 0x100).  Nothing waits on the wall clock but the keepalive
+case (a real-time timer, 100 ms); 49 cases take about 15 s on x86_64.
 MSG
 
 commit "${doc_files[@]}" -- "$here"/patches/0005-*.patch <<'MSG'
@@ -207,13 +227,18 @@ keepalive and close reasons.
 MSG
 
 rm -rf "$out"
-mkdir -p "$out"
-git format-patch -q --cover-letter -o "$out" "$base"
-# The cover letter's subject and text (cover-letter.txt: the subject on its
-# first line) in place of git's placeholders.
-cover=$(ls "$out"/0000-cover-letter.patch)
-subject=$(head -n1 "$here/cover-letter.txt")
-awk -v subject="$subject" -v blurb="$here/cover-letter.txt" '
+mkdir -p "$out/core"
+git format-patch -q --cover-letter --subject-prefix="PATCH" \
+	-o "$out/core" "$base..$core"
+git format-patch -q --cover-letter --subject-prefix="RFC PATCH" \
+	-o "$out" "$core"
+# The cover letters' subject and text (the subject on the first line of
+# cover-letter.txt and cover-letter-core.txt) in place of git's
+# placeholders.
+fill_cover() {
+	local cover=$1 blurb=$2 subject
+	subject=$(head -n1 "$blurb")
+	awk -v subject="$subject" -v blurb="$blurb" '
 	/\*\*\* SUBJECT HERE \*\*\*/ { sub(/\*\*\* SUBJECT HERE \*\*\*/, subject) }
 	/^\*\*\* BLURB HERE \*\*\*$/ {
 		while ((getline line < blurb) > 0)
@@ -221,6 +246,9 @@ awk -v subject="$subject" -v blurb="$here/cover-letter.txt" '
 		next
 	}
 	{ print }' "$cover" >"$cover.new"
-mv "$cover.new" "$cover"
-! grep -q '\*\*\* .* HERE \*\*\*' "$cover" || { echo "make-series.sh: placeholders left in $cover" >&2; exit 1; }
-ls "$out"
+	mv "$cover.new" "$cover"
+	! grep -q '\*\*\* .* HERE \*\*\*' "$cover" || { echo "make-series.sh: placeholders left in $cover" >&2; exit 1; }
+}
+fill_cover "$out/0000-cover-letter.patch" "$here/cover-letter.txt"
+fill_cover "$out/core/0000-cover-letter.patch" "$here/cover-letter-core.txt"
+ls "$out" "$out/core"

@@ -62,7 +62,8 @@ for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
 grc=0
 "$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
 	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
-	-device "$device,chardev=fh0,rate-window-ms=200$packed" || grc=$?
+	-object freqhint-agent,id=fha0,chardev=fh0 \
+	-device "$device,backend=fha0,rate-window-ms=200$packed" || grc=$?
 arc=0
 wait "$agent_pid" || arc=$?
 agent_pid=

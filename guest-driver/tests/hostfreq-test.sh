@@ -57,7 +57,8 @@ grc=0
 "$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/hostfreq.sh" "$log" -- \
 	-name "$name" -uuid "$uuid" \
 	-chardev "socket,id=fh0,path=$work/device.sock,reconnect-ms=500" \
-	-device virtio-freqhint-pci,id=fh,chardev=fh0 || grc=$?
+	-object freqhint-agent,id=fha0,chardev=fh0 \
+	-device virtio-freqhint-pci,id=fh,backend=fha0 || grc=$?
 if [ "$grc" != 0 ]; then
 	tail -n 40 "$work/freqhintd.log" | sed 's/^/freqhintd: /'
 	die "guest side failed"

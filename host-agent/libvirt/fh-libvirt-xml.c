@@ -39,9 +39,16 @@ fh_libvirt_xml_chardev_arg (const FhLibvirtXmlOptions *opts)
 }
 
 char *
+fh_libvirt_xml_object_arg (const FhLibvirtXmlOptions *opts)
+{
+  return g_strdup_printf ("freqhint-agent,id=%s-agent,chardev=%s", opts->chardev_id,
+                          opts->chardev_id);
+}
+
+char *
 fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts, gboolean q35)
 {
-  return g_strdup_printf ("virtio-freqhint-pci,chardev=%s,bus=%s,addr=0x%x", opts->chardev_id,
+  return g_strdup_printf ("virtio-freqhint-pci,backend=%s-agent,bus=%s,addr=0x%x", opts->chardev_id,
                           q35 ? "pcie.0" : "pci.0", opts->pci_slot);
 }
 
@@ -57,6 +64,7 @@ char *
 fh_libvirt_xml_snippet (const FhLibvirtXmlOptions *opts)
 {
   g_autofree char *chardev = fh_libvirt_xml_chardev_arg (opts);
+  g_autofree char *object = fh_libvirt_xml_object_arg (opts);
   g_autofree char *device = fh_libvirt_xml_device_arg (opts, TRUE);
   g_autofree char *device_pc = fh_libvirt_xml_device_arg (opts, FALSE);
   g_autofree char *md = default_metadata_xml ();
@@ -75,12 +83,14 @@ fh_libvirt_xml_snippet (const FhLibvirtXmlOptions *opts)
                           "<qemu:commandline>\n"
                           "  <qemu:arg value=\"-chardev\"/>\n"
                           "  <qemu:arg value=\"%s\"/>\n"
+                          "  <qemu:arg value=\"-object\"/>\n"
+                          "  <qemu:arg value=\"%s\"/>\n"
                           "  <qemu:arg value=\"-device\"/>\n"
                           "  <qemu:arg value=\"%s\"/>\n"
                           "</qemu:commandline>\n"
                           "<!-- That is for machine type q35; for pc (i440fx) the device is\n"
                           "     %s -->\n",
-                          chardev, device, device_pc);
+                          chardev, object, device, device_pc);
   return g_string_free (s, FALSE);
 }
 
@@ -127,9 +137,11 @@ static gboolean
 ensure_commandline (xmlNode *root, const FhLibvirtXmlOptions *opts, GError **error)
 {
   g_autofree char *chardev = fh_libvirt_xml_chardev_arg (opts);
+  g_autofree char *object = fh_libvirt_xml_object_arg (opts);
   g_autofree char *device = fh_libvirt_xml_device_arg (opts, is_q35 (root));
   g_autofree char *id_match = g_strdup_printf ("id=%s", opts->chardev_id);
-  gboolean have_device = FALSE, have_chardev = FALSE;
+  g_autofree char *object_match = g_strdup_printf ("id=%s-agent", opts->chardev_id);
+  gboolean have_device = FALSE, have_chardev = FALSE, have_object = FALSE;
   xmlNs *qns = xmlSearchNsByHref (root->doc, root, BAD_CAST FH_LIBVIRT_QEMU_NS);
   xmlNode *cmdline;
 
@@ -155,6 +167,8 @@ ensure_commandline (xmlNode *root, const FhLibvirtXmlOptions *opts, GError **err
         have_device = TRUE;
       if (g_str_has_prefix (v, "socket,") && strstr (v, id_match))
         have_chardev = TRUE;
+      if (g_str_has_prefix (v, "freqhint-agent,") && strstr (v, object_match))
+        have_object = TRUE;
     }
   }
   /* An operator's own device line (other socket, other id) is respected as is. */
@@ -165,6 +179,10 @@ ensure_commandline (xmlNode *root, const FhLibvirtXmlOptions *opts, GError **err
   if (!have_chardev) {
     add_arg (cmdline, qns, "-chardev");
     add_arg (cmdline, qns, chardev);
+  }
+  if (!have_object) {
+    add_arg (cmdline, qns, "-object");
+    add_arg (cmdline, qns, object);
   }
   add_arg (cmdline, qns, "-device");
   add_arg (cmdline, qns, device);

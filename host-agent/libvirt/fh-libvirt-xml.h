@@ -7,7 +7,8 @@
  *
  * Without an argument the pieces are printed; with one, they are added to
  * that domain's XML, idempotently: what is already there (the device, the
- * chardev, a freqhint element with the operator's values) is kept.
+ * chardev, its freqhint-agent object, a freqhint element with the
+ * operator's values) is kept.
  */
 #pragma once
 
@@ -33,8 +34,13 @@ typedef struct {
 /* /run/freqhint/device.sock, "freqhint0", 1000 ms, slot 0x1c. */
 void fh_libvirt_xml_options_init (FhLibvirtXmlOptions *opts);
 
-/* The -chardev and -device argument values; q35 names the root bus pcie.0. */
+/*
+ * The -chardev, -object and -device argument values: the device links a
+ * freqhint-agent object ("<chardev_id>-agent") on the chardev with
+ * backend=; q35 names the root bus pcie.0.
+ */
 char *fh_libvirt_xml_chardev_arg (const FhLibvirtXmlOptions *opts);
+char *fh_libvirt_xml_object_arg (const FhLibvirtXmlOptions *opts);
 char *fh_libvirt_xml_device_arg (const FhLibvirtXmlOptions *opts, gboolean q35);
 
 /* The pieces to paste with `virsh edit`, with a comment saying where. */

@@ -44,7 +44,8 @@ for set in with without; do
 			# No agent listens: the device boots without one, like a
 			# VM whose host has no freqhintd.
 			extra=(-chardev "socket,id=fh,path=$dir/agent.sock,reconnect-ms=1000"
-				-device virtio-freqhint-pci,chardev=fh)
+				-object freqhint-agent,id=fha,chardev=fh
+				-device virtio-freqhint-pci,backend=fha)
 		fi
 		set +e
 		(cd "$dir" && "$here/tests/harness/run-guest.sh" --kernel "$kernel" \

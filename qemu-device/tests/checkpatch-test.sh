@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# checkpatch-test.sh: the series make-series.sh produces applies, patch by
+# checkpatch-test.sh: the two series make-series.sh produces (the core
+# changes in core/, then the device) apply, patch by
 # patch, to a clean copy of the QEMU release the project builds (the whole
 # pristine tree, not only the files the series touches), gives there exactly
 # the files the project builds and tests, and passes QEMU's own
@@ -22,12 +23,13 @@ rc=0
 # files the series touches are copied), each patch in order with git apply
 # outside any repository, so that nothing but the patch text counts.
 cp -al "$PRISTINE" "$tmp/qemu"
-touched=$(sed -n 's|^+++ b/||p' "$tmp"/series/0*.patch | sort -u)
+patches=("$tmp"/series/core/0*.patch "$tmp"/series/0*.patch)
+touched=$(sed -n 's|^+++ b/||p' "${patches[@]}" | sort -u)
 for f in $touched; do
 	[ ! -e "$tmp/qemu/$f" ] || cp --remove-destination "$PRISTINE/$f" "$tmp/qemu/$f"
 done
 n=0
-for p in "$tmp"/series/0*.patch; do
+for p in "${patches[@]}"; do
 	case $p in *cover-letter*) continue ;; esac
 	if ! out=$(cd "$tmp/qemu" && GIT_DIR=/nonexistent git apply --whitespace=error-all "$p" 2>&1); then
 		printf '%s\n' "$out"
@@ -36,7 +38,7 @@ for p in "$tmp"/series/0*.patch; do
 	fi
 	n=$((n + 1))
 done
-echo "series: $n patches applied to a clean QEMU $(cat "$PRISTINE/VERSION")"
+echo "series: $n patches (core and device) applied to a clean QEMU $(cat "$PRISTINE/VERSION")"
 # ... and gives what is built and tested: every file the series touches as
 # it is in the laid-out source tree.
 for f in $touched; do
@@ -48,7 +50,7 @@ for f in $touched; do
 done
 cmp -s "$PRISTINE/VERSION" "$tmp/qemu/VERSION" || { echo "the pristine tree changed"; exit 1; }
 
-for p in "$tmp"/series/0*.patch; do
+for p in "${patches[@]}"; do
 	case $p in *cover-letter*) continue ;; esac
 	out=$(cd "$SOURCE" && perl scripts/checkpatch.pl --no-tree "$p" 2>&1) || rc=1
 	bad=$(grep -E '^(ERROR|WARNING):' <<<"$out" || true)
@@ -65,7 +67,7 @@ for p in "$tmp"/series/0*.patch; do
 		printf '%s\n' "$out"
 		rc=1
 	fi
-	echo "$(basename "$p"): $(grep '^total:' <<<"$out")"
+	echo "${p#"$tmp"/series/}: $(grep '^total:' <<<"$out")"
 done
 # The test helper outside QEMU's tree wears the same style.
 out=$(cd "$SOURCE" && perl scripts/checkpatch.pl --no-tree -f "$here/tests/fh-listener.c" 2>&1) || rc=1

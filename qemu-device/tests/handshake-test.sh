@@ -42,7 +42,8 @@ for _ in $(seq 100); do [ -S "$tmp/agent.sock" ] && break; sleep 0.1; done
 "$qemu" -machine q35 -accel tcg -smp 2 -m 128 -nodefaults -display none \
 	-name fh-handshake -uuid "$uuid" \
 	-chardev "socket,id=fh0,path=$tmp/agent.sock,reconnect-ms=1000" \
-	-device virtio-freqhint-pci,id=fh,chardev=fh0 \
+	-object freqhint-agent,id=fha0,chardev=fh0 \
+	-device virtio-freqhint-pci,id=fh,backend=fha0 \
 	-qmp "unix:$tmp/qmp.sock,server=on,wait=off" \
 	>"$tmp/qemu.log" 2>&1 &
 qemu_pid=$!

@@ -54,8 +54,8 @@ step() {
 	echo "$name: compiles ($((SECONDS - start)) s)"
 }
 step "clean QEMU $(cat "$PRISTINE/VERSION")"
-for p in "$tmp"/series/0*.patch; do
+for p in "$tmp"/series/core/0*.patch "$tmp"/series/0*.patch; do
 	case $p in *cover-letter*) continue ;; esac
 	(cd "$src" && GIT_DIR=/nonexistent git apply "$p")
-	step "$(basename "$p")"
+	step "${p#"$tmp"/series/}"
 done

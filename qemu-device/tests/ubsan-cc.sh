@@ -10,7 +10,7 @@ ub=false link=false
 prev=
 for a in "$@"; do
 	case "$a" in
-	*/hw/virtio/virtio-freqhint*.c) ub=true ;;
+	*/hw/virtio/virtio-freqhint*.c | */backends/freqhint*.c) ub=true ;;
 	# meson links through a response file named after the binary
 	@qemu-system-*.rsp) link=true ;;
 	esac

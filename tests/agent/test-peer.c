@@ -90,7 +90,7 @@ test_cmdline (void)
       "web-1", U1 },
     { { "/usr/bin/qemu-system-x86_64", "-name", "guest=db,,primary,debug-threads=on", "-S",
         "-uuid", U1, "-no-user-config", "-nodefaults", "-device",
-        "{\"driver\":\"virtio-freqhint-pci\",\"id\":\"fh0\",\"chardev\":\"fh\"}", NULL },
+        "{\"driver\":\"virtio-freqhint-pci\",\"id\":\"fh0\",\"backend\":\"fha\"}", NULL },
       "db,primary", U1 },
   };
 

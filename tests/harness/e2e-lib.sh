@@ -158,7 +158,8 @@ e2e_start_guest() {
 		"${run[@]}" -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" "${qemu[@]}" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
-		-device "virtio-freqhint-pci,id=fh,chardev=fh0$props" \
+		-object freqhint-agent,id=fha0,chardev=fh0 \
+		-device "virtio-freqhint-pci,id=fh,backend=fha0$props" \
 		-chardev "socket,id=ctl,path=$E2E_DIR/guest-ctl${tag:+-$tag}.sock,server=on,wait=off" \
 		-serial chardev:ctl \
 		-qmp "unix:$E2E_DIR/qmp${tag:+-$tag}.sock,server=on,wait=off" \

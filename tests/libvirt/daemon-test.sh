@@ -111,7 +111,7 @@ virsh -q -c "$uri" define "$T/dev-vm-fh.xml" >/dev/null || fail "virsh define re
 # The inserted pieces survive libvirt's own parsing.
 ctl libvirt-xml fh-dev-vm --libvirt-uri "$uri" | cmp -s - <(virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | ctl libvirt-xml -) ||
 	fail "libvirt-xml DOMAIN and libvirt-xml - disagree"
-virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | grep 'virtio-freqhint-pci,chardev=freqhint0' >/dev/null ||
+virsh -q -c "$uri" dumpxml --inactive fh-dev-vm | grep 'virtio-freqhint-pci,backend=freqhint0-agent' >/dev/null ||
 	fail "libvirt dropped the device arguments"
 virsh -q -c "$uri" start fh-dev-vm >/dev/null || fail "the device domain did not start"
 dev_uuid=$(virsh -q -c "$uri" domuuid fh-dev-vm)

@@ -70,10 +70,14 @@ test_insert (void)
   g_assert_true (strstr (out, "<qemu:arg value=\"-chardev\"/>"));
   g_assert_true (strstr (out, "<qemu:arg value=\"socket,id=freqhint0,"
                               "path=/run/freqhint/device.sock,reconnect-ms=1000\"/>"));
+  g_assert_true (strstr (out, "<qemu:arg value=\"-object\"/>"));
+  g_assert_true (strstr (
+      out, "<qemu:arg value=\"freqhint-agent,id=freqhint0-agent,chardev=freqhint0\"/>"));
   g_assert_true (strstr (out, "<qemu:arg value=\"-device\"/>"));
   /* machine "pc": the root bus is pci.0; a fixed slot libvirt does not use. */
   g_assert_true (strstr (
-      out, "<qemu:arg value=\"virtio-freqhint-pci,chardev=freqhint0,bus=pci.0,addr=0x1c\"/>"));
+      out,
+      "<qemu:arg value=\"virtio-freqhint-pci,backend=freqhint0-agent,bus=pci.0,addr=0x1c\"/>"));
   g_assert_true (strstr (out, "<metadata>"));
   g_assert_cmpuint (md->ceiling_pct, ==, FH_PERCENT_MAX);
   g_assert_true (md->guest_hints);
@@ -93,7 +97,7 @@ test_q35 (void)
   g_autofree char *out = insert (q35, &changed);
 
   g_assert_true (changed);
-  g_assert_true (strstr (out, "virtio-freqhint-pci,chardev=freqhint0,bus=pcie.0,addr=0x1c"));
+  g_assert_true (strstr (out, "virtio-freqhint-pci,backend=freqhint0-agent,bus=pcie.0,addr=0x1c"));
 }
 
 static void
@@ -135,7 +139,8 @@ test_keeps_existing (void)
   g_assert_cmpuint (count (out, "freqhint xmlns"), ==, 1);
   g_assert_cmpuint (count (out, "-chardev"), ==, 1);
   g_assert_true (strstr (out, "path=/srv/fh.sock"));
-  g_assert_cmpuint (count (out, "virtio-freqhint-pci,chardev=freqhint0"), ==, 1);
+  g_assert_cmpuint (count (out, "freqhint-agent,id=freqhint0-agent,chardev=freqhint0"), ==, 1);
+  g_assert_cmpuint (count (out, "virtio-freqhint-pci,backend=freqhint0-agent"), ==, 1);
   g_assert_cmpuint (count (out, "<qemu:commandline>"), ==, 1);
 }
 

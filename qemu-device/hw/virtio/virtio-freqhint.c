@@ -4,7 +4,7 @@
  * The guest reports, per vCPU, the utilization clamps and performance
  * request of what it runs.  The device validates each record, keeps the
  * latest one per vCPU and forwards changes, coalesced and rate bounded, to a
- * backend (virtio-freqhint-backend.h: a host agent, or nothing).  What the
+ * backend (system/freqhint.h: a host agent, or nothing).  What the
  * host grants comes back to the driver as FEEDBACK snapshots on the event
  * queue.
  *
@@ -32,14 +32,19 @@
 #include "hw/qdev-properties-system.h"
 #include "hw/virtio/virtio.h"
 #include "hw/virtio/virtio-freqhint.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "system/freqhint-agent.h"
 #include "qom/object_interfaces.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
 #include "trace.h"
 
 #define FREQHINT_QUEUE_SIZE         64
-/* Buffers taken per wakeup, whatever the driver keeps adding (tx_burst). */
+/*
+ * Buffers taken per wakeup, whatever the driver keeps adding (tx_burst),
+ * and no more records than one buffer can carry (num_vcpus, at least
+ * FREQHINT_BURST): one full buffer already says everything, so the work
+ * done under the BQL per window is O(num_vcpus), not 16 times that.
+ */
 #define FREQHINT_BURST              16
 #define FREQHINT_MAX_WINDOW_MS      1000
 #define FREQHINT_MAX_INTERVAL_MS    1000
@@ -58,7 +63,7 @@ static void virtio_freqhint_reset_host_state(VirtIOFreqHint *fh)
         fh->grants[i].floor = 0;
         fh->grants[i].ceiling = VIRTIO_FREQHINT_SCALE;
     }
-    /* DEV-26: no agent, no host frequencies. */
+    /* DEV-7: no agent, no host frequencies. */
     fh->num_freq_classes = 0;
     memset(fh->freq_classes, 0, sizeof(fh->freq_classes));
     memset(fh->freq_class, VIRTIO_FREQHINT_NO_FREQ_CLASS, fh->num_vcpus);
@@ -257,10 +262,11 @@ static void virtio_freqhint_apply(VirtIOFreqHint *fh,
 
 /*
  * Handle one buffer.  Structural errors mark the device broken and nothing
- * of the buffer is used.  Returns false if the device is now broken.
+ * of the buffer is used.  Returns the number of records the buffer held,
+ * or -1 if the device is now broken.
  */
-static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
-                                        VirtQueueElement *elem)
+static int virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
+                                       VirtQueueElement *elem)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
     struct virtio_freqhint_hints hdr;
@@ -270,41 +276,41 @@ static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
     if (elem->in_num) {
         virtio_error(vdev, "virtio-freqhint: device-writable descriptor "
                      "in a hint buffer");
-        return false;
+        return -1;
     }
     len = iov_size(elem->out_sg, elem->out_num);
     max_len = sizeof(hdr) + fh->num_vcpus * sizeof(*fh->scratch);
     if (len < sizeof(hdr) + sizeof(*fh->scratch) || len > max_len) {
         virtio_error(vdev, "virtio-freqhint: hint buffer of %zu bytes", len);
-        return false;
+        return -1;
     }
     if (iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr)) !=
         sizeof(hdr)) {
         virtio_error(vdev, "virtio-freqhint: short hint header");
-        return false;
+        return -1;
     }
     if (le16_to_cpu(hdr.msg_type) != VIRTIO_FREQHINT_MSG_HINTS) {
         virtio_error(vdev, "virtio-freqhint: unknown message type %u",
                      le16_to_cpu(hdr.msg_type));
-        return false;
+        return -1;
     }
     if (hdr.reserved[0] || hdr.reserved[1] || hdr.reserved[2] ||
         hdr.reserved[3]) {
         virtio_error(vdev, "virtio-freqhint: reserved header bytes set");
-        return false;
+        return -1;
     }
     num = le16_to_cpu(hdr.num_records);
     if (num == 0 || num > fh->num_vcpus ||
         len != sizeof(hdr) + num * sizeof(*fh->scratch)) {
         virtio_error(vdev, "virtio-freqhint: %u records in %zu bytes",
                      num, len);
-        return false;
+        return -1;
     }
     if (iov_to_buf(elem->out_sg, elem->out_num, sizeof(hdr), fh->scratch,
                    num * sizeof(*fh->scratch)) !=
         num * sizeof(*fh->scratch)) {
         virtio_error(vdev, "virtio-freqhint: short hint buffer");
-        return false;
+        return -1;
     }
 
     fh->newest_record_ns = qemu_clock_get_ns(QEMU_CLOCK_HOST);
@@ -312,7 +318,7 @@ static bool virtio_freqhint_handle_elem(VirtIOFreqHint *fh,
         virtio_freqhint_apply(fh, &fh->scratch[i]);
     }
     fh->stats.buffers++;
-    return true;
+    return num;
 }
 
 /* The driver may be served: DRIVER_OK, not broken, the VM running. */
@@ -325,24 +331,30 @@ static bool virtio_freqhint_driver_ready(VirtIOFreqHint *fh)
 }
 
 /*
- * Take up to FREQHINT_BURST buffers.  Returns true if anything was
- * consumed; what is left waits for the next wakeup.
+ * Take up to FREQHINT_BURST buffers, and stop once they held as many
+ * records as one buffer may.  Returns true if anything was consumed; what
+ * is left waits for the next wakeup.
  */
 static bool virtio_freqhint_drain(VirtIOFreqHint *fh)
 {
     VirtIODevice *vdev = VIRTIO_DEVICE(fh);
+    unsigned int budget = MAX(fh->num_vcpus, FREQHINT_BURST);
+    unsigned int records = 0;
     VirtQueueElement *elem;
     bool used = false;
 
-    for (int n = 0; n < FREQHINT_BURST &&
+    for (int n = 0; n < FREQHINT_BURST && records < budget &&
          (elem = virtqueue_pop(fh->hintq, sizeof(VirtQueueElement))); n++) {
-        if (!virtio_freqhint_handle_elem(fh, elem)) {
+        int num = virtio_freqhint_handle_elem(fh, elem);
+
+        if (num < 0) {
             virtqueue_detach_element(fh->hintq, elem, 0);
             g_free(elem);
             break;
         }
         virtqueue_push(fh->hintq, elem, 0);
         g_free(elem);
+        records += num;
         used = true;
     }
     if (used) {
@@ -575,11 +587,16 @@ static void virtio_freqhint_push_events(VirtIOFreqHint *fh)
         }
         return;
     }
+    /* Nothing to write into: a kick or a buffer brings us back. */
+    if (virtio_queue_empty(fh->eventq)) {
+        return;
+    }
     /*
      * A change undone while the snapshot waited (an agent that came and
      * went within a window) is no news: the driver has this state.
      */
     len = virtio_freqhint_build_feedback(fh, fh->event_buf);
+    fh->stats.snapshots++;
     if (fh->feedback_sent_valid && !memcmp(fh->event_buf, fh->feedback_sent,
                                            len)) {
         fh->feedback_pending = false;
@@ -602,6 +619,17 @@ static void virtio_freqhint_push_events(VirtIOFreqHint *fh)
 }
 
 /*
+ * Event buffers are written only from this bottom half, which carries the
+ * transport's reentrancy guard: a buffer a driver aimed at the device's
+ * own registers cannot reset the device in the middle of a write.  The
+ * chardev handler, the timer and the kick only schedule it.
+ */
+static void virtio_freqhint_event_bh(void *opaque)
+{
+    virtio_freqhint_push_events(opaque);
+}
+
+/*
  * The host feedback state may have changed.  Only a real change makes a
  * snapshot due: the driver's view is compared with the state now.
  */
@@ -610,13 +638,15 @@ static void virtio_freqhint_feedback_changed(VirtIOFreqHint *fh,
 {
     if (changed) {
         fh->feedback_pending = true;
-        virtio_freqhint_push_events(fh);
+        qemu_bh_schedule(fh->event_bh);
     }
 }
 
 static void virtio_freqhint_feedback_timer(void *opaque)
 {
-    virtio_freqhint_push_events(opaque);
+    VirtIOFreqHint *fh = opaque;
+
+    qemu_bh_schedule(fh->event_bh);
 }
 
 static void virtio_freqhint_handle_eventq(VirtIODevice *vdev, VirtQueue *vq)
@@ -624,7 +654,7 @@ static void virtio_freqhint_handle_eventq(VirtIODevice *vdev, VirtQueue *vq)
     if (!vdev->vm_running) {
         return;
     }
-    virtio_freqhint_push_events(VIRTIO_FREQHINT(vdev));
+    qemu_bh_schedule(VIRTIO_FREQHINT(vdev)->event_bh);
 }
 
 static void virtio_freqhint_get_config(VirtIODevice *vdev, uint8_t *data)
@@ -877,6 +907,7 @@ static void virtio_freqhint_get_stats(Object *obj, Visitor *v,
         !visit_type_uint64(v, "dropped", &s->dropped, errp) ||
         !visit_type_uint64(v, "agent-connects", &s->agent_connects, errp) ||
         !visit_type_uint64(v, "feedback", &s->feedback, errp) ||
+        !visit_type_uint64(v, "snapshots", &s->snapshots, errp) ||
         !visit_type_uint32(v, "feedback-seq", &fh->feedback_seq, errp)) {
         goto out;
     }
@@ -965,36 +996,17 @@ static void virtio_freqhint_get_cpu_ids(VirtIOFreqHint *fh, MachineState *ms)
 }
 
 /*
- * The backend: the one linked with backend=, else one made here, like
- * virtio-rng's default backend: a freqhint-agent on chardev= (the short
- * form of -object freqhint-agent), or a freqhint-null.
+ * The backend: the one linked with backend=, else a freqhint-null made
+ * here, like virtio-rng's default backend.
  */
 static bool virtio_freqhint_attach_backend(VirtIOFreqHint *fh, Error **errp)
 {
     uint32_t features = 0;
 
-    /* An empty chardev= (clearing a -global) is none. */
-    if (fh->chardev && !fh->chardev[0]) {
-        g_clear_pointer(&fh->chardev, g_free);
-    }
-    if (fh->backend && fh->chardev) {
-        error_setg(errp, "virtio-freqhint: 'backend' and 'chardev' exclude "
-                   "each other");
-        return false;
-    }
     if (!fh->backend) {
-        const char *type = fh->chardev ? TYPE_FREQHINT_AGENT :
-                           TYPE_FREQHINT_NULL;
-        Object *b;
+        Object *b = object_new(TYPE_FREQHINT_NULL);
 
-        if (!object_class_by_name(type)) {
-            error_setg(errp, "virtio-freqhint: this QEMU has no %s", type);
-            return false;
-        }
-        b = object_new(type);
-        if ((fh->chardev &&
-             !object_property_set_str(b, "chardev", fh->chardev, errp)) ||
-            !user_creatable_complete(USER_CREATABLE(b), errp)) {
+        if (!user_creatable_complete(USER_CREATABLE(b), errp)) {
             object_unref(b);
             return false;
         }
@@ -1102,6 +1114,7 @@ static void virtio_freqhint_device_realize(DeviceState *dev, Error **errp)
     fh->feedback_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                       virtio_freqhint_feedback_timer, fh);
     fh->status_bh = virtio_bh_new_guarded(dev, virtio_freqhint_status_bh, fh);
+    fh->event_bh = virtio_bh_new_guarded(dev, virtio_freqhint_event_bh, fh);
     freqhint_backend_start(fh->backend);
 }
 
@@ -1112,6 +1125,7 @@ static void virtio_freqhint_device_unrealize(DeviceState *dev)
 
     freqhint_backend_detach(fh->backend);
     qemu_del_vm_change_state_handler(fh->vmstate);
+    qemu_bh_delete(fh->event_bh);
     qemu_bh_delete(fh->status_bh);
     timer_free(fh->feedback_timer);
     timer_free(fh->forward_timer);
@@ -1239,9 +1253,34 @@ static const VMStateDescription vmstate_virtio_freqhint_vcpu = {
 };
 
 /*
- * Guest state only: the records, where the driver is in the event protocol,
- * and the guest-visible constants to compare.  Grants, classes and operator
- * bounds are the source host's and stay there.
+ * When the guest wrote its newest record: the destination's first FULL
+ * frame says it, as the source's would have (0 would tell the agent the
+ * records are older than any other).  A subsection, so that a stream
+ * without it still loads.
+ */
+static bool virtio_freqhint_newest_record_needed(void *opaque)
+{
+    VirtIOFreqHint *fh = opaque;
+
+    return fh->newest_record_ns != 0;
+}
+
+static const VMStateDescription vmstate_virtio_freqhint_newest_record = {
+    .name = "virtio-freqhint-device/newest-record",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = virtio_freqhint_newest_record_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_INT64(newest_record_ns, VirtIOFreqHint),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * Guest state only: the records (and when the newest came), where the
+ * driver is in the event protocol, and the guest-visible constants to
+ * compare.  Grants, classes and operator bounds are the source host's and
+ * stay there.
  */
 static const VMStateDescription vmstate_virtio_freqhint_device = {
     .name = "virtio-freqhint-device",
@@ -1265,6 +1304,10 @@ static const VMStateDescription vmstate_virtio_freqhint_device = {
         VMSTATE_BOOL(cpu_ids_pending, VirtIOFreqHint),
         VMSTATE_END_OF_LIST()
     },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_virtio_freqhint_newest_record,
+        NULL
+    },
 };
 
 static const VMStateDescription vmstate_virtio_freqhint = {
@@ -1280,7 +1323,6 @@ static const VMStateDescription vmstate_virtio_freqhint = {
 static const Property virtio_freqhint_properties[] = {
     DEFINE_PROP_LINK("backend", VirtIOFreqHint, backend,
                      TYPE_FREQHINT_BACKEND, FreqHintBackend *),
-    DEFINE_PROP_STRING("chardev", VirtIOFreqHint, chardev),
     DEFINE_PROP_UINT32("rate-window-ms", VirtIOFreqHint, rate_window_ms, 10),
     /* Host-internal tuning: how often the agent hears of changes. */
     DEFINE_PROP_UINT32("x-forward-interval-ms", VirtIOFreqHint,
@@ -1298,11 +1340,11 @@ static const Property virtio_freqhint_properties[] = {
 };
 
 /*
- * The rate bound relies on VRING_USED_F_NO_NOTIFY; with event index a
- * driver could notify once per window on top of the timer.  The device
- * does not offer VIRTIO_RING_F_EVENT_IDX: the transport's event_idx
- * property, on by default, is off here, and event_idx=on is refused at
- * realize rather than silently dropped.
+ * The rate bound relies on VRING_USED_F_NO_NOTIFY, which a driver that
+ * negotiated event index ignores: it could notify once per window on top
+ * of the timer.  The spec allows EVENT_IDX; this device does not offer
+ * it: the transport's event_idx property, on by default, is off here, and
+ * event_idx=on is refused at realize rather than silently dropped.
  */
 static void virtio_freqhint_instance_init(Object *obj)
 {

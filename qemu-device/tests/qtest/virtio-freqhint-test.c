@@ -26,7 +26,7 @@
 #include "standard-headers/linux/virtio_ring.h"
 #include "standard-headers/linux/virtio_pci.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "system/freqhint-agent.h"
 
 #define NUM_VCPUS           2   /* -smp; the hot-plug test adds one */
 #define MAX_VCPUS           3
@@ -59,6 +59,8 @@ typedef struct FakeAgent {
     int listen_fd;
     int fd;
     int port;                   /* TCP on the loopback instead of UNIX */
+    unsigned int conn;          /* connections accepted */
+    unsigned int welcomed;      /* the last one that got WELCOME */
     /* What WELCOME answers */
     uint32_t accept_features;   /* ANDed with the offered ones */
     uint32_t keepalive_ms;
@@ -79,6 +81,8 @@ static FakeAgent *agent = &agents[0];
 static unsigned int num_vcpus = NUM_VCPUS;
 /* Like a driver, post a new event buffer for each one the device used. */
 static bool event_repost = true;
+/* timestamp_ns of the last HINTS frame the agent read. */
+static int64_t last_hints_ns;
 
 typedef enum {
     EXPECT_BROKEN,      /* virtio_error(): NEEDS_RESET, buffer not used */
@@ -180,9 +184,11 @@ static void agent_listen_tcp(FakeAgent *a)
     g_assert_cmpint(listen(a->listen_fd, 4), ==, 0);
 }
 
+/* The pc machine of qemu-system-x86_64 or qemu-system-i386. */
 static bool arch_is_x86(void)
 {
-    return !strcmp(qtest_get_arch(), "x86_64");
+    return !strcmp(qtest_get_arch(), "x86_64") ||
+           !strcmp(qtest_get_arch(), "i386");
 }
 
 /*
@@ -216,8 +222,9 @@ static void agent_append_args(GString *cmd_line, FakeAgent *a,
     machine_append_args(cmd_line);
     g_string_append_printf(cmd_line,
                            " -chardev socket,id=fhchr,%s,reconnect-ms=100"
-                           " -global virtio-freqhint-device.chardev=fhchr %s",
-                           addr, extra ? extra : "");
+                           " -object freqhint-agent,id=fhagent,chardev=fhchr"
+                           " -global virtio-freqhint-device.backend=fhagent"
+                           " %s", addr, extra ? extra : "");
 }
 
 static void *agent_before(GString *cmd_line, void *arg)
@@ -238,21 +245,6 @@ static void *agent_before_tcp(GString *cmd_line, void *arg)
     return arg;
 }
 
-/* The agent behind -object freqhint-agent, linked with backend=. */
-static void *agent_before_backend(GString *cmd_line, void *arg)
-{
-    agent_cleanup(NULL);
-    agent_listen(agent);
-    machine_append_args(cmd_line);
-    g_string_append_printf(cmd_line,
-                           " -chardev socket,id=fhchr,path=%s,"
-                           "reconnect-ms=100"
-                           " -object freqhint-agent,id=fhagent,chardev=fhchr"
-                           " -global virtio-freqhint-device.backend=fhagent",
-                           agent->path);
-    return arg;
-}
-
 /* No agent: -object freqhint-null. */
 static void *agent_before_null(GString *cmd_line, void *arg)
 {
@@ -260,6 +252,14 @@ static void *agent_before_null(GString *cmd_line, void *arg)
     machine_append_args(cmd_line);
     g_string_append(cmd_line, " -object freqhint-null,id=fhnull"
                     " -global virtio-freqhint-device.backend=fhnull");
+    return arg;
+}
+
+/* No agent, and extra QEMU options (the test's argument). */
+static void *agent_before_null_args(GString *cmd_line, void *arg)
+{
+    agent_before_null(cmd_line, NULL);
+    g_string_append_printf(cmd_line, " %s", (const char *)arg);
     return arg;
 }
 
@@ -322,10 +322,27 @@ static void agent_send(uint16_t type, const void *payload, uint32_t len)
     g_assert_cmpint(write(agent->fd, buf, hdr + len), ==, hdr + len);
 }
 
+static void agent_ping(uint64_t cookie);
+
+/* The link is up: the agent may PING (before WELCOME a frame closes it). */
+static bool agent_is_up(void)
+{
+    return agent->fd >= 0 && agent->welcomed == agent->conn;
+}
+
+/*
+ * Let forwarding timers run; nothing may come out.  With the link up a
+ * PING proves it without waiting: the device answers in order, so a frame
+ * sent before the PONG would be read first.  Before WELCOME only a wait
+ * in real time can tell.
+ */
 static void agent_assert_quiet(QTestState *qts)
 {
-    /* Let forwarding timers run; nothing may come out. */
     qtest_clock_step(qts, 50 * MS);
+    if (agent_is_up()) {
+        agent_ping(0x9e7);
+        return;
+    }
     g_assert_false(wait_readable(agent->fd, QUIET_MS));
 }
 
@@ -343,6 +360,7 @@ static struct virtio_freqhint_record *agent_recv_hints(unsigned int *num,
     memcpy(&h, p, sizeof(h));
     *num = le16_to_cpu(h.num_records);
     *flags = le16_to_cpu(h.flags);
+    last_hints_ns = le64_to_cpu(h.timestamp_ns);
     g_assert_cmpuint(*num, >=, 1);
     g_assert_cmpuint(*num, <=, num_vcpus);
     g_assert_cmpuint(len, ==, sizeof(h) + *num * 16);
@@ -365,6 +383,7 @@ static void agent_accept(void)
     g_assert_true(wait_readable(agent->listen_fd, TIMEOUT_MS));
     agent->fd = accept(agent->listen_fd, NULL, NULL);
     g_assert_cmpint(agent->fd, >=, 0);
+    agent->conn++;
 }
 
 /* Accept the device's connection if need be, check HELLO, answer WELCOME. */
@@ -405,6 +424,7 @@ static void agent_welcome(QTestState *qts, bool expect_perf)
 
     welcome.features = cpu_to_le32(agent->features & agent->accept_features);
     agent_send(FH_MSG_WELCOME, &welcome, sizeof(welcome));
+    agent->welcomed = agent->conn;
 }
 
 /* Handshake with a fresh device: the whole (empty) state follows at once. */
@@ -751,7 +771,7 @@ static void test_config(void *obj, void *data, QGuestAllocator *t_alloc)
     ids = cpu_ids_recv(qts, fh);
     g_assert_cmphex(ids[0], ==, 0);
     g_assert_cmphex(ids[1], ==, 1);
-    /* No agent: defaults, no host frequencies (DEV-26). */
+    /* No agent: defaults, no host frequencies (DEV-7). */
     g_assert_cmpuint(feedback_expect_defaults(qts, fh, false, false), ==, 1);
     /* Nothing changed: nothing more, however long. */
     qtest_clock_step(qts, 10 * RATE_WINDOW_MS * MS);
@@ -1123,9 +1143,11 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     agent = &agents[1];
     agent_welcome(dst, true);
     agent_expect_full(r);
+    /* When the guest wrote those records came along (a subsection). */
+    g_assert_cmpint(last_hints_ns, !=, 0);
 
     /*
-     * DEV-24, DEV-38: the source host's grants and bounds stayed there;
+     * DEV-24: the source host's grants and bounds stayed there;
      * the driver hears this host's view (no agent yet when the VM
      * resumed), the snapshot numbering going on from the source's.
      */
@@ -1254,6 +1276,39 @@ static void test_rate_burst(void *obj, void *data, QGuestAllocator *t_alloc)
 }
 
 /*
+ * A wakeup validates no more records than one buffer may carry: 16 full
+ * buffers of a 16-vCPU VM cost one buffer per window, not 16 x 16 records
+ * under the BQL.
+ */
+#define RECORDS_VCPUS 16
+
+static void test_rate_records(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    struct virtio_freqhint_record r[RECORDS_VCPUS];
+    uint8_t buf[8 + sizeof(r)];
+    size_t len;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    num_vcpus = RECORDS_VCPUS;
+    for (int i = 0; i < RECORDS_VCPUS; i++) {
+        r[i] = REC(i, R_MAX, 0, 500 + i, 0, i);
+    }
+    len = build_batch(buf, RECORDS_VCPUS, r, RECORDS_VCPUS);
+    /* The first kick opens a window; 16 more full buffers come inside it. */
+    for (int i = 0; i <= 16; i++) {
+        submit(qts, fh, buf, len);
+    }
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 1);
+    qtest_clock_step(qts, RATE_WINDOW_MS * MS);
+    g_assert_cmpint(get_stat(qts, "wakeups"), ==, 2);
+    g_assert_cmpint(get_stat(qts, "buffers"), ==, 2);
+    g_assert_cmpint(get_stat(qts, "records"), ==, 2 * RECORDS_VCPUS);
+    g_assert_false(get_stat_bool(qts, "broken"));
+}
+
+/*
  * A driver that rewrites its status register after every buffer gets the
  * queue run no more often than by kicking: once per rate window.
  */
@@ -1291,20 +1346,23 @@ static void test_rate_status(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "wakeups"), <=, steps / RATE_WINDOW_MS + 2);
 }
 
-static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
+/*
+ * One hostile input to a running driver: the device breaks or refuses the
+ * records, QEMU runs on, the agent hears nothing.  Counters are compared
+ * with their values before.
+ */
+static void hostile_one(QVirtioFreqHint *fh, QTestState *qts,
+                        const HostileCase *c)
 {
-    QVirtioFreqHint *fh = obj;
     QVirtioDevice *vdev = fh->vdev;
-    QTestState *qts = global_qtest;
-    const HostileCase *c = data;
     uint8_t buf[128] = { 0 };
     size_t len;
     uint64_t addr, tail = 0;
     uint32_t head;
+    int64_t buffers = get_stat(qts, "buffers");
+    int64_t rejected = get_stat(qts, "rejected");
 
-    g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake(qts, !c->extra_args);
-
+    g_test_message("hostile input: %s", c->name);
     if (c->raw_len) {
         build_batch(buf, 1, c->rec, 1);
         len = c->raw_len;
@@ -1334,20 +1392,32 @@ static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
             qtest_clock_step(qts, MS);
         }
         g_assert_false(qvirtqueue_get_buf(qts, fh->hintq, NULL, NULL));
-        g_assert_cmpint(get_stat(qts, "buffers"), ==, 0);
+        g_assert_cmpint(get_stat(qts, "buffers"), ==, buffers);
         g_assert_true(get_stat_bool(qts, "broken"));
         /* DEV-10: no vCPU held a hint, so there is nothing to withdraw. */
     } else {
         wait_used(qts, fh, head);
         g_assert_false(vdev->bus->get_status(vdev) &
                        VIRTIO_CONFIG_S_NEEDS_RESET);
-        g_assert_cmpint(get_stat(qts, "rejected"), ==, c->rejected);
+        g_assert_cmpint(get_stat(qts, "rejected") - rejected, ==,
+                        c->rejected);
         g_assert_false(get_stat_bool(qts, "broken"));
     }
     g_assert_cmpint(get_stat(qts, "records"), ==, 0);
     agent_assert_quiet(qts);
     assert_running(qts);
 }
+
+/* A case with QEMU options of its own (@data): one QEMU for it. */
+static void test_hostile(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    const HostileCase *c = data;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(global_qtest, !c->extra_args);
+    hostile_one(obj, global_qtest, c);
+}
+
 
 /* One bad record among good ones: only the bad one is refused. */
 static void test_mixed(void *obj, void *data, QGuestAllocator *t_alloc)
@@ -1431,9 +1501,12 @@ static void test_name(void *obj, void *data, QGuestAllocator *t_alloc)
 
 static void plug_cpu2(QTestState *qts)
 {
+    g_autofree char *type = g_strdup_printf("qemu64-%s-cpu",
+                                            qtest_get_arch());
     QDict *rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
-                           " {'driver': 'qemu64-x86_64-cpu', 'id': 'cpu-2',"
-                           " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}");
+                           " {'driver': %s, 'id': 'cpu-2',"
+                           " 'socket-id': 2, 'core-id': 0, 'thread-id': 0}}",
+                           type);
 
     g_assert_true(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
@@ -1608,7 +1681,7 @@ static size_t host_freq_frame(HostFreqFrame *f, uint16_t n)
 }
 
 /*
- * PD-16, DEV-4, DEV-21, DEV-26: host frequency classes reach the driver
+ * PD-16, DEV-4, DEV-21, DEV-7: host frequency classes reach the driver
  * in a FEEDBACK snapshot; an invalid HOST_FREQ closes the connection and
  * publishes nothing; a disconnect takes them away.
  */
@@ -1665,7 +1738,7 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
     event_assert_none(qts, fh);
 
-    /* The agent goes: no host frequencies (DEV-26). */
+    /* The agent goes: no host frequencies (DEV-7). */
     close(agent->fd);
     agent->fd = -1;
     feedback_expect_defaults(qts, fh, false, true);
@@ -1702,7 +1775,7 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
 }
 
 /*
- * DEV-27: a record arriving when nothing was forwarded within the last
+ * PD-6: a record arriving when nothing was forwarded within the last
  * interval goes to the agent at once, with no time passing on the device's
  * clock; only what follows within a window waits.
  */
@@ -1738,7 +1811,7 @@ static void test_leading_edge(void *obj, void *data, QGuestAllocator *t_alloc)
     submit(qts, fh, buf, build_batch(buf, 1, &r[2], 1));
     got = agent_recv_hints(&num, &flags);
     g_clear_pointer(&got, g_free);
-    g_assert_false(wait_readable(agent->fd, QUIET_MS));
+    agent_ping(0x9e7);
     qtest_clock_step(qts, RATE_WINDOW_MS * MS);
     got = agent_recv_hints(&num, &flags);
     g_assert_cmpuint(num, ==, 1);
@@ -1996,7 +2069,7 @@ static void test_stop_while_full(void *obj, void *data,
 
         assert_record(&got[i], &none);
     }
-    g_assert_false(wait_readable(agent->fd, QUIET_MS));
+    agent_ping(0x9e7);
 
     qtest_qmp_assert_success(qts, "{'execute': 'cont'}");
     agent_expect_full(last);
@@ -2092,17 +2165,18 @@ static void test_tcp_flood(void *obj, void *data, QGuestAllocator *t_alloc)
  */
 static void test_keepalive(void *obj, void *data, QGuestAllocator *t_alloc)
 {
-    const int interval_ms = 500;
+    /* The shortest interval: the keepalive timer is real time. */
+    const int interval_ms = FH_KEEPALIVE_MIN_MS;
     gint64 start;
 
     g_test_queue_destroy(agent_cleanup, NULL);
     agent->keepalive_ms = interval_ms;
     agent_handshake(global_qtest, true);
 
-    /* Four intervals of PINGs 100 ms apart: the link stays up. */
-    for (int i = 0; i < 4 * interval_ms / 100; i++) {
+    /* Four intervals of PINGs half an interval apart: the link stays up. */
+    for (int i = 0; i < 8; i++) {
         agent_ping(i);
-        g_usleep(100 * 1000);
+        g_usleep(interval_ms / 2 * 1000);
     }
     agent_ping(1000);
     start = g_get_monotonic_time();
@@ -2183,6 +2257,21 @@ static void test_feedback_rate(void *obj, void *data, QGuestAllocator *t_alloc)
 }
 
 /*
+ * The agent up, then the driver starts over with two event buffers only,
+ * which CPU_IDS and the first snapshot (seq 1) take: the next snapshot
+ * finds none.
+ */
+static void driver_restart_two_buffers(QTestState *qts, QVirtioFreqHint *fh)
+{
+    agent_handshake_events(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_repost = false;
+    driver_reinit(fh, F_ALL, 2, 0);
+    g_free(cpu_ids_recv(qts, fh));
+    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+}
+
+/*
  * DEV-35, DEV-36: with no eventq buffer posted a due snapshot waits as
  * "pending", latest state wins, nothing queues, and the hint queue and
  * the agent link go on meanwhile; the next posted buffer gets the one
@@ -2198,17 +2287,12 @@ static void test_feedback_no_buffer(void *obj, void *data,
     unsigned int num;
     uint16_t flags;
     uint8_t buf[64];
+    int64_t snapshots;
     GrantsFrame g;
     Feedback f;
 
     g_test_queue_destroy(agent_cleanup, NULL);
-    agent_handshake_events(qts, fh);
-    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
-    /* Two buffers: CPU_IDS and the first snapshot take them. */
-    event_repost = false;
-    driver_reinit(fh, F_ALL, 2, 0);
-    g_free(cpu_ids_recv(qts, fh));
-    g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
+    driver_restart_two_buffers(qts, fh);
 
     for (int i = 1; i <= 3; i++) {
         qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
@@ -2218,6 +2302,16 @@ static void test_feedback_no_buffer(void *obj, void *data,
     }
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
     g_assert_cmpint(get_stat(qts, "feedback"), ==, 3);
+    /*
+     * Kicks without a buffer: the pending snapshot is not even built, so a
+     * driver that kicks and never posts costs O(1) per kick.
+     */
+    snapshots = get_stat(qts, "snapshots");
+    for (int i = 0; i < 100; i++) {
+        fh->vdev->bus->virtqueue_kick(fh->vdev, fh->eventq);
+    }
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    g_assert_cmpint(get_stat(qts, "snapshots") - snapshots, <=, 1);
 
     wait_used(qts, fh, submit(qts, fh, buf, build_batch(buf, 1, &r, 1)));
     got = agent_recv_hints(&num, &flags);
@@ -2230,6 +2324,43 @@ static void test_feedback_no_buffer(void *obj, void *data,
     qvirtio_freqhint_post_event(fh, fh->event_buf_size);
     qtest_clock_step(qts, 5 * RATE_WINDOW_MS * MS);
     event_assert_none(qts, fh);
+}
+
+/*
+ * A driver aims an event buffer at the device's own registers: the
+ * snapshot's zero at offset 20 of a write into common_cfg would set
+ * device_status to 0 and reset the device in the middle of the write.
+ * Event buffers are written under the transport's reentrancy guard, so
+ * the write is blocked and the device keeps running.
+ */
+static void test_event_reentrancy(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    QVirtioPCIDevice *pci = container_of(fh->vdev, QVirtioPCIDevice, vdev);
+    uint64_t cfg = pci->bar.addr + pci->common_cfg_offset;
+    uint32_t head;
+    GrantsFrame g;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    g_assert_false(pci->bar.is_io);
+    driver_restart_two_buffers(qts, fh);
+
+    head = qvirtqueue_add(qts, fh->eventq, cfg, fh->event_buf_size, true,
+                          false);
+    qvirtqueue_kick(qts, fh->vdev, fh->eventq, head);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    grants_frame(&g, 100, 900, 0, 1024);
+    agent_send(FH_MSG_GRANTS, &g, sizeof(g));
+    agent_ping(1);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+
+    g_assert_cmpint(get_stat(qts, "feedback"), ==, 4);
+    g_assert_cmphex(fh->vdev->bus->get_status(fh->vdev) &
+                    VIRTIO_CONFIG_S_DRIVER_OK, ==, VIRTIO_CONFIG_S_DRIVER_OK);
+    g_assert_false(get_stat_bool(qts, "broken"));
+    assert_running(qts);
 }
 
 static void wait_needs_reset(QTestState *qts, QVirtioDevice *vdev)
@@ -2378,11 +2509,18 @@ static void test_reset_loop(void *obj, void *data, QGuestAllocator *t_alloc)
         qtest_clock_step(qts, MS);
     }
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
-    while (wait_readable(agent->fd, QUIET_MS)) {
-        unsigned int num;
-        uint16_t flags;
+    /* Every frame the device sent comes before the PONG. */
+    agent_send(FH_MSG_PING, &(struct fh_msg_ping) { .cookie = 1 },
+               sizeof(struct fh_msg_ping));
+    for (;;) {
+        uint16_t type;
+        uint32_t len;
+        g_autofree uint8_t *p = agent_recv(&type, &len);
 
-        g_free(agent_recv_hints(&num, &flags));
+        if (type == FH_MSG_PONG) {
+            break;
+        }
+        g_assert_cmpuint(type, ==, FH_MSG_HINTS);
         frames++;
     }
     g_test_message("%d resets with a hint each in %d ms: %d frames", loops,
@@ -2473,7 +2611,8 @@ static void test_driver_ok_cleared(void *obj, void *data,
 
 /*
  * Issue 26 bug 5: the agent link needs a socket chardev; anything else is
- * refused at realize with an error that says so.
+ * refused with an error that says so, at object-add (issue 42: the object
+ * is created after the chardevs and claims its chardev when complete).
  */
 static void test_chardev_not_socket(void *obj, void *data,
                                     QGuestAllocator *t_alloc)
@@ -2485,13 +2624,19 @@ static void test_chardev_not_socket(void *obj, void *data,
     qtest_qmp_assert_success(qts, "{'execute': 'chardev-add', 'arguments':"
                              " {'id': 'fhnull', 'backend': {'type': 'null',"
                              " 'data': {}}}}");
-    rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
-                    " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
-                    " 'bus': %s, 'chardev': 'fhnull'}}", hotplug_bus());
-    g_assert_true(qdict_haskey(rsp, "error"));
-    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
-                                          "desc"), "socket chardev"));
-    qobject_unref(rsp);
+    /* A chardev that does not exist fails at object-add too (F5). */
+    for (int i = 0; i < 2; i++) {
+        const char *chr = i ? "nosuchchr" : "fhnull";
+
+        rsp = qtest_qmp(qts, "{'execute': 'object-add', 'arguments':"
+                        " {'qom-type': 'freqhint-agent', 'id': 'fhbad',"
+                        " 'chardev': %s}}", chr);
+        g_assert_true(qdict_haskey(rsp, "error"));
+        g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                              "desc"),
+                                i ? "not found" : "socket chardev"));
+        qobject_unref(rsp);
+    }
     assert_running(qts);
 }
 
@@ -2511,8 +2656,7 @@ static void qmp_assert_error(QDict *rsp, const char *what)
 
 /*
  * Issue 26, shape: -object freqhint-agent,chardev= linked with backend=
- * carries the whole protocol; a backend serves one device at a time, and
- * backend= and chardev= exclude each other.
+ * carries the whole protocol; a backend serves one device at a time.
  */
 static void test_backend_object(void *obj, void *data,
                                 QGuestAllocator *t_alloc)
@@ -2549,12 +2693,15 @@ static void test_backend_object(void *obj, void *data,
                                " 'id': 'fh2', 'bus': %s,"
                                " 'backend': 'fhagent'}}", hotplug_bus()),
                      "already in use");
+    /* The device has no chardev= shorthand: one way to configure it. */
     qmp_assert_error(qtest_qmp(qts, "{'execute': 'device_add', 'arguments':"
                                " {'driver': 'virtio-freqhint-pci',"
                                " 'id': 'fh2', 'bus': %s,"
-                               " 'backend': 'fhagent', 'chardev': 'fhchr'}}",
-                               hotplug_bus()),
-                     "exclude each other");
+                               " 'chardev': 'fhchr'}}", hotplug_bus()),
+                     "chardev");
+    /* A backend a device uses cannot go (issue 42, F4). */
+    qmp_assert_error(qtest_qmp(qts, "{'execute': 'object-del', 'arguments':"
+                               " {'id': 'fhagent'}}"), "in use");
     /* The link stays up. */
     agent_ping(1);
     assert_running(qts);
@@ -2581,8 +2728,8 @@ static void test_backend_null(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(get_stat(qts, "forwarded"), ==, 0);
 
     /*
-     * Without backend= and chardev=, the device makes a freqhint-null (the
-     * empty backend clears the -global).
+     * Without backend=, the device makes a freqhint-null (the empty
+     * backend clears the -global).
      */
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci',"
@@ -2694,7 +2841,7 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *t_alloc)
                              " 'chardev': 'fhchr2'}}");
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci', 'id': 'fh2',"
-                             " 'backend': 'fhagent2', 'chardev': '',"
+                             " 'backend': 'fhagent2',"
                              " 'addr': '0x1e'}}");
     agent = &agents[1];
     agent_handshake(qts, true);
@@ -2708,7 +2855,7 @@ static void test_unplug(void *obj, void *data, QGuestAllocator *t_alloc)
     /* The backend serves a new device: a new connection, a new HELLO. */
     qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments':"
                              " {'driver': 'virtio-freqhint-pci', 'id': 'fh3',"
-                             " 'backend': 'fhagent2', 'chardev': '',"
+                             " 'backend': 'fhagent2',"
                              " 'addr': '0x1e'}}");
     agent = &agents[1];
     agent_handshake(qts, true);
@@ -2895,11 +3042,16 @@ static void test_grants_unaligned(void *obj, void *data,
     }
     g_assert_cmpint(write(agent->fd, b, sizeof(b)), ==, sizeof(b));
     agent_ping(1);
-    /* HOST_FREQ at once (leading edge), GRANTS at the window's end. */
+    /*
+     * Both frames came in one read: the event bottom half writes one
+     * snapshot with both.  Should the read split them, HOST_FREQ goes at
+     * once (leading edge) and GRANTS at the window's end.
+     */
     feedback_recv(qts, fh, &f, false);
     g_assert_cmpuint(f.num_classes, ==, 1);
-    g_assert_cmpuint(f.op_floor, ==, 0);
-    feedback_recv(qts, fh, &f, true);
+    if (f.op_floor == 0) {
+        feedback_recv(qts, fh, &f, true);
+    }
     g_assert_cmpuint(f.op_floor, ==, 0x0101);
     g_assert_cmpuint(f.op_ceiling, ==, 0x0302);
     g_assert_cmpuint(f.num_classes, ==, 1);
@@ -2962,6 +3114,27 @@ static const HostileCase hostile_cases[] = {
       .expect = EXPECT_REJECTED, .rejected = 2 },
 };
 
+/*
+ * Every case without QEMU options of its own, one after the other in one
+ * QEMU, the driver starting over (reset, FEATURES_OK, DRIVER_OK) after
+ * each: a QEMU per case would cost qos-test a start-up each.
+ */
+static void test_hostile_all(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    agent_handshake(qts, true);
+    for (size_t i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
+        if (hostile_cases[i].extra_args) {
+            continue;
+        }
+        hostile_one(fh, qts, &hostile_cases[i]);
+        driver_reinit(fh, F_ALL, 0, 0);
+    }
+}
+
 static const HostileCase forced_case = { "forced" };
 
 static void register_virtio_freqhint_test(void)
@@ -2975,6 +3148,8 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("rate-bound", "virtio-freqhint", test_rate_bound, &opts);
     qos_add_test("rate-burst", "virtio-freqhint", test_rate_burst, &opts);
     qos_add_test("rate-status", "virtio-freqhint", test_rate_status, &opts);
+    qos_add_test("event-reentrancy", "virtio-freqhint",
+                 test_event_reentrancy, &opts);
     opts.arg = (void *)&forced_case;
     qos_add_test("rate-bound-forced", "virtio-freqhint", test_rate_bound,
                  &opts);
@@ -3026,10 +3201,15 @@ static void register_virtio_freqhint_test(void)
     if (arch_is_x86()) {
         qos_add_test("unplug", "virtio-freqhint", test_unplug, &opts);
     }
+    /* The cases with QEMU options of their own get a QEMU each. */
+    qos_add_test("hostile-all", "virtio-freqhint", test_hostile_all, &opts);
     for (int i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         g_autofree char *name = g_strdup_printf("hostile/%s",
                                                 hostile_cases[i].name);
 
+        if (!hostile_cases[i].extra_args) {
+            continue;
+        }
         opts.arg = (void *)&hostile_cases[i];
         qos_add_test(name, "virtio-freqhint", test_hostile, &opts);
     }
@@ -3043,7 +3223,7 @@ static void register_virtio_freqhint_test(void)
     opts.arg = (void *)"-smp 3";
     qos_add_test("grants-unaligned", "virtio-freqhint", test_grants_unaligned,
                  &opts);
-    /* x86 only: they plug qemu64-x86_64-cpu and know APIC ID layouts. */
+    /* x86 only: they plug a qemu64 CPU and know APIC ID layouts. */
     if (arch_is_x86()) {
         opts.arg = (void *)"-smp 2,maxcpus=3,sockets=3,cores=1,threads=1";
         qos_add_test("hotplug", "virtio-freqhint", test_hotplug, &opts);
@@ -3064,11 +3244,17 @@ static void register_virtio_freqhint_test(void)
                        "-global virtio-freqhint-device.host-freq=off";
     qos_add_test("feedback-off", "virtio-freqhint", test_feedback_off, &opts);
     opts.arg = NULL;
-    opts.before = agent_before_backend;
+    opts.before = agent_before;
     qos_add_test("backend-object", "virtio-freqhint", test_backend_object,
                  &opts);
     opts.before = agent_before_null;
     qos_add_test("backend-null", "virtio-freqhint", test_backend_null, &opts);
+    opts.before = agent_before_null_args;
+    opts.arg = (void *)(arch_is_x86() ? "-smp " stringify(RECORDS_VCPUS) :
+                        "-machine gic-version=3 -smp "
+                        stringify(RECORDS_VCPUS));
+    qos_add_test("rate-records", "virtio-freqhint", test_rate_records, &opts);
+    opts.arg = NULL;
     opts.before = agent_before_tcp;
     qos_add_test("tcp-flood", "virtio-freqhint", test_tcp_flood, &opts);
 }

@@ -10,7 +10,7 @@
 #include "hw/virtio/virtio.h"
 #include "system/runstate.h"
 #include "standard-headers/linux/virtio_freqhint.h"
-#include "hw/virtio/virtio-freqhint-backend.h"
+#include "system/freqhint.h"
 #include "qom/object.h"
 
 #define TYPE_VIRTIO_FREQHINT "virtio-freqhint-device"
@@ -38,6 +38,7 @@ typedef struct VirtIOFreqHintStats {
     uint64_t dropped;           /* records in frames the agent could not take */
     uint64_t agent_connects;    /* completed handshakes */
     uint64_t feedback;          /* FEEDBACK snapshots written to the eventq */
+    uint64_t snapshots;         /* snapshots built (to write or compare) */
 } VirtIOFreqHintStats;
 
 struct VirtIOFreqHint {
@@ -48,7 +49,6 @@ struct VirtIOFreqHint {
 
     /* Properties */
     FreqHintBackend *backend;
-    char *chardev;              /* an implicit freqhint-agent on it */
     uint64_t host_features;
     uint32_t rate_window_ms;
     uint32_t forward_interval_ms;
@@ -95,9 +95,10 @@ struct VirtIOFreqHint {
     QEMUTimer *forward_timer;
     QEMUTimer *feedback_timer;
     QEMUBH *status_bh;
+    QEMUBH *event_bh;           /* every event buffer write (guarded) */
     int64_t last_forward_ms;
     int64_t last_feedback_ms;
-    int64_t newest_record_ns;
+    int64_t newest_record_ns;   /* QEMU_CLOCK_HOST; migrated (subsection) */
     bool resend_full;
     bool no_hints_pending;      /* the "no hint" frame of a stop not sent */
     struct virtio_freqhint_record *scratch;  /* num_vcpus records */

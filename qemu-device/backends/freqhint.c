@@ -14,7 +14,7 @@
 #include "qapi/error.h"
 #include "qemu/module.h"
 #include "qom/object_interfaces.h"
-#include "hw/virtio/virtio-freqhint-backend.h"
+#include "system/freqhint.h"
 
 bool freqhint_backend_attach(FreqHintBackend *b, uint16_t num_vcpus,
                              uint32_t features, bool vm_running,
@@ -31,7 +31,6 @@ bool freqhint_backend_attach(FreqHintBackend *b, uint16_t num_vcpus,
     b->num_vcpus = num_vcpus;
     b->features = features;
     b->vm_running = vm_running;
-    b->started = false;
     b->ops = ops;
     b->opaque = opaque;
     if (k->attach && !k->attach(b, errp)) {
@@ -121,6 +120,19 @@ const char *virtio_freqhint_check_freq_class(const VirtIOFreqHintClass *c)
     return NULL;
 }
 
+/* object-del of a backend a device uses is refused (like hostmem's). */
+static bool freqhint_backend_can_be_deleted(UserCreatable *uc)
+{
+    return !FREQHINT_BACKEND(uc)->ops;
+}
+
+static void freqhint_backend_class_init(ObjectClass *klass, void *data)
+{
+    UserCreatableClass *ucc = USER_CREATABLE_CLASS(klass);
+
+    ucc->can_be_deleted = freqhint_backend_can_be_deleted;
+}
+
 static const TypeInfo freqhint_backend_types[] = {
     {
         .name = TYPE_FREQHINT_BACKEND,
@@ -128,6 +140,7 @@ static const TypeInfo freqhint_backend_types[] = {
         .abstract = true,
         .instance_size = sizeof(FreqHintBackend),
         .class_size = sizeof(FreqHintBackendClass),
+        .class_init = freqhint_backend_class_init,
         .interfaces = (InterfaceInfo[]) {
             { TYPE_USER_CREATABLE },
             { }

@@ -10,8 +10,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
-#ifndef QEMU_VIRTIO_FREQHINT_BACKEND_H
-#define QEMU_VIRTIO_FREQHINT_BACKEND_H
+#ifndef SYSTEM_FREQHINT_H
+#define SYSTEM_FREQHINT_H
 
 #include "qom/object.h"
 #include "standard-headers/linux/virtio_freqhint.h"

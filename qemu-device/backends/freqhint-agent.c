@@ -5,7 +5,7 @@
  *   -object freqhint-agent,id=agent0,chardev=fh0
  *   -device virtio-freqhint-pci,backend=agent0
  *
- * Frames of hw/virtio/virtio-freqhint-agent.h on a socket chardev.
+ * Frames of system/freqhint-agent.h on a socket chardev.
  * QEMU is the client; with reconnect-ms the chardev reconnects on its own
  * and every new connection starts with HELLO, sent once the VM runs: a VM
  * that is paused or waiting for an incoming migration does not claim its
@@ -29,8 +29,8 @@
 #include "qom/object_interfaces.h"
 #include "hw/core/cpu.h"
 #include "hw/qdev-core.h"
-#include "hw/virtio/virtio-freqhint-backend.h"
-#include "hw/virtio/virtio-freqhint-agent.h"
+#include "system/freqhint.h"
+#include "system/freqhint-agent.h"
 #include "system/system.h"
 #include "trace.h"
 
@@ -47,7 +47,8 @@ struct FreqHintAgent {
     FreqHintBackend parent_obj;
 
     char *chr_name;
-    CharBackend chr;
+    CharBackend chr;            /* claimed from complete to finalize */
+    bool opened;
     FreqHintAgentState state;
     uint32_t features;          /* FH_F_* accepted by WELCOME */
     uint32_t keepalive_ms;
@@ -154,7 +155,7 @@ static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
 
     assert(len <= FH_MAX_PAYLOAD);
     if (a->state == FREQHINT_LINK_DOWN || fh_agent_tx_busy(a)) {
-        trace_virtio_freqhint_link_send_failed(a, type, len, 0);
+        trace_freqhint_agent_send_failed(a, type, len, 0);
         return false;
     }
     fh_frame_hdr_put(a->tx_buf, len, type);
@@ -164,10 +165,10 @@ static bool fh_agent_send(FreqHintAgent *a, uint16_t type,
 
     ret = qemu_chr_fe_write(&a->chr, a->tx_buf, FH_HDR_SIZE + len);
     if (ret == FH_HDR_SIZE + len) {
-        trace_virtio_freqhint_link_send(a, type, len);
+        trace_freqhint_agent_send(a, type, len);
         return true;
     }
-    trace_virtio_freqhint_link_send_failed(a, type, len, ret);
+    trace_freqhint_agent_send_failed(a, type, len, ret);
     if (a->state == FREQHINT_LINK_DOWN) {
         /* The write found the connection gone and closed it. */
         return false;
@@ -241,7 +242,7 @@ static void fh_agent_down(FreqHintAgent *a)
         return;
     }
     fh_agent_new_session(a, FREQHINT_LINK_DOWN);
-    trace_virtio_freqhint_link_down(a, was_up);
+    trace_freqhint_agent_down(a, was_up);
     if (was_up) {
         a->parent_obj.ops->disconnected(a->parent_obj.opaque);
     }
@@ -254,7 +255,7 @@ static void fh_agent_close(FreqHintAgent *a, uint16_t reason,
         .reason = cpu_to_le16(reason),
     };
 
-    trace_virtio_freqhint_link_close(a, reason, text);
+    trace_freqhint_agent_close(a, reason, text);
     pstrcpy(msg.text, sizeof(msg.text), text);
     fh_agent_send(a, FH_MSG_CLOSE, &msg, sizeof(msg));
     qemu_chr_fe_disconnect(&a->chr);
@@ -323,7 +324,7 @@ static bool fh_agent_send_vcpus(FreqHintAgent *a)
     memset(msg, 0, len);
     msg->num_vcpus = cpu_to_le16(a->parent_obj.num_vcpus);
     fh_agent_put_tids(a, (uint8_t *)(msg + 1));
-    trace_virtio_freqhint_link_vcpus(a);
+    trace_freqhint_agent_vcpus(a);
     return fh_agent_send(a, FH_MSG_VCPUS, msg, len);
 }
 
@@ -378,7 +379,7 @@ static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
     a->features = features;
     a->keepalive_ms = keepalive_ms;
     a->state = FREQHINT_LINK_UP;
-    trace_virtio_freqhint_link_up(a, features, a->keepalive_ms);
+    trace_freqhint_agent_up(a, features, a->keepalive_ms);
     fh_agent_arm_timeout(a);
     a->parent_obj.ops->connected(a->parent_obj.opaque);
     return true;
@@ -498,10 +499,10 @@ static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
 static bool fh_agent_dispatch(FreqHintAgent *a, uint16_t type,
                               const uint8_t *p, uint32_t len)
 {
-    trace_virtio_freqhint_link_recv(a, type, len);
+    trace_freqhint_agent_recv(a, type, len);
     if (type == FH_MSG_CLOSE) {
         if (len == sizeof(struct fh_msg_close)) {
-            trace_virtio_freqhint_link_closed_by_agent(a, fh_get_le16(p));
+            trace_freqhint_agent_closed_by_agent(a, fh_get_le16(p));
         }
         qemu_chr_fe_disconnect(&a->chr);
         fh_agent_down(a);
@@ -621,7 +622,7 @@ static void fh_agent_event(void *opaque, QEMUChrEvent event)
          */
         fh_agent_down(a);
         fh_agent_new_session(a, FREQHINT_LINK_CONNECTED);
-        trace_virtio_freqhint_link_opened(a);
+        trace_freqhint_agent_opened(a);
         if (a->parent_obj.vm_running) {
             fh_agent_send_hello(a);
         }
@@ -757,32 +758,36 @@ static Chardev *fh_agent_find_chardev(FreqHintAgent *a, Error **errp)
 }
 
 /*
- * -object creates backends before chardevs: the chardev is looked up when
- * a device attaches.
+ * The chardev is claimed when the object is complete, like rng-egd's: -object
+ * freqhint-agent is created after the chardevs (system/vl.c), and
+ * object-add with a missing or unfit chardev fails there, not at a later
+ * device_add.
  */
 static void fh_agent_complete(UserCreatable *uc, Error **errp)
 {
-    if (!FREQHINT_AGENT(uc)->chr_name) {
+    FreqHintAgent *a = FREQHINT_AGENT(uc);
+    Chardev *chr;
+
+    if (!a->chr_name) {
         error_setg(errp, "freqhint-agent: 'chardev' is not set");
+        return;
     }
+    chr = fh_agent_find_chardev(a, errp);
+    if (!chr || !qemu_chr_fe_init(&a->chr, chr, errp)) {
+        return;
+    }
+    a->opened = true;
 }
 
-/* The chardev is the device's only while it is attached. */
+/* The device's callbacks run only while it is attached. */
 static bool fh_agent_attach(FreqHintBackend *b, Error **errp)
 {
     FreqHintAgent *a = FREQHINT_AGENT(b);
-    Chardev *chr = fh_agent_find_chardev(a, errp);
 
-    if (!chr) {
-        return false;
-    }
     if (b->num_vcpus > FH_MAX_VCPUS) {
         error_setg(errp, "freqhint-agent: the agent protocol carries at "
                    "most %d vCPUs, the machine has %u", FH_MAX_VCPUS,
                    b->num_vcpus);
-        return false;
-    }
-    if (!qemu_chr_fe_init(&a->chr, chr, errp)) {
         return false;
     }
     a->state = FREQHINT_LINK_DOWN;
@@ -814,7 +819,9 @@ static void fh_agent_detach(FreqHintBackend *b)
         fh_agent_unwatch(a);
         qemu_chr_fe_disconnect(&a->chr);
     }
-    qemu_chr_fe_deinit(&a->chr, false);
+    /* The chardev stays claimed, for the next device. */
+    qemu_chr_fe_set_handlers(&a->chr, NULL, NULL, NULL, NULL, NULL, NULL,
+                             true);
     timer_free(a->timeout_timer);
     a->timeout_timer = NULL;
 }
@@ -828,9 +835,9 @@ static void fh_agent_set_chardev(Object *obj, const char *value, Error **errp)
 {
     FreqHintAgent *a = FREQHINT_AGENT(obj);
 
-    if (a->parent_obj.ops) {
-        error_setg(errp, "freqhint-agent: 'chardev' cannot change while a "
-                   "device uses the backend");
+    if (a->opened) {
+        error_setg(errp, "freqhint-agent: 'chardev' cannot change once the "
+                   "object is created");
         return;
     }
     g_free(a->chr_name);
@@ -839,7 +846,10 @@ static void fh_agent_set_chardev(Object *obj, const char *value, Error **errp)
 
 static void fh_agent_finalize(Object *obj)
 {
-    g_free(FREQHINT_AGENT(obj)->chr_name);
+    FreqHintAgent *a = FREQHINT_AGENT(obj);
+
+    qemu_chr_fe_deinit(&a->chr, false);
+    g_free(a->chr_name);
 }
 
 static void fh_agent_class_init(ObjectClass *klass, void *data)
@@ -847,30 +857,29 @@ static void fh_agent_class_init(ObjectClass *klass, void *data)
     FreqHintBackendClass *bc = FREQHINT_BACKEND_CLASS(klass);
     UserCreatableClass *ucc = USER_CREATABLE_CLASS(klass);
 
+    /* The object claims its chardev when complete; a device attaches. */
+    ucc->complete = fh_agent_complete;
     bc->attach = fh_agent_attach;
     bc->start = fh_agent_start;
     bc->detach = fh_agent_detach;
+    object_class_property_add_str(klass, "chardev", fh_agent_get_chardev,
+                                  fh_agent_set_chardev);
+    /* Hints out, while the VM runs. */
     bc->is_up = fh_agent_is_up;
     bc->vm_state = fh_agent_vm_state;
     bc->send_hints = fh_agent_send_hints;
-    ucc->complete = fh_agent_complete;
-    object_class_property_add_str(klass, "chardev", fh_agent_get_chardev,
-                                  fh_agent_set_chardev);
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to the host agent");
 }
 
-static const TypeInfo fh_agent_info = {
-    .name = TYPE_FREQHINT_AGENT,
-    .parent = TYPE_FREQHINT_BACKEND,
-    .instance_size = sizeof(FreqHintAgent),
-    .instance_finalize = fh_agent_finalize,
-    .class_init = fh_agent_class_init,
+static const TypeInfo fh_agent_types[] = {
+    {
+        .name = TYPE_FREQHINT_AGENT,
+        .parent = TYPE_FREQHINT_BACKEND,
+        .instance_size = sizeof(FreqHintAgent),
+        .instance_finalize = fh_agent_finalize,
+        .class_init = fh_agent_class_init,
+    },
 };
 
-static void fh_agent_register_types(void)
-{
-    type_register_static(&fh_agent_info);
-}
-
-type_init(fh_agent_register_types)
+DEFINE_TYPES(fh_agent_types)
