@@ -186,8 +186,10 @@ check "freqhintd exits cleanly again (status $rc)" test "$rc" = 0
 # MR-27/MR-28 (issue 38): a VM without the device, named by a pidfile, its
 # vCPU thread found by its name (QEMU's "CPU N/KVM"): no connection, and
 # its thread carries sched_util_max = the ceiling (25 % = 256) all the same.
-sleep 1000 & V4=$!
-check "a thread named as QEMU names a vCPU thread" sh -c "printf 'CPU 0/KVM' > /proc/$V4/comm"
+# Only a thread itself (or its thread group) may write its comm, so the
+# stand-in names itself, then idles.
+sh -c 'printf "CPU 0/KVM" > /proc/self/comm; while :; do sleep 1; done' & V4=$!
+wait_for "a thread named as QEMU names a vCPU thread" '^CPU 0/KVM$' cat /proc/$V4/comm
 check "its pidfile" sh -c "echo $V4 > $W/stock.pid"
 cat >>$W/freqhintd.conf <<EOC
 [vm stock]
