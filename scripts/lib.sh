@@ -24,6 +24,13 @@ clone_builds() {
 	echo "$FREQHINT_CACHE/build/$(basename "$top_")-$(printf '%s' "$top_" | cache_key)"
 }
 
+# The test command's two meson builds, set up by scripts/test.sh and, in a
+# bare tree, by tests/fresh/toolchains.sh: gcc with ASan+UBSan and -Werror,
+# every heavy option on (plus -Darm64, from arm64_mode); clang with
+# libFuzzer (fuzz targets need clang).
+MAIN_BUILD_OPTS="-Dqemu=true -Dguest=true -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
+FUZZ_BUILD_OPTS="-Dfuzzing=true"
+
 # arm64 guests (issue 28): FREQHINT_ARM64 chooses how many run.
 #   unset or core  the core set (module build against Debian's arm64
 #                  headers, gathering on the uclamp kernel, device round

@@ -177,6 +177,13 @@ install_packages() {
 	apt-get install -y -q --no-install-recommends "${pkgs[@]}" "${bpo[@]}"
 }
 
+# arm64_guest_userland: what an arm64 guest's initramfs and static guest
+# programs are made of (Debian's arm64 packages, the cross C library).
+arm64_guest_userland() {
+	"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
+	"$here/tests/harness/cross-gcc.sh" arm64 --libc >/dev/null
+}
+
 main() {
 	mkdir -p "$FREQHINT_CACHE"
 	install_packages
@@ -185,10 +192,7 @@ main() {
 	demo)
 		"$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only
 		"$here/tests/harness/build-kernel.sh" --arch "$demo_arch"
-		if [ "$demo_arch" = arm64 ]; then
-			"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
-			"$here/tests/harness/cross-gcc.sh" arm64 --libc >/dev/null
-		fi
+		[ "$demo_arch" = arm64 ] && arm64_guest_userland
 		log "demo setup complete; cache in $FREQHINT_CACHE"
 		return 0
 		;;
@@ -207,8 +211,7 @@ main() {
 	if arm64_enabled; then
 		"$here/tests/harness/build-kernel.sh" --arch arm64
 		"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
-		"$here/tests/harness/mkinitramfs.sh" --arch arm64 --fetch-only
-		"$here/tests/harness/cross-gcc.sh" arm64 --libc >/dev/null
+		arm64_guest_userland
 	fi
 	log "setup complete; cache in $FREQHINT_CACHE"
 }

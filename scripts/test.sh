@@ -24,12 +24,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 suites=("$@")
 : "${FREQHINT_BUILD:=$(clone_builds)}"
 
-# The main build: gcc with ASan+UBSan and -Werror, every heavy option on.
-# The fuzz build: clang with libFuzzer (fuzz targets need clang).
-declare -A builds=(
-	[main]="-Dqemu=true -Dguest=true -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false"
-	[fuzz]="-Dfuzzing=true"
-)
+# The main build and the fuzz build (scripts/lib.sh).
+declare -A builds=([main]="$MAIN_BUILD_OPTS" [fuzz]="$FUZZ_BUILD_OPTS")
 declare -A build_env=([main]="CC=gcc" [fuzz]="CC=clang")
 # How many arm64 guest tests run: FREQHINT_ARM64 (scripts/lib.sh).
 arm64=$(arm64_mode) || exit 1

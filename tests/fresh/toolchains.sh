@@ -24,11 +24,12 @@ ok() { log "toolchain check: $*: ok"; }
 
 # meson: configuring runs its compiler checks and the QEMU build's
 # run_command; both builds as scripts/test.sh sets them up.
-meson setup "$work/main" "$here" -Dqemu=true -Dguest=true -Darm64="$(arm64_mode)" \
-	-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false >"$work/main.log" 2>&1 ||
+# shellcheck disable=SC2086 # the options are words
+CC=gcc meson setup "$work/main" "$here" $MAIN_BUILD_OPTS -Darm64="$(arm64_mode)" >"$work/main.log" 2>&1 ||
 	{ tail -20 "$work/main.log"; fail "meson setup (gcc, sanitizers) failed"; }
 ok "meson, main build"
-CC=clang meson setup "$work/fuzz" "$here" -Dfuzzing=true >"$work/fuzz.log" 2>&1 ||
+# shellcheck disable=SC2086
+CC=clang meson setup "$work/fuzz" "$here" $FUZZ_BUILD_OPTS >"$work/fuzz.log" 2>&1 ||
 	{ tail -20 "$work/fuzz.log"; fail "meson setup (clang, libFuzzer) failed"; }
 ok "meson, fuzz build"
 
