@@ -96,6 +96,7 @@ def parse_seeds():
     yield 'cgroup-v1', b'12:memory:/x\n4:cpu,cpuacct:/machine/vm1\n0::/\n'
     yield 'stat', b'4242 (CPU 0/K)M) S 1 77 77 0 -1 4194560' + b' 0' * 29 + b' 5' + b' 0' * 13 + b'\n'
     yield 'u64', b'18446744073709551615\n'
+    yield 'vcpu-thread', b'CPU 1023/KVM'
 
 
 def merge_seeds():
