@@ -3148,7 +3148,7 @@ static const HostileCase forced_case = { "forced" };
  * HINTS frame with a record for each, and GRANTS back with a grant for
  * each, the last vCPU's granted range in x-stats.  Not a qos test: the pc
  * machine of the x86 graph stops at 255 vCPUs, while q35 takes
- * FH_MAX_VCPUS; virt with GICv3 takes 635 (its redistributor regions).
+ * FH_MAX_VCPUS; virt with GICv3 takes 512.
  */
 typedef struct MaxVcpusCase {
     const char *machine;
@@ -3208,7 +3208,7 @@ static void test_max_vcpus(const void *data)
 
 static const MaxVcpusCase max_vcpus_q35 = { "q35", FH_MAX_VCPUS };
 static const MaxVcpusCase max_vcpus_virt = {
-    "virt,gic-version=3 -cpu max", 635
+    "virt,gic-version=3 -cpu max", 512
 };
 
 static void register_virtio_freqhint_test(void)

@@ -62,10 +62,9 @@ enum fh_close_reason {
 
 /* Limits. */
 /*
- * vCPUs of one VM this protocol carries: at least the vsock transport's
- * FREQHINT_VSOCK_MAX_VCPUS (<linux/freqhint_vsock.h>), since the agent
- * keeps a VM of either transport in the same tables (asserted where both
- * headers meet: host-agent/fh-protocol.h, spec/tests/header_check.c).
+ * vCPUs of one VM this protocol carries.  The agent keeps the VMs it
+ * reaches over vsock in the same tables, so this is at least the vsock
+ * transport's FREQHINT_VSOCK_MAX_VCPUS; the agent asserts it.
  */
 #define FH_MAX_VCPUS		1024
 #define FH_NAME_MAX		64	/* VM name bytes incl. terminating NUL */
