@@ -207,8 +207,12 @@ here) and aarch64/virt.  The x86-only cases (vCPU hot-plug, APIC ID
 layouts, ACPI hot-unplug) are registered on x86 only; on aarch64's virt
 machine the devices a test adds with device_add go to a PCIe root port,
 and CPU_IDS is checked to carry the MPIDR affinity (vCPU 16 of 17 with
-GICv3 is 0x100).  Nothing waits on the wall clock but the keepalive
-case (a real-time timer, 100 ms); 49 cases take about 15 s on x86_64.
+GICv3 is 0x100).  One more case, max-vcpus, is a plain qtest beside
+them, since the x86 graph's pc machine stops at 255 vCPUs: q35 with
+1024 possible vCPUs (virt with GICv3 and 512 on aarch64), the agent link
+carrying a HELLO, a FULL HINTS and GRANTS of that many entries.  Nothing
+waits on the wall clock but the keepalive case (a real-time timer,
+100 ms); the 50 cases take about 15 s on x86_64.
 MSG
 
 commit "${doc_files[@]}" -- "$here"/patches/0005-*.patch <<'MSG'
