@@ -497,7 +497,7 @@ frame_hash (const void *data, size_t n)
 
 /*
  * Sent when its content changes.  The VM keeps a hash of the frame last
- * sent, not the frame (FhGrants is sized for 256 vCPUs: 1 KiB per VM); a
+ * sent, not the frame (FhGrants is sized for 1024 vCPUs: 4 KiB per VM); a
  * 64-bit collision that would hide a change is not a practical concern.
  */
 static void
@@ -532,7 +532,7 @@ send_grants (FhVm *vm)
 static void
 send_host_freq (FhDaemon *d, FhVm *vm)
 {
-  static FhHostFreq hf; /* 870 B; the main loop is single-threaded */
+  static FhHostFreq hf; /* 1.6 KiB; the main loop is single-threaded */
   static uint8_t frame[FH_FRAME_MAX];
   size_t n;
   guint64 hash;

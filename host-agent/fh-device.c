@@ -473,7 +473,7 @@ handle_frame (FhConn *conn, const FhFrame *f)
 
   switch (conn->state) {
     case CONN_AWAIT_HELLO: {
-      static FhHello hello; /* 1.1 KiB; the main loop is single-threaded */
+      static FhHello hello; /* 4.1 KiB; the main loop is single-threaded */
       FhWelcome w = { FH_PROTO_VERSION, 0, server->params.keepalive_ms };
       uint8_t frame[64];
       size_t n;

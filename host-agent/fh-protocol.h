@@ -16,6 +16,10 @@
 #include <glib.h>
 
 #include <freqhint/agent_protocol.h>
+#include <linux/freqhint_vsock.h>
+
+/* A VM of either transport lives in the same tables, sized FH_MAX_VCPUS. */
+G_STATIC_ASSERT (FH_MAX_VCPUS >= FREQHINT_VSOCK_MAX_VCPUS);
 
 #define FH_FRAME_HDR_SIZE ((size_t) sizeof (struct fh_frame_hdr))
 #define FH_FRAME_MAX (FH_FRAME_HDR_SIZE + FH_MAX_PAYLOAD)

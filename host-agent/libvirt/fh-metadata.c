@@ -162,7 +162,7 @@ parse_vcpu_id (const char *text, guint *id, GError **error)
   g_autofree char *t = g_strstrip (g_strdup (text));
 
   /* No leading zeros, as in the schema's pattern. */
-  if (!*t || (t[0] == '0' && t[1]) || strlen (t) > 3 ||
+  if (!*t || (t[0] == '0' && t[1]) || strlen (t) > 4 ||
       !g_ascii_string_to_unsigned (t, 10, 0, FH_MAX_VCPUS - 1, &v, NULL)) {
     g_set_error (error, FH_METADATA_ERROR, FH_METADATA_ERROR_VALUE,
                  "vcpu id \"%.16s\" is not an index 0 to %u", t, FH_MAX_VCPUS - 1);

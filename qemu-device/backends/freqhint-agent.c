@@ -63,6 +63,7 @@ struct FreqHintAgent {
     bool pong_pending;          /* a PONG the socket did not take */
     bool vcpus_pending;         /* a VCPUS frame the socket did not take */
     uint64_t pong_cookie;
+    VirtIOFreqHintGrant *grants; /* a GRANTS frame's, num_vcpus of them */
     uint8_t rx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
     uint8_t tx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
 };
@@ -392,7 +393,7 @@ static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
 static bool fh_agent_handle_grants(FreqHintAgent *a, const uint8_t *p,
                                    uint32_t len)
 {
-    VirtIOFreqHintGrant grants[FH_MAX_VCPUS];
+    VirtIOFreqHintGrant *grants = a->grants;
     const uint8_t *g = p + sizeof(struct fh_msg_grants);
     uint16_t floor, ceiling;
 
@@ -791,6 +792,7 @@ static bool fh_agent_attach(FreqHintBackend *b, Error **errp)
         return false;
     }
     a->state = FREQHINT_LINK_DOWN;
+    a->grants = g_new(VirtIOFreqHintGrant, b->num_vcpus);
     a->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_agent_timeout, a);
     a->cpu_listener.realize = fh_agent_cpu_changed;
     a->cpu_listener.unrealize = fh_agent_cpu_changed;
@@ -824,6 +826,8 @@ static void fh_agent_detach(FreqHintBackend *b)
                              true);
     timer_free(a->timeout_timer);
     a->timeout_timer = NULL;
+    g_free(a->grants);
+    a->grants = NULL;
 }
 
 static char *fh_agent_get_chardev(Object *obj, Error **errp)

@@ -6,6 +6,11 @@
 #include <stdio.h>
 #include <linux/virtio_freqhint.h>
 #include <freqhint/agent_protocol.h>
+#include <linux/freqhint_vsock.h>
+
+/* The agent keeps a VM of either transport in the same tables. */
+_Static_assert(FH_MAX_VCPUS >= FREQHINT_VSOCK_MAX_VCPUS,
+	       "the agent protocol carries every vsock VM");
 
 static int failures;
 

@@ -704,6 +704,35 @@ case_metrics_on_scrape() {
 	[ $(($(date +%s) - t0)) -lt 20 ] || fail "SIGTERM took $(($(date +%s) - t0)) s with scrapes in flight"
 }
 
+# Issue 42 item 5: a VM of FH_MAX_VCPUS (1024) vCPUs, two of them with
+# threads (0 on CPU 2, 1023 on CPU 6): its HELLO, FULL HINTS (the largest
+# frame, 16400 bytes of payload) and the agent's GRANTS carry an entry per
+# vCPU, and the last vCPU's hints move its policy.
+case_vcpus_1024() {
+	EXTRA_CONF=$'[vm vm-big]\nceiling=75'
+	fixture; thread 1951 2 2; thread 1952 6 6
+	start_daemon cpufreq
+	local tids; tids=1951,$(printf '0,%.0s' $(seq 1022))1952
+	live_vm a vm-big $U1 "$tids" 1023:512:1024
+	expect_jq 'length' 1024 vcpus vm-big
+	expect_jq '.[1023].cpu' 6 vcpus vm-big
+	expect_jq '.[1023].request.min' 512 vcpus vm-big
+	expect_jq '.[1].state' no-thread vcpus vm-big
+	expect_file "$POL/policy6/scaling_min_freq" 1600000     # 512 -> 1.6 GHz
+	expect_file "$POL/policy6/scaling_max_freq" 2400000     # ceiling 75 %: 768
+	eventually grep -q 'grants operator=0..768 0:0..768 .* 1023:0..768$' "$T/client-a.out" ||
+		fail "no GRANTS of 1024 vCPUs came back: $(tail -c 300 "$T/client-a.out")"
+	send a "full 1023:700:1024 0:100:200"                   # a FULL frame of 1024 records
+	expect_jq '.[1023].request.min' 700 vcpus vm-big
+	expect_jq '.[0].request.max' 200 vcpus vm-big
+	expect_file "$POL/policy6/scaling_min_freq" 2200000     # 2187.5 MHz up to 100 MHz steps
+	expect_file "$POL/policy2/scaling_max_freq" 800000      # 625 MHz snaps up to the lowest
+	expect_jq '.rejected_total' 0 status
+	kill "$VM_a"
+	expect_file "$POL/policy6/scaling_min_freq" 800000
+	expect_jq '.connected_vms' 0 status
+}
+
 # --- faults (issue 8 item 4) -------------------------------------------------
 
 # Half a frame, then nothing: partial bytes are not a frame; the keepalive

@@ -275,8 +275,8 @@ test_vcpu_thread_name (void)
     const char *comm;
     int want;
   } cases[] = {
-    { "CPU 0/KVM", 0 },     { "CPU 12/KVM", 12 },    { "CPU 3/TCG", 3 },      { "CPU 255/HVF", 255 },
-    { "vcpu0", 0 },         { "vcpu17", 17 },        { "fc_vcpu 4", 4 },      { "CPU 256/KVM", -1 },
+    { "CPU 0/KVM", 0 },     { "CPU 12/KVM", 12 },    { "CPU 3/TCG", 3 },      { "CPU 1023/HVF", 1023 },
+    { "vcpu0", 0 },         { "vcpu17", 17 },        { "fc_vcpu 4", 4 },      { "CPU 1024/KVM", -1 },
     { "CPU 01/KVM", -1 },   { "CPU -1/KVM", -1 },    { "CPU 1/", -1 },        { "CPU 1/KVM ", -1 },
     { "CPU 1/K1", -1 },     { "CPU 1", -1 },         { "cpu 1/KVM", -1 },     { "CPU  1/KVM", -1 },
     { "vcpu", -1 },         { "vcpu 1", -1 },        { "vcpu1a", -1 },        { "vcpu007", -1 },

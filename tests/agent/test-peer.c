@@ -242,7 +242,7 @@ test_domstatus_vcpus (void)
 {
   static const char text[] =
       "<domstatus state='running' pid='100'>\n"
-      "  <vcpus><vcpu id='0' pid='101'/><vcpu id='2' pid='103'/><vcpu id='256' pid='999'/>"
+      "  <vcpus><vcpu id='0' pid='101'/><vcpu id='2' pid='103'/><vcpu id='1024' pid='999'/>"
       "<vcpu id='1' pid='x'/><vcpu pid='998'/><x><vcpu id='3' pid='997'/></x></vcpus>\n"
       "  <domain type='kvm'><name>a</name><uuid>" U1 "</uuid>"
       "<vcpus><vcpu id='0' pid='996'/><vcpu id='5' enabled='yes'/></vcpus></domain>\n"

@@ -149,8 +149,14 @@ test_hello (void)
   buf[8 + 2] = 1; /* 1 vCPU but 4 tids: wrong length */
   expect_hello_error (n, FH_CLOSE_MALFORMED);
   n = fh_encode_hello (buf, sizeof buf, &h);
-  buf[8 + 2] = 0x01; /* 257 vCPUs */
-  buf[8 + 3] = 0x01;
+  fh_put_le16 (buf + 8 + 2, FH_MAX_VCPUS + 1); /* one over the limit */
+  expect_hello_error (n, FH_CLOSE_MALFORMED);
+  /* ... with the length that count would have: the range decides */
+  memset (buf, 0, sizeof buf);
+  n = fh_encode_raw (buf, sizeof buf, 96 + 4 * (FH_MAX_VCPUS + 1), FH_MSG_HELLO, 0, NULL, 0) +
+      96 + 4 * (FH_MAX_VCPUS + 1);
+  fh_put_le16 (buf + 8, FH_PROTO_VERSION);
+  fh_put_le16 (buf + 8 + 2, FH_MAX_VCPUS + 1);
   expect_hello_error (n, FH_CLOSE_MALFORMED);
   n = fh_encode_hello (buf, sizeof buf, &h);
   buf[8 + 12] = 1; /* reserved */
@@ -289,6 +295,62 @@ test_hints (void)
   n = fh_encode_raw (buf, sizeof buf, 4, FH_MSG_HINTS, 0, "\0\0\0\0", 4);
   f = parse_ok (buf, n);
   g_assert_false (fh_decode_hints (&f, 4, 0, &out, &err));
+}
+
+/*
+ * Issue 42 item 5: a VM of 1024 vCPUs (at least the vsock transport's
+ * limit) fits every per-vCPU message, and its full HINTS is the largest
+ * frame there is.
+ */
+static void
+test_max_vcpus (void)
+{
+  static FhHints h, out;
+  static FhGrants g, go;
+  static FhVcpus v, vo;
+  FhError err;
+  FhFrame f;
+  size_t n;
+
+  g_assert_cmpuint (FH_MAX_VCPUS, >=, 1024);
+  g_assert_cmpuint (FH_MAX_PAYLOAD, ==, 16 + 16 * FH_MAX_VCPUS);
+
+  h = make_hints (FH_MAX_VCPUS);
+  for (unsigned i = 0; i < FH_MAX_VCPUS; i++)
+    h.records[i].clamp_min = i % 1025;
+  h.flags = FH_HINTS_F_FULL;
+  n = fh_encode_hints (buf, sizeof buf, &h);
+  g_assert_cmpuint (n, ==, FH_FRAME_MAX);
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_hints (&f, FH_MAX_VCPUS, 0, &out, &err));
+  g_assert_cmpuint (out.num_records, ==, FH_MAX_VCPUS);
+  g_assert_cmpuint (out.records[FH_MAX_VCPUS - 1].vcpu, ==, FH_MAX_VCPUS - 1);
+  g_assert_cmpuint (out.records[1000].clamp_min, ==, 1000);
+  /* one record more than the limit is no frame at all */
+  fh_put_le32 (buf, FH_MAX_PAYLOAD + 16);
+  g_assert_cmpint (fh_frame_parse (buf, sizeof buf, &f, &n, &err), ==, FH_PARSE_ERROR);
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_TOO_BIG);
+  h.num_records = FH_MAX_VCPUS + 1;
+  g_assert_cmpuint (fh_encode_hints (buf, sizeof buf, &h), ==, 0);
+
+  g.operator_ceiling = 1024;
+  g.num_grants = FH_MAX_VCPUS;
+  for (unsigned i = 0; i < FH_MAX_VCPUS; i++)
+    g.grants[i] = (FhGrant){ 0, (uint16_t) (i % 1025) };
+  n = fh_encode_grants (buf, sizeof buf, &g);
+  g_assert_cmpuint (n, ==, 8 + 8 + 4 * FH_MAX_VCPUS);
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_grants (&f, FH_MAX_VCPUS, &go, &err));
+  g_assert_cmpuint (go.grants[FH_MAX_VCPUS - 1].ceiling, ==, (FH_MAX_VCPUS - 1) % 1025);
+
+  v.num_vcpus = FH_MAX_VCPUS;
+  for (unsigned i = 0; i < FH_MAX_VCPUS; i++)
+    v.tids[i] = 5000 + i;
+  n = fh_encode_vcpus (buf, sizeof buf, &v);
+  g_assert_cmpuint (n, ==, 8 + 8 + 4 * FH_MAX_VCPUS);
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_vcpus (&f, FH_MAX_VCPUS, &vo, &err));
+  g_assert_cmpuint (vo.tids[FH_MAX_VCPUS - 1], ==, 5000 + FH_MAX_VCPUS - 1);
 }
 
 static void
@@ -497,7 +559,7 @@ test_host_freq (void)
       hf.classes[i].freqs_khz[j] = 100000 + 300000 * (uint32_t) j;
   }
   n = fh_encode_host_freq (buf, sizeof buf, &hf);
-  g_assert_cmpuint (n, ==, 8 + 8 + 8 * 76 + 256);
+  g_assert_cmpuint (n, ==, 8 + 8 + 8 * 76 + FH_MAX_VCPUS);
   f = parse_ok (buf, n);
   g_assert_true (fh_decode_host_freq (&f, FH_MAX_VCPUS, &out, &err));
 }
@@ -641,6 +703,7 @@ main (int argc, char **argv)
   g_test_add_func ("/protocol/text-sanitize", test_text_sanitize);
   g_test_add_func ("/protocol/hello", test_hello);
   g_test_add_func ("/protocol/hints", test_hints);
+  g_test_add_func ("/protocol/max-vcpus", test_max_vcpus);
   g_test_add_func ("/protocol/host-freq", test_host_freq);
   g_test_add_func ("/protocol/vcpus", test_vcpus);
   g_test_add_func ("/protocol/welcome-grants-close", test_welcome_grants_close);

@@ -12,6 +12,8 @@
 
 #include <glib.h>
 
+#include <freqhint/agent_protocol.h>
+
 #include "fh-parse.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -113,11 +115,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (ok)
       CHECK (v64 <= 2 * (guint64) G_MAXUINT32);
   }
-  /* MR-28: a vCPU index below 256, or none */
+  /* MR-28: a vCPU index below FH_MAX_VCPUS, or none */
   {
     int index = fh_parse_vcpu_thread_name (text);
 
-    CHECK (index >= -1 && index < 256);
+    CHECK (index >= -1 && index < FH_MAX_VCPUS);
   }
   return 0;
 }

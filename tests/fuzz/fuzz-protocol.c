@@ -2,7 +2,8 @@
 /*
  * libFuzzer target: arbitrary bytes from a device, through the agent's
  * framing and every decoder, the way fh-device.c consumes them.  The first
- * input byte picks the connection's vCPU count and features.
+ * two input bytes pick the connection's vCPU count (1 to FH_MAX_VCPUS) and
+ * features.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,12 +21,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   static FhGrants grants;
   uint16_t num_vcpus;
   uint32_t features;
-  size_t off = 1;
+  size_t off = 2;
 
-  if (size < 1)
+  if (size < 2)
     return 0;
-  num_vcpus = (uint16_t) (data[0] % FH_MAX_VCPUS + 1);
-  features = data[0] >> 7 ? FH_F_ALL : 0;
+  num_vcpus = (uint16_t) ((data[0] | (data[1] & 0x7f) << 8) % FH_MAX_VCPUS + 1);
+  features = data[1] >> 7 ? FH_F_ALL : 0;
 
   while (off < size) {
     FhFrame f;

@@ -14,6 +14,8 @@ import struct
 import sys
 
 HELLO, WELCOME, HINTS, GRANTS, PING, PONG, CLOSE, HOST_FREQ, VCPUS = range(1, 10)
+VERSION = 2         # FH_PROTO_VERSION
+MAX_VCPUS = 1024    # FH_MAX_VCPUS
 MIN_V, MAX_V, PERF_V, IDLE = 1, 2, 4, 8
 
 
@@ -23,7 +25,7 @@ def frame(msg_type, payload, length=None):
 
 def hello(n, name=b'vm-seed', features=3, tids=None):
     tids = tids if tids is not None else [1000 + i for i in range(n)]
-    body = struct.pack('<HHIII', 1, n, features, 4242, 0) + bytes(range(16))
+    body = struct.pack('<HHIII', VERSION, n, features, 4242, 0) + bytes(range(16))
     body += name.ljust(64, b'\0')
     body += b''.join(struct.pack('<I', t) for t in tids)
     return frame(HELLO, body)
@@ -38,9 +40,14 @@ def hints(records, full=False):
     return frame(HINTS, body + b''.join(records))
 
 
+def conn(num_vcpus, all_features):
+    """The two bytes fuzz-protocol.c reads first: the connection's vCPU
+    count (low 15 bits % MAX_VCPUS + 1) and its features (top bit: all)."""
+    return struct.pack('<H', (num_vcpus - 1) | (0x8000 if all_features else 0))
+
+
 def protocol_seeds():
-    # First byte: num_vcpus = b % 256 + 1, features all when b >= 0x80.
-    two = bytes([0x81])
+    two = conn(2, True)
     yield 'session', two + hello(2) + hints(
         [record(0, MIN_V | MAX_V, 300, 600), record(1, 0)], full=True) + frame(
         PONG, struct.pack('<Q', 7))
@@ -48,7 +55,7 @@ def protocol_seeds():
         record(0, MIN_V | MAX_V | PERF_V, 0, 1024, 512, 2),
         record(1, MIN_V | MAX_V | IDLE, 100, 200, 0, 3),
         record(1, PERF_V, 0, 0, 1024, 4)])
-    yield 'agent-frames', two + frame(WELCOME, struct.pack('<HHIII', 1, 0, 3, 10000, 0)) + frame(
+    yield 'agent-frames', two + frame(WELCOME, struct.pack('<HHIII', VERSION, 0, 3, 10000, 0)) + frame(
         GRANTS, struct.pack('<HHHH', 0, 1024, 2, 0) + struct.pack('<HHHH', 0, 512, 100, 1024)) + frame(
         PING, struct.pack('<Q', 1)) + frame(CLOSE, struct.pack('<HHI', 2, 0, 0) + b'bad'.ljust(128, b'\0'))
     # PA-18: two classes (a table, a continuous range), vCPU 1 unknown
@@ -56,13 +63,25 @@ def protocol_seeds():
     cls0 = struct.pack('<IIHH', 800000, 3200000, 128, len(table)) + b''.join(
         struct.pack('<I', f) for f in table + [0] * (16 - len(table)))
     cls1 = struct.pack('<IIHH', 400000, 2000000, 51, 0) + bytes(64)
-    yield 'host-freq', bytes([1]) + frame(HOST_FREQ, struct.pack('<HHI', 2, 2, 0) + cls0 + cls1 + bytes([1, 0xff]))
+    yield 'host-freq', conn(2, False) + frame(HOST_FREQ, struct.pack('<HHI', 2, 2, 0) + cls0 + cls1 + bytes([1, 0xff]))
     # PA-19: the vCPU table after an unplug
-    yield 'vcpus', bytes([1]) + hello(2, features=15) + frame(VCPUS, struct.pack('<HHIII', 2, 0, 0, 1000, 0))
-    yield 'one-vcpu-no-features', bytes([0]) + hello(1, b'', 0, [0]) + hints([record(0, MIN_V, 1024)])
+    yield 'vcpus', conn(2, False) + hello(2, features=15) + frame(VCPUS, struct.pack('<HHIII', 2, 0, 0, 1000, 0))
+    yield 'one-vcpu-no-features', conn(1, False) + hello(1, b'', 0, [0]) + hints([record(0, MIN_V, 1024)])
     yield 'too-big', two + frame(HINTS, b'', length=0x7fffffff)
     yield 'truncated', two + hello(2)[:50]
     yield 'bad-reserved', two + struct.pack('<IHH', 8, PING, 1) + struct.pack('<Q', 0)
+    # Issue 42 item 5: a VM of MAX_VCPUS: HELLO, a FULL HINTS (the largest
+    # frame there is), GRANTS and VCPUS with an entry per vCPU
+    big = conn(MAX_VCPUS, True)
+    yield 'max-vcpus', big + hello(MAX_VCPUS, features=15) + hints(
+        [record(i, MIN_V | MAX_V, i % 512, 512 + i % 512, 0, i + 1) for i in range(MAX_VCPUS)],
+        full=True) + frame(GRANTS, struct.pack('<HHHH', 0, 1024, MAX_VCPUS, 0) + b''.join(
+            struct.pack('<HH', 0, 1024) for _ in range(MAX_VCPUS))) + frame(
+        VCPUS, struct.pack('<HHI', MAX_VCPUS, 0, 0) + b''.join(
+            struct.pack('<I', 1000 + i) for i in range(MAX_VCPUS)))
+    # one vCPU over: a HELLO the range refuses, a HINTS the header refuses
+    yield 'over-max-vcpus', big + hello(MAX_VCPUS + 1) + frame(
+        HINTS, b'', length=16 + 16 * (MAX_VCPUS + 1))
 
 
 def parse_seeds():
@@ -77,6 +96,7 @@ def parse_seeds():
     yield 'cgroup-v1', b'12:memory:/x\n4:cpu,cpuacct:/machine/vm1\n0::/\n'
     yield 'stat', b'4242 (CPU 0/K)M) S 1 77 77 0 -1 4194560' + b' 0' * 29 + b' 5' + b' 0' * 13 + b'\n'
     yield 'u64', b'18446744073709551615\n'
+    yield 'vcpu-thread', b'CPU 1023/KVM'
 
 
 def merge_seeds():

@@ -144,7 +144,9 @@ test_bad_values (void)
   }
   expect_error ("<fh:freqhint " NS "><fh:guest-hints>yes</fh:guest-hints></fh:freqhint>",
                 FH_METADATA_ERROR_VALUE, "guest-hints");
-  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"256\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
+  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"1024\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
+                "vcpu id");
+  expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"10000\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
                 "vcpu id");
   expect_error ("<fh:freqhint " NS "><fh:vcpu id=\"01\"/></fh:freqhint>", FH_METADATA_ERROR_VALUE,
                 "vcpu id");

@@ -79,6 +79,8 @@ static FakeAgent agents[2] = { FAKE_AGENT_INIT, FAKE_AGENT_INIT };
 static FakeAgent *agent = &agents[0];
 /* The device's num_vcpus: the machine's maximum vCPU count. */
 static unsigned int num_vcpus = NUM_VCPUS;
+/* At least the vCPUs plugged at start-up: their HELLO thread ids are not 0. */
+static unsigned int boot_vcpus = NUM_VCPUS;
 /* Like a driver, post a new event buffer for each one the device used. */
 static bool event_repost = true;
 /* timestamp_ns of the last HINTS frame the agent read. */
@@ -137,6 +139,7 @@ static void agent_cleanup(void *unused)
     agent_reset(&agents[1]);
     agent = &agents[0];
     num_vcpus = NUM_VCPUS;
+    boot_vcpus = NUM_VCPUS;
     event_repost = true;
 }
 
@@ -415,10 +418,14 @@ static void agent_welcome(QTestState *qts, bool expect_perf)
     g_assert_cmphex(agent->features & ~FH_F_ALL, ==, 0);
     g_assert_cmpint(!!(agent->features & FH_F_PERF), ==, expect_perf);
     for (int i = 0; i < num_vcpus; i++) {
-        agent->tids[i] = ldl_le_p(p + sizeof(hello) + 4 * i);
+        uint32_t tid = ldl_le_p(p + sizeof(hello) + 4 * i);
+
         /* The boot vCPUs have threads; hot-pluggable ones may not yet. */
-        if (i < NUM_VCPUS) {
-            g_assert_cmpuint(agent->tids[i], !=, 0);
+        if (i < boot_vcpus) {
+            g_assert_cmpuint(tid, !=, 0);
+        }
+        if (i < ARRAY_SIZE(agent->tids)) {
+            agent->tids[i] = tid;
         }
     }
 
@@ -3137,6 +3144,75 @@ static void test_hostile_all(void *obj, void *data, QGuestAllocator *t_alloc)
 
 static const HostileCase forced_case = { "forced" };
 
+/*
+ * Issue 42 item 5: a machine of many possible vCPUs, one of them plugged,
+ * over the agent link: HELLO with a thread id per possible vCPU, the FULL
+ * HINTS frame with a record for each, and GRANTS back with a grant for
+ * each, the last vCPU's granted range in x-stats.  Not a qos test: the pc
+ * machine of the x86 graph stops at 255 vCPUs, while q35 takes
+ * FH_MAX_VCPUS; virt with GICv3 takes 512.
+ */
+typedef struct MaxVcpusCase {
+    const char *machine;
+    unsigned int vcpus;
+} MaxVcpusCase;
+
+static void test_max_vcpus(const void *data)
+{
+    const MaxVcpusCase *c = data;
+    const unsigned int n = c->vcpus;
+    size_t len = sizeof(struct fh_msg_grants) + n * sizeof(struct fh_grant);
+    g_autofree uint8_t *grants = g_malloc0(len);
+    QTestState *qts;
+    QDict *stats, *last = NULL;
+    QListEntry *e;
+    QList *vcpus;
+
+    agent_listen(agent);
+    num_vcpus = n;
+    boot_vcpus = 1;
+    qts = qtest_initf("-machine %s -smp 1,maxcpus=%u"
+                      " -chardev socket,id=fhchr,path=%s,reconnect-ms=100"
+                      " -object freqhint-agent,id=fhagent,chardev=fhchr"
+                      " -device virtio-freqhint-pci,id=" QVIRTIO_FREQHINT_ID
+                      ",backend=fhagent", c->machine, n, agent->path);
+    agent_handshake(qts, true);
+
+    stw_le_p(grants + offsetof(struct fh_msg_grants, operator_ceiling),
+             VIRTIO_FREQHINT_SCALE);
+    stw_le_p(grants + offsetof(struct fh_msg_grants, num_grants), n);
+    for (int i = 0; i < n; i++) {
+        uint8_t *g = grants + sizeof(struct fh_msg_grants) +
+                     i * sizeof(struct fh_grant);
+
+        stw_le_p(g + offsetof(struct fh_grant, floor), i % 512);
+        stw_le_p(g + offsetof(struct fh_grant, ceiling), 512 + i % 512);
+    }
+    agent_send(FH_MSG_GRANTS, grants, len);
+    agent_ping(n);
+
+    stats = get_stats(qts);
+    g_assert_cmpuint(qdict_get_int(stats, "num-vcpus"), ==, n);
+    g_assert_true(qdict_get_bool(stats, "agent-connected"));
+    vcpus = qdict_get_qlist(stats, "vcpus");
+    g_assert_cmpuint(qlist_size(vcpus), ==, n);
+    QLIST_FOREACH_ENTRY(vcpus, e) {
+        last = qobject_to(QDict, qlist_entry_obj(e));
+    }
+    g_assert_cmpuint(qdict_get_int(last, "granted-floor"), ==,
+                     (n - 1) % 512);
+    g_assert_cmpuint(qdict_get_int(last, "granted-ceiling"), ==,
+                     512 + (n - 1) % 512);
+    qobject_unref(stats);
+    qtest_quit(qts);
+    agent_cleanup(NULL);
+}
+
+static const MaxVcpusCase max_vcpus_q35 = { "q35", FH_MAX_VCPUS };
+static const MaxVcpusCase max_vcpus_virt = {
+    "virt,gic-version=3 -cpu max", 512
+};
+
 static void register_virtio_freqhint_test(void)
 {
     QOSGraphTestOptions opts = {
@@ -3257,6 +3333,13 @@ static void register_virtio_freqhint_test(void)
     opts.arg = NULL;
     opts.before = agent_before_tcp;
     qos_add_test("tcp-flood", "virtio-freqhint", test_tcp_flood, &opts);
+
+    if (qtest_has_device("virtio-freqhint-pci") &&
+        qtest_has_machine(arch_is_x86() ? "q35" : "virt")) {
+        qtest_add_data_func("virtio-freqhint-tests/max-vcpus",
+                            arch_is_x86() ? &max_vcpus_q35 : &max_vcpus_virt,
+                            test_max_vcpus);
+    }
 }
 
 libqos_init(register_virtio_freqhint_test);

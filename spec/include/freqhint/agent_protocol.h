@@ -18,6 +18,9 @@
 /*
  * 2: the device speaks virtio-freqhint v1 (host feedback on the event
  * queue).  A peer of another version is refused with FH_CLOSE_VERSION.
+ * Raising FH_MAX_VCPUS from 256 to 1024 kept the version: no layout
+ * changed, and a peer at the old limit refuses a larger VM with
+ * FH_CLOSE_MALFORMED or FH_CLOSE_TOO_BIG (spec/agent-protocol.md 4.8).
  */
 #define FH_PROTO_VERSION	2
 
@@ -58,7 +61,12 @@ enum fh_close_reason {
 };
 
 /* Limits. */
-#define FH_MAX_VCPUS		256	/* vCPUs of one VM this protocol carries */
+/*
+ * vCPUs of one VM this protocol carries.  The agent keeps the VMs it
+ * reaches over vsock in the same tables, so this is at least the vsock
+ * transport's FREQHINT_VSOCK_MAX_VCPUS; the agent asserts it.
+ */
+#define FH_MAX_VCPUS		1024
 #define FH_NAME_MAX		64	/* VM name bytes incl. terminating NUL */
 #define FH_TEXT_MAX		128	/* CLOSE text bytes incl. terminating NUL */
 #define FH_HELLO_TIMEOUT_MS	5000	/* HELLO must arrive within this */
@@ -195,7 +203,7 @@ _Static_assert(sizeof(struct fh_msg_vcpus) == 8, "fh_msg_vcpus is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_ping) == 8, "fh_msg_ping is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_close) == 8 + FH_TEXT_MAX,
 	       "fh_msg_close size");
-_Static_assert(FH_MAX_PAYLOAD == 4112, "FH_MAX_PAYLOAD");
+_Static_assert(FH_MAX_PAYLOAD == 16400, "FH_MAX_PAYLOAD");
 _Static_assert(sizeof(struct fh_msg_hello) +
 	       4 * FH_MAX_VCPUS <= FH_MAX_PAYLOAD,
 	       "a full HELLO fits in a frame");
