@@ -354,6 +354,13 @@ relay_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, RelayVm *out, F
     d->relay_refused++;
     return FALSE;
   }
+  /* A hybrid socket is the VM's only if its hypervisor is what connected to it. */
+  if (hello->relay_transport == FH_RELAY_HYBRID && (pid_t) hello->qemu_pid != e->pid) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "%s: process %u connected, the VM's is %d",
+                  relay_describe (hello, where, sizeof where), hello->qemu_pid, (int) e->pid);
+    d->relay_refused++;
+    return FALSE;
+  }
   out->key = g_strdup (e->key);
   out->name = g_strdup (e->name);
   memcpy (out->uuid, e->uuid, sizeof out->uuid);

@@ -129,8 +129,8 @@ decode_relay (FhHello *out, const uint8_t *r, FhError *err)
   static const uint8_t nil[16];
   const uint8_t *path = r + offsetof (struct fh_hello_relay, path);
 
-  if (out->qemu_pid != 0 || memcmp (out->uuid, nil, 16) != 0 || out->name[0] != '\0') {
-    fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO with a pid, UUID or name of its own");
+  if (memcmp (out->uuid, nil, 16) != 0 || out->name[0] != '\0') {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO with a UUID or name of its own");
     return false;
   }
   for (unsigned i = 0; i < out->num_vcpus; i++)
@@ -146,8 +146,8 @@ decode_relay (FhHello *out, const uint8_t *r, FhError *err)
   }
   switch (out->relay_transport) {
   case FH_RELAY_VSOCK:
-    if (!all_zero (path, FH_RELAY_PATH_MAX)) {
-      fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO: a vsock peer with a path");
+    if (!all_zero (path, FH_RELAY_PATH_MAX) || out->qemu_pid != 0) {
+      fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO: a vsock peer with a path or a pid");
       return false;
     }
     return true;
@@ -155,9 +155,10 @@ decode_relay (FhHello *out, const uint8_t *r, FhError *err)
     size_t n = strnlen ((const char *) path, FH_RELAY_PATH_MAX);
 
     if (out->relay_cid != 0 || n == 0 || n == FH_RELAY_PATH_MAX || path[0] != '/' ||
-        !all_zero (path + n, FH_RELAY_PATH_MAX - n)) {
+        !all_zero (path + n, FH_RELAY_PATH_MAX - n) || out->qemu_pid == 0) {
       fh_error_set (err, FH_CLOSE_MALFORMED,
-                    "relay HELLO: a hybrid peer needs an absolute NUL-padded path and no CID");
+                    "relay HELLO: a hybrid peer needs an absolute NUL-padded path, its "
+                    "process id and no CID");
       return false;
     }
     memcpy (out->relay_path, path, FH_RELAY_PATH_MAX);

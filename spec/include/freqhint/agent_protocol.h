@@ -156,10 +156,12 @@ struct fh_msg_close {
  * Relays (spec/agent-protocol.md 4.1a, spec/vsock-transport.md §5): a
  * process that speaks for a guest it reached over virtio-vsock
  * (freqhint-vsockd) offers FH_F_RELAY in HELLO.  Its HELLO then carries no
- * identity of its own (uuid, name, qemu_pid and every vcpu_tid zero) and
- * struct fh_hello_relay follows vcpu_tid: which CID, or which hybrid
- * socket, the guest's connection came from -- what the relay's kernel or
- * the hypervisor reported, never anything the guest sent.  The agent maps
+ * identity of its own (uuid, name and every vcpu_tid zero) and struct
+ * fh_hello_relay follows vcpu_tid: which CID, or which hybrid socket, the
+ * guest's connection came from -- what the relay's kernel or the
+ * hypervisor reported, never anything the guest sent.  qemu_pid is zero
+ * for a vsock peer and, for a hybrid one, the process that connected to
+ * the socket (SO_PEERCRED): the VM's hypervisor.  The agent maps
  * it to a VM itself and accepts FH_F_RELAY only from its configured relay
  * user.  Not part of FH_F_ALL: a device never offers it.
  */

@@ -96,6 +96,9 @@ struct freqhint_vsock_config {
 	(FREQHINT_VSOCK_HOST_MSGS_PER_S * \
 	 (4 + sizeof(struct virtio_freqhint_hints) + \
 	  (num_cpus) * sizeof(struct virtio_freqhint_record)))
+/* perf_step and idle_share the host gives in CONFIG (the device's defaults). */
+#define FREQHINT_VSOCK_HOST_PERF_STEP		16
+#define FREQHINT_VSOCK_HOST_IDLE_SHARE		20
 /* Output (CONFIG, CPU_IDS, FEEDBACK) a guest leaves unread this long: closed. */
 #define FREQHINT_VSOCK_HOST_WRITE_TIMEOUT_MS	5000
 /*
