@@ -3,12 +3,14 @@
 
 #include "fh-relay-server.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <json-glib/json-glib.h>
 #include <linux/freqhint_vsock.h>
 
 #include "fh-poller.h"
+#include "fh-vsock-codec.h"
 
 #define TICK_MS 250
 
@@ -75,8 +77,8 @@ session_done (FhRelaySession *s, FhRelayEnd end, const char *why, gpointer data)
   srv->ended[end]++;
   text = g_strescape (why, NULL);
   if (fh_relay_end_is_fault (end)) {
-    peer->penalty_ms = peer->penalty_ms ? MIN (peer->penalty_ms * 2, FREQHINT_VSOCK_HOST_PENALTY_MAX_MS)
-                                        : FREQHINT_VSOCK_HOST_PENALTY_MS;
+    peer->penalty_ms = peer->penalty_ms ? MIN (peer->penalty_ms * 2, srv->params.penalty_max_ms)
+                                        : srv->params.penalty_ms;
     peer->penalty_until_us = g_get_monotonic_time () + (gint64) peer->penalty_ms * 1000;
     g_message ("%s: closed (%s): %s; its connections are refused for %u ms (%s: %" G_GUINT64_FORMAT
                " so far)",
@@ -99,7 +101,7 @@ refuse (FhRelayServer *srv, int fd, const FhRelayPeer *p, Peer *peer, Refusal wh
   close (fd);
   srv->refused[why]++;
   if (peer && peer->last_log_us &&
-      now - peer->last_log_us < (gint64) FREQHINT_VSOCK_HOST_PENALTY_MS * 1000) {
+      now - peer->last_log_us < (gint64) srv->params.penalty_ms * 1000) {
     peer->suppressed++;
     return;
   }
@@ -129,6 +131,12 @@ fh_relay_server_accept (FhRelayServer *srv, int fd, const FhRelayPeer *p)
   if (g_hash_table_size (srv->sessions) >= srv->params.max_connections) {
     refuse (srv, fd, p, NULL, REFUSE_TOTAL);
     return;
+  }
+  {
+    /* bounds the kernel memory a guest that does not read can hold */
+    int sndbuf = (int) FH_VSOCK_FRAME_MAX;
+
+    (void) setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
   }
   peer->open++;
   srv->accepted++;

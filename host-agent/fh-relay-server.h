@@ -4,7 +4,9 @@
  * (spec/vsock-transport.md §5).  A peer is a CID, or a hybrid socket.
  *
  *  - open connections: at most FREQHINT_VSOCK_HOST_CONNS_PER_PEER per peer
- *    (one established, one reconnecting) and max_connections in all;
+ *    (one established, one reconnecting) and max_connections in all; the
+ *    kernel's send buffer of each at FH_VSOCK_FRAME_MAX (the unread output
+ *    a guest can leave is that and one frame of ours);
  *  - a peer whose session ended in a fault (malformed input, a rate bound,
  *    unread output, no HELLO, the agent's refusal) has its new connections
  *    refused for FREQHINT_VSOCK_HOST_PENALTY_MS, doubling with each fault
@@ -27,6 +29,7 @@ typedef struct {
   guint max_connections;
   guint hello_timeout_ms;
   guint write_timeout_ms;
+  guint penalty_ms, penalty_max_ms; /* FREQHINT_VSOCK_HOST_PENALTY_MS, _MAX_MS */
 } FhRelayServerParams;
 
 FhRelayServer *fh_relay_server_new (const FhRelayServerParams *params, GError **error);

@@ -42,6 +42,7 @@ typedef struct {
   GMainLoop *loop;
   FhRelayServer *server;
   GPtrArray *listeners; /* FhListener* */
+  GPtrArray *listens;   /* Listen*, their callbacks' data */
 } App;
 
 typedef struct {
@@ -121,15 +122,17 @@ add_hybrid (App *app, const FhConfig *config, GError **error)
   g_hash_table_iter_init (&it, config->vms);
   while (g_hash_table_iter_next (&it, NULL, &value)) {
     g_autofree char *path = fh_config_vsock_listen_path (value);
+    gboolean activated;
     Listen *l;
     int fd;
 
     if (!path)
       continue;
-    fd = fh_listen_unix (path, path, (gid_t) -1, 0666, NULL, error);
+    fd = fh_listen_unix (path, path, (gid_t) -1, 0666, &activated, error);
     if (fd < 0)
       return FALSE;
     l = g_new0 (Listen, 1);
+    g_ptr_array_add (app->listens, l);
     l->app = app;
     l->hybrid.transport = FH_RELAY_HYBRID;
     g_strlcpy (l->hybrid.path, path, sizeof l->hybrid.path);
@@ -200,6 +203,8 @@ main (int argc, char **argv)
   gint vsock_port = FREQHINT_VSOCK_PORT, max_connections = 256;
   gint hello_timeout_ms = FREQHINT_VSOCK_HOST_HELLO_TIMEOUT_MS;
   gint write_timeout_ms = FREQHINT_VSOCK_HOST_WRITE_TIMEOUT_MS;
+  gint penalty_ms = FREQHINT_VSOCK_HOST_PENALTY_MS;
+  gint penalty_max_ms = FREQHINT_VSOCK_HOST_PENALTY_MAX_MS;
   gboolean verbose = FALSE;
   GOptionEntry entries[] = {
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
@@ -217,6 +222,10 @@ main (int argc, char **argv)
       "a guest's HELLO and the agent's WELCOME must come within this (default 5000)", "MS" },
     { "write-timeout-ms", 0, 0, G_OPTION_ARG_INT, &write_timeout_ms,
       "a guest that leaves output unread this long is closed (default 5000)", "MS" },
+    { "penalty-ms", 0, 0, G_OPTION_ARG_INT, &penalty_ms,
+      "a peer's connections are refused this long after a fault, doubling (default 1000)", "MS" },
+    { "penalty-max-ms", 0, 0, G_OPTION_ARG_INT, &penalty_max_ms,
+      "the longest such refusal (default 60000)", "MS" },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "debug messages", NULL },
     { NULL },
   };
@@ -236,9 +245,11 @@ main (int argc, char **argv)
   }
   if (vsock_port < 0 || vsock_port > G_MAXINT32 || max_connections < 1 ||
       max_connections > 65536 || hello_timeout_ms < 100 || hello_timeout_ms > 600000 ||
-      write_timeout_ms < 100 || write_timeout_ms > 600000) {
+      write_timeout_ms < 100 || write_timeout_ms > 600000 || penalty_ms < 10 ||
+      penalty_max_ms < penalty_ms || penalty_max_ms > 3600000) {
     g_printerr ("freqhint-vsockd: --vsock-port 0 or more, --max-connections 1 to 65536, "
-                "--hello-timeout-ms and --write-timeout-ms 100 to 600000\n");
+                "--hello-timeout-ms and --write-timeout-ms 100 to 600000, --penalty-ms 10 or "
+                "more and at most --penalty-max-ms, which is at most 3600000\n");
     return 2;
   }
   fh_log_init (verbose);
@@ -249,36 +260,38 @@ main (int argc, char **argv)
   }
   app.loop = g_main_loop_new (NULL, FALSE);
   app.listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) fh_listener_free);
+  app.listens = g_ptr_array_new_with_free_func (g_free);
   params = (FhRelayServerParams){
     .agent_socket = agent_socket ? agent_socket : config->socket_path,
     .max_connections = (guint) max_connections,
     .hello_timeout_ms = (guint) hello_timeout_ms,
     .write_timeout_ms = (guint) write_timeout_ms,
+    .penalty_ms = (guint) penalty_ms,
+    .penalty_max_ms = (guint) penalty_max_ms,
   };
   app.server = fh_relay_server_new (&params, &error);
   if (!app.server)
-    goto fail;
+    goto out;
   if (vsock_port) {
     Listen *l = g_new0 (Listen, 1);
 
+    g_ptr_array_add (app.listens, l);
     l->app = &app;
     fd = vsock_socket ((guint) vsock_port, &error);
-    if (fd < 0) {
-      g_free (l);
-      goto fail;
-    }
+    if (fd < 0)
+      goto out;
     g_ptr_array_add (app.listeners, fh_listener_new (fd, "vsock", on_vsock, l));
   }
   if (!add_hybrid (&app, config, &error))
-    goto fail;
+    goto out;
   fh_listen_close_unused ();
   if (app.listeners->len == 0) {
     g_set_error (&error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                  "nothing to listen on: --vsock-port is 0 and no [vm] has vsock_uds");
-    goto fail;
+    goto out;
   }
   if (!drop_privileges (user, &error))
-    goto fail;
+    goto out;
   g_message ("relaying to %s as uid %d", params.agent_socket, (int) getuid ());
   g_unix_signal_add (SIGTERM, on_quit, &app);
   g_unix_signal_add (SIGINT, on_quit, &app);
@@ -286,11 +299,12 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   g_main_loop_run (app.loop);
   log_stats (&app);
+out:
+  if (error)
+    g_printerr ("freqhint-vsockd: %s\n", error->message);
   g_ptr_array_unref (app.listeners);
+  g_ptr_array_unref (app.listens);
   fh_relay_server_free (app.server);
   g_main_loop_unref (app.loop);
-  return 0;
-fail:
-  g_critical ("%s", error->message);
-  return 1;
+  return error ? 1 : 0;
 }
