@@ -23,6 +23,7 @@ check_output "port 853 is the front end's: even root cannot take it now" 'bind 8
 $FH/fh-vsock-peer --vsock 1 --vcpus 2 --hint 0:300:900 --hint 1:-:-:idle --hold 60000 >$W/peer.log 2>&1 &
 P=$!
 wait_for "the guest gets CONFIG" '^config features=0x7 num_vcpus=2 window=10' cat $W/peer.log
+show_logs
 wait_for "served as VM loop over vsock, CID 1" '"transport" *: *"vsock"' ctl --json vms
 check_output "its CID is the kernel's" '"vsock_cid" *: *1' ctl --json vms
 wait_for "vCPU 0's request reached freqhintd" '"min" *: *300' ctl --json vcpus loop

@@ -31,14 +31,14 @@ load_vsock() {
 
 wait_for() {
 	wf_what=$1 wf_pat=$2; shift 2
-	wf_i=0
-	while [ $wf_i -lt 150 ]; do
+	# by the clock: under TCG on a busy host one try can take seconds
+	wf_end=$(($(date +%s) + 30))
+	while [ "$(date +%s)" -lt $wf_end ]; do
 		if "$@" 2>/dev/null | grep -qE -- "$wf_pat"; then
 			check_output "$wf_what" "$wf_pat" "$@"
 			return
 		fi
 		sleep 0.2
-		wf_i=$((wf_i + 1))
 	done
 	check_output "$wf_what" "$wf_pat" "$@"
 }
@@ -79,9 +79,10 @@ EOC
 }
 
 show_logs() {
-	[ "$fh_failed" = 0 ] && return
-	sed 's/^/    freqhintd| /' $W/freqhintd.log | tail -n 40
-	sed 's/^/    vsockd| /' $W/vsockd.log | tail -n 40
+	[ "$fh_failed" = 0 ] || [ -n "${FH_LOGS_SHOWN:-}" ] && return
+	FH_LOGS_SHOWN=1
+	tail -n 40 $W/freqhintd.log | sed 's/^/    freqhintd| /'
+	tail -n 40 $W/vsockd.log | sed 's/^/    vsockd| /'
 }
 
 stop_host() {
