@@ -47,7 +47,8 @@ ctl() { $FH/freqhintctl --socket $W/ctl.sock "$@"; }
 
 start_host() {
 	mkdir -p $W/state
-	chmod 0755 $W
+	# the initramfs root comes from a mktemp -d (0700): nobody could not reach /tmp/fh
+	chmod 0755 / $W
 	# the front end's user
 	grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:/:/bin/false' >>/etc/passwd
 	grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
