@@ -193,6 +193,21 @@ to_agent (FhRelaySession *s, const uint8_t *buf, size_t len)
   return TRUE;
 }
 
+/* What fd has, up to room bytes.  > 0: bytes read; 0: none now; -1: it closed or failed (ended). */
+static gssize
+read_some (FhRelaySession *s, int fd, uint8_t *buf, size_t room, FhRelayEnd end, const char *closed)
+{
+  ssize_t n = recv (fd, buf, room, MSG_DONTWAIT);
+
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return 0;
+  if (n <= 0) {
+    session_end (s, end, "%s%s%s", closed, n < 0 ? ": " : "", n < 0 ? g_strerror (errno) : "");
+    return -1;
+  }
+  return n;
+}
+
 typedef FhParseResult (*ParseFn) (const uint8_t *buf, size_t avail, FhFrame *frame,
                                   size_t *frame_size, FhError *err);
 typedef gboolean (*FrameFn) (FhRelaySession *s, const FhFrame *f);
@@ -493,14 +508,10 @@ on_agent (int fd, GIOCondition cond, gpointer data)
     return G_SOURCE_REMOVE;
   if (!(cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
     return G_SOURCE_CONTINUE;
-  n = recv (fd, s->ain + s->ain_len, FH_FRAME_MAX - s->ain_len, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR))
-    return G_SOURCE_CONTINUE;
-  if (n <= 0) {
-    session_end (s, FH_RELAY_END_AGENT, "the agent closed the link%s%s", n < 0 ? ": " : "",
-                 n < 0 ? g_strerror (errno) : "");
-    return G_SOURCE_REMOVE;
-  }
+  n = read_some (s, fd, s->ain + s->ain_len, FH_FRAME_MAX - s->ain_len, FH_RELAY_END_AGENT,
+                 "the agent closed the link");
+  if (n <= 0)
+    return n == 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
   s->ain_len += (size_t) n;
   return take_frames (s, s->ain, &s->ain_len, fh_frame_parse, agent_frame, FH_RELAY_END_AGENT)
              ? G_SOURCE_CONTINUE
@@ -602,14 +613,10 @@ on_guest (int fd, GIOCondition cond, gpointer data)
   }
   if (!(cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
     return G_SOURCE_CONTINUE;
-  n = recv (fd, s->gin + s->gin_len, FH_VSOCK_FRAME_MAX - s->gin_len, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR))
-    return G_SOURCE_CONTINUE;
-  if (n <= 0) {
-    session_end (s, FH_RELAY_END_EOF, "the guest closed the connection%s%s", n < 0 ? ": " : "",
-                 n < 0 ? g_strerror (errno) : "");
-    return G_SOURCE_REMOVE;
-  }
+  n = read_some (s, fd, s->gin + s->gin_len, FH_VSOCK_FRAME_MAX - s->gin_len, FH_RELAY_END_EOF,
+                 "the guest closed the connection");
+  if (n <= 0)
+    return n == 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
   if (now - s->period_us >= G_USEC_PER_SEC) {
     s->period_us = now;
     s->msgs = s->records = s->bytes = 0;
