@@ -63,7 +63,8 @@ struct _FhRelaySession {
 static const char *const end_names[FH_RELAY_END_N] = {
   [FH_RELAY_END_EOF] = "closed-by-guest", [FH_RELAY_END_MALFORMED] = "malformed",
   [FH_RELAY_END_RATE] = "rate",           [FH_RELAY_END_SLOW] = "slow-reader",
-  [FH_RELAY_END_TIMEOUT] = "timeout",     [FH_RELAY_END_AGENT] = "agent",
+  [FH_RELAY_END_TIMEOUT] = "timeout",     [FH_RELAY_END_AGENT] = "refused-by-agent",
+  [FH_RELAY_END_AGENT_GONE] = "agent-unavailable",
   [FH_RELAY_END_SHUTDOWN] = "shutdown",
 };
 
@@ -187,7 +188,7 @@ static gboolean
 to_agent (FhRelaySession *s, const uint8_t *buf, size_t len)
 {
   if (!out_send (s->afd, s->awatch, s->aout, buf, len, AGENT_OUT_MAX)) {
-    session_end (s, FH_RELAY_END_AGENT, "the agent does not take our frames");
+    session_end (s, FH_RELAY_END_AGENT_GONE, "the agent does not take our frames");
     return FALSE;
   }
   return TRUE;
@@ -230,7 +231,7 @@ take_frames (FhRelaySession *s, uint8_t *buf, size_t *len, ParseFn parse, FrameF
     if (r == FH_PARSE_NEED_MORE)
       return TRUE;
     if (r == FH_PARSE_ERROR) {
-      session_end (s, bad, "%s%s", bad == FH_RELAY_END_AGENT ? "from the agent: " : "", err.text);
+      session_end (s, bad, "%s%s", bad != FH_RELAY_END_MALFORMED ? "from the agent: " : "", err.text);
       return FALSE;
     }
     if (!handle (s, &f))
@@ -365,19 +366,20 @@ agent_connect (FhRelaySession *s, const FhVsockHello *gh)
   size_t n;
 
   if (strlen (s->params->agent_socket) >= sizeof sa.sun_path) {
-    session_end (s, FH_RELAY_END_AGENT, "agent socket path too long");
+    session_end (s, FH_RELAY_END_AGENT_GONE, "agent socket path too long");
     return FALSE;
   }
   strcpy (sa.sun_path, s->params->agent_socket);
   s->afd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->afd < 0 || connect (s->afd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-    session_end (s, FH_RELAY_END_AGENT, "cannot connect to the agent at %s: %s",
+    session_end (s, FH_RELAY_END_AGENT_GONE, "cannot connect to the agent at %s: %s",
                  s->params->agent_socket, g_strerror (errno));
     return FALSE;
   }
   s->awatch = fh_poller_add (s->params->poller, s->afd, G_IO_IN, on_agent, s);
   if (!s->awatch) {
-    session_end (s, FH_RELAY_END_AGENT, "cannot watch the agent's socket: %s", g_strerror (errno));
+    session_end (s, FH_RELAY_END_AGENT_GONE, "cannot watch the agent's socket: %s",
+                 g_strerror (errno));
     return FALSE;
   }
   memset (&hello, 0, sizeof hello);
@@ -409,7 +411,7 @@ agent_welcome (FhRelaySession *s, const FhFrame *f, uint32_t offered)
   size_t n;
 
   if (!fh_decode_welcome (f, &w, &err) || (w.features & ~offered)) {
-    session_end (s, FH_RELAY_END_AGENT, "bad WELCOME: %s", err.text[0] ? err.text : "features");
+    session_end (s, FH_RELAY_END_AGENT_GONE, "bad WELCOME: %s", err.text[0] ? err.text : "features");
     return FALSE;
   }
   s->agent_features = w.features;
@@ -480,8 +482,14 @@ agent_frame (FhRelaySession *s, const FhFrame *f)
 
     fh_decode_close (f, &c, &err);
     text = fh_text_sanitize (c.text, -1);
-    session_end (s, FH_RELAY_END_AGENT, "the agent closed the link: %s: %s",
-                 fh_close_reason_name (c.reason), text);
+    /* the agent's refusal of this guest (no such VM, ...) is the guest's fault;
+     * its exit or a newer connection of the same VM is not */
+    session_end (s,
+                 c.reason == FH_CLOSE_NORMAL || c.reason == FH_CLOSE_DUPLICATE ||
+                         c.reason == FH_CLOSE_TIMEOUT
+                     ? FH_RELAY_END_AGENT_GONE
+                     : FH_RELAY_END_AGENT,
+                 "the agent closed the link: %s: %s", fh_close_reason_name (c.reason), text);
     return FALSE;
   }
   default:
@@ -490,7 +498,7 @@ agent_frame (FhRelaySession *s, const FhFrame *f)
   fh_error_set (&err, FH_CLOSE_PROTOCOL, "unexpected %s from the agent",
                 fh_msg_type_name (f->msg_type));
 bad:
-  session_end (s, FH_RELAY_END_AGENT, "%s", err.text);
+  session_end (s, FH_RELAY_END_AGENT_GONE, "%s", err.text);
   return FALSE;
 }
 
@@ -501,19 +509,20 @@ on_agent (int fd, GIOCondition cond, gpointer data)
   ssize_t n;
 
   if ((cond & G_IO_OUT) && !out_flush (s->afd, s->awatch, s->aout)) {
-    session_end (s, FH_RELAY_END_AGENT, "the agent's socket failed: %s", g_strerror (errno));
+    session_end (s, FH_RELAY_END_AGENT_GONE, "the agent's socket failed: %s", g_strerror (errno));
     return G_SOURCE_REMOVE;
   }
   if ((cond & G_IO_OUT) && s->aout->len == 0 && !forward (s))
     return G_SOURCE_REMOVE;
   if (!(cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
     return G_SOURCE_CONTINUE;
-  n = read_some (s, fd, s->ain + s->ain_len, FH_FRAME_MAX - s->ain_len, FH_RELAY_END_AGENT,
+  n = read_some (s, fd, s->ain + s->ain_len, FH_FRAME_MAX - s->ain_len, FH_RELAY_END_AGENT_GONE,
                  "the agent closed the link");
   if (n <= 0)
     return n == 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
   s->ain_len += (size_t) n;
-  return take_frames (s, s->ain, &s->ain_len, fh_frame_parse, agent_frame, FH_RELAY_END_AGENT)
+  return take_frames (s, s->ain, &s->ain_len, fh_frame_parse, agent_frame,
+                      FH_RELAY_END_AGENT_GONE)
              ? G_SOURCE_CONTINUE
              : G_SOURCE_REMOVE;
 }
@@ -687,7 +696,7 @@ fh_relay_session_tick (FhRelaySession *s, gint64 now_us)
 {
   if (s->state != STATE_RUNNING &&
       now_us - s->accepted_us > (gint64) s->params->hello_timeout_ms * G_TIME_SPAN_MILLISECOND) {
-    session_end (s, s->state == STATE_HELLO ? FH_RELAY_END_TIMEOUT : FH_RELAY_END_AGENT,
+    session_end (s, s->state == STATE_HELLO ? FH_RELAY_END_TIMEOUT : FH_RELAY_END_AGENT_GONE,
                  s->state == STATE_HELLO ? "no HELLO within %u ms"
                                          : "no WELCOME from the agent within %u ms",
                  s->params->hello_timeout_ms);

@@ -26,7 +26,8 @@ typedef enum {
   FH_RELAY_END_RATE,      /* messages, records or bytes per second over the bound */
   FH_RELAY_END_SLOW,      /* output left unread past the write timeout */
   FH_RELAY_END_TIMEOUT,   /* no HELLO in time */
-  FH_RELAY_END_AGENT,     /* the agent refused or closed it (unknown CID, agent gone) */
+  FH_RELAY_END_AGENT,      /* the agent refused the guest (a CID of no running VM, ...) */
+  FH_RELAY_END_AGENT_GONE, /* the agent is not there, exits, or replaced the connection: no fault */
   FH_RELAY_END_SHUTDOWN,  /* the front end stops */
   FH_RELAY_END_N,
 } FhRelayEnd;

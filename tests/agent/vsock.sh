@@ -110,6 +110,10 @@ vsock_uds=$T/fc.vsock"
 	expect_jq '.relay_refused_total' 1 status
 	eventually grep -q "hybrid socket $T/fc.vsock_853: process [0-9]* connected, the VM's is $other" "$T/daemon.log" ||
 		fail "the refusal is not logged"
+	# the front end counts it as the agent's refusal, a fault of that socket's peer
+	expect_stats '.closed_total["refused-by-agent"]' 1
+	grep -q "fc.vsock_853: closed (refused-by-agent): .*refused for 100 ms" "$T/client-vsockd.out" ||
+		fail "the refusal is not a fault at the front end"
 	expect_jq '[.[] | select(.name=="fc") | .transport] | join(",")' none vms
 	# the guest goes: its influence goes
 	kill "$PEER_a"
