@@ -253,7 +253,7 @@ main (int argc, char **argv)
   gboolean stand_in = FALSE;
   gboolean use_stdin = FALSE, no_read = FALSE, silent = FALSE, flood = FALSE, flood_full = FALSE;
   g_autofree char *pidfile = NULL;
-  int vcpu_threads = 0, bind_port = -1;
+  int vcpu_threads = 0, bind_port = -1, burst = 0;
   gint64 as_uid = -1;
   int version = FREQHINT_VSOCK_VERSION;
   const GOptionEntry entries[] = {
@@ -272,6 +272,8 @@ main (int argc, char **argv)
     { "connections", 0, 0, G_OPTION_ARG_INT, &connections,
       "with --silent: open N connections, print how many the host left open", "N" },
     { "no-read", 0, 0, G_OPTION_ARG_NONE, &no_read, "never read after CONFIG", NULL },
+    { "burst", 0, 0, G_OPTION_ARG_INT, &burst,
+      "after CONFIG, N changes of vCPU 0's floor (1..N) back to back, then read for --hold", "N" },
     { "flood", 0, 0, G_OPTION_ARG_NONE, &flood, "after CONFIG, one-record HINTS nonstop", NULL },
     { "flood-full", 0, 0, G_OPTION_ARG_NONE, &flood_full,
       "after CONFIG, whole-state HINTS nonstop", NULL },
@@ -460,6 +462,22 @@ main (int argc, char **argv)
     }
     printf ("flood: %" G_GUINT64_FORMAT " messages, closed after %" G_GINT64_FORMAT " ms\n", sent,
             (g_get_monotonic_time () - t0) / 1000);
+    return 0;
+  }
+  if (burst > 0) {
+    gint64 t0 = g_get_monotonic_time ();
+
+    /* N changes of vCPU 0 back to back: the host keeps the last, forwards at most one per window */
+    for (int i = 1; i <= burst; i++) {
+      FhRecord r = { .vcpu = 0, .flags = VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID,
+                     .clamp_min = (uint16_t) i, .clamp_max = 1024, .seq = ++seq };
+
+      if (!send_hints (&r, 1))
+        return 1;
+    }
+    printf ("burst %d in %" G_GINT64_FORMAT " ms, last min %d\n", burst,
+            (g_get_monotonic_time () - t0) / 1000, burst);
+    drain (hold_ms);
     return 0;
   }
   if (no_read) {

@@ -122,6 +122,25 @@ vsock_uds=$T/fc.vsock"
 	stop_daemon
 }
 
+# The device's coalescing and rate window (spec §5.3, VS-18): 150 changes
+# of one vCPU back to back reach freqhintd as at most one frame per 10 ms
+# window (plus the leading edge and the FULL state), and the last one wins.
+case_coalesce() {
+	local ms frames
+	hostile_fixture
+	go a --unix /nonexistent --vcpus 1
+	( peer c --vcpus 1 --burst 150 --hold 20000 ) & CLIENTS+=($!)
+	eventually grep -q '^burst 150 in' "$T/client-c.out" || fail "the burst was not sent: $(cat "$T/client-c.out")"
+	ms=$(sed -n 's/^burst 150 in \([0-9]*\) ms.*/\1/p' "$T/client-c.out")
+	expect_jq '.[0].request.min' 150 vcpus chv
+	frames=$(ctl --json vms | jq -r '.[] | select(.name=="chv") | .hints_frames')
+	echo "coalesce: 150 changes in $ms ms reached freqhintd as $frames HINTS frames" >&2
+	[ "$frames" -le $((ms / 10 + 3)) ] || fail "$frames frames for 150 changes in $ms ms: not one per 10 ms window"
+	[ "$frames" -lt 150 ] || fail "nothing was coalesced"
+	stop_vsockd
+	stop_daemon
+}
+
 # CIDs, decided by freqhintd from libvirt's own record (<vsock><cid address>):
 # a CID no running domain has is refused; only relay_user may relay; a CID
 # reused by another domain is not carried over.
