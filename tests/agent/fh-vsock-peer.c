@@ -254,6 +254,7 @@ main (int argc, char **argv)
   gboolean use_stdin = FALSE, no_read = FALSE, silent = FALSE, flood = FALSE, flood_full = FALSE;
   g_autofree char *pidfile = NULL;
   int vcpu_threads = 0, bind_port = -1, burst = 0;
+  gboolean reconnect = FALSE;
   gint64 as_uid = -1;
   int version = FREQHINT_VSOCK_VERSION;
   const GOptionEntry entries[] = {
@@ -272,6 +273,8 @@ main (int argc, char **argv)
     { "connections", 0, 0, G_OPTION_ARG_INT, &connections,
       "with --silent: open N connections, print how many the host left open", "N" },
     { "no-read", 0, 0, G_OPTION_ARG_NONE, &no_read, "never read after CONFIG", NULL },
+    { "reconnect", 0, 0, G_OPTION_ARG_NONE, &reconnect,
+      "once the host closed us before CONFIG, connect again at once: refused or taken?", NULL },
     { "burst", 0, 0, G_OPTION_ARG_INT, &burst,
       "after CONFIG, N changes of vCPU 0's floor (1..N) back to back, then read for --hold", "N" },
     { "flood", 0, 0, G_OPTION_ARG_NONE, &flood, "after CONFIG, one-record HINTS nonstop", NULL },
@@ -375,8 +378,20 @@ main (int argc, char **argv)
     send_all (frame, fl);
     return drain (5000) ? 1 : 0;
   }
-  if (!send_all (frame, fl) || next_msg (10000, &msg, &len) <= 0)
+  if (!send_all (frame, fl) || next_msg (10000, &msg, &len) <= 0) {
+    if (reconnect) {
+      /* at once, from this process: is the peer's next connection refused? */
+      int again = connect_to (unix_path, cid, port);
+      struct pollfd p = { again, POLLIN, 0 };
+      char c;
+
+      printf ("reconnect %s\n", again >= 0 && poll (&p, 1, 200) == 1 &&
+                                        recv (again, &c, 1, MSG_DONTWAIT) <= 0
+                                    ? "refused"
+                                    : "taken");
+    }
     return g_str_has_prefix (malformed ? malformed : "", "hello-") ? 0 : 1;
+  }
   if (fh_get_le16 (msg) != FREQHINT_VSOCK_MSG_CONFIG || len != 24) {
     printf ("first message: type %u of %u bytes, not CONFIG\n", fh_get_le16 (msg), len);
     return 1;
