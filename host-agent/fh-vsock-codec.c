@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include <glib.h>
+
 _Static_assert (sizeof (struct freqhint_vsock_frame) == 4, "freqhint_vsock_frame is 4 bytes");
 _Static_assert (sizeof (struct freqhint_vsock_hello) == 16, "freqhint_vsock_hello is 16 bytes");
 _Static_assert (sizeof (struct freqhint_vsock_config) == 24, "freqhint_vsock_config is 24 bytes");
@@ -139,7 +141,11 @@ fh_vsock_encode_config (uint8_t *out, size_t out_size, uint32_t features, uint16
   fh_put_le16 (p + 2, FREQHINT_VSOCK_VERSION);
   fh_put_le32 (p + 4, features);
   fh_put_le16 (c + offsetof (struct virtio_freqhint_config, num_vcpus), num_vcpus);
-  fh_put_le16 (c + offsetof (struct virtio_freqhint_config, max_records), num_vcpus);
+  /* one frame holds 1023 records: a 1024-vCPU guest sends its state in two */
+  fh_put_le16 (c + offsetof (struct virtio_freqhint_config, max_records),
+               (uint16_t) MIN (num_vcpus, (FREQHINT_VSOCK_MAX_FRAME -
+                                           sizeof (struct virtio_freqhint_hints)) /
+                                              sizeof (struct virtio_freqhint_record)));
   fh_put_le16 (c + offsetof (struct virtio_freqhint_config, rate_window_ms),
                FREQHINT_VSOCK_HOST_WINDOW_MS);
   fh_put_le16 (c + offsetof (struct virtio_freqhint_config, perf_step),
