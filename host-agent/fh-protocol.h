@@ -56,6 +56,10 @@ typedef struct {
   uint8_t uuid[16];
   char name[FH_NAME_MAX];
   uint32_t tids[FH_MAX_VCPUS];
+  /* With FH_F_RELAY in features (struct fh_hello_relay); else zero. */
+  uint16_t relay_transport; /* enum fh_relay_transport */
+  uint32_t relay_cid;
+  char relay_path[FH_RELAY_PATH_MAX];
 } FhHello;
 
 typedef struct {
@@ -165,6 +169,8 @@ char *fh_text_sanitize (const char *text, gssize len);
  * One record against the device's record rules (spec, "Device Requirements").
  * Shared by the HINTS decoder and by anything that builds records.
  */
+/* A struct virtio_freqhint_record's 16 bytes at r into *rec; returns its reserved field. */
+uint16_t fh_record_get (const uint8_t *r, FhRecord *rec);
 bool fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhError *err);
 
 /*

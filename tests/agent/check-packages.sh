@@ -17,7 +17,9 @@ for f in usr/sbin/freqhintd usr/bin/freqhintctl etc/freqhint/freqhintd.conf \
 	lib/systemd/system/freqhintd-control.socket usr/lib/sysusers.d/freqhint.conf \
 	usr/lib/tmpfiles.d/freqhint.conf etc/apparmor.d/abstractions/libvirt-qemu.d/freqhint \
 	usr/share/freqhint/freqhint-metadata.rng usr/share/freqhint/monitoring/freqhint-rules.yml \
-	usr/share/freqhint/monitoring/grafana/freqhint-dashboard.json usr/share/man/man1/freqhintctl.1.gz; do
+	usr/share/freqhint/monitoring/grafana/freqhint-dashboard.json usr/share/man/man1/freqhintctl.1.gz \
+	usr/sbin/freqhint-vsockd lib/systemd/system/freqhint-vsockd.service \
+	lib/systemd/system/freqhint-vsockd.socket usr/share/man/man8/freqhint-vsockd.8.gz; do
 	has "$d" "$f"
 done
 dpkg-deb -e "$d" "$T/ctl"

@@ -124,7 +124,7 @@ case_libvirt_cap() {
 	expect_jq '.[] | select(.cpu==2) | .cap_vm.name' dom-s cpus
 	expect_jq '.[] | select(.cpu==3) | [.policy_cap, .policy_cap_vm.name, .policy_cap_vm.state_source] | join(",")' \
 		"256,dom-s,host" cpus
-	expect_metric "freqhint_vm_state_info{domain=\"dom-s\",uuid=\"$U1\",state_source=\"host\",host_record=\"libvirt\"}" 1
+	expect_metric "freqhint_vm_state_info{domain=\"dom-s\",uuid=\"$U1\",state_source=\"host\",host_record=\"libvirt\",transport=\"none\"}" 1
 	expect_metric "freqhint_policy_cap_ratio{policy=\"2\",domain=\"dom-s\",uuid=\"$U1\"}" 0.25
 	expect_metric freqhint_host_vms 1
 	port=$(ctl --json status | jq -r .metrics_port)

@@ -398,6 +398,17 @@ test_config_strict (void)
     { "[vm a]\npidfile=run/a.pid\n", "2: [vm a] pidfile: \"run/a.pid\" is not an absolute path" },
     { "[vm a]\nunit=../a.scope\n", "2: [vm a] unit: \"../a.scope\" is not a systemd unit name" },
     { "[vm a]\nunit=a.slice\n", "2: [vm a] unit: \"a.slice\" is not a systemd unit name" },
+    /* the vsock transport (spec/vsock-transport.md §5) */
+    { "[daemon]\nrelay_user=0\n", "2: [daemon] relay_user: root: the front end" },
+    { "[daemon]\nrelay_user=no-such-user-here\n", "2: [daemon] relay_user: \"no-such-user-here\" is no user" },
+    { "[vm a]\npidfile=/run/a.pid\nvsock_cid=2\n", "3: [vm a] vsock_cid: \"2\" is not a guest CID" },
+    { "[vm a]\npidfile=/run/a.pid\nvsock_cid=4294967295\n", "3: [vm a] vsock_cid: \"4294967295\"" },
+    { "[vm a]\nvsock_cid=5\n", "2: [vm a] vsock_cid: needs pidfile= or unit=" },
+    { "[vm a]\npidfile=/run/a.pid\nvsock_uds=a.sock\n", "3: [vm a] vsock_uds: \"a.sock\" is not an absolute path" },
+    { "[vm a]\npidfile=/run/a.pid\nvsock_cid=5\n[vm b]\npidfile=/run/b.pid\nvsock_cid=5\n",
+      "6: [vm b] vsock_cid: already [vm a]'s" },
+    { "[vm a]\npidfile=/run/a.pid\nvsock_uds=/run/v\n[vm b]\npidfile=/run/b.pid\nvsock_uds=/run/v\n",
+      "6: [vm b] vsock_uds: already [vm a]'s" },
   };
   static const char *const good_bools[] = { "true", "false", "1", "0" };
 

@@ -261,6 +261,37 @@ test_domstatus_vcpus (void)
   g_assert_null (bare->vcpu_tids);
 }
 
+/* The guest's vsock CID (vsock-transport.md VS-13): <domain><devices><vsock><cid address>, only there. */
+static void
+test_domstatus_vsock (void)
+{
+  static const struct {
+    const char *devices;
+    guint32 cid;
+  } cases[] = {
+    { "<devices><vsock model='virtio'><cid auto='yes' address='9'/></vsock></devices>", 9 },
+    { "<devices><vsock model='virtio'><cid auto='no' address='4294967294'/></vsock></devices>",
+      4294967294u },
+    { "<devices><vsock><cid auto='yes'/></vsock></devices>", 0 },            /* not allocated */
+    { "<devices><vsock><cid address='2'/></vsock></devices>", 0 },           /* the host's */
+    { "<devices><vsock><cid address='0x9'/></vsock></devices>", 0 },         /* not a number */
+    { "<devices><disk><cid address='9'/></disk></devices>", 0 },             /* not a vsock's */
+    { "<metadata><vsock><cid address='9'/></vsock></metadata>", 0 },         /* not a device */
+    { "<devices><x><vsock><cid address='9'/></vsock></x></devices>", 0 },    /* not at its place */
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *text = g_strdup_printf ("<domstatus pid='100'><domain><name>a</name><uuid>" U1
+                                             "</uuid>%s</domain></domstatus>",
+                                             cases[i].devices);
+    g_autoptr (FhLibvirtDomain) dom = fh_peer_parse_domstatus (text, strlen (text), NULL);
+
+    g_test_message ("%s", cases[i].devices);
+    g_assert_nonnull (dom);
+    g_assert_cmpuint (dom->vsock_cid, ==, cases[i].cid);
+  }
+}
+
 /* libvirt's status file (PA-22): pid, name and UUID; nothing else taken. */
 static void
 test_domstatus (void)
@@ -525,7 +556,7 @@ static FhDeviceServer *
 device_server (const char *path, guint max_connections,
                void (*hints) (FhConn *, const FhHints *, gpointer))
 {
-  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
+  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000, .relay_uid = (uid_t) -1,
                             .max_connections = max_connections, .socket_mode = 0600,
                             .socket_gid = (gid_t) -1 };
   FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints, .closed = on_closed };
@@ -744,6 +775,7 @@ main (int argc, char **argv)
   g_test_add_func ("/peer/pidfd", test_pidfd);
   g_test_add_func ("/peer/domstatus", test_domstatus);
   g_test_add_func ("/peer/domstatus-vcpus", test_domstatus_vcpus);
+  g_test_add_func ("/peer/domstatus-vsock", test_domstatus_vsock);
   g_test_add_func ("/peer/check-libvirt", test_check_libvirt);
   g_test_add_func ("/device/close-in-callback", test_close_in_callback);
   g_test_add_func ("/device/many-one-closing", test_many_one_closing);
