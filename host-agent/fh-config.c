@@ -101,7 +101,7 @@ static const char *const daemon_keys[] = {
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
   "check_thread_owner", "libvirt_state_dir", "require_libvirt", NULL,
 };
-static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", NULL };
+static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", "perf_only", NULL };
 static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
 static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
 static const char *const metrics_keys[] = {
@@ -509,7 +509,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_bool (&src, kf, "libvirt", "mirror_ceiling", &c->mirror_ceiling, error) ||
       !take_bool (&src, kf, "daemon", "check_thread_owner", &c->check_thread_owner, error) ||
       !take_bool (&src, kf, "daemon", "require_libvirt", &c->require_libvirt, error) ||
-      !take_bool (&src, kf, "merge", "perf_as_floor", &c->perf_as_floor, error))
+      !take_bool (&src, kf, "merge", "perf_as_floor", &c->perf_as_floor, error) ||
+      !take_bool (&src, kf, "merge", "perf_only", &c->perf_only, error))
     return FALSE;
   c->metrics_port = metrics_enabled ? (int) port : -1;
   {

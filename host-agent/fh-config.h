@@ -61,6 +61,7 @@ typedef struct {
   char *libvirt_state_dir; /* [daemon] libvirt's QEMU status files (PA-22); "": not consulted */
   gboolean require_libvirt; /* [daemon] only a running libvirt domain's process may connect */
   gboolean perf_as_floor;
+  gboolean perf_only;
   double perf_headroom; /* < 0: auto */
   guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
   guint cpufreq_quantum_khz;           /* [cpufreq] quantum_khz, 0: off */
