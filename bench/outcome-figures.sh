@@ -78,8 +78,8 @@ for m in $modes; do
 			BEGIN { nf = 0
 				while ((getline l < freqs) > 0) { split(l, a, " "); fs_[++nf] = a[1]; fk[nf] = a[2] }
 				fi = 0 }
-			/^# fh-dvfs-emu/ { n = split($0, h, " ")
-				for (i = 1; i <= n; i++) if (h[i] ~ /^start_realtime_us=/) { sub(/.*=/, "", h[i]); start = h[i] }
+			/^# fh-dvfs-emu/ { nh = split($0, h, " ")
+				for (i = 1; i <= nh; i++) if (h[i] ~ /^start_realtime_us=/) { sub(/.*=/, "", h[i]); start = h[i] }
 				t0 = (epoch_us + off - start) / 1e6; t1 = t0 + secs; next }
 			/^#/ { next }
 			{ t = $1; p = $2; k = $3

@@ -39,6 +39,11 @@
 #     boot 1, bursty load in both modes 2 x 15 s, 100 latency
 #     samples ~170 s; boot 2, 100 samples with every window off ~90 s ~260 s
 #   total with arm64                                     ~1150 s (~19 min)
+#   outcome (issue 40, bench/guest/outcome.sh): a 2-vCPU boot ~30 s,
+#     calibration 2 s, 2 rounds x 5 modes x (16 s of workload + agent
+#     restart, clock sync, results ~4 s)                           ~240 s
+#   total with arm64 and the outcome                     ~1390 s (~23 min;
+#     issue 40's budget for the whole bench: 25 min on 2 cores)
 #   measured whole on a quiet machine (load ~1), arm64 included: 996 s
 #   at 89b6210, 1003 s at 387c555
 # What the counts cost in precision, where trimmed: arm64's 100 latency
@@ -54,9 +59,10 @@
 #
 #   bench/run.sh [--out FILE] [--quick]
 #     --out FILE   where to write (default: BENCHMARKS.md at the top of the tree)
-#     --quick      smaller runs, to try the script (figures not comparable)
+#     --quick      smaller runs, to try the script (figures not comparable;
+#                  the outcome: 1 round of 6 s per mode)
 #     --results DIR  keep the raw results (agent.res, guest.res, guest-arm64.res,
-#                  elapsed, load) in DIR; a part already there is not run
+#                  outcome.res and outcome/, elapsed, load) in DIR; a part already there is not run
 #                  again, so with all there only the report and the plots are
 #                  written (no build, no root needed)
 #   The arm64 boots run unless FREQHINT_ARM64=none (scripts/setup.sh
@@ -96,7 +102,9 @@ run_agent=1 run_guest=1
 # arm64's virt machine, notifications and latency beside the same anchors.
 run_arm64=0
 if arm64_enabled && [ ! -s "$work/guest-arm64.res" ]; then run_arm64=1; fi
-runs=$((run_agent + run_guest + run_arm64))
+run_outcome=1
+[ ! -s "$work/outcome.res" ] || run_outcome=0
+runs=$((run_agent + run_guest + run_arm64 + run_outcome))
 if [ "$runs" -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || die "run as root (QEMU chardevs, fixture trees, ulimit)"
 	for t in meson ninja valgrind callgrind_annotate jq socat cc gnuplot; do
@@ -116,7 +124,8 @@ else
 		die "meson setup failed: see $build.setup.log"
 fi
 [ "$runs" = 0 ] || ninja -C "$build" bench/fh-bench-merge bench/fh-bench-vms bench/fh-bench-write \
-	bench/fh-bench-latency bench/fh-bench-decide host-agent/freqhintd host-agent/freqhintctl >/dev/null ||
+	bench/fh-bench-latency bench/fh-bench-decide bench/dvfs-emu/fh-dvfs-emu host-agent/freqhintd \
+	host-agent/freqhintctl >/dev/null ||
 	die "build failed (ninja -C $build)"
 
 # The machine, before and after (load matters on shared machines).
@@ -137,11 +146,13 @@ agent_args=()
 guest_args=(--samples 200 --burst-seconds 20)
 feedback_args=(--feedback-changes 20)
 arm64_args=(--samples 100 --burst-seconds 15)
+outcome_args=(--rounds 2 --mode-seconds 16)
 if [ "$quick" = 1 ]; then
 	agent_args=(--quick)
 	guest_args=(--samples 30 --burst-seconds 8)
 	feedback_args=(--feedback-changes 6)
 	arm64_args=(--samples 10 --burst-seconds 5)
+	outcome_args=(--rounds 1 --mode-seconds 6)
 fi
 if [ "$run_agent" = 1 ]; then
 log "agent benchmarks"
@@ -165,6 +176,18 @@ log "guest benchmarks with every window off (figure 4's anchor, latency only)"
 	--out "$work/guest.res.new" --samples "${guest_args[1]}" --no-windows nowin ||
 	log "guest benchmarks (windows off) reported a failure"
 [ ! -s "$work/guest.res.new" ] || mv "$work/guest.res.new" "$work/guest.res"
+fi
+if [ "$run_outcome" = 1 ]; then
+rm -f "$work/outcome.res.new"
+log "outcome (issue 40): modes a-e interleaved in one TCG guest on the emulated DVFS host"
+if "$here/bench/guest/outcome.sh" --freqhintd "$build/host-agent/freqhintd" \
+	--freqhintctl "$build/host-agent/freqhintctl" --emu "$build/bench/dvfs-emu/fh-dvfs-emu" \
+	--out "$work/outcome.res.new" --data "$work/outcome" "${outcome_args[@]}"; then
+	"$here/bench/outcome-figures.sh" "$work/outcome" >>"$work/outcome.res.new" &&
+		mv "$work/outcome.res.new" "$work/outcome.res"
+else
+	log "the outcome benchmark reported a failure"
+fi
 fi
 if [ "$run_arm64" = 1 ]; then
 rm -f "$work/guest-arm64.res.new"
@@ -202,7 +225,13 @@ if [ -r "$work/guest-arm64.res" ]; then
 	# shellcheck disable=SC1091
 	. "$work/guest-arm64.prefixed"
 fi
+# shellcheck disable=SC1091
+[ -r "$work/outcome.res" ] && . "$work/outcome.res"
 # The plots go beside the report (BENCHMARKS-*.png).
+if [ -r "$work/outcome.res" ]; then
+	"$here/bench/plot-outcome.sh" --data "$work/outcome" --out "$(dirname "$out")/BENCHMARKS-outcome.png" ||
+		log "the outcome's plot failed"
+fi
 if [ -r "$work/guest.res" ]; then
 	"$here/bench/plot.sh" --res "$work/guest.res" --out "$(dirname "$out")" --data "$work/plot-data" ||
 		log "plots failed"
@@ -338,6 +367,41 @@ own_burst_sampler_pct=$(own_share "$(val burst_default_sampler_ns)")
 own_burst_sender_pct=$(own_share "$(val burst_default_sender_ns)")
 v_idlecost=$(verdict "$own_idle_pct <= 0.1")
 
+# Issue 40's outcome (bench/guest/outcome.sh, bench/outcome-figures.sh): the
+# five modes interleaved in one boot; each row's anchor is another mode of
+# the same run.  Response times in ms, energy per ms of f_max work.
+oms() { calc "$(val "outcome_$1_$2") / 1000" %.1f; }
+oval() { val "outcome_$1_$2"; }
+if [ -r "$work/outcome.res" ] && [ "$(val outcome_run_ok)" = yes ]; then
+	o_why=
+	o_cap_khz=$(( ${outcome_ceiling_e:-50} * 32000 ))
+	o_loads=$(tr ' ' '\n' <<<"$(val outcome_loads)" | sort -g | sed -n '1p;$p' | paste -sd'-')
+	o_r1=$(calc "$(oval c p99_us) / $(oval d p99_us)")
+	o_r2=$(calc "$(oval c epw) / $(oval d epw)")
+	o_r3=$(calc "$(oval a p99_us) / $(oval c p99_us)")
+	o_r3e=$(calc "$(oval c epw) / $(oval a epw)")
+	o_r4=$(calc "$(oval c p99_us) / $(oval b p99_us)")
+	o_r4e=$(calc "$(oval c epw) / $(oval b epw)")
+	o_r4s=$(calc "$(oval c p99_shared_us) / $(oval b p99_shared_us)")
+	v_o1=$(verdict "$o_r1 <= 1.1")
+	v_o2=$(verdict "$o_r2 <= 0.7")
+	v_o3=$(verdict "$o_r3 >= 2 && $o_r3e <= 1")
+	v_o4=$(verdict "$o_r4 <= 1 && $o_r4e <= 1 && ($o_r4s < 1 || $o_r4e < 1)")
+	v_o5=$(verdict "$(oval e over_cap) == 0 && $(oval e max_khz) <= $o_cap_khz")
+	v_o6=$(verdict "$(oval c identity) >= 0.95")
+	o_rows="| outcome: foreground response time, freqhint (c): 3 ms of f_max work every 20 ms under \`uclampset -m 800\`, measured in the guest (§12) | p50 $(oms c p50_us), p99 $(oms c p99_us) ms (n=$(oval c requests)) | (d) the performance governor: p50 $(oms d p50_us), p99 $(oms d p99_us) ms | $o_r1 (p99) | p99 ≤ 1.1 × (d)'s | $v_o1 |
+| outcome: energy per unit of work, freqhint (c) (§12; model units × s per ms of f_max work) | $(oval c epw) | (d): $(oval d epw) | $o_r2 | ≤ 0.7 × (d)'s | $v_o2 |
+| outcome: freqhint (c) against the status quo (a), no hints (§12) | p99 $(oms c p99_us) ms, energy/work $(oval c epw) | (a): p99 $(oms a p99_us) ms, energy/work $(oval a epw) | p99 $o_r3× better, energy $o_r3e | p99 ≥ 2× better at energy ≤ (a)'s | $v_o3 |
+| outcome: freqhint (c) against perf-only (b), virtual-cpufreq's information (§12) | p99 $(oms c p99_us) ms, energy/work $(oval c epw); requests sharing vCPU1 with the batch: p99 $(oms c p99_shared_us) ms | (b): p99 $(oms b p99_us) ms, energy/work $(oval b epw); shared: p99 $(oms b p99_shared_us) ms | p99 $o_r4, energy $o_r4e, shared p99 $o_r4s | both ≤ 1, and the shared-vCPU case better | $v_o4 |
+| outcome: (e) freqhint with the operator's ceiling of ${outcome_ceiling_e:-50} % on the VM: its policies' frequency, every 10 ms window (§12) | highest $(calc "$(oval e max_khz) / 1e6") GHz; $(oval e over_cap) windows above the cap | — | — | never above $(calc "$o_cap_khz / 1e6") GHz | $v_o5 |
+| outcome: DVFS identity, freqhint (c): vCPU1's policy per 10 ms window against the guest schedutil's last request to the driver (§12; clocks related ± $(calc "$(oval c sync_err_us) / 1000" %.1f) ms) | $(calc "$(oval c identity) * 100" %.1f) % within one table step ($(oval c identity_windows) windows; windows where vCPU1 ran: $(calc "$(oval c identity_busy) * 100" %.1f) %) | perf-only (b): $(calc "$(oval b identity) * 100" %.1f) % | — | ≥ 95 % | $v_o6 |"
+elif [ -r "$work/outcome.res" ]; then
+	o_why="not measured: the outcome benchmark's run failed (outcome_run_ok=$(val outcome_run_ok))"
+else
+	o_why="not run: no outcome results (see the run's log)"
+fi
+[ -z "$o_why" ] || o_rows="| outcome of issue 40: foreground response time, energy per work, the operator's ceiling, DVFS identity (§12) | $o_why | modes (a), (b), (d) of the same run | — | issue 40's table | — |"
+
 {
 cat <<EOF
 # freqhint benchmarks
@@ -381,6 +445,7 @@ Value and anchor were measured in this run, on the same machine, one after the o
 | freqhintd over real sockets, records per CPU-second, $(val mem_vms) × 16 flood (§2) | $flood_m M | the pure merge loop: $merge_m M updates/s | $(val flood_vs_merge) | ≥ 10 M | $v_flood |
 | the same, saturated: the daemon stopped while $(val drain_vms) × 16 VMs fill their sockets, its CPU time to read them, $(val drain_cycles) cycles (\`agent.sh\` drain, §2) | $drain_m M | the pure merge loop: $merge_m M updates/s (before issue 29, main at 03fe106 by hand, kept: $drain_before_m M) | $drain_vs_merge | ≥ 10 M | $v_drain |
 $a_rows
+$o_rows
 | host feedback: guest exits per host change (the VM's operator ceiling changed $(val feedback_changes) times; the guest's BAR accesses counted in QEMU; §10) | $fb_per ($(val feedback_change_kick_other) event-queue kicks, $(calc "$(val feedback_change_common_r) + $(val feedback_change_device_r) + $(val feedback_change_isr_r)" %.0f) configuration reads for $(val feedback_change_grants) changes relayed) | $fb_anchor | $fb_ratio | 1 notification per change | $v_fb |
 
 Other figures:

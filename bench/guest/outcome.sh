@@ -77,6 +77,10 @@ cleanup() {
 }
 e2e_init
 trap cleanup EXIT
+runenv ceiling_e "$CEILING_E"
+runenv rounds "$rounds"
+runenv mode_seconds "$mode_s"
+runenv modes "$modes"
 
 cat >"$E2E_DIR/env" <<EOF
 FG_MIN=$FG_MIN
@@ -222,10 +226,6 @@ rc=0
 e2e_wait_guest >"$E2E_DIR/guest-summary" 2>&1 || rc=$?
 agent_stop
 fixture_reset schedutil
-runenv ceiling_e "$CEILING_E"
-runenv rounds "$rounds"
-runenv mode_seconds "$mode_s"
-runenv modes "$modes"
 runenv workload "fg uclampset -m $FG_MIN, ${WORK_US} us at f_max every ${PERIOD_US} us, on ${FG_ON_MS} of ${CYCLE_MS} ms; bg uclampset -M $BG_MAX, ${BG_FROM_MS}..${BG_TO_MS} ms; both on vCPU1"
 result outcome_run_ok "$([ "$rc" = 0 ] && [ "$host_failures" = 0 ] && echo yes || echo no)"
 result outcome_loads "${loads[*]}"
