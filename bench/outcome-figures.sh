@@ -11,7 +11,10 @@
 #   outcome_M_p99_alone_us, _p99_shared_us
 #                                    requests released while the background
 #                                    was off / on the same vCPU
+#   outcome_M_p50_alone_us, _p50_shared_us
 #   outcome_M_requests, _late        requests, and those that started a period late
+#   outcome_M_skipped                slots already past when the foreground got
+#                                    going (left out, not requests)
 #   outcome_M_energy, _energy_vm     energy of every policy / of the VM's two
 #                                    policies (0, 2) within the workload's
 #                                    interval (model units × s)
@@ -55,7 +58,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for m in $modes; do
 	: >"$tmp/all" ; : >"$tmp/alone" ; : >"$tmp/shared"
-	requests=0 late=0 loops=0 energy=0 energy_vm=0 over=0 maxk=0 idn=0 idw=0 idbn=0 idbw=0 sync_err=0
+	requests=0 late=0 skipped=0 loops=0 energy=0 energy_vm=0 over=0 maxk=0 idn=0 idw=0 idbn=0 idbw=0 sync_err=0
 	fsum=0 fwin=0
 	for step in "$dir"/step-"$m"-*; do
 		[ -e "$step" ] || continue
@@ -63,6 +66,7 @@ for m in $modes; do
 		awk '{ print $2 >>"'"$tmp/all"'"; print $2 >>("'"$tmp"'/" ($3 == 1 ? "shared" : "alone")) }' "$dir/req-$m-$r"
 		requests=$((requests + $(word requests "$step")))
 		late=$((late + $(word late "$step")))
+		skipped=$((skipped + $(word skipped "$step")))
 		loops=$((loops + $(word fg_loops "$step") + $(word bg_loops "$step")))
 		epoch_us=$(($(word epoch_ns "$step") / 1000))
 		off=$(word offset_us "$step")
@@ -111,11 +115,13 @@ for m in $modes; do
 	k="outcome_$m"
 	echo "${k}_p50_us=$(pct "$tmp/all" 0.5)"
 	echo "${k}_p99_us=$(pct "$tmp/all" 0.99)"
+	echo "${k}_p50_alone_us=$(pct "$tmp/alone" 0.5)"
 	echo "${k}_p99_alone_us=$(pct "$tmp/alone" 0.99)"
 	echo "${k}_p99_shared_us=$(pct "$tmp/shared" 0.99)"
 	echo "${k}_p50_shared_us=$(pct "$tmp/shared" 0.5)"
 	echo "${k}_requests=$requests"
 	echo "${k}_late=$late"
+	echo "${k}_skipped=$skipped"
 	echo "${k}_energy=$energy"
 	echo "${k}_energy_vm=$energy_vm"
 	echo "${k}_work_ms=$work"

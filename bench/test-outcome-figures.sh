@@ -32,7 +32,7 @@ EOF
 # trace that started at realtime 1000 s.
 for m in c e; do
 	printf '%s\n' mode=$m round=1 epoch_ns=5000000000 offset_us=996000000 rtt_us=300 \
-		requests=100 late=2 fg_loops=100000 bg_loops=400000 >"$T/step-$m-1"
+		requests=100 late=2 skipped=3 fg_loops=100000 bg_loops=400000 >"$T/step-$m-1"
 	# responses 1..100 ms; the even ones released while the background ran
 	seq 100 | awk '{ printf "%d %d %d\n", $1 * 20, $1 * 1000, $1 % 2 == 0 }' >"$T/req-$m-1"
 	# the guest's requests on vCPU1: f_max, then 300/1024 (-> 1.2 GHz, one
@@ -60,6 +60,9 @@ is outcome_c_p99_alone_us 99000
 is outcome_c_p99_shared_us 100000
 is outcome_c_requests 100
 is outcome_c_late 2
+is outcome_c_skipped 3
+is outcome_c_p50_alone_us 49000
+is outcome_c_p50_shared_us 50000
 is outcome_c_energy 35.000
 is outcome_c_energy_vm 30.000
 is outcome_c_work_ms 500.0

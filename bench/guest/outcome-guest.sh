@@ -34,10 +34,10 @@ gmax=$(cat /sys/devices/system/cpu/cpufreq/policy1/cpuinfo_max_freq)
 gmin=$(cat /sys/devices/system/cpu/cpufreq/policy1/cpuinfo_min_freq)
 
 # Calibration with the host at f_max (the host holds the performance
-# governor meanwhile): loops per ms of vCPU1's work, over the whole
-# calibration, so on a loaded host "3 ms of work at f_max" is what this
-# vCPU does in 3 ms at f_max on the host as it is (the best rate, an
-# undisturbed host CPU's, is reported beside it).
+# governor meanwhile): loops per ms of vCPU1's work on an undisturbed host
+# CPU (the best chunk), so "3 ms of work at f_max" is 3 ms of a host CPU at
+# full speed, as the emulator's f/f_max means it; the rate over the whole
+# calibration (the host as loaded) is reported beside it.
 check "calibration starts" step calibrate-start
 cal=$(taskset -c 1 fh-guest-outcome calibrate "$CAL_MS")
 lpm=${cal%% *}
