@@ -21,8 +21,9 @@
  *       Prints per request "R T_MS RESP_US SHARED" (release since EPOCH,
  *       SHARED 1 when its release falls in [SHARED_FROM_MS, SHARED_TO_MS) of
  *       the cycle, where the background runs too), then
- *       "fg requests=N late=N skipped=N fg_loops=N" (skipped: the slots
- *       already past when the process got going, left out).
+ *       "fg requests=N late=N skipped=N fg_loops=N p50_us=N p99_us=N"
+ *       (skipped: the slots already past when the process got going, left
+ *       out; percentiles nearest-rank, for the demo).
  *   fh-guest-outcome bg CPU EPOCH_NS SECONDS CYCLE_MS ON_FROM_MS ON_TO_MS
  *       Background batch: pinned to CPU, spins work() while the phase is
  *       in [ON_FROM_MS, ON_TO_MS), sleeps the rest; prints "bg_loops=N".
@@ -103,6 +104,21 @@ static uint64_t phase(uint64_t t, uint64_t epoch, uint64_t cycle)
 	return (t - epoch) % cycle;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of n sorted values (0 if none). */
+static uint64_t rank(const uint64_t *v, uint64_t n, unsigned int pct)
+{
+	uint64_t i = (n * pct + 99) / 100;
+
+	return n ? v[(i ? i : 1) - 1] : 0;
+}
+
 static int fg(char **a)
 {
 	int cpu = (int)num(a[0]);
@@ -111,8 +127,9 @@ static int fg(char **a)
 	uint64_t period = num(a[6]) * 1000u, loops = num(a[7]);
 	uint64_t sh0 = num(a[8]) * 1000000u, sh1 = num(a[9]) * 1000000u;
 	uint64_t n = 0, late = 0, skipped = 0, rel = epoch, t;
+	uint64_t cap = (end - epoch) / period + 1, *resp = calloc(cap, sizeof(*resp));
 
-	if (!cycle || !period || on1 > cycle)
+	if (!cycle || !period || on1 > cycle || !resp)
 		return 2;
 	pin(cpu);
 	/*
@@ -143,11 +160,18 @@ static int fg(char **a)
 		work(loops);
 		t1 = now_ns();
 		printf("R %.3f %.1f %d\n", (rel - epoch) / 1e6, (t1 - rel) / 1e3, p >= sh0 && p < sh1);
+		if (n < cap)
+			resp[n] = t1 - rel;
 		n++;
 		rel += period;
 	}
-	printf("fg requests=%llu late=%llu skipped=%llu fg_loops=%llu\n", (unsigned long long)n,
-	       (unsigned long long)late, (unsigned long long)skipped, (unsigned long long)(n * loops));
+	n = n < cap ? n : cap;
+	qsort(resp, n, sizeof(*resp), cmp_u64);
+	printf("fg requests=%llu late=%llu skipped=%llu fg_loops=%llu p50_us=%llu p99_us=%llu\n",
+	       (unsigned long long)n, (unsigned long long)late, (unsigned long long)skipped,
+	       (unsigned long long)(n * loops), (unsigned long long)rank(resp, n, 50) / 1000,
+	       (unsigned long long)rank(resp, n, 99) / 1000);
+	free(resp);
 	return 0;
 }
 

@@ -68,15 +68,8 @@ E2E_SMP=2
 result() { printf '%s=%q\n' "$1" "$2" >>"$out"; }
 runenv() { printf '%s=%q\n' "$1" "$2" >>"$data/run.env"; }
 
-emu_pid=
-cleanup() {
-	local rc=$?
-	[ -z "$emu_pid" ] || { kill -TERM "$emu_pid" 2>/dev/null; wait "$emu_pid" 2>/dev/null || true; }
-	(exit "$rc")
-	e2e_cleanup
-}
 e2e_init
-trap cleanup EXIT
+trap e2e_cleanup EXIT
 runenv ceiling_e "$CEILING_E"
 runenv rounds "$rounds"
 runenv mode_seconds "$mode_s"
@@ -126,21 +119,6 @@ agent_stop() {
 	[ -z "$E2E_AGENT_PID" ] || stop_agent TERM
 }
 
-emu_start() { # TRACE|"" SUMMARY
-	local args=()
-	[ -z "$1" ] || args=(--trace "$1")
-	"$emu" --sysfs-root "$E2E_FX/sys" --proc-root "$E2E_FX/proc" --cgroup v1 \
-		"${vcpu_threads[@]}" "${args[@]}" >"$2" 2>>"$E2E_DIR/emu.log" &
-	emu_pid=$!
-	sleep 0.2
-	kill -0 "$emu_pid" 2>/dev/null || die "fh-dvfs-emu did not start (see $E2E_DIR/emu.log)"
-}
-emu_stop() {
-	kill -TERM "$emu_pid"
-	wait "$emu_pid" || log "fh-dvfs-emu exited $?"
-	emu_pid=
-}
-
 # mode_setup MODE: agent and governor of MODE.
 mode_setup() {
 	agent_stop
@@ -159,18 +137,8 @@ mode_setup() {
 
 fixture_reset performance
 e2e_start_guest --timeout 1800
-# The vCPU threads, from QMP, into the fixture (vCPU i on CPU 2i, as cpus=).
-vcpu_threads=()
-eventually 60 test -S "$E2E_DIR/qmp.sock" || die "no QMP socket"
-cpus=$(printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"query-cpus-fast"}' |
-	socat -t 5 - "UNIX-CONNECT:$E2E_DIR/qmp.sock" | jq -c 'select(.return | type == "array") | .return')
-for i in $(seq 0 $((E2E_SMP - 1))); do
-	tid=$(jq -r --argjson i "$i" '.[] | select(."cpu-index" == $i) | ."thread-id"' <<<"$cpus")
-	[ -n "$tid" ] || die "no thread for vCPU $i in $cpus"
-	tgid=$(awk '$1 == "Tgid:" { print $2 }' "/proc/$tid/status")
-	"$here/tests/agent/mkfixture.sh" thread "$E2E_FX" "$tid" $((2 * i)) $((2 * i)) /machine.slice "$tgid"
-	vcpu_threads+=(--thread "$tid")
-done
+# The vCPU threads into the fixture (vCPU i on CPU 2i, as cpus=).
+e2e_vcpu_threads_to_fixture
 e2e_connect_control
 
 loads=()
@@ -191,11 +159,11 @@ while ctl_read line; do
 	case $name in
 	calibrate-start)
 		fixture_reset performance
-		emu_start "" "$E2E_DIR/calibrate.summary"
+		e2e_emu_start "$emu" "" "$E2E_DIR/calibrate.summary" || die "the emulated DVFS host did not start"
 		verdict OK
 		;;
 	calibrate-done)
-		emu_stop
+		e2e_emu_stop
 		for w in "$@"; do runenv "cal_${w%%=*}" "${w#*=}"; done
 		verdict OK
 		;;
@@ -206,11 +174,12 @@ while ctl_read line; do
 		: >"$E2E_DIR/cur-freq"
 		loads+=("$(cut -d' ' -f1 /proc/loadavg)")
 		runenv "load_${m}_$r" "$(cut -d' ' -f1-3 /proc/loadavg)"
-		emu_start "$data/trace-$m-$r.tsv" "$data/summary-$m-$r"
+		e2e_emu_start "$emu" "$data/trace-$m-$r.tsv" "$data/summary-$m-$r" ||
+			die "the emulated DVFS host did not start"
 		verdict OK
 		;;
 	mode-done)
-		emu_stop
+		e2e_emu_stop
 		mv "$E2E_DIR/cur-req" "$data/req-$m-$r"
 		mv "$E2E_DIR/cur-freq" "$data/freq-$m-$r"
 		printf '%s\n' "$@" >"$data/step-$m-$r"
