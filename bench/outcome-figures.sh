@@ -48,6 +48,8 @@ vm_policies="0 2" vcpu1_policy=2
 
 # word KEY FILE: KEY's value among FILE's key=value lines.
 word() { sed -n "s/^$1=//p" "$2" | sed -n 1p; }
+# num KEY FILE: the same, 0 when absent (older results)
+num() { local v; v=$(word "$1" "$2"); echo "${v:-0}"; }
 
 pct() { # FILE P: nearest-rank percentile of FILE's numbers
 	sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "?"; exit }
@@ -64,10 +66,10 @@ for m in $modes; do
 		[ -e "$step" ] || continue
 		r=${step##*-}
 		awk '{ print $2 >>"'"$tmp/all"'"; print $2 >>("'"$tmp"'/" ($3 == 1 ? "shared" : "alone")) }' "$dir/req-$m-$r"
-		requests=$((requests + $(word requests "$step")))
-		late=$((late + $(word late "$step")))
-		skipped=$((skipped + $(word skipped "$step")))
-		loops=$((loops + $(word fg_loops "$step") + $(word bg_loops "$step")))
+		requests=$((requests + $(num requests "$step")))
+		late=$((late + $(num late "$step")))
+		skipped=$((skipped + $(num skipped "$step")))
+		loops=$((loops + $(num fg_loops "$step") + $(num bg_loops "$step")))
 		epoch_us=$(($(word epoch_ns "$step") / 1000))
 		off=$(word offset_us "$step")
 		rtt=$(word rtt_us "$step")
