@@ -56,6 +56,7 @@ fh_config_new (void)
   c->mirror_ceiling = TRUE;
   c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
   c->perf_as_floor = TRUE;
+  c->perf_only = FALSE;
   c->perf_headroom = -1;
   /* One write per policy per 50 ms at most: a governor's own time scale
    * (ondemand samples every 10..100 ms), long enough to coalesce a perf
