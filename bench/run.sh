@@ -909,6 +909,18 @@ governor is schedutil's rule with one average for PELT; energy is the model's, C
 shared with other work (the load above): a vCPU thread waits for a host CPU in every mode, at f_max too, so absolute response
 times are far above a dedicated host's and the differences between modes shrink towards what the host's own scheduler gives.
 EOF
+	# Overload: the performance governor's own requests late means the
+	# host's load, not the frequency, set the response times.
+	if awk -v l="$(oval d late)" -v n="$(oval d requests)" 'BEGIN { exit !(n > 0 && l / n > 0.1) }' 2>/dev/null; then
+cat <<EOF
+
+**Reading the verdicts under this load.** Even at f_max, mode (d), $(oval d late) of $(oval d requests) requests started late: vCPU1, with
+$o_share % of a host CPU at f_max, could not keep up with the foreground and the batch together, so requests queued in every mode
+and the response times measure that backlog and the host's stalls more than the frequency the modes chose.  The comparisons
+below are between modes under the same load; a "met" among them is not evidence that the target holds on a host whose vCPU
+threads have their CPUs, and a "missed" is not proof that it fails there.
+EOF
+	fi
 	o_reason() { # TARGET VERDICT TEXT
 		[ "$2" = met ] || printf '\n**Missed: %s.** %s\n' "$1" "$3"
 	}
