@@ -61,6 +61,7 @@ fh_config_new (void)
   c->mirror_ceiling = TRUE;
   c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
   c->perf_as_floor = TRUE;
+  c->perf_only = FALSE;
   c->perf_headroom = -1;
   /* One write per policy per 50 ms at most: a governor's own time scale
    * (ondemand samples every 10..100 ms), long enough to coalesce a perf
@@ -106,7 +107,7 @@ static const char *const daemon_keys[] = {
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
   "check_thread_owner", "libvirt_state_dir", "require_libvirt", "relay_user", NULL,
 };
-static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", NULL };
+static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", "perf_only", NULL };
 static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
 static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
 static const char *const metrics_keys[] = {
@@ -604,7 +605,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_bool (&src, kf, "libvirt", "mirror_ceiling", &c->mirror_ceiling, error) ||
       !take_bool (&src, kf, "daemon", "check_thread_owner", &c->check_thread_owner, error) ||
       !take_bool (&src, kf, "daemon", "require_libvirt", &c->require_libvirt, error) ||
-      !take_bool (&src, kf, "merge", "perf_as_floor", &c->perf_as_floor, error))
+      !take_bool (&src, kf, "merge", "perf_as_floor", &c->perf_as_floor, error) ||
+      !take_bool (&src, kf, "merge", "perf_only", &c->perf_only, error))
     return FALSE;
   c->metrics_port = metrics_enabled ? (int) port : -1;
   {

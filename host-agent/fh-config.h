@@ -68,6 +68,7 @@ typedef struct {
    * may offer FH_F_RELAY (agent protocol 4.1a); (uid_t) -1: none */
   uid_t relay_uid;
   gboolean perf_as_floor;
+  gboolean perf_only;
   double perf_headroom; /* < 0: auto */
   guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
   guint cpufreq_quantum_khz;           /* [cpufreq] quantum_khz, 0: off */

@@ -1509,6 +1509,7 @@ static void
 choose_headroom (FhDaemon *d)
 {
   d->params.perf_as_floor = d->config->perf_as_floor;
+  d->params.perf_only = d->config->perf_only;
   if (d->config->perf_headroom > 0) {
     d->headroom_auto = FALSE;
     d->params.perf_headroom = d->config->perf_headroom;

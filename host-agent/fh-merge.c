@@ -26,10 +26,11 @@ FhClamp
 fh_merge_guest_request (const FhGuestHint *hint, const FhMergeParams *params)
 {
   FhClamp req = FH_CLAMP_NONE;
+  gboolean clamps = !(params && params->perf_only);
 
-  if (hint->flags & VIRTIO_FREQHINT_R_MIN_VALID)
+  if (clamps && (hint->flags & VIRTIO_FREQHINT_R_MIN_VALID))
     req.min = MIN (hint->clamp_min, FH_SCALE);
-  if (hint->flags & VIRTIO_FREQHINT_R_MAX_VALID)
+  if (clamps && (hint->flags & VIRTIO_FREQHINT_R_MAX_VALID))
     req.max = MIN (hint->clamp_max, FH_SCALE);
   if ((hint->flags & VIRTIO_FREQHINT_R_PERF_VALID) && params && params->perf_as_floor) {
     double scaled = (double) MIN (hint->perf, FH_SCALE) * params->perf_headroom;

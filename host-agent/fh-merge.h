@@ -25,6 +25,8 @@ typedef struct {
 typedef struct {
   gboolean perf_as_floor;
   double perf_headroom; /* multiplier applied to perf before it is a floor */
+  gboolean perf_only;   /* MR-3: the guest's clamps ignored, perf alone (the bench's
+                         * virtual-cpufreq mode, issue 40) */
 } FhMergeParams;
 
 /* A guest record, as validated by the protocol decoder. */

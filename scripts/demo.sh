@@ -36,8 +36,8 @@ build=$(clone_builds)/demo
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$here" >/dev/null
 fi
-meson compile -C "$build" freqhintd freqhintctl >/dev/null
+meson compile -C "$build" freqhintd freqhintctl fh-dvfs-emu >/dev/null
 
-exec "$here/tests/e2e/run-e2e.sh" --demo --samples 5 --arch "$arch" \
+exec "$here/tests/e2e/run-e2e.sh" --demo --emu "$build/bench/dvfs-emu/fh-dvfs-emu" --samples 5 --arch "$arch" \
 	--freqhintd "$build/host-agent/freqhintd" \
 	--freqhintctl "$build/host-agent/freqhintctl"

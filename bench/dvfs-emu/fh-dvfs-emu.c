@@ -572,8 +572,8 @@ run (int argc, char **argv)
   if (emu.trace) {
     fprintf (emu.trace,
              "# fh-dvfs-emu trace v%d start_monotonic_us=%" G_GINT64_FORMAT
-             " window_ms=%u period_us=%u model=\"%s\"\n",
-             TRACE_VERSION, emu.start_us, emu.window_ms, emu.period_us, emu.model->name);
+             " start_realtime_us=%" G_GINT64_FORMAT " window_ms=%u period_us=%u model=\"%s\"\n",
+             TRACE_VERSION, emu.start_us, g_get_real_time (), emu.window_ms, emu.period_us, emu.model->name);
     fprintf (emu.trace, "# time_s\tpolicy\tfreq_khz\tmin_khz\tmax_khz\tgovernor\tperf\tutil\t"
                         "tid\tuclamp_min\tuclamp_max\tbusy\tenergy\n");
   }

@@ -308,7 +308,7 @@ test_config (void)
 
   g_assert_true (g_file_set_contents (path,
     "[daemon]\nbackend=cpufreq\nsocket_mode=0600\nallowed_uids=64055;1000\n"
-    "[merge]\nperf_headroom=0.75\nperf_as_floor=false\n"
+    "[merge]\nperf_headroom=0.75\nperf_as_floor=false\nperf_only=true\n"
     "[metrics]\nenabled=false\n"
     "[vm web]\nfloor=20\nceiling=80.50\ncpus=3,4\n"
     "[vm 5b1c3a2e-0d4f-4c55-9a1e-0123456789ab]\nceiling=max\n", -1, NULL));
@@ -322,6 +322,7 @@ test_config (void)
   g_assert_false (fh_config_uid_allowed (c, 1001, 1001));
   g_assert_cmpfloat (c->perf_headroom, ==, 0.75);
   g_assert_false (c->perf_as_floor);
+  g_assert_true (c->perf_only);
   g_assert_cmpint (c->metrics_port, ==, -1);
   vm = fh_config_lookup_vm (c, "web", "00000000-0000-0000-0000-000000000000");
   g_assert_nonnull (vm);

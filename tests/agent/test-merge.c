@@ -178,6 +178,25 @@ test_vcpu_table (void)
   }
 }
 
+/* perf_only (the bench's virtual-cpufreq mode): the clamps are dropped, perf stays. */
+static void
+test_perf_only (void)
+{
+  FhGuestHint h = { MIN_V | MAX_V | PERF_V, 800, 300, 600 };
+  FhMergeParams with = { TRUE, 1.0, FALSE }, only = { TRUE, 1.0, TRUE }, neither = { FALSE, 1.0, TRUE };
+  FhClamp r = fh_merge_guest_request (&h, &with);
+
+  /* the guest's floor wins over its ceiling (MR-5) */
+  g_assert_cmpuint (r.min, ==, 800);
+  g_assert_cmpuint (r.max, ==, 800);
+  r = fh_merge_guest_request (&h, &only);
+  g_assert_cmpuint (r.min, ==, 600);
+  g_assert_cmpuint (r.max, ==, 1024);
+  r = fh_merge_guest_request (&h, &neither);
+  g_assert_cmpuint (r.min, ==, 0);
+  g_assert_cmpuint (r.max, ==, 1024);
+}
+
 static void
 test_grant (void)
 {
@@ -589,6 +608,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/merge/vcpu-table", test_vcpu_table);
   g_test_add_func ("/merge/grant", test_grant);
+  g_test_add_func ("/merge/perf-only", test_perf_only);
   g_test_add_func ("/merge/rt", test_rt);
   g_test_add_func ("/merge/auto-headroom", test_auto_headroom);
   g_test_add_func ("/merge/aggregate", test_aggregate);

@@ -8,8 +8,15 @@
 # guest-story.sh; each of its steps is checked here, on the files freqhintd
 # writes and on `freqhintctl --json`.
 #
-#   run-e2e.sh --freqhintd BIN --freqhintctl BIN [--demo] [--samples N]
+#   run-e2e.sh --freqhintd BIN --freqhintctl BIN [--demo [--emu BIN]] [--samples N]
 #              [--arch x86_64|arm64]
+#     --emu BIN     with --demo: bench/dvfs-emu/fh-dvfs-emu, the emulated
+#                   DVFS host (issue 40), so the demo also shows a task's
+#                   response times on vCPU1 without a clamp, under
+#                   `uclampset -m 800` and under the operator's cap: for
+#                   those few seconds each policy runs its vCPU threads at
+#                   the frequency freqhintd's limits and a schedutil model
+#                   give it
 #     --arch arm64  the same story and host checks with an arm64 guest: the
 #                   uclamp kernel cross-built for QEMU's virt machine
 #                   (GICv3, -cpu max, multi-threaded TCG), the module and
@@ -30,12 +37,13 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../harness/e2e-lib.sh
 . "$here/tests/harness/e2e-lib.sh"
 
-freqhintd= freqhintctl= samples=10
+freqhintd= freqhintctl= samples=10 emu=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--freqhintd) freqhintd=${2:?}; shift ;;
 	--freqhintctl) freqhintctl=${2:?}; shift ;;
 	--demo) E2E_DEMO=1 ;;
+	--emu) emu=${2:?}; shift ;;
 	--samples) samples=${2:?}; shift ;;
 	--arch) E2E_ARCH=${2:?}; shift ;;
 	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo] [--samples N] [--arch x86_64|arm64]" ;;
@@ -43,12 +51,17 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -x "$freqhintd" ] && [ -x "$freqhintctl" ] || die "--freqhintd and --freqhintctl are required"
+if [ -n "$emu" ]; then
+	[ "${E2E_DEMO:-0}" = 1 ] && [ -x "$emu" ] || die "--emu BIN goes with --demo"
+	E2E_DEMO_RESPONSE=1
+fi
 
 e2e_init
 trap e2e_cleanup EXIT
 
 e2e_setup "$here/tests/e2e/guest-story.sh" "$samples"
 e2e_start_guest
+[ -z "$emu" ] || e2e_vcpu_threads_to_fixture
 e2e_connect_control
 
 latencies=()
@@ -191,6 +204,33 @@ while next_step; do
 			log "latency sample ${step_args[0]:-?}: policy2 min not back at its original within 10 s; not counted"
 			ctl_send GO
 		fi
+		;;
+	demo-fg-start)
+		# The demo's response times (--emu): the emulated DVFS host while a
+		# task on vCPU1 makes requests (bench/README.md: its limits).
+		# A host where it cannot run (no cgroup cpu controller) still gets
+		# the response times, said to be without emulated frequencies.
+		: >"$E2E_DIR/emu-demo.summary"
+		e2e_emu_start "$emu" "" "$E2E_DIR/emu-demo.summary" || log "the demo's response times without emulated frequencies"
+		ctl_send GO
+		;;
+	demo-fg)
+		e2e_emu_stop
+		# label=L requests=N late=N skipped=N fg_loops=N p50_us=N p99_us=N
+		declare -A w=()
+		for a in "${step_args[@]}"; do w[${a%%=*}]=${a#*=}; done
+		case ${w[label]} in
+		none) what="no clamp" ;;
+		floor) what="uclampset -m 800" ;;
+		capped) what="uclampset -m 800, VM capped at 50 %" ;;
+		*) what=${w[label]} ;;
+		esac
+		mhz=$(awk '$1 == "policy=2" { sub(/.*mean_freq_khz=/, ""); printf "%.0f", $1 / 1000 }' "$E2E_DIR/emu-demo.summary")
+		host="host CPUs emulated: policy2 at $mhz MHz on average"
+		[ -n "$mhz" ] || host="host frequencies not emulated"
+		log "$(awk -v what="$what" -v a="${w[p50_us]:-0}" -v b="${w[p99_us]:-0}" -v n="${w[requests]:-?}" -v h="$host" \
+			'BEGIN { printf "vCPU1 task, 3 ms of work every 20 ms (%s): response p50 %.1f ms, p99 %.1f ms (%s requests; %s)", what, a / 1000, b / 1000, n, h }')"
+		ctl_send GO
 		;;
 	latency-done)
 		if [ ${#latencies[@]} -gt 0 ]; then

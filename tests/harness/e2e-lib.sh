@@ -12,7 +12,7 @@ E2E_SMP=4
 e2e_init() {
 	E2E_DIR=$(mktemp -d "${TMPDIR:-/tmp}/freqhint-e2e.XXXXXX")
 	E2E_FX=$E2E_DIR/fx
-	E2E_AGENT_PID= E2E_GUEST_PID= E2E_CTL_FD=
+	E2E_AGENT_PID= E2E_GUEST_PID= E2E_CTL_FD= E2E_EMU_PID=
 	E2E_AGENT_LOG=$E2E_DIR/freqhintd.log
 	E2E_CONSOLE=$E2E_DIR/console.log
 	host_failures=0
@@ -21,6 +21,8 @@ e2e_init() {
 
 e2e_cleanup() {
 	local rc=$?
+	# the emulated DVFS host first: it puts the vCPU threads back in their cgroups
+	[ -n "${E2E_EMU_PID:-}" ] && kill -TERM "$E2E_EMU_PID" 2>/dev/null
 	[ -n "$E2E_GUEST_PID" ] && kill "$E2E_GUEST_PID" 2>/dev/null
 	[ -n "$E2E_AGENT_PID" ] && kill "$E2E_AGENT_PID" 2>/dev/null
 	wait 2>/dev/null
@@ -74,11 +76,13 @@ e2e_make_initrd() {
 	fi
 }
 
-# e2e_prepare_guest STORY SAMPLES: the story's guest (workloads, settings).
+# e2e_prepare_guest STORY SAMPLES: the story's guest (workloads, settings;
+# E2E_DEMO_RESPONSE=1: the demo's response times, fh-guest-outcome).
 e2e_prepare_guest() {
-	echo "FREQHINT_E2E_SAMPLES=$2" >"$E2E_DIR/env"
+	printf 'FREQHINT_E2E_SAMPLES=%s\nFREQHINT_E2E_DEMO_RESPONSE=%s\n' "$2" "${E2E_DEMO_RESPONSE:-0}" >"$E2E_DIR/env"
 	e2e_make_initrd "$1" \
 		"$(e2e_static busy "$here/tests/harness/busy.c")" \
+		"$(e2e_static fh-guest-outcome "$here/bench/guest/fh-guest-outcome.c")" \
 		"$(e2e_static clampflood "$here/tests/e2e/clampflood.c")" \
 		"$E2E_DIR/env:/etc/freqhint-e2e.env"
 }
@@ -166,6 +170,49 @@ e2e_start_guest() {
 		"${extra[@]}" \
 		>"$E2E_DIR/run-guest${tag:+-$tag}.out" 2>&1 &
 	E2E_GUEST_PID=$!
+}
+
+# e2e_vcpu_threads_to_fixture: the running guest's vCPU threads (QMP
+# query-cpus-fast) into the fixture's /proc, vCPU i pinned to fixture CPU
+# 2i as the agent's cpus= places it, for the emulated DVFS host
+# (bench/dvfs-emu/fh-dvfs-emu, issue 40); sets E2E_VCPU_TIDS.
+e2e_vcpu_threads_to_fixture() {
+	local cpus i tid tgid
+	E2E_VCPU_TIDS=()
+	eventually 60 test -S "$E2E_DIR/qmp.sock" || die "QEMU did not open $E2E_DIR/qmp.sock within 60 s"
+	cpus=$(printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"query-cpus-fast"}' |
+		socat -t 5 - "UNIX-CONNECT:$E2E_DIR/qmp.sock" | jq -c 'select(.return | type == "array") | .return')
+	for i in $(seq 0 $((E2E_SMP - 1))); do
+		tid=$(jq -r --argjson i "$i" '.[] | select(."cpu-index" == $i) | ."thread-id"' <<<"$cpus")
+		[ -n "$tid" ] || die "no thread for vCPU $i in QMP's answer: $cpus"
+		tgid=$(awk '$1 == "Tgid:" { print $2 }' "/proc/$tid/status")
+		"$here/tests/agent/mkfixture.sh" thread "$E2E_FX" "$tid" $((2 * i)) $((2 * i)) /machine.slice "$tgid"
+		E2E_VCPU_TIDS+=("$tid")
+	done
+}
+
+# e2e_emu_start EMU TRACE|"" SUMMARY: the emulated DVFS host on the
+# fixture and the vCPU threads of e2e_vcpu_threads_to_fixture (its log in
+# $E2E_DIR/emu.log; fails if it did not start); e2e_emu_stop ends it
+# (SIGTERM: it restores the threads).
+e2e_emu_start() {
+	local args=() tid
+	for tid in "${E2E_VCPU_TIDS[@]}"; do args+=(--thread "$tid"); done
+	[ -z "$2" ] || args+=(--trace "$2")
+	"$1" --sysfs-root "$E2E_FX/sys" --proc-root "$E2E_FX/proc" "${args[@]}" >"$3" 2>>"$E2E_DIR/emu.log" &
+	E2E_EMU_PID=$!
+	sleep 0.2
+	kill -0 "$E2E_EMU_PID" 2>/dev/null && return
+	wait "$E2E_EMU_PID" 2>/dev/null || true
+	E2E_EMU_PID=
+	log "fh-dvfs-emu did not start: $(tail -n 1 "$E2E_DIR/emu.log")"
+	return 1
+}
+e2e_emu_stop() {
+	[ -n "$E2E_EMU_PID" ] || return 0
+	kill -TERM "$E2E_EMU_PID"
+	wait "$E2E_EMU_PID" || log "fh-dvfs-emu exited $? (see $E2E_DIR/emu.log)"
+	E2E_EMU_PID=
 }
 
 e2e_wait_guest() {
