@@ -3,7 +3,8 @@
 #
 # Build freqhint's test guest kernel: Debian's 6.12 source from
 # bookworm-backports, `make tinyconfig` + tests/harness/uclamp.config (uclamp,
-# cpufreq/schedutil, virtio-pci, kprobes, serial console), with the kernel
+# cpufreq/schedutil, virtio-pci, kprobes, serial console) + the arch's own
+# fragment (uclamp-x86_64.config: vsock; uclamp-arm64.config), with the kernel
 # patches the project carries applied (guest-driver/rfc/*.patch: the RFC
 # clamp hook sched_uclamp_rq_tp).  Debian's own kernels are built without
 # CONFIG_UCLAMP_TASK, so clamps can only be tested for real on this one.
@@ -97,9 +98,15 @@ if [ -n "$variant" ]; then
 	# verified line by line, keyed apart from the default kernel.
 	fragment=$(mktemp "${TMPDIR:-/tmp}/uclamp-$variant.XXXXXX.config")
 	trap 'rm -f "$fragment"' EXIT
-	cat "$here/tests/harness/uclamp.config" "$here/tests/harness/uclamp-$variant.config" >"$fragment"
+	cat "$here/tests/harness/uclamp.config" "$here/tests/harness/uclamp-x86_64.config" \
+		"$here/tests/harness/uclamp-$variant.config" >"$fragment"
 	key="$(tr '~+' '__' <<<"$version")-$variant-$(printf '%s\n' "$version" "$variant" | cat - "$fragment" "${patches[@]}" | sha256sum | cut -c1-12)"
 elif [ "$arch" = x86_64 ]; then
+	# uclamp.config, then x86's own lines (uclamp-x86_64.config: what only
+	# the x86 guests' tests use), merged in that order.
+	fragment=$(mktemp "${TMPDIR:-/tmp}/uclamp-$arch.XXXXXX.config")
+	trap 'rm -f "$fragment"' EXIT
+	cat "$here/tests/harness/uclamp.config" "$here/tests/harness/uclamp-x86_64.config" >"$fragment"
 	key="$(tr '~+' '__' <<<"$version")-$(printf '%s\n' "$version" | cat - "$fragment" "${patches[@]}" | sha256sum | cut -c1-12)"
 else
 	# The x86 fragment with the lines for symbols that do not apply here
