@@ -71,6 +71,9 @@ MODULE_PARM_DESC(vsock_cid,
 #define FH_VS_BACKOFF_MAX	(60 * HZ)
 /* A host that accepted but does not answer HELLO is given this long. */
 #define FH_VS_HELLO_WAIT	(10 * HZ)
+/* A frame header and the largest message. */
+#define FH_VS_TX_SIZE	(sizeof(struct freqhint_vsock_frame) +		\
+			 FREQHINT_VSOCK_MAX_FRAME)
 /* Frames one receive run takes before it lets other work run. */
 #define FH_VS_RX_BUDGET		16
 
@@ -552,8 +555,8 @@ static int fh_vs_state_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fh_vs_state);
 
-#define FH_VS_STAT(vs, name) \
-	debugfs_create_ulong(#name, 0444, (vs)->debugfs, &(vs)->stats.name)
+#define FH_VS_STAT(dir, st, name) \
+	debugfs_create_ulong(#name, 0444, dir, &(st).name)
 
 int vfh_vsock_init(bool *want_device)
 {
@@ -572,8 +575,7 @@ int vfh_vsock_init(bool *want_device)
 	INIT_WORK(&vs->rx_work, fh_vs_rx_fn);
 	INIT_WORK(&vs->kick_work, fh_vs_kick_fn);
 	vs->rx = kmalloc(FREQHINT_VSOCK_MAX_FRAME, GFP_KERNEL);
-	vs->tx = kmalloc(sizeof(struct freqhint_vsock_frame) +
-			 FREQHINT_VSOCK_MAX_FRAME, GFP_KERNEL);
+	vs->tx = kmalloc(FH_VS_TX_SIZE, GFP_KERNEL);
 	/* Ordered: one of connect, receive, close at a time; no connect in suspend. */
 	vs->wq = alloc_ordered_workqueue("virtio_freqhint_vsock", WQ_FREEZABLE);
 	if (!vs->rx || !vs->tx || !vs->wq)
@@ -603,13 +605,13 @@ void vfh_vsock_start(void)
 	vs->backoff = FH_VS_BACKOFF_MIN;
 	vs->debugfs = debugfs_create_dir("virtio_freqhint_vsock", NULL);
 	debugfs_create_file("state", 0444, vs->debugfs, vs, &fh_vs_state_fops);
-	FH_VS_STAT(vs, connects);
-	FH_VS_STAT(vs, connect_errors);
-	FH_VS_STAT(vs, disconnects);
-	FH_VS_STAT(vs, protocol_errors);
-	FH_VS_STAT(vs, frames_in);
-	FH_VS_STAT(vs, frames_out);
-	FH_VS_STAT(vs, rebuilds);
+	FH_VS_STAT(vs->debugfs, vs->stats, connects);
+	FH_VS_STAT(vs->debugfs, vs->stats, connect_errors);
+	FH_VS_STAT(vs->debugfs, vs->stats, disconnects);
+	FH_VS_STAT(vs->debugfs, vs->stats, protocol_errors);
+	FH_VS_STAT(vs->debugfs, vs->stats, frames_in);
+	FH_VS_STAT(vs->debugfs, vs->stats, frames_out);
+	FH_VS_STAT(vs->debugfs, vs->stats, rebuilds);
 	queue_delayed_work(vs->wq, &vs->conn_work, 0);
 	mutex_unlock(&vs->lock);
 }
