@@ -336,9 +336,10 @@ static void fh_vs_retry(struct fh_vsock *vs)
 static void fh_vs_fault(struct fh_vsock *vs, const char *why, int err,
 			bool proto)
 {
+	/* A host that accepts and closes again and again is not logged so. */
 	if (!vs->quiet)
-		dev_info(vs->dev, "connection to CID %u port %u ended: %s (%d); reconnecting with backoff\n",
-			 vsock_cid, FREQHINT_VSOCK_PORT, why, err);
+		dev_info_ratelimited(vs->dev, "connection to CID %u port %u ended: %s (%d); reconnecting with backoff\n",
+				     vsock_cid, FREQHINT_VSOCK_PORT, why, err);
 	vs->quiet = true;
 	vs->stats.disconnects++;
 	if (proto)
