@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
-# In-guest (vsock-test.sh): virtio_freqhint with no device reports over
-# vsock, here over Debian's vsock_loopback to tests/vsock-peer.c on CID 1
+# In-guest (vsock-fakehost-test.sh): virtio_freqhint with no device reports over
+# vsock, here over Debian's vsock_loopback to tests/fake-vsock-host.c on CID 1
 # (vsock_cid=1): HELLO, CONFIG, CPU_IDS and FEEDBACK reach cpufreq (host
 # kHz, the granted ceiling), records reach the peer at most once per
 # window, a connection the peer ends is made again with the whole state
@@ -28,7 +28,7 @@ done
 start_peer() {
 	[ -n "$peer" ] && { kill "$peer"; wait "$peer" 2>/dev/null; }
 	: >"$P"
-	fh-vsock-peer "$@" >"$P" 2>&1 &
+	fh-fake-vsock-host "$@" >"$P" 2>&1 &
 	peer=$!
 	wait_file "$P" '^LISTENING' 10 >/dev/null
 }

@@ -3,11 +3,11 @@
 #
 # The module's vsock transport in a guest (issue 39), before and beside the
 # real front end: Debian's stock kernel with its vsock, virtio transport
-# common and vsock_loopback modules, and tests/vsock-peer.c (built static
-# here) on CID 1 port 853; the guest runs tests/vsock.sh.  The project's
+# common and vsock_loopback modules, and tests/fake-vsock-host.c (built static
+# here) on CID 1 port 853; the guest runs tests/vsock-fakehost.sh.  The project's
 # uclamp kernel has no CONFIG_VSOCKETS, so it cannot run this.
 #
-#   vsock-test.sh LOG
+#   vsock-fakehost-test.sh LOG
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,7 +33,7 @@ for m in vsock vmw_vsock_virtio_transport_common vsock_loopback; do
 	mods+=(--module "$work/$m.ko")
 done
 gcc -static -O2 -Wall -Wextra -Werror -Wno-sign-compare -I "$here/spec/include" \
-	-o "$work/fh-vsock-peer" "$tdir/vsock-peer.c"
+	-o "$work/fh-fake-vsock-host" "$tdir/fake-vsock-host.c"
 
-"$tdir/run-guest-test.sh" stock nouclamp "$tdir/vsock.sh" "$log" "${mods[@]}" \
-	--add "$work/fh-vsock-peer:/usr/bin/fh-vsock-peer"
+"$tdir/run-guest-test.sh" stock nouclamp "$tdir/vsock-fakehost.sh" "$log" "${mods[@]}" \
+	--add "$work/fh-fake-vsock-host:/usr/bin/fh-fake-vsock-host"

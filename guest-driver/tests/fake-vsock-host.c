@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * A host side of spec/vsock-transport.md for the module's own tests
- * (tests/vsock.sh), in the guest over vsock_loopback: it checks what the
+ * (tests/vsock-fakehost.sh), in the guest over vsock_loopback: it checks what the
  * driver sends against the protocol and says it on stdout, one line per
  * event, and it misbehaves on request, which the real front end
  * (freqhint-vsockd) never does.  Not a host: no agent, no merge.
  *
- *   fh-vsock-peer [-n VCPUS] [-a ACCEPT] [-c CEILING] [-k FRAMES]
+ *   fh-fake-vsock-host [-n VCPUS] [-a ACCEPT] [-c CEILING] [-k FRAMES]
  *                 [-u FRAMES] [-b BAD] [-p PORT]
  *     -n   num_vcpus in CONFIG (default 4); CPU_IDS gives index i the
  *          APIC ID i (QEMU's q35)
