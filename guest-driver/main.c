@@ -10,8 +10,9 @@
  * probe without the allocations and without the cpufreq driver (which the
  * cpufreq core suspends itself), like virtio-rng's remove_common/
  * probe_common: the same fh_stop()/fh_start() and device detach/attach.
- * Without the device the module does nothing.  The device describes the
- * whole VM, so a second one is refused.
+ * Without the device the module reports over vsock (vsock.c), the same
+ * state built from the host's CONFIG (vfh_link_*()).  The device
+ * describes the whole VM, so a second one is refused.
  *
  * Device side (virtio-freqhint v1): a 16-byte configuration read once at
  * probe; hintq (driver -> device) carries the records; eventq (device ->

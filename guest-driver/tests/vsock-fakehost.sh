@@ -138,5 +138,36 @@ check_fails "transport=virtio: no vsock link" test -e "$VS"
 check "rmmod" rmmod virtio_freqhint
 check_fails "transport=bogus is refused" insmod "$FH_KO" transport=bogus
 
+# A device that appears later takes over (transport=auto): the link ends
+# for good and the device binds; transport=vsock leaves the device alone.
+start_peer
+check "insmod, no device yet" insmod "$FH_KO" vsock_cid=1
+check "reporting over vsock" wait_file "$P" '^REC 1 vcpu=3 ' 20
+echo "FREQHINT-VSOCK: plug"
+bound() {
+	for d in /sys/bus/virtio/devices/*; do
+		[ "$(cat "$d/device" 2>/dev/null)" = 0x0038 ] && [ -e "$d/driver" ] && return 0
+	done
+	return 1
+}
+wait_bound() {
+	i=0
+	while [ $i -lt 300 ]; do
+		bound && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+check "a hot-plugged virtio-freqhint device binds" wait_bound
+check "the vsock connection ends" wait_file "$P" '^CLOSED 1 ' 10
+check_fails "no vsock link left" test -e "$VS"
+check_output "the device's debugfs" '^cpu3 vcpu=' cat "$FH_DBG"
+check "rmmod with the device" rmmod virtio_freqhint
+check "insmod transport=vsock beside the device" insmod "$FH_KO" transport=vsock vsock_cid=1
+check "transport=vsock: connected" wait_file "$P" '^REC 2 vcpu=3 ' 20
+check_fails "transport=vsock: the device is left alone" bound
+check "rmmod" rmmod virtio_freqhint
+
 check "no kernel warnings" dmesg_clean
 done_testing
