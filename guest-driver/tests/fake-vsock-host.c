@@ -7,7 +7,7 @@
  * (freqhint-vsockd) never does.  Not a host: no agent, no merge.
  *
  *   fh-fake-vsock-host [-n VCPUS] [-a ACCEPT] [-c CEILING] [-k FRAMES]
- *                 [-u FRAMES] [-b BAD] [-p PORT]
+ *                 [-u FRAMES] [-b BAD] [-s MS] [-B BYTES] [-p PORT]
  *     -n   num_vcpus in CONFIG (default 4); CPU_IDS gives index i the
  *          APIC ID i (QEMU's q35)
  *     -a   the features accepted, of those HELLO offered (default 0xf)
@@ -18,7 +18,11 @@
  *     -u   after FRAMES HINTS messages, a second FEEDBACK with ceiling 512
  *     -b   the first connection misbehaves: "version" (CONFIG version 2),
  *          "type" (a HINTS message to the driver), "long" (a frame count
- *          above the maximum), "short" (FEEDBACK one byte short)
+ *          above the maximum), "short" (FEEDBACK one byte short),
+ *          "silent" (no CONFIG at all)
+ *     -s   after 10 HINTS messages, read nothing for MS ms (a slow host)
+ *     -B   the connections' receive buffer (SO_VM_SOCKETS_BUFFER_SIZE),
+ *          so that a slow host fills it soon
  * Lines: CONNECT n, HELLO version= features= num_cpus=, REC n vcpu= flags=
  * min= max= perf= seq=, CLOSED n frames= span_us= min_gap_us=, ERROR ....
  * Exits on SIGTERM.
@@ -37,7 +41,7 @@
 #include <linux/freqhint_vsock.h>
 
 static unsigned int nvcpus = 4, accept_mask = 0xf, ceiling = 768;
-static unsigned int close_after, update_after;
+static unsigned int close_after, update_after, stall_ms;
 static const char *bad;
 
 static uint64_t now_us(void)
@@ -142,6 +146,12 @@ static void serve(int fd, unsigned int conn, int misbehave)
 	printf("HELLO version=%u features=%#x num_cpus=%u reserved=%s\n",
 	       le16toh(h->version), feats, le16toh(h->num_cpus),
 	       memcmp(h->reserved, "\0\0\0\0\0\0", 6) ? "set" : "zero");
+	if (misbehave && !strcmp(bad, "silent")) {
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		printf("CLOSED %u silent\n", conn);
+		return;
+	}
 	feats &= accept_mask;
 	cfg.msg_type = htole16(FREQHINT_VSOCK_MSG_CONFIG);
 	cfg.version = htole16(misbehave && !strcmp(bad, "version") ? 2 :
@@ -213,6 +223,11 @@ static void serve(int fd, unsigned int conn, int misbehave)
 			       le16toh(r->perf), le32toh(r->seq));
 		}
 		fflush(stdout);
+		if (stall_ms && frames == 10) {
+			printf("STALL %u\n", conn);
+			usleep(stall_ms * 1000);
+			printf("RESUME %u\n", conn);
+		}
 		if (update_after && frames == update_after)
 			send_feedback(fd, 2, 512,
 				      !!(feats & (1u << VIRTIO_FREQHINT_F_HOST_FREQ)), 0);
@@ -234,7 +249,9 @@ int main(int argc, char **argv)
 	unsigned int conn = 0;
 	int opt, lfd, fd;
 
-	while ((opt = getopt(argc, argv, "n:a:c:k:u:b:p:")) != -1) {
+	unsigned long long bufsize = 0;
+
+	while ((opt = getopt(argc, argv, "n:a:c:k:u:b:s:B:p:")) != -1) {
 		switch (opt) {
 		case 'n': nvcpus = strtoul(optarg, NULL, 0); break;
 		case 'a': accept_mask = strtoul(optarg, NULL, 0); break;
@@ -242,6 +259,8 @@ int main(int argc, char **argv)
 		case 'k': close_after = strtoul(optarg, NULL, 0); break;
 		case 'u': update_after = strtoul(optarg, NULL, 0); break;
 		case 'b': bad = optarg; break;
+		case 's': stall_ms = strtoul(optarg, NULL, 0); break;
+		case 'B': bufsize = strtoull(optarg, NULL, 0); break;
 		case 'p': addr.svm_port = strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
@@ -250,6 +269,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	lfd = socket(AF_VSOCK, SOCK_STREAM, 0);
+	/* Accepted connections inherit it. */
+	if (bufsize && setsockopt(lfd, AF_VSOCK, SO_VM_SOCKETS_BUFFER_SIZE,
+				  &bufsize, sizeof(bufsize)))
+		printf("ERROR buffer size: %s\n", strerror(errno));
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) ||
 	    listen(lfd, 4)) {
 		printf("ERROR listen: %s\n", strerror(errno));

@@ -103,13 +103,31 @@ grep '^CLOSED' "$P"
 
 # A host that breaks the protocol is left, and the next connection works.
 errs=$(vstat protocol_errors)
-for b in type long short; do
+for b in type long short silent; do
 	start_peer -b "$b"
 	check "bad host ($b): refused, then connection 2 is up" \
-		wait_file "$P" '^REC 2 vcpu=3 ' 20
+		wait_file "$P" '^REC 2 vcpu=3 ' 30
 	errs=$((errs + 1))
 	check_output "bad host ($b): counted" "^$errs\$" vstat protocol_errors
 done
+
+check_output "a host that never sends CONFIG is left after 10 s" \
+	'no CONFIG in time' dmesg
+
+# A slow host: a 512-byte receive buffer, nothing read for 3 s.  The
+# sender finishes each frame it began, later, and builds no other
+# meanwhile; nothing is lost but the records a later one replaces.
+start_peer -B 512 -s 3000 -k 60
+pulse 1
+pulse 2
+check "slow host: it stalls" wait_file "$P" '^STALL 1$' 20
+check "slow host: it reads again" wait_file "$P" '^RESUME 1$' 20
+check_output "slow host: the driver waited for room" '^[1-9]' \
+	cat "$FH_STATS/send_deferred"
+check "slow host: 60 messages, every one well framed" \
+	wait_file "$P" '^CLOSED 1 frames=60 ' 30
+check_fails "slow host: no protocol error on the host's side" grep -q '^ERROR' "$P"
+stop_busy
 
 # A host that accepts other features: the state is built again.
 start_peer -a 0x1
@@ -162,7 +180,8 @@ wait_bound() {
 check "a hot-plugged virtio-freqhint device binds" wait_bound
 check "the vsock connection ends" wait_file "$P" '^CLOSED 1 ' 10
 check_fails "no vsock link left" test -e "$VS"
-check_output "the device's debugfs" '^cpu3 vcpu=' cat "$FH_DBG"
+# The driver link is there while the probe runs: its debugfs is the end.
+check "the device's debugfs" wait_file "$FH_DBG" '^cpu3 vcpu=' 10
 check "rmmod with the device" rmmod virtio_freqhint
 check "insmod transport=vsock beside the device" insmod "$FH_KO" transport=vsock vsock_cid=1
 check "transport=vsock: connected" wait_file "$P" '^REC 2 vcpu=3 ' 20
