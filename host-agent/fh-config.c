@@ -3,7 +3,10 @@
 
 #include "fh-config.h"
 
+#include <linux/freqhint_vsock.h>
+
 #include <grp.h>
+#include <pwd.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@ vm_config_free (FhVmConfig *vm)
   g_clear_pointer (&vm->cpus, g_array_unref);
   g_free (vm->pidfile);
   g_free (vm->unit);
+  g_free (vm->vsock_uds);
   g_free (vm);
 }
 
@@ -52,6 +56,7 @@ fh_config_new (void)
   c->allowed_uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
   c->allowed_gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
   c->check_thread_owner = TRUE;
+  c->relay_uid = (uid_t) -1;
   /* MR-27: where the host has the files, the kernel holds the ceiling too */
   c->mirror_ceiling = TRUE;
   c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
@@ -99,7 +104,7 @@ static const char *const daemon_keys[] = {
   "max_connections", "max_connections_per_process", "max_connections_per_uid", "max_prehello",
   "max_prehello_per_uid", "max_prehello_per_group", "max_vcpus",
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
-  "check_thread_owner", "libvirt_state_dir", "require_libvirt", NULL,
+  "check_thread_owner", "libvirt_state_dir", "require_libvirt", "relay_user", NULL,
 };
 static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", NULL };
 static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
@@ -107,7 +112,8 @@ static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
 static const char *const metrics_keys[] = {
   "enabled", "address", "port", "max_connections", "timeout_ms", NULL,
 };
-static const char *const vm_keys[] = { "floor", "ceiling", "cpus", "pidfile", "unit", NULL };
+static const char *const vm_keys[] = { "floor",     "ceiling",   "cpus", "pidfile",
+                                        "unit",      "vsock_cid", "vsock_uds", NULL };
 /* OpenStack flavor mappings: values read by the libvirt watcher (libvirt/fh-nova.c). */
 static const char *const nova_flavor_keys[] = { "floor", "ceiling", "guest-hints", NULL };
 
@@ -277,6 +283,35 @@ take_ids (const Src *src, GKeyFile *kf, const char *key, GArray *dst, GError **e
   return TRUE;
 }
 
+/* relay_user=NAME or a numeric uid: the vsock front end's user. */
+static gboolean
+take_relay_user (const Src *src, GKeyFile *kf, FhConfig *c, GError **error)
+{
+  g_autofree char *user = g_key_file_get_string (kf, "daemon", "relay_user", NULL);
+  struct passwd *pw;
+  guint64 v;
+
+  if (!user)
+    return TRUE;
+  g_strstrip (user);
+  if (g_ascii_string_to_unsigned (user, 10, 0, G_MAXUINT32 - 1, &v, NULL)) {
+    c->relay_uid = (uid_t) v;
+  } else if ((pw = getpwnam (user))) {
+    c->relay_uid = pw->pw_uid;
+  } else {
+    g_autofree char *raw = raw_value (kf, "daemon", "relay_user");
+
+    cfg_error (error, src, "daemon", "relay_user", "\"%s\" is no user of this host", raw);
+    return FALSE;
+  }
+  if (c->relay_uid == 0) {
+    cfg_error (error, src, "daemon", "relay_user",
+               "root: the front end that parses guest bytes must not run as root");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* Operator values are written like cgroup files: "max" or a percentage. */
 static gboolean
 take_percent (const Src *src, GKeyFile *kf, const char *group, const char *key, guint16 *dst,
@@ -293,6 +328,45 @@ take_percent (const Src *src, GKeyFile *kf, const char *group, const char *key, 
     return FALSE;
   }
   *dst = (guint16) value; /* <= FH_SCALE */
+  return TRUE;
+}
+
+/*
+ * The vsock transport for a VM libvirt does not run: its CID, or its hybrid
+ * socket, whose "_853" name must fit a sun_path.  Meaningful with pidfile=
+ * or unit= (a CID maps only to a running VM).
+ */
+static gboolean
+load_vm_vsock (const Src *src, GKeyFile *kf, const char *group, FhVmConfig *vm, GError **error)
+{
+  g_autofree char *cid = g_key_file_get_string (kf, group, "vsock_cid", NULL);
+  guint64 v;
+
+  /* 0 hypervisor, 1 local, 2 host, 0xffffffff any: never a guest's own */
+  if (cid && !g_ascii_string_to_unsigned (g_strstrip (cid), 10, 3, G_MAXUINT32 - 1, &v, NULL)) {
+    g_autofree char *raw = raw_value (kf, group, "vsock_cid");
+
+    cfg_error (error, src, group, "vsock_cid", "\"%s\" is not a guest CID (3 to 4294967294)",
+               raw);
+    return FALSE;
+  }
+  vm->vsock_cid = cid ? (guint32) v : 0;
+  take_string (kf, group, "vsock_uds", &vm->vsock_uds);
+  if (vm->vsock_uds &&
+      (!g_path_is_absolute (vm->vsock_uds) ||
+       strlen (vm->vsock_uds) + sizeof "_853" > FH_RELAY_PATH_MAX)) {
+    g_autofree char *raw = raw_value (kf, group, "vsock_uds");
+
+    cfg_error (error, src, group, "vsock_uds",
+               "\"%s\" is not an absolute path short enough for a socket (\"_853\" is added)",
+               raw);
+    return FALSE;
+  }
+  if ((vm->vsock_cid || vm->vsock_uds) && !vm->pidfile && !vm->unit) {
+    cfg_error (error, src, group, vm->vsock_cid ? "vsock_cid" : "vsock_uds",
+               "needs pidfile= or unit=: a guest is served only while its VM runs");
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -316,6 +390,8 @@ load_vm_process (const Src *src, GKeyFile *kf, const char *group, FhVmConfig *vm
     cfg_error (error, src, group, "pidfile", "\"%s\" is not an absolute path", raw);
     return FALSE;
   }
+  if (!load_vm_vsock (src, kf, group, vm, error))
+    return FALSE;
   if (vm->unit && !fh_config_unit_name_valid (vm->unit)) {
     g_autofree char *raw = raw_value (kf, group, "unit");
 
@@ -380,6 +456,21 @@ load_vm (const Src *src, FhConfig *c, GKeyFile *kf, const char *group, GError **
   }
   if (!load_vm_process (src, kf, group, vm, error))
     goto fail;
+  {
+    /* one VM per CID and per socket: the transport says which VM */
+    const FhVmConfig *other = vm->vsock_cid ? fh_config_vm_by_cid (c, vm->vsock_cid) : NULL;
+    g_autofree char *path = fh_config_vsock_listen_path (vm);
+
+    if (!other && path)
+      other = fh_config_vm_by_vsock_path (c, path);
+    if (other && strcmp (other->key, vm->key) != 0) {
+      g_autofree char *name = g_strescape (other->key, NULL);
+
+      cfg_error (error, src, group, vm->vsock_cid && other->vsock_cid == vm->vsock_cid ? "vsock_cid" : "vsock_uds",
+                 "already [vm %s]'s", name);
+      goto fail;
+    }
+  }
   g_hash_table_replace (c->vms, vm->key, vm);
   return TRUE;
 fail:
@@ -473,6 +564,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
   take_string (kf, "daemon", "control_socket", &c->control_socket_path);
   take_string (kf, "daemon", "state_dir", &c->state_dir);
   take_string (kf, "daemon", "libvirt_state_dir", &c->libvirt_state_dir);
+  if (!take_relay_user (&src, kf, c, error))
+    return FALSE;
   take_string (kf, "metrics", "address", &c->metrics_address);
   port = c->metrics_port < 0 ? 0 : (guint) c->metrics_port;
   if (!take_uint (&src, kf, "metrics", "port", 0, 65535, &port, error) ||
@@ -645,4 +738,41 @@ fh_config_check (const FhConfig *c, const char *path)
   }
   fh_paths_clear (&paths);
   return ret;
+}
+
+char *
+fh_config_vsock_listen_path (const FhVmConfig *vm)
+{
+  /* Cloud Hypervisor's and Firecracker's name for a guest's connection to port P */
+  return vm->vsock_uds ? g_strdup_printf ("%s_%u", vm->vsock_uds, FREQHINT_VSOCK_PORT) : NULL;
+}
+
+const FhVmConfig *
+fh_config_vm_by_cid (const FhConfig *config, guint32 cid)
+{
+  GHashTableIter it;
+  gpointer value;
+
+  g_hash_table_iter_init (&it, config->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value))
+    if (cid && ((const FhVmConfig *) value)->vsock_cid == cid)
+      return value;
+  return NULL;
+}
+
+const FhVmConfig *
+fh_config_vm_by_vsock_path (const FhConfig *config, const char *path)
+{
+  GHashTableIter it;
+  gpointer value;
+
+  g_hash_table_iter_init (&it, config->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value)) {
+    const FhVmConfig *vm = value;
+    g_autofree char *listen = fh_config_vsock_listen_path (vm);
+
+    if (listen && strcmp (listen, path) == 0)
+      return vm;
+  }
+  return NULL;
 }

@@ -25,6 +25,10 @@ typedef struct {
   /* MR-28: the VM's process when it runs outside libvirt (at most one of them) */
   char *pidfile; /* absolute path of the pidfile its hypervisor writes */
   char *unit;    /* systemd service or scope holding it (system.slice or machine.slice) */
+  /* vsock transport (spec/vsock-transport.md §5) for a VM libvirt does not run: */
+  guint32 vsock_cid; /* its guest CID, 0 none */
+  char *vsock_uds;   /* its hybrid vsock socket (Cloud Hypervisor, Firecracker); the
+                      * front end listens on "<vsock_uds>_853" */
 } FhVmConfig;
 
 typedef struct {
@@ -60,6 +64,9 @@ typedef struct {
   gboolean check_thread_owner;
   char *libvirt_state_dir; /* [daemon] libvirt's QEMU status files (PA-22); "": not consulted */
   gboolean require_libvirt; /* [daemon] only a running libvirt domain's process may connect */
+  /* [daemon] relay_user: the vsock front end's user, the one peer whose HELLO
+   * may offer FH_F_RELAY (agent protocol 4.1a); (uid_t) -1: none */
+  uid_t relay_uid;
   gboolean perf_as_floor;
   double perf_headroom; /* < 0: auto */
   guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
@@ -77,6 +84,12 @@ gboolean fh_config_load (FhConfig *config, const char *path, gboolean required, 
 
 /* MR-28: a systemd unit name a [vm] section's unit= may hold (one path component). */
 gboolean fh_config_unit_name_valid (const char *unit);
+
+/* The socket a VM's hybrid vsock guest reaches port 853 on: "<vsock_uds>_853", or NULL. */
+char *fh_config_vsock_listen_path (const FhVmConfig *vm);
+/* The [vm] section with this vsock CID, or whose hybrid socket is path; NULL none. */
+const FhVmConfig *fh_config_vm_by_cid (const FhConfig *config, guint32 cid);
+const FhVmConfig *fh_config_vm_by_vsock_path (const FhConfig *config, const char *path);
 
 /* A VM's operator settings by name, then by UUID; NULL when none. */
 const FhVmConfig *fh_config_lookup_vm (const FhConfig *config, const char *name, const char *uuid);

@@ -68,6 +68,7 @@ vm_free (FhVm *vm)
     fh_thread_info_clear (&vm->vcpus[i].info);
   }
   fh_vm_settings_clear (&vm->settings);
+  g_free (vm->relay_path);
   g_free (vm); /* its vCPUs and key with it (vm_alloc()) */
 }
 
@@ -107,6 +108,16 @@ const char *
 fh_vm_state_source (const FhVm *vm)
 {
   return !vm->conn ? "host" : vm->host_source ? "both" : "guest";
+}
+
+const char *
+fh_vm_transport (const FhVm *vm)
+{
+  if (!vm->conn)
+    return "none";
+  return vm->relay_transport == FH_RELAY_VSOCK    ? "vsock"
+         : vm->relay_transport == FH_RELAY_HYBRID ? "hybrid"
+                                                  : "device";
 }
 
 const char *
@@ -284,6 +295,89 @@ check_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, const char *uui
   return FALSE;
 }
 
+/* What a relay HELLO's VM is, copied out of the host view (which the next scan replaces). */
+typedef struct {
+  char *key, *name;
+  char uuid[37];
+  pid_t pid;
+  GArray *tids;
+} RelayVm;
+
+static void
+relay_vm_clear (RelayVm *r)
+{
+  g_free (r->key);
+  g_free (r->name);
+  g_clear_pointer (&r->tids, g_array_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RelayVm, relay_vm_clear)
+
+static const char *
+relay_describe (const FhHello *hello, char *buf, gsize len)
+{
+  if (hello->relay_transport == FH_RELAY_HYBRID) {
+    g_autofree char *path = fh_text_sanitize (hello->relay_path, -1);
+
+    g_snprintf (buf, len, "hybrid socket %s", path);
+  } else {
+    g_snprintf (buf, len, "CID %u", hello->relay_cid);
+  }
+  return buf;
+}
+
+/*
+ * 4.1a: a relay is trusted for one thing, where the guest's connection came
+ * from, and only if it is the configured relay user.  Which VM that is, its
+ * threads and its process, the host says: libvirt's record of the running
+ * domain's <vsock><cid>, or a [vm] section's vsock_cid/vsock_uds with its
+ * pidfile= or unit=.  Nothing the guest or the relay names is used.
+ */
+static gboolean
+relay_identity (FhDaemon *d, FhConn *conn, const FhHello *hello, RelayVm *out, FhError *err)
+{
+  const FhHostVm *e;
+  char where[160];
+
+  if (d->config->relay_uid == (uid_t) -1 || fh_conn_peer_uid (conn) != d->config->relay_uid) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "uid %d may not relay guests (relay_user)",
+                  (int) fh_conn_peer_uid (conn));
+    d->identity_rejected++;
+    return FALSE;
+  }
+  host_vms_sync (d); /* the host's word now: a domain may have just started */
+  e = fh_host_vms_by_transport (d->host_vms, hello->relay_cid,
+                                hello->relay_transport == FH_RELAY_HYBRID ? hello->relay_path
+                                                                          : NULL);
+  if (!e) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "%s is no running VM's",
+                  relay_describe (hello, where, sizeof where));
+    d->relay_refused++;
+    return FALSE;
+  }
+  /* A hybrid socket is the VM's only if its hypervisor is what connected to it. */
+  if (hello->relay_transport == FH_RELAY_HYBRID && (pid_t) hello->qemu_pid != e->pid) {
+    fh_error_set (err, FH_CLOSE_PERMISSION, "%s: process %u connected, the VM's is %d",
+                  relay_describe (hello, where, sizeof where), hello->qemu_pid, (int) e->pid);
+    d->relay_refused++;
+    return FALSE;
+  }
+  out->key = g_strdup (e->key);
+  out->name = g_strdup (e->name);
+  memcpy (out->uuid, e->uuid, sizeof out->uuid);
+  out->pid = e->pid;
+  out->tids = g_array_copy (e->tids);
+  return TRUE;
+}
+
+/* Does host view entry e still say that a relayed VM's CID or socket is this VM's? */
+static gboolean
+relay_still_maps (const FhVm *vm, const FhHostVm *e)
+{
+  if (vm->relay_transport == FH_RELAY_HYBRID)
+    return g_strcmp0 (e->vsock_path, vm->relay_path) == 0;
+  return e->vsock_cid == vm->relay_cid;
+}
+
 static gboolean
 on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
 {
@@ -291,20 +385,26 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   FhVm *vm, *old;
   static const uint8_t nil[16];
   g_autofree char *log_name = NULL; /* the peer's bytes, escaped (PA-6) */
-  char uuid[37];
+  char uuid[37], where[160];
   guint n_vcpus = hello->num_vcpus;
   g_autofree char *key = NULL;
 
+  g_auto (RelayVm) relay = { 0 };
+  gboolean relayed = (hello->features & FH_F_RELAY) != 0;
+
   /* Refusals here close this connection only; no existing VM is touched. */
   format_uuid (hello->uuid, uuid);
-  if (!check_identity (d, conn, hello, uuid, err) ||
-      !fh_daemon_check_peer_tids (d, conn, hello->tids, hello->num_vcpus, err))
+  if (relayed ? !relay_identity (d, conn, hello, &relay, err)
+              : !check_identity (d, conn, hello, uuid, err) ||
+                    !fh_daemon_check_peer_tids (d, conn, hello->tids, hello->num_vcpus, err))
     return FALSE;
   /*
    * QEMU without -uuid reports the nil UUID; such VMs are told apart by
-   * name, or by process when they have none.
+   * name, or by process when they have none.  A relayed guest is the
+   * host's VM, under the host view's key.
    */
-  key = memcmp (hello->uuid, nil, 16) != 0 ? g_strdup (uuid)
+  key = relayed                         ? g_strdup (relay.key)
+        : memcmp (hello->uuid, nil, 16) != 0 ? g_strdup (uuid)
         : hello->name[0] ? g_strdup_printf ("name:%s", hello->name)
                          : g_strdup_printf ("pid:%d", (int) fh_conn_peer_pid (conn));
   /* The VM this HELLO replaces (PA-8) gives its vCPUs back. */
@@ -318,21 +418,30 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   vm = vm_alloc (d, key, n_vcpus);
   memcpy (vm->uuid, uuid, sizeof uuid);
   vm->conn = conn;
-  g_strlcpy (vm->name, hello->name, sizeof vm->name);
+  g_strlcpy (vm->name, relayed ? relay.name : hello->name, sizeof vm->name);
   log_name = fh_text_sanitize (vm->name, -1);
-  vm->pid = fh_conn_peer_pid (conn);
+  vm->pid = relayed ? relay.pid : fh_conn_peer_pid (conn);
+  if (relayed) {
+    memcpy (vm->uuid, relay.uuid, sizeof vm->uuid);
+    vm->relay_transport = hello->relay_transport;
+    vm->relay_cid = hello->relay_cid;
+    vm->relay_path = hello->relay_transport == FH_RELAY_HYBRID ? g_strdup (hello->relay_path) : NULL;
+  }
   vm->uid = fh_conn_peer_uid (conn);
   vm->features = fh_conn_features (conn);
   vm->connected_realtime_us = g_get_real_time ();
   d->n_vcpus += vm->num_vcpus;
   for (guint i = 0; i < vm->num_vcpus; i++) {
     vm->vcpus[i].index = i;
-    vm->vcpus[i].tid = hello->tids[i];
+    /* a relayed guest's threads are the host's record of them (MR-28) */
+    vm->vcpus[i].tid = !relayed ? hello->tids[i]
+                       : i < relay.tids->len ? g_array_index (relay.tids, guint32, i)
+                                             : 0;
     vm->vcpus[i].cpu = -1;
     vm->vcpus[i].info.cpu = -1;
     vm->vcpus[i].agg_cpu = -1;
   }
-  if (hello->qemu_pid != (uint32_t) vm->pid)
+  if (!relayed && hello->qemu_pid != (uint32_t) vm->pid)
     g_debug ("VM \"%s\": HELLO says pid %u, socket peer is %d", log_name, hello->qemu_pid,
              (int) vm->pid);
 
@@ -352,8 +461,10 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
   g_hash_table_replace (d->vms, vm->key, vm);
   d->vm_connections_total++;
   fh_log_vm (G_LOG_LEVEL_MESSAGE, log_name, vm->uuid,
-             "VM \"%s\" (%s) connected: pid %d, %u vCPUs, features 0x%x%s%s", log_name, vm->uuid,
-             (int) vm->pid, vm->num_vcpus, vm->features,
+             "VM \"%s\" (%s) connected%s%s: pid %d, %u vCPUs, features 0x%x%s%s", log_name,
+             vm->uuid, relayed ? " over vsock, " : "",
+             relayed ? relay_describe (hello, where, sizeof where) : "", (int) vm->pid,
+             vm->num_vcpus, vm->features,
              vm->settings_source ? ", operator settings from " : "",
              vm->settings_source ? vm->settings_source : "");
   vm_watch_exit (d, vm);
@@ -478,7 +589,7 @@ peer_allowed (int fd, uid_t uid, gid_t gid, gpointer data)
 {
   FhDaemon *d = data;
 
-  return fh_config_uid_allowed (d->config, uid, gid) ||
+  return fh_config_uid_allowed (d->config, uid, gid) || uid == d->config->relay_uid ||
          fh_listen_peer_in_groups (fd, (const gid_t *) d->config->allowed_gids->data,
                                    d->config->allowed_gids->len);
 }
@@ -1128,6 +1239,8 @@ host_vms_sync (FhDaemon *d)
   g_autoptr (GHashTable) by_pid = g_hash_table_new (NULL, NULL); /* connected VMs */
   g_autoptr (GHashTable) pids = g_hash_table_new (NULL, NULL);   /* taken in this pass */
   g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);   /* FhVm* matched */
+  /* relayed VMs whose CID or socket no longer maps to them: closed after the walk */
+  g_autoptr (GPtrArray) unmapped = g_ptr_array_new_with_free_func ((GDestroyNotify) fh_conn_unref);
   const GPtrArray *doms = NULL;
   GArray *known = d->host_vms;
   GHashTableIter it;
@@ -1157,6 +1270,8 @@ host_vms_sync (FhDaemon *d)
       continue;
     g_hash_table_add (pids, GINT_TO_POINTER (e->pid));
     vm = g_hash_table_lookup (by_pid, GINT_TO_POINTER (e->pid));
+    if (vm && vm->relay_transport && !relay_still_maps (vm, e))
+      continue; /* not seen: closed below */
     if (vm) {
       host_vm_attach (d, vm, e);
       g_hash_table_add (seen, vm);
@@ -1182,6 +1297,11 @@ host_vms_sync (FhDaemon *d)
 
     if (g_hash_table_contains (seen, vm))
       continue;
+    if (vm->conn && vm->relay_transport) {
+      /* A CID is reused once its VM stops: a guest is served only as the VM it was. */
+      g_ptr_array_add (unmapped, fh_conn_ref (vm->conn));
+      continue;
+    }
     if (vm->conn) {
       vm->host_source = NULL;
       continue;
@@ -1197,6 +1317,15 @@ host_vms_sync (FhDaemon *d)
     }
     g_hash_table_iter_remove (&it); /* frees vm */
     queue_full (d);
+  }
+  for (guint i = 0; i < unmapped->len; i++) {
+    FhConn *conn = g_ptr_array_index (unmapped, i);
+
+    if (fh_conn_is_closed (conn))
+      continue;
+    d->relay_unmapped++;
+    fh_conn_close (conn, FH_CLOSE_PERMISSION,
+                   "its vsock CID or socket no longer belongs to the VM it was served as");
   }
 }
 
@@ -1448,6 +1577,7 @@ fh_daemon_start (FhDaemon *d, GError **error)
     .max_prehello_per_uid = d->config->max_prehello_per_uid,
     .max_prehello_per_group = d->config->max_prehello_per_group,
     .socket_mode = d->config->socket_mode,
+    .relay_uid = d->config->relay_uid,
     .peer_allowed = peer_allowed,
   };
   static const FhDeviceCallbacks cb = {

@@ -81,6 +81,11 @@ typedef struct {
   gboolean dirty;        /* in daemon->dirty_vms: its vCPUs are decided again */
   gint64 next_probe_us;  /* the safety net's next re-read of its threads */
   FhPollerWatch *exit_watch; /* the peer's pidfd in the device server's poller */
+  /* How the guest's hints arrive: 0 a device (QEMU), else enum fh_relay_transport
+   * through the vsock front end, from this CID or hybrid socket (4.1a) */
+  guint16 relay_transport;
+  guint32 relay_cid;
+  char *relay_path;
 } FhVm;
 
 typedef void (*FhDaemonNotify) (FhDaemon *daemon, gpointer data);
@@ -126,6 +131,8 @@ struct _FhDaemon {
   gint64 last_pass_us;
   gint64 max_pass_us;
   guint64 identity_rejected; /* HELLO/thread ids not matching the peer process (PA-20..PA-22) */
+  guint64 relay_refused;     /* relay HELLOs whose CID or socket is no running VM's (4.1a) */
+  guint64 relay_unmapped;    /* relayed VMs closed because their CID no longer maps to them */
   struct _FhLibvirtView *libvirt; /* libvirt's running domains (PA-22, MR-28) */
   GArray *host_vms;               /* FhHostVm: the host's last word on what runs (MR-28) */
   GHashTable *host_vm_problems;   /* [vm] section -> why it was not found, logged once */
@@ -174,6 +181,8 @@ gboolean fh_daemon_check_peer_tids (FhDaemon *daemon, FhConn *conn, const uint32
 const char *fh_vcpu_state (const FhVcpu *v);
 /* MR-28: where a VM's state comes from: "guest" (device only), "host", "both". */
 const char *fh_vm_state_source (const FhVm *vm);
+/* "device", "vsock", "hybrid", or "none" for a VM without a connection. */
+const char *fh_vm_transport (const FhVm *vm);
 /* MR-29: what made the vCPU active: "guest", "host", or NULL (inactive). */
 const char *fh_vcpu_activity_source (const FhVm *vm, const FhVcpu *v);
 /* MR-27: the VM whose ceiling holds the cap over these CPUs (the first by name

@@ -440,7 +440,7 @@ room_after_hello (FhConn *conn, FhError *err)
     fh_error_set (err, FH_CLOSE_OVERLOAD, "at the limit of %u connections", p->max_connections);
     return FALSE;
   }
-  if (p->max_per_uid && same_uid >= p->max_per_uid) {
+  if (p->max_per_uid && same_uid >= p->max_per_uid && conn->peer.uid != p->relay_uid) {
     fh_error_set (err, FH_CLOSE_OVERLOAD, "uid %d is at the limit of %u connections",
                   (int) conn->peer.uid, p->max_per_uid);
     return FALSE;
@@ -484,7 +484,8 @@ handle_frame (FhConn *conn, const FhFrame *f)
       if (!room_after_hello (conn, &err))
         goto refuse;
       conn->num_vcpus = hello.num_vcpus;
-      conn->features = hello.features & FH_AGENT_FEATURES;
+      /* FH_F_RELAY: the daemon's hello callback decides who may offer it (4.1a) */
+      conn->features = hello.features & (FH_AGENT_FEATURES | FH_F_RELAY);
       {
         /* The name is the peer's bytes (PA-6). */
         g_autofree char *name = fh_text_sanitize (hello.name, -1);
@@ -728,7 +729,9 @@ make_prehello_room (FhDeviceServer *server, FhConn *conn)
     n_uid += c->peer.uid == conn->peer.uid;
     n_grp += conn->pgid > 0 && c->pgid == conn->pgid;
   }
-  if (p->max_prehello_per_group && n_grp >= p->max_prehello_per_group) {
+  if (conn->peer.uid == p->relay_uid && p->max_prehello && n_all < p->max_prehello) {
+    return TRUE; /* the relay's own bounds hold its guests (vsock §5) */
+  } else if (p->max_prehello_per_group && n_grp >= p->max_prehello_per_group) {
     by_grp = TRUE;
     scope = "its process group's";
   } else if (p->max_prehello_per_uid && n_uid >= p->max_prehello_per_uid) {
@@ -788,7 +791,8 @@ server_accept (int cfd, gpointer user_data)
                    (int) conn->peer.gid);
     return;
   }
-  if (server->params.max_per_process &&
+  /* The relay speaks for many guests and bounds them itself (vsock §5). */
+  if (server->params.max_per_process && conn->peer.uid != server->params.relay_uid &&
       count_same_pid (server, conn) >= server->params.max_per_process) {
     fh_conn_close (conn, FH_CLOSE_OVERLOAD, "process %d is at the limit of %u connections",
                    (int) conn->peer.pid, server->params.max_per_process);

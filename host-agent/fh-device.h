@@ -42,6 +42,9 @@ typedef struct {
   guint max_prehello_per_group;
   guint socket_mode;
   gid_t socket_gid; /* group of the socket (and of its directory if we create it) */
+  /* The vsock front end's uid ((uid_t) -1: none): exempt from the per-process,
+   * per-uid and per-group bounds, which would count all its guests as one peer */
+  uid_t relay_uid;
   /* peer check: return TRUE to accept (fd: the connection, for SO_PEERGROUPS) */
   gboolean (*peer_allowed) (int fd, uid_t uid, gid_t gid, gpointer data);
 } FhDeviceParams;

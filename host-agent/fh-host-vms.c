@@ -26,6 +26,7 @@ host_vm_clear (gpointer data)
 
   g_free (vm->key);
   g_free (vm->name);
+  g_free (vm->vsock_path);
   g_clear_pointer (&vm->tids, g_array_unref);
 }
 
@@ -60,7 +61,7 @@ add_libvirt (GArray *vms, const FhPaths *paths, const GPtrArray *domains)
 {
   for (guint i = 0; domains && i < domains->len; i++) {
     const FhLibvirtDomain *dom = g_ptr_array_index (domains, i);
-    FhHostVm vm = { NULL, NULL, "", dom->pid, "libvirt", NULL };
+    FhHostVm vm = { NULL, NULL, "", dom->pid, "libvirt", NULL, dom->vsock_cid, NULL };
 
     /* A status file outlives its QEMU only while libvirt cleans up; a
      * domain without libvirt's record of its vCPU threads has none to cap. */
@@ -281,7 +282,9 @@ add_config (GArray *vms, GHashTable *problems, const FhPaths *paths, const FhCon
                       "00000000-0000-0000-0000-000000000000",
                       pid,
                       "config",
-                      g_steal_pointer (&tids) };
+                      g_steal_pointer (&tids),
+                      c->vsock_cid,
+                      fh_config_vsock_listen_path (c) };
 
       g_array_append_val (vms, vm);
     }
@@ -295,4 +298,22 @@ fh_host_vms_scan (GArray *vms, GHashTable *problems, const FhPaths *paths, const
   g_array_set_size (vms, 0);
   add_libvirt (vms, paths, domains);
   add_config (vms, problems, paths, config);
+}
+
+const FhHostVm *
+fh_host_vms_by_transport (const GArray *vms, guint32 cid, const char *path)
+{
+  const FhHostVm *found = NULL;
+
+  for (guint i = 0; vms && i < vms->len; i++) {
+    const FhHostVm *vm = &g_array_index (vms, FhHostVm, i);
+    gboolean match = path ? g_strcmp0 (vm->vsock_path, path) == 0 : cid && vm->vsock_cid == cid;
+
+    if (!match)
+      continue;
+    if (found && found->pid != vm->pid)
+      return NULL; /* two VMs claim it: neither is served */
+    found = found ? found : vm;
+  }
+  return found;
 }

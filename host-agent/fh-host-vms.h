@@ -33,6 +33,8 @@ typedef struct {
   pid_t pid;
   const char *source; /* "libvirt" or "config" */
   GArray *tids;       /* guint32 per vCPU index, 0: no thread; at least one non-zero */
+  guint32 vsock_cid;  /* libvirt's <vsock><cid address>, or the config's vsock_cid; 0 none */
+  char *vsock_path;   /* the config's hybrid socket, "<vsock_uds>_853"; NULL none */
 } FhHostVm;
 
 /* An array of FhHostVm that clears its elements. */
@@ -45,5 +47,12 @@ GArray *fh_host_vms_new (void);
  * found is logged when the reason in problems (section name -> reason,
  * owned strings) changes, not on every scan.
  */
+/*
+ * The running VM a vsock peer is (spec/vsock-transport.md §5): the one
+ * whose CID is cid, or (path non-NULL) whose hybrid socket is path.  NULL
+ * when none, or when two claim it (a CID libvirt and the config both give).
+ */
+const FhHostVm *fh_host_vms_by_transport (const GArray *vms, guint32 cid, const char *path);
+
 void fh_host_vms_scan (GArray *vms, GHashTable *problems, const FhPaths *paths,
                        const GPtrArray *domains, const FhConfig *config);

@@ -78,7 +78,7 @@ bound_to (int fd, const char *path)
 }
 
 static gboolean
-check_listening_unix_stream (int fd, const char *what, GError **error)
+check_listening_stream (int fd, int want, const char *what, GError **error)
 {
   int type = 0, listening = 0, domain = 0;
   socklen_t len = sizeof type;
@@ -86,17 +86,32 @@ check_listening_unix_stream (int fd, const char *what, GError **error)
   if (getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
       (len = sizeof domain, getsockopt (fd, SOL_SOCKET, SO_DOMAIN, &domain, &len)) == 0 &&
       (len = sizeof listening, getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len)) == 0 &&
-      type == SOCK_STREAM && domain == AF_UNIX && listening)
+      type == SOCK_STREAM && domain == want && listening)
     return TRUE;
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-               "the descriptor passed for %s is not a listening AF_UNIX stream socket "
-               "(ListenStream= with a path in the .socket unit)",
-               what);
+               "the descriptor passed for %s is not a listening %s stream socket "
+               "(ListenStream=%s in the .socket unit)",
+               what, want == AF_UNIX ? "AF_UNIX" : "AF_VSOCK",
+               want == AF_UNIX ? " with a path" : "vsock::PORT");
   return FALSE;
 }
 
+static int take (const char *name, const char *path, int domain, GError **error);
+
 int
 fh_listen_take (const char *name, const char *path, GError **error)
+{
+  return take (name, path, AF_UNIX, error);
+}
+
+int
+fh_listen_take_vsock (const char *name, GError **error)
+{
+  return take (name, NULL, AF_VSOCK, error);
+}
+
+static int
+take (const char *name, const char *path, int domain, GError **error)
 {
   Passed *found = NULL;
   int fd, flags;
@@ -118,7 +133,7 @@ fh_listen_take (const char *name, const char *path, GError **error)
     return -1;
   fd = found->fd;
   found->fd = -1;
-  if (!check_listening_unix_stream (fd, name, error)) {
+  if (!check_listening_stream (fd, domain, name, error)) {
     close (fd);
     return -2;
   }

@@ -28,6 +28,8 @@ void fh_listen_init (void);
  * passed; -2 with error set when the one passed is of another kind.
  */
 int fh_listen_take (const char *name, const char *path, GError **error);
+/* The same for a listening AF_VSOCK stream socket (ListenStream=vsock::PORT), by name only. */
+int fh_listen_take_vsock (const char *name, GError **error);
 
 /*
  * The one way freqhintd's servers get their listening AF_UNIX socket: the

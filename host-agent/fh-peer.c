@@ -471,7 +471,21 @@ typedef struct {
   GString *buf;
   FhLibvirtDomain *dom;
   gboolean have_root, have_pid, have_name, have_uuid;
+  gboolean in_devices, in_vsock;
 } DomstatusParse;
+
+/* <vsock><cid address='N'/></vsock>: the CID libvirt gave the guest (auto or not). */
+static void
+ds_vsock_cid (DomstatusParse *p, const char **names, const char **values)
+{
+  for (guint i = 0; names[i]; i++) {
+    guint64 cid;
+
+    if (strcmp (names[i], "address") == 0 &&
+        g_ascii_string_to_unsigned (values[i], 10, 3, G_MAXUINT32 - 1, &cid, NULL))
+      p->dom->vsock_cid = (guint32) cid;
+  }
+}
 
 /* <vcpu id='N' pid='TID'/>: libvirt's record of vCPU N's thread. */
 static void
@@ -523,6 +537,12 @@ ds_start (GMarkupParseContext *ctx, const char *element, const char **names, con
     p->in_vcpus = TRUE;
   } else if (p->depth == 3 && p->in_vcpus && strcmp (element, "vcpu") == 0) {
     ds_vcpu (p, names, values);
+  } else if (p->depth == 3 && p->in_domain && strcmp (element, "devices") == 0) {
+    p->in_devices = TRUE;
+  } else if (p->depth == 4 && p->in_devices && strcmp (element, "vsock") == 0) {
+    p->in_vsock = TRUE;
+  } else if (p->depth == 5 && p->in_vsock && strcmp (element, "cid") == 0) {
+    ds_vsock_cid (p, names, values);
   } else if (p->depth == 3 && p->in_domain) {
     p->text = strcmp (element, "name") == 0 ? 1 : strcmp (element, "uuid") == 0 ? 2 : 0;
     g_string_truncate (p->buf, 0);
@@ -543,6 +563,10 @@ ds_end (GMarkupParseContext *ctx, const char *element, gpointer data, GError **e
   } else if (p->depth == 2) {
     p->in_domain = FALSE;
     p->in_vcpus = FALSE;
+  } else if (p->depth == 3) {
+    p->in_devices = FALSE;
+  } else if (p->depth == 4) {
+    p->in_vsock = FALSE;
   }
   p->text = 0;
   p->depth--;

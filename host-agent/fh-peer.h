@@ -102,6 +102,7 @@ gboolean fh_peer_alive (int pidfd);
  *   <domstatus state='running' reason='booted' pid='1234'>
  *     <vcpus><vcpu id='0' pid='1240'/><vcpu id='1' pid='1241'/></vcpus>
  *     ... <domain type='kvm' id='1'><name>NAME</name><uuid>UUID</uuid> ...
+ *         <devices> ... <vsock model='virtio'><cid auto='yes' address='3'/>
  *
  * libvirt writes it (by rename) before the guest's CPUs first run, and
  * again when vCPUs are plugged; a process cannot change it, unlike its own
@@ -115,6 +116,8 @@ typedef struct {
   pid_t pid;
   /* thread id per vCPU index (0: none recorded), at most FH_MAX_VCPUS; NULL: no <vcpus> */
   GArray *vcpu_tids; /* guint32 */
+  /* <devices><vsock><cid address='N'/>: the guest's vsock CID, 0 none (vsock transport) */
+  guint32 vsock_cid;
 } FhLibvirtDomain;
 
 void fh_libvirt_domain_free (FhLibvirtDomain *dom);

@@ -110,6 +110,66 @@ has_nul (const uint8_t *p, size_t n)
   return memchr (p, '\0', n) != NULL;
 }
 
+static bool
+all_zero (const uint8_t *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (p[i])
+      return false;
+  return true;
+}
+
+/*
+ * 4.1a: a relay's HELLO names no identity of its own, and its tail says
+ * where the guest came from: a CID, or a hybrid socket's path.
+ */
+static bool
+decode_relay (FhHello *out, const uint8_t *r, FhError *err)
+{
+  static const uint8_t nil[16];
+  const uint8_t *path = r + offsetof (struct fh_hello_relay, path);
+
+  if (memcmp (out->uuid, nil, 16) != 0 || out->name[0] != '\0') {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO with a UUID or name of its own");
+    return false;
+  }
+  for (unsigned i = 0; i < out->num_vcpus; i++)
+    if (out->tids[i] != 0) {
+      fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO with a thread id for vCPU %u", i);
+      return false;
+    }
+  out->relay_transport = fh_get_le16 (r);
+  out->relay_cid = fh_get_le32 (r + 4);
+  if (fh_get_le16 (r + 2) != 0) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO reserved field is non-zero");
+    return false;
+  }
+  switch (out->relay_transport) {
+  case FH_RELAY_VSOCK:
+    if (!all_zero (path, FH_RELAY_PATH_MAX) || out->qemu_pid != 0) {
+      fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO: a vsock peer with a path or a pid");
+      return false;
+    }
+    return true;
+  case FH_RELAY_HYBRID: {
+    size_t n = strnlen ((const char *) path, FH_RELAY_PATH_MAX);
+
+    if (out->relay_cid != 0 || n == 0 || n == FH_RELAY_PATH_MAX || path[0] != '/' ||
+        !all_zero (path + n, FH_RELAY_PATH_MAX - n) || out->qemu_pid == 0) {
+      fh_error_set (err, FH_CLOSE_MALFORMED,
+                    "relay HELLO: a hybrid peer needs an absolute NUL-padded path, its "
+                    "process id and no CID");
+      return false;
+    }
+    memcpy (out->relay_path, path, FH_RELAY_PATH_MAX);
+    return true;
+  }
+  default:
+    fh_error_set (err, FH_CLOSE_MALFORMED, "relay HELLO transport %u", out->relay_transport);
+    return false;
+  }
+}
+
 bool
 fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
 {
@@ -146,6 +206,8 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
     return false;
   }
   want = sizeof (struct fh_msg_hello) + 4 * (size_t) out->num_vcpus;
+  if (out->features & FH_F_RELAY)
+    want += sizeof (struct fh_hello_relay);
   if (frame->len != want) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "HELLO of %u bytes for %u vCPUs, want %zu", frame->len,
                   out->num_vcpus, want);
@@ -163,6 +225,11 @@ fh_decode_hello (const FhFrame *frame, FhHello *out, FhError *err)
   memcpy (out->name, p + 32, FH_NAME_MAX);
   for (unsigned i = 0; i < out->num_vcpus; i++)
     out->tids[i] = fh_get_le32 (p + sizeof (struct fh_msg_hello) + 4 * i);
+  out->relay_transport = 0;
+  out->relay_cid = 0;
+  memset (out->relay_path, 0, sizeof out->relay_path);
+  if (out->features & FH_F_RELAY)
+    return decode_relay (out, p + sizeof (struct fh_msg_hello) + 4 * (size_t) out->num_vcpus, err);
   return true;
 }
 
@@ -263,7 +330,7 @@ fh_decode_welcome (const FhFrame *frame, FhWelcome *out, FhError *err)
     fh_error_set (err, FH_CLOSE_MALFORMED, "WELCOME reserved field is non-zero");
     return false;
   }
-  if (out->features & ~FH_F_ALL) {
+  if (out->features & ~(FH_F_ALL | FH_F_RELAY)) {
     fh_error_set (err, FH_CLOSE_MALFORMED, "WELCOME unknown features 0x%x", out->features);
     return false;
   }
@@ -517,7 +584,8 @@ fh_encode_raw (uint8_t *out, size_t out_size, uint32_t len, uint16_t msg_type, u
 size_t
 fh_encode_hello (uint8_t *out, size_t out_size, const FhHello *hello)
 {
-  size_t len = sizeof (struct fh_msg_hello) + 4 * (size_t) hello->num_vcpus;
+  size_t len = sizeof (struct fh_msg_hello) + 4 * (size_t) hello->num_vcpus +
+               ((hello->features & FH_F_RELAY) ? sizeof (struct fh_hello_relay) : 0);
   uint8_t *p;
 
   if (hello->num_vcpus > FH_MAX_VCPUS)
@@ -534,6 +602,14 @@ fh_encode_hello (uint8_t *out, size_t out_size, const FhHello *hello)
   memcpy (p + 32, hello->name, strnlen (hello->name, FH_NAME_MAX - 1));
   for (unsigned i = 0; i < hello->num_vcpus; i++)
     fh_put_le32 (p + sizeof (struct fh_msg_hello) + 4 * i, hello->tids[i]);
+  if (hello->features & FH_F_RELAY) {
+    uint8_t *r = p + len - sizeof (struct fh_hello_relay);
+
+    fh_put_le16 (r, hello->relay_transport);
+    fh_put_le32 (r + 4, hello->relay_cid);
+    memcpy (r + offsetof (struct fh_hello_relay, path), hello->relay_path,
+            strnlen (hello->relay_path, FH_RELAY_PATH_MAX - 1));
+  }
   return FH_FRAME_HDR_SIZE + len;
 }
 

@@ -52,6 +52,10 @@ typedef struct {
   uint8_t uuid[16];
   char name[FH_NAME_MAX];
   uint32_t tids[FH_MAX_VCPUS];
+  /* With FH_F_RELAY in features (struct fh_hello_relay); else zero. */
+  uint16_t relay_transport; /* enum fh_relay_transport */
+  uint32_t relay_cid;
+  char relay_path[FH_RELAY_PATH_MAX];
 } FhHello;
 
 typedef struct {

@@ -135,6 +135,8 @@ fh_telemetry_status (FhDaemon *d)
   }
   add_int (b, "rejected_total", fh_daemon_rejected_total (d));
   add_int (b, "identity_rejected_total", d->identity_rejected);
+  add_int (b, "relay_refused_total", d->relay_refused);
+  add_int (b, "relay_unmapped_total", d->relay_unmapped);
   add_int (b, "accept_failures_total",
            d->device ? fh_device_server_accept_failures (d->device) : 0);
   add_int (b, "max_vcpus", d->config->max_vcpus);
@@ -176,6 +178,10 @@ fh_telemetry_vms (FhDaemon *d)
     /* MR-28: guest (device only), host (no connection), both */
     add_str (b, "state_source", fh_vm_state_source (vm));
     add_str (b, "host_record", vm->host_source);
+    /* device, vsock or hybrid (the vsock front end), none without a connection */
+    add_str (b, "transport", fh_vm_transport (vm));
+    if (vm->relay_transport == FH_RELAY_VSOCK)
+      add_int (b, "vsock_cid", vm->relay_cid);
     add_bool (b, "connected", vm->conn != NULL);
     add_clamp (b, "operator", vm->settings.op);
     add_str (b, "operator_source", vm->settings_source);
@@ -689,6 +695,14 @@ page_head (FhDaemon *d, GString *s)
           "HELLOs refused because the name, UUID or a thread id is not the peer process's.");
   g_string_append_printf (s, "freqhint_identity_rejections_total %" G_GUINT64_FORMAT "\n",
                           d->identity_rejected);
+  family (s, "freqhint_relay_refusals_total", "counter",
+          "Relayed vsock guests refused: their CID or hybrid socket is no running VM's.");
+  g_string_append_printf (s, "freqhint_relay_refusals_total %" G_GUINT64_FORMAT "\n",
+                          d->relay_refused);
+  family (s, "freqhint_relay_unmapped_total", "counter",
+          "Relayed vsock guests closed because their CID or socket no longer maps to their VM.");
+  g_string_append_printf (s, "freqhint_relay_unmapped_total %" G_GUINT64_FORMAT "\n",
+                          d->relay_unmapped);
   family (s, "freqhint_accept_failures_total", "counter",
           "Device socket accept() failures for lack of descriptors or memory (each pauses accepting).");
   g_string_append_printf (s, "freqhint_accept_failures_total %" G_GUINT64_FORMAT "\n",
@@ -814,7 +828,8 @@ section_family (guint section, GString *s)
     family (s, "freqhint_vm_state_info", "gauge",
             "Always 1; labels: where the VM's state comes from (state_source: guest = its device "
             "only, host = the host's record only, both) and which host record knows it "
-            "(host_record: libvirt, config, none) (MR-28).");
+            "(host_record: libvirt, config, none) (MR-28), and how its hints arrive (transport: "
+            "device, vsock, hybrid, none).");
     break;
   case PAGE_VCPU_HOST_BUSY:
     family (s, "freqhint_vcpu_host_busy", "gauge",
@@ -888,8 +903,9 @@ section_vm (guint section, FhVm *vm, GString *s)
   case PAGE_VM_STATE:
     g_string_append (s, "freqhint_vm_state_info");
     vm_labels (s, vm);
-    g_string_append_printf (s, ",state_source=\"%s\",host_record=\"%s\"} 1\n",
-                            fh_vm_state_source (vm), vm->host_source ? vm->host_source : "none");
+    g_string_append_printf (s, ",state_source=\"%s\",host_record=\"%s\",transport=\"%s\"} 1\n",
+                            fh_vm_state_source (vm), vm->host_source ? vm->host_source : "none",
+                            fh_vm_transport (vm));
     break;
   case PAGE_VCPU_HOST_BUSY:
     for (guint j = 0; j < vm->num_vcpus; j++) {

@@ -401,7 +401,8 @@ main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL, *uuid = NULL, *name = NULL, *tids = NULL;
   g_autofree char *malformed = NULL, *expect_close = NULL, *features = NULL, *name_hex = NULL;
-  g_autofree char *argv_name = NULL, *argv_uuid = NULL;
+  g_autofree char *argv_name = NULL, *argv_uuid = NULL, *relay_path = NULL;
+  gint64 relay_cid = -1;
   gboolean argv_none = FALSE, no_read = FALSE;
   g_auto (GStrv) orig_argv = g_strdupv (argv);
   g_auto (GStrv) hints = NULL;
@@ -459,6 +460,11 @@ main (int argc, char **argv)
       "After the handshake, never read the socket again (a peer that stopped reading)", NULL },
     { "argv-none", 0, 0, G_OPTION_ARG_NONE, &argv_none,
       "No -name or -uuid in our own command line", NULL },
+    { "relay-cid", 0, 0, G_OPTION_ARG_INT64, &relay_cid,
+      "Speak as the vsock front end for a guest of this CID (FH_F_RELAY; no name, UUID or tids)",
+      "CID" },
+    { "relay-path", 0, 0, G_OPTION_ARG_FILENAME, &relay_path,
+      "Speak as the vsock front end for a guest on this hybrid socket (--pid: its VMM)", "PATH" },
     { "expect-close", 0, 0, G_OPTION_ARG_STRING, &expect_close,
       "Exit 0 only if the agent closes with this reason (\"none\": without CLOSE)", "REASON" },
     { NULL }
@@ -505,6 +511,14 @@ main (int argc, char **argv)
       hello.features |= FH_F_VCPUS;
   }
   hello.qemu_pid = pid ? (uint32_t) pid : (uint32_t) getpid ();
+  if (relay_cid >= 0 || relay_path) {
+    hello.features |= FH_F_RELAY;
+    hello.relay_transport = relay_path ? FH_RELAY_HYBRID : FH_RELAY_VSOCK;
+    hello.relay_cid = relay_path ? 0 : (uint32_t) relay_cid;
+    g_strlcpy (hello.relay_path, relay_path ? relay_path : "", sizeof hello.relay_path);
+    if (!relay_path)
+      hello.qemu_pid = 0;
+  }
   if (uuid && !fhtc_parse_uuid (uuid, hello.uuid)) {
     g_printerr ("fh-testclient: bad UUID \"%s\"\n", uuid);
     return 2;

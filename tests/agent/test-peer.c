@@ -525,7 +525,7 @@ static FhDeviceServer *
 device_server (const char *path, guint max_connections,
                void (*hints) (FhConn *, const FhHints *, gpointer))
 {
-  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000,
+  FhDeviceParams params = { .hello_timeout_ms = 5000, .keepalive_ms = 10000, .relay_uid = (uid_t) -1,
                             .max_connections = max_connections, .socket_mode = 0600,
                             .socket_gid = (gid_t) -1 };
   FhDeviceCallbacks cb = { .hello = hello_ok, .hints = hints, .closed = on_closed };

@@ -152,6 +152,40 @@ struct fh_msg_close {
 	char text[FH_TEXT_MAX];	/* NUL-terminated, for logs */
 };
 
+/*
+ * Relays (spec/agent-protocol.md 4.1a, spec/vsock-transport.md §5): a
+ * process that speaks for a guest it reached over virtio-vsock
+ * (freqhint-vsockd) offers FH_F_RELAY in HELLO.  Its HELLO then carries no
+ * identity of its own (uuid, name and every vcpu_tid zero) and struct
+ * fh_hello_relay follows vcpu_tid: which CID, or which hybrid socket, the
+ * guest's connection came from -- what the relay's kernel or the
+ * hypervisor reported, never anything the guest sent.  qemu_pid is zero
+ * for a vsock peer and, for a hybrid one, the process that connected to
+ * the socket (SO_PEERCRED): the VM's hypervisor.  The agent maps
+ * it to a VM itself and accepts FH_F_RELAY only from its configured relay
+ * user.  Not part of FH_F_ALL: a device never offers it.
+ */
+#define FH_F_RELAY		(1u << 4)
+
+enum fh_relay_transport {
+	FH_RELAY_VSOCK	= 1,	/* AF_VSOCK: cid is the peer's (getpeername) */
+	FH_RELAY_HYBRID	= 2,	/* a hybrid vsock UNIX socket: path */
+};
+
+#define FH_RELAY_PATH_MAX	108	/* sun_path, NUL included */
+
+struct fh_hello_relay {
+	uint16_t transport;	/* enum fh_relay_transport */
+	uint16_t reserved;	/* must be zero */
+	uint32_t cid;		/* FH_RELAY_VSOCK: the guest's CID; else zero */
+	/* FH_RELAY_HYBRID: the listening socket's path, NUL-terminated and
+	 * NUL-padded; else all zero */
+	char path[FH_RELAY_PATH_MAX];
+};
+
+_Static_assert(sizeof(struct fh_hello_relay) == 116,
+	       "fh_hello_relay is 116 bytes");
+
 /* The largest payload of any message: a full-state HINTS frame. */
 #define FH_MAX_PAYLOAD \
 	(sizeof(struct fh_msg_hints) + \
@@ -324,5 +358,9 @@ static inline int fh_range_ok(uint16_t floor, uint16_t ceiling)
 {
 	return ceiling <= VIRTIO_FREQHINT_SCALE && floor <= ceiling;
 }
+
+_Static_assert(sizeof(struct fh_msg_hello) + 4 * FH_MAX_VCPUS +
+	       sizeof(struct fh_hello_relay) <= FH_MAX_PAYLOAD,
+	       "a relay's full HELLO fits in a frame");
 
 #endif /* FREQHINT_AGENT_PROTOCOL_H */
