@@ -111,6 +111,7 @@ struct fh_vsock {
 	struct work_struct kick_work;	/* the socket has room again */
 	unsigned long backoff;
 	bool quiet;			/* a failure was logged: retries are not */
+	int last_err;			/* ... unless they fail otherwise */
 	struct device *dev;		/* /sys/devices/freqhint-vsock */
 	struct dentry *debugfs;
 
@@ -532,10 +533,11 @@ static void fh_vs_conn_fn(struct work_struct *work)
 	err = fh_vs_connect(vs);
 	if (err) {
 		vs->stats.connect_errors++;
-		if (!vs->quiet)
-			dev_info(vs->dev, "no connection to CID %u port %u (%d); retrying with backoff\n",
-				 vsock_cid, FREQHINT_VSOCK_PORT, err);
+		if (!vs->quiet || err != vs->last_err)
+			dev_info_ratelimited(vs->dev, "no connection to CID %u port %u (%d); retrying with backoff\n",
+					     vsock_cid, FREQHINT_VSOCK_PORT, err);
 		vs->quiet = true;
+		vs->last_err = err;
 		fh_vs_retry(vs);
 		goto out;
 	}

@@ -21,8 +21,11 @@
  *          above the maximum), "short" (FEEDBACK one byte short),
  *          "silent" (no CONFIG at all)
  *     -s   after 10 HINTS messages, read nothing for MS ms (a slow host)
- *     -B   the connections' receive buffer (SO_VM_SOCKETS_BUFFER_SIZE),
- *          so that a slow host fills it soon
+ *     -B   the connections' receive buffer (SO_VM_SOCKETS_BUFFER_SIZE)
+ * (-s and -B are not used by vsock-fakehost.sh: over vsock_loopback, a
+ * 6.12.95 receiver that reads nothing drops the driver's small packets by
+ * its per-packet overhead long before the driver's credit runs out, so a
+ * stalled host tests the kernel's accounting, not the driver.)
  * Lines: CONNECT n, HELLO version= features= num_cpus=, REC n vcpu= flags=
  * min= max= perf= seq=, CLOSED n frames= span_us= min_gap_us=, ERROR ....
  * Exits on SIGTERM.

@@ -111,23 +111,8 @@ for b in type long short silent; do
 	check_output "bad host ($b): counted" "^$errs\$" vstat protocol_errors
 done
 
-check_output "a host that never sends CONFIG is left after 10 s" \
-	'no CONFIG in time' dmesg
-
-# A slow host: a 512-byte receive buffer, nothing read for 3 s.  The
-# sender finishes each frame it began, later, and builds no other
-# meanwhile; nothing is lost but the records a later one replaces.
-start_peer -B 512 -s 3000 -k 60
-pulse 1
-pulse 2
-check "slow host: it stalls" wait_file "$P" '^STALL 1$' 20
-check "slow host: it reads again" wait_file "$P" '^RESUME 1$' 20
-check_output "slow host: the driver waited for room" '^[1-9]' \
-	cat "$FH_STATS/send_deferred"
-check "slow host: 60 messages, every one well framed" \
-	wait_file "$P" '^CLOSED 1 frames=60 ' 30
-check_fails "slow host: no protocol error on the host's side" grep -q '^ERROR' "$P"
-stop_busy
+check "a host that never sends CONFIG is left (after 10 s)" \
+	grep -q '^CLOSED 1 silent$' "$P"
 
 # A host that accepts other features: the state is built again.
 start_peer -a 0x1
