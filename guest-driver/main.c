@@ -234,20 +234,24 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 
 /*
  * After the host's messages were taken (called with ->lock held, returns
- * with it released): the cpufreq driver waits for the indexes and the
- * host's classes; new indexes send every vCPU again.
+ * with it released): new indexes send every vCPU again; the cpufreq
+ * driver waits for the indexes and the host's classes, and registers
+ * only once they are the CPUs' (fh_apply_feedback()): a policy created
+ * before keeps the synthetic range for its lifetime.
  */
 static void fh_events_taken(struct virtio_freqhint *vi, bool ids, bool fb)
 	__releases(&vi->lock)
 {
-	if ((fb || ids) && !READ_ONCE(vi->cpufreq_done) && vi->host.seq &&
-	    (!vi->has_cpu_id || vi->have_ids))
-		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
+	bool plan = (fb || ids) && !READ_ONCE(vi->cpufreq_done) &&
+		    vi->host.seq && (!vi->has_cpu_id || vi->have_ids);
+
 	mutex_unlock(&vi->lock);
 	if (ids)
 		vfh_transport_resend(vi);
 	if (ids || fb)
 		fh_apply_feedback(vi);
+	if (plan)
+		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
 }
 
 static int fh_event_buf_index(struct virtio_freqhint *vi, void *buf)
