@@ -342,12 +342,14 @@ load_vm_vsock (const Src *src, GKeyFile *kf, const char *group, FhVmConfig *vm, 
   g_autofree char *cid = g_key_file_get_string (kf, group, "vsock_cid", NULL);
   guint64 v;
 
-  /* 0 hypervisor, 1 local, 2 host, 0xffffffff any: never a guest's own */
-  if (cid && !g_ascii_string_to_unsigned (g_strstrip (cid), 10, 3, G_MAXUINT32 - 1, &v, NULL)) {
+  /* 0 hypervisor, 2 host, 0xffffffff any: never a guest's own; 1 (local) is the
+   * host's own loopback, a stand-in VM for tests */
+  if (cid && (!g_ascii_string_to_unsigned (g_strstrip (cid), 10, 1, G_MAXUINT32 - 1, &v, NULL) ||
+              v == 2)) {
     g_autofree char *raw = raw_value (kf, group, "vsock_cid");
 
-    cfg_error (error, src, group, "vsock_cid", "\"%s\" is not a guest CID (3 to 4294967294)",
-               raw);
+    cfg_error (error, src, group, "vsock_cid",
+               "\"%s\" is not a guest CID (3 to 4294967294; 1 for the host's own loopback)", raw);
     return FALSE;
   }
   vm->vsock_cid = cid ? (guint32) v : 0;

@@ -248,6 +248,18 @@ record_check (const FhRecord *rec, uint16_t reserved, uint16_t num_vcpus, uint32
   return true;
 }
 
+uint16_t
+fh_record_get (const uint8_t *r, FhRecord *rec)
+{
+  rec->vcpu = fh_get_le16 (r);
+  rec->flags = fh_get_le16 (r + 2);
+  rec->clamp_min = fh_get_le16 (r + 4);
+  rec->clamp_max = fh_get_le16 (r + 6);
+  rec->perf = fh_get_le16 (r + 8);
+  rec->seq = fh_get_le32 (r + 12);
+  return fh_get_le16 (r + 10);
+}
+
 bool
 fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhError *err)
 {
@@ -298,13 +310,7 @@ fh_decode_hints (const FhFrame *frame, uint16_t num_vcpus, uint32_t features, Fh
         p + sizeof (struct fh_msg_hints) + i * sizeof (struct virtio_freqhint_record);
     FhRecord *rec = &out->records[i];
 
-    rec->vcpu = fh_get_le16 (r);
-    rec->flags = fh_get_le16 (r + 2);
-    rec->clamp_min = fh_get_le16 (r + 4);
-    rec->clamp_max = fh_get_le16 (r + 6);
-    rec->perf = fh_get_le16 (r + 8);
-    rec->seq = fh_get_le32 (r + 12);
-    if (!record_check (rec, fh_get_le16 (r + 10), num_vcpus, features, err))
+    if (!record_check (rec, fh_record_get (r, rec), num_vcpus, features, err))
       return false;
   }
   return true;

@@ -165,6 +165,8 @@ char *fh_text_sanitize (const char *text, gssize len);
  * One record against the device's record rules (spec, "Device Requirements").
  * Shared by the HINTS decoder and by anything that builds records.
  */
+/* A struct virtio_freqhint_record's 16 bytes at r into *rec; returns its reserved field. */
+uint16_t fh_record_get (const uint8_t *r, FhRecord *rec);
 bool fh_record_check (const FhRecord *rec, uint16_t num_vcpus, uint32_t features, FhError *err);
 
 /*

@@ -193,6 +193,38 @@ to_agent (FhRelaySession *s, const uint8_t *buf, size_t len)
   return TRUE;
 }
 
+typedef FhParseResult (*ParseFn) (const uint8_t *buf, size_t avail, FhFrame *frame,
+                                  size_t *frame_size, FhError *err);
+typedef gboolean (*FrameFn) (FhRelaySession *s, const FhFrame *f);
+
+/*
+ * Handle the whole frames at the start of buf (*len bytes), keeping a
+ * partial one for the next read.  A framing error ends the session as
+ * bad; FALSE when the session ended.
+ */
+static gboolean
+take_frames (FhRelaySession *s, uint8_t *buf, size_t *len, ParseFn parse, FrameFn handle,
+             FhRelayEnd bad)
+{
+  for (;;) {
+    FhFrame f;
+    FhError err = { 0 };
+    size_t size;
+    FhParseResult r = parse (buf, *len, &f, &size, &err);
+
+    if (r == FH_PARSE_NEED_MORE)
+      return TRUE;
+    if (r == FH_PARSE_ERROR) {
+      session_end (s, bad, "%s%s", bad == FH_RELAY_END_AGENT ? "from the agent: " : "", err.text);
+      return FALSE;
+    }
+    if (!handle (s, &f))
+      return FALSE;
+    memmove (buf, buf + size, *len - size);
+    *len -= size;
+  }
+}
+
 /* ---- feedback: the agent's GRANTS and HOST_FREQ, to the guest ---- */
 
 static gboolean on_fb_timer (gpointer data);
@@ -470,24 +502,9 @@ on_agent (int fd, GIOCondition cond, gpointer data)
     return G_SOURCE_REMOVE;
   }
   s->ain_len += (size_t) n;
-  for (;;) {
-    FhFrame f;
-    FhError err = { 0 };
-    size_t size;
-    FhParseResult r = fh_frame_parse (s->ain, s->ain_len, &f, &size, &err);
-
-    if (r == FH_PARSE_NEED_MORE)
-      break;
-    if (r == FH_PARSE_ERROR) {
-      session_end (s, FH_RELAY_END_AGENT, "from the agent: %s", err.text);
-      return G_SOURCE_REMOVE;
-    }
-    if (!agent_frame (s, &f))
-      return G_SOURCE_REMOVE;
-    memmove (s->ain, s->ain + size, s->ain_len - size);
-    s->ain_len -= size;
-  }
-  return G_SOURCE_CONTINUE;
+  return take_frames (s, s->ain, &s->ain_len, fh_frame_parse, agent_frame, FH_RELAY_END_AGENT)
+             ? G_SOURCE_CONTINUE
+             : G_SOURCE_REMOVE;
 }
 
 /* ---- the guest's side ---- */
@@ -605,24 +622,10 @@ on_guest (int fd, GIOCondition cond, gpointer data)
     return G_SOURCE_REMOVE;
   }
   s->gin_len += (size_t) n;
-  for (;;) {
-    FhFrame f;
-    FhError err = { 0 };
-    size_t size;
-    FhParseResult r = fh_vsock_frame_parse (s->gin, s->gin_len, &f, &size, &err);
-
-    if (r == FH_PARSE_NEED_MORE)
-      break;
-    if (r == FH_PARSE_ERROR) {
-      session_end (s, FH_RELAY_END_MALFORMED, "%s", err.text);
-      return G_SOURCE_REMOVE;
-    }
-    if (!guest_frame (s, &f))
-      return G_SOURCE_REMOVE;
-    memmove (s->gin, s->gin + size, s->gin_len - size);
-    s->gin_len -= size;
-  }
-  return G_SOURCE_CONTINUE;
+  return take_frames (s, s->gin, &s->gin_len, fh_vsock_frame_parse, guest_frame,
+                      FH_RELAY_END_MALFORMED)
+             ? G_SOURCE_CONTINUE
+             : G_SOURCE_REMOVE;
 }
 
 FhRelaySession *

@@ -96,15 +96,10 @@ fh_vsock_decode_hints (const FhFrame *frame, uint16_t num_cpus, bool perf_ok, Fh
   for (unsigned i = 0; i < num; i++) {
     const uint8_t *r = p + hdr + i * rec;
     FhRecord *o = &out->records[out->num_records];
+    uint16_t reserved = fh_record_get (r, o);
 
-    o->vcpu = fh_get_le16 (r);
-    o->flags = fh_get_le16 (r + 2);
-    o->clamp_min = fh_get_le16 (r + 4);
-    o->clamp_max = fh_get_le16 (r + 6);
-    o->perf = fh_get_le16 (r + 8);
-    o->seq = fh_get_le32 (r + 12);
-    if (fh_record_why (num_cpus, o->vcpu, o->flags, o->clamp_min, o->clamp_max, o->perf,
-                       fh_get_le16 (r + 10), perf_ok)) {
+    if (fh_record_why (num_cpus, o->vcpu, o->flags, o->clamp_min, o->clamp_max, o->perf, reserved,
+                       perf_ok)) {
       (*rejected)++;
       continue;
     }

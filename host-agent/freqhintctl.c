@@ -265,8 +265,8 @@ print_status (JsonObject *o)
 static void
 print_vms (JsonArray *a)
 {
-  Table *t = table_new ("llrrrlllll", "NAME", "UUID", "PID", "VCPUS", "ACTIVE", "OPERATOR(%)",
-                        "SOURCE", "GUEST-HINTS", "SINCE", "STATE-FROM", NULL);
+  Table *t = table_new ("llrrrllllll", "NAME", "UUID", "PID", "VCPUS", "ACTIVE", "OPERATOR(%)",
+                        "SOURCE", "GUEST-HINTS", "SINCE", "STATE-FROM", "TRANSPORT", NULL);
 
   for (guint i = 0; i < json_array_get_length (a); i++) {
     JsonObject *o = json_array_get_object_element (a, i);
@@ -293,6 +293,10 @@ print_vms (JsonArray *a)
                  ? g_strdup_printf ("%s (%s)", sget (o, "state_source"), json_node_get_string (rec))
                  : g_strdup (sget (o, "state_source")));
     }
+    /* how the guest's hints arrive: device, vsock (CID N), hybrid, none */
+    table_add (t, json_object_has_member (o, "vsock_cid")
+                      ? g_strdup_printf ("vsock (CID %" G_GINT64_FORMAT ")", iget (o, "vsock_cid"))
+                      : g_strdup (sget (o, "transport")));
   }
   table_print_free (t);
 }
@@ -370,7 +374,7 @@ main (int argc, char **argv)
 {
   g_autofree char *socket_path = NULL;
   g_autofree char *libvirt_uri = NULL, *device_socket = NULL;
-  gboolean json = FALSE, version = FALSE;
+  gboolean json = FALSE, version = FALSE, vsock = FALSE;
   /* A busy daemon (thousands of vCPUs, a loaded host) can be slow to start
    * an answer; a dead one never answers.  10 s tells them apart on an
    * ordinary host; scripts on a loaded one may allow more. */
@@ -392,6 +396,10 @@ main (int argc, char **argv)
       "libvirt-xml: the libvirt connection (default qemu:///system)", "URI" },
     { "device-socket", 0, 0, G_OPTION_ARG_FILENAME, &device_socket,
       "libvirt-xml: freqhintd's device socket (default " FH_DEFAULT_SOCKET ")", "PATH" },
+    { "vsock", 0, 0, G_OPTION_ARG_NONE, &vsock,
+      "libvirt-xml: a virtio-vsock device (<vsock><cid auto='yes'/>) instead of virtio-freqhint: "
+      "the stock path, for a distribution's QEMU",
+      NULL },
     { "timeout", 't', 0, G_OPTION_ARG_INT, &timeout_s,
       "Seconds to wait for freqhintd to accept, and then for each part of its answer "
       "(default 10; 0: no limit)",
@@ -444,6 +452,7 @@ main (int argc, char **argv)
     fh_libvirt_xml_options_init (&opts);
     if (device_socket)
       opts.socket_path = device_socket;
+    opts.vsock = vsock;
     out = fh_libvirt_xml_run (argc > 2 ? argv[2] : NULL, libvirt_uri, &opts, &error);
     if (!out) {
       g_printerr ("freqhintctl: %s\n", error->message);

@@ -28,6 +28,7 @@ fh_libvirt_xml_options_init (FhLibvirtXmlOptions *opts)
   opts->chardev_id = "freqhint0";
   opts->reconnect_ms = 1000;
   opts->pci_slot = 0x1c;
+  opts->vsock = FALSE;
 }
 
 char *
@@ -78,6 +79,17 @@ fh_libvirt_xml_snippet (const FhLibvirtXmlOptions *opts)
                           FH_LIBVIRT_QEMU_NS);
   for (char **l = lines; *l; l++)
     g_string_append_printf (s, "  %s\n", *l);
+  if (opts->vsock) {
+    g_string_append (s, "</metadata>\n"
+                        "<!-- Inside <devices>: -->\n"
+                        "<vsock model=\"virtio\">\n"
+                        "  <cid auto=\"yes\"/>\n"
+                        "</vsock>\n"
+                        "<!-- The guest's virtio_freqhint reports over it to freqhint-vsockd,\n"
+                        "     which freqhintd trusts as relay_user; the CID libvirt gives the\n"
+                        "     guest says which domain it is. -->\n");
+    return g_string_free (s, FALSE);
+  }
   g_string_append_printf (s,
                           "</metadata>\n"
                           "<qemu:commandline>\n"
@@ -189,6 +201,24 @@ ensure_commandline (xmlNode *root, const FhLibvirtXmlOptions *opts, GError **err
   return TRUE;
 }
 
+/* <devices><vsock model='virtio'><cid auto='yes'/></vsock>, unless the domain has a <vsock>. */
+static gboolean
+ensure_vsock (xmlNode *root)
+{
+  xmlNode *devices = find_child (root, NULL, "devices");
+  xmlNode *vsock, *cid;
+
+  if (!devices)
+    devices = xmlNewChild (root, NULL, BAD_CAST "devices", NULL);
+  if (find_child (devices, NULL, "vsock"))
+    return TRUE; /* the operator's own (a fixed CID, another model) stays */
+  vsock = xmlNewChild (devices, NULL, BAD_CAST "vsock", NULL);
+  xmlNewProp (vsock, BAD_CAST "model", BAD_CAST "virtio");
+  cid = xmlNewChild (vsock, NULL, BAD_CAST "cid", NULL);
+  xmlNewProp (cid, BAD_CAST "auto", BAD_CAST "yes");
+  return TRUE;
+}
+
 static xmlNode *
 new_metadata_element (void)
 {
@@ -288,7 +318,7 @@ fh_libvirt_xml_insert (const char *xml, gsize len, const FhLibvirtXmlOptions *op
     return NULL;
   }
   before = serialize (doc);
-  if (!ensure_commandline (root, opts, error)) {
+  if (opts->vsock ? !ensure_vsock (root) : !ensure_commandline (root, opts, error)) {
     xmlFreeDoc (doc);
     return NULL;
   }

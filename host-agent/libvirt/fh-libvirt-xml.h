@@ -29,9 +29,16 @@ typedef struct {
    * not hand out by default: pcie.0 on q35, pci.0 on i440fx.
    */
   guint pci_slot;
+  /*
+   * The stock path (spec/vsock-transport.md): a virtio-vsock device with a
+   * CID libvirt chooses, <vsock model='virtio'><cid auto='yes'/></vsock>,
+   * instead of the device and its <qemu:commandline>; the guest's module
+   * reports over it to freqhint-vsockd.  An existing <vsock> is kept.
+   */
+  gboolean vsock;
 } FhLibvirtXmlOptions;
 
-/* /run/freqhint/device.sock, "freqhint0", 1000 ms, slot 0x1c. */
+/* /run/freqhint/device.sock, "freqhint0", 1000 ms, slot 0x1c, the device (not vsock). */
 void fh_libvirt_xml_options_init (FhLibvirtXmlOptions *opts);
 
 /*

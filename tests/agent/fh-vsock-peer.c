@@ -17,6 +17,8 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include <linux/vm_sockets.h>
 
 #include <glib.h>
+#include <glib/gstdio.h>
 
 #include "fh-protocol.h"
 #include "fh-testclient-lib.h"
@@ -204,6 +207,42 @@ connect_to (const char *unix_path, gint64 cid, int port)
   return -1;
 }
 
+/* A vCPU thread of a stand-in VM process, named as Cloud Hypervisor names them. */
+static void *
+vcpu_thread (void *arg)
+{
+  char name[16];
+
+  g_snprintf (name, sizeof name, "vcpu%u", GPOINTER_TO_UINT (arg));
+  prctl (PR_SET_NAME, name, 0, 0, 0);
+  for (;;)
+    pause ();
+  return NULL;
+}
+
+/* --bind-port: may this process (as uid, if >= 0) listen on a vsock port?  Printed; 0 either way. */
+static int
+try_bind (int port, gint64 uid)
+{
+  struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
+                            .svm_port = (unsigned) port };
+  int s;
+
+  if (uid >= 0 && (setgid ((gid_t) uid) < 0 || setuid ((uid_t) uid) < 0)) {
+    printf ("setuid %" G_GINT64_FORMAT ": %s\n", uid, g_strerror (errno));
+    return 2;
+  }
+  s = socket (AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0 || bind (s, (struct sockaddr *) &sa, sizeof sa) < 0 || listen (s, 1) < 0) {
+    /* what happened is the answer (the caller matches it): not a failure of ours */
+    printf ("bind %d as uid %d: %s\n", port, (int) getuid (), g_strerror (errno));
+    return 0;
+  }
+  printf ("bind %d as uid %d: listening\n", port, (int) getuid ());
+  close (s);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -211,7 +250,11 @@ main (int argc, char **argv)
   g_auto (GStrv) hint_specs = NULL;
   gint64 cid = -1;
   int port = FREQHINT_VSOCK_PORT, vcpus = 1, hold_ms = -1, connections = 1;
+  gboolean stand_in = FALSE;
   gboolean use_stdin = FALSE, no_read = FALSE, silent = FALSE, flood = FALSE, flood_full = FALSE;
+  g_autofree char *pidfile = NULL;
+  int vcpu_threads = 0, bind_port = -1;
+  gint64 as_uid = -1;
   int version = FREQHINT_VSOCK_VERSION;
   const GOptionEntry entries[] = {
     { "unix", 0, 0, G_OPTION_ARG_FILENAME, &unix_path, "hybrid socket to connect to", "PATH" },
@@ -234,6 +277,14 @@ main (int argc, char **argv)
       "after CONFIG, whole-state HINTS nonstop", NULL },
     { "malformed", 0, 0, G_OPTION_ARG_STRING, &malformed,
       "after CONFIG (before, for hello-*): short, big, type, length, reserved, record, early", "KIND" },
+    { "vcpu-threads", 0, 0, G_OPTION_ARG_INT, &vcpu_threads,
+      "first start N threads named vcpu0.. (a stand-in VM process for [vm] pidfile=)", "N" },
+    { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &pidfile, "then write our pid here", "FILE" },
+    { "stand-in", 0, 0, G_OPTION_ARG_NONE, &stand_in,
+      "be only that process: connect nowhere, wait to be killed", NULL },
+    { "bind-port", 0, 0, G_OPTION_ARG_INT, &bind_port,
+      "only try to listen on this vsock port (--as-uid: as that user) and say how it went", "PORT" },
+    { "as-uid", 0, 0, G_OPTION_ARG_INT64, &as_uid, "with --bind-port", "UID" },
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("- a guest on freqhint's vsock transport");
@@ -245,7 +296,33 @@ main (int argc, char **argv)
   uint32_t len, seq = 1;
 
   g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error) || (!unix_path && cid < 0) ||
+  if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
+    g_printerr ("fh-vsock-peer: %s\n", error->message);
+    return 2;
+  }
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  if (bind_port >= 0)
+    return try_bind (bind_port, as_uid);
+  for (int i = 0; i < vcpu_threads; i++) {
+    pthread_t t;
+
+    pthread_create (&t, NULL, vcpu_thread, GUINT_TO_POINTER ((guint) i));
+  }
+  if (pidfile) {
+    g_autofree char *text = g_strdup_printf ("%d\n", (int) getpid ());
+
+    if (!g_file_set_contents (pidfile, text, -1, &error)) {
+      g_printerr ("fh-vsock-peer: %s\n", error->message);
+      return 2;
+    }
+    g_chmod (pidfile, 0644);
+  }
+  if (stand_in) {
+    printf ("stand-in pid %d, %d vCPU threads\n", (int) getpid (), vcpu_threads);
+    for (;;)
+      pause ();
+  }
+  if ((!unix_path && cid < 0) ||
       vcpus < 1 || vcpus > FREQHINT_VSOCK_MAX_VCPUS || connections < 1) {
     g_printerr ("fh-vsock-peer: %s\n", error ? error->message : "--unix PATH or --vsock CID");
     return 2;

@@ -5,6 +5,7 @@
 #include <glib.h>
 
 #include "fh-protocol.h"
+#include "fh-vsock-codec.h"
 
 static uint8_t buf[FH_FRAME_MAX + 64];
 
@@ -537,6 +538,153 @@ test_vcpus (void)
   g_assert_cmpuint (fh_encode_vcpus (buf, sizeof buf, &v), ==, 0);
 }
 
+/* 4.1a: a relay's HELLO names where the guest came from, and nothing of its own. */
+static void
+test_relay_hello (void)
+{
+  FhHello h = { 0 }, out;
+  FhError err = { 0 };
+  size_t n;
+  FhFrame f;
+
+  h.version = FH_PROTO_VERSION;
+  h.num_vcpus = 3;
+  h.features = FH_F_PERF | FH_F_RELAY;
+  h.relay_transport = FH_RELAY_VSOCK;
+  h.relay_cid = 42;
+  n = fh_encode_hello (buf, sizeof buf, &h);
+  g_assert_cmpuint (n, ==, FH_FRAME_HDR_SIZE + 96 + 3 * 4 + sizeof (struct fh_hello_relay));
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_hello (&f, &out, &err));
+  g_assert_cmpuint (out.relay_transport, ==, FH_RELAY_VSOCK);
+  g_assert_cmpuint (out.relay_cid, ==, 42);
+  g_assert_cmpstr (out.relay_path, ==, "");
+
+  /* hybrid: a path and the hypervisor's pid, no CID */
+  h.relay_transport = FH_RELAY_HYBRID;
+  h.relay_cid = 0;
+  h.qemu_pid = 777;
+  g_strlcpy (h.relay_path, "/run/fc/v.sock_853", sizeof h.relay_path);
+  f = parse_ok (buf, fh_encode_hello (buf, sizeof buf, &h));
+  g_assert_true (fh_decode_hello (&f, &out, &err));
+  g_assert_cmpstr (out.relay_path, ==, "/run/fc/v.sock_853");
+  g_assert_cmpuint (out.qemu_pid, ==, 777);
+
+  /* each of these is MALFORMED: a name, a thread id, a relative path, a CID
+   * with a path, a pid for a vsock peer, an unknown transport, reserved set,
+   * the tail missing */
+  g_strlcpy (h.name, "me", sizeof h.name);
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_MALFORMED);
+  h.name[0] = '\0';
+  h.tids[1] = 5;
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_MALFORMED);
+  h.tids[1] = 0;
+  g_strlcpy (h.relay_path, "v.sock_853", sizeof h.relay_path);
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_MALFORMED);
+  g_strlcpy (h.relay_path, "/v.sock_853", sizeof h.relay_path);
+  h.relay_cid = 3;
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_MALFORMED);
+  h.relay_transport = FH_RELAY_VSOCK;
+  h.relay_path[0] = '\0';
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_MALFORMED); /* qemu_pid 777 */
+  h.qemu_pid = 0;
+  h.relay_transport = 3;
+  expect_hello_error (fh_encode_hello (buf, sizeof buf, &h), FH_CLOSE_MALFORMED);
+  h.relay_transport = FH_RELAY_VSOCK;
+  n = fh_encode_hello (buf, sizeof buf, &h);
+  buf[FH_FRAME_HDR_SIZE + 96 + 12 + 2] = 1; /* fh_hello_relay.reserved */
+  expect_hello_error (n, FH_CLOSE_MALFORMED);
+  n = fh_encode_hello (buf, sizeof buf, &h);
+  fh_put_le32 (buf, (uint32_t) (96 + 12)); /* no tail */
+  expect_hello_error (FH_FRAME_HDR_SIZE + 96 + 12, FH_CLOSE_MALFORMED);
+}
+
+/* The vsock transport's guest framing (fh-vsock-codec.h). */
+static void
+test_vsock_codec (void)
+{
+  uint8_t b[FH_VSOCK_FRAME_MAX + 8] = { 0 };
+  FhVsockHello hello;
+  FhFrame f;
+  FhHints hints;
+  FhError err = { 0 };
+  size_t size;
+  unsigned rejected;
+  static FhVsockFeedback fb;
+
+  /* counts below 2 and above MAX_FRAME are refused from the count alone */
+  fh_put_le32 (b, 1);
+  g_assert_cmpint (fh_vsock_frame_parse (b, 4, &f, &size, &err), ==, FH_PARSE_ERROR);
+  fh_put_le32 (b, FREQHINT_VSOCK_MAX_FRAME + 1);
+  g_assert_cmpint (fh_vsock_frame_parse (b, 4, &f, &size, &err), ==, FH_PARSE_ERROR);
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_TOO_BIG);
+
+  /* HELLO */
+  fh_put_le32 (b, 16);
+  memset (b + 4, 0, 16);
+  fh_put_le16 (b + 4, FREQHINT_VSOCK_MSG_HELLO);
+  fh_put_le16 (b + 6, 1);
+  fh_put_le32 (b + 8, 7);
+  fh_put_le16 (b + 12, 4);
+  g_assert_cmpint (fh_vsock_frame_parse (b, 19, &f, &size, &err), ==, FH_PARSE_NEED_MORE);
+  g_assert_cmpint (fh_vsock_frame_parse (b, 20, &f, &size, &err), ==, FH_PARSE_FRAME);
+  g_assert_cmpuint (size, ==, 20);
+  g_assert_true (fh_vsock_decode_hello (&f, 256, &hello, &err));
+  g_assert_cmpuint (hello.num_cpus, ==, 4);
+  g_assert_cmpuint (hello.features, ==, 7);
+  g_assert_false (fh_vsock_decode_hello (&f, 3, &hello, &err)); /* more CPUs than allowed */
+  b[4 + 15] = 1;
+  g_assert_false (fh_vsock_decode_hello (&f, 256, &hello, &err)); /* reserved */
+  b[4 + 15] = 0;
+  fh_put_le16 (b + 6, 2);
+  g_assert_false (fh_vsock_decode_hello (&f, 256, &hello, &err));
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_VERSION);
+
+  /* HINTS: two records, the second breaking the record rules: dropped, counted */
+  memset (b, 0, 64);
+  fh_put_le32 (b, 8 + 32);
+  fh_put_le16 (b + 4, VIRTIO_FREQHINT_MSG_HINTS);
+  fh_put_le16 (b + 6, 2);
+  fh_put_le16 (b + 12, 1);                                     /* vcpu 1 */
+  fh_put_le16 (b + 14, VIRTIO_FREQHINT_R_MIN_VALID);
+  fh_put_le16 (b + 16, 300);
+  fh_put_le16 (b + 28, 9);                                     /* vcpu 9 of 4 */
+  g_assert_cmpint (fh_vsock_frame_parse (b, 44, &f, &size, &err), ==, FH_PARSE_FRAME);
+  g_assert_true (fh_vsock_decode_hints (&f, 4, true, &hints, &rejected, &err));
+  g_assert_cmpuint (hints.num_records, ==, 1);
+  g_assert_cmpuint (rejected, ==, 1);
+  g_assert_cmpuint (hints.records[0].clamp_min, ==, 300);
+  /* structural: more records than vCPUs, reserved header bytes, a cut record */
+  g_assert_false (fh_vsock_decode_hints (&f, 1, true, &hints, &rejected, &err));
+  b[4 + 5] = 1;
+  g_assert_false (fh_vsock_decode_hints (&f, 4, true, &hints, &rejected, &err));
+  b[4 + 5] = 0;
+  f.len -= 2;
+  g_assert_false (fh_vsock_decode_hints (&f, 4, true, &hints, &rejected, &err));
+
+  /* CONFIG and FEEDBACK as the driver reads them */
+  g_assert_cmpuint (fh_vsock_encode_config (b, sizeof b, 3, 4), ==, 4 + 24);
+  g_assert_cmpuint (fh_get_le32 (b), ==, 24);
+  g_assert_cmpuint (fh_get_le16 (b + 4), ==, FREQHINT_VSOCK_MSG_CONFIG);
+  g_assert_cmpuint (fh_get_le16 (b + 12), ==, 4);                             /* num_vcpus */
+  g_assert_cmpuint (fh_get_le16 (b + 16), ==, FREQHINT_VSOCK_HOST_WINDOW_MS); /* rate_window_ms */
+  g_assert_cmpuint (fh_get_le32 (b + 24), ==, fh_vsock_feedback_size (4));
+  fb.flags = VIRTIO_FREQHINT_FB_ACTIVE;
+  fb.seq = 5;
+  fb.operator_ceiling = 768;
+  fb.num_vcpus = 2;
+  fb.grants[1] = (FhGrant){ 100, 700 };
+  fb.freq_class[1] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+  g_assert_cmpuint (fh_vsock_encode_feedback (b, sizeof b, &fb), ==, 4 + 624 + 16);
+  g_assert_cmpuint (fh_get_le16 (b + 4), ==, VIRTIO_FREQHINT_MSG_FEEDBACK);
+  g_assert_cmpuint (fh_get_le32 (b + 8), ==, 5);
+  g_assert_cmpuint (fh_get_le16 (b + 4 + 10), ==, 768);
+  g_assert_cmpuint (fh_get_le16 (b + 4 + 624 + 8), ==, 100);
+  g_assert_cmpuint (fh_get_le16 (b + 4 + 624 + 10), ==, 700);
+  g_assert_cmpuint (b[4 + 624 + 12], ==, VIRTIO_FREQHINT_NO_FREQ_CLASS);
+  g_assert_cmpuint (fh_vsock_encode_feedback (b, 100, &fb), ==, 0); /* does not fit */
+}
+
 static void
 test_names (void)
 {
@@ -645,6 +793,8 @@ main (int argc, char **argv)
   g_test_add_func ("/protocol/vcpus", test_vcpus);
   g_test_add_func ("/protocol/welcome-grants-close", test_welcome_grants_close);
   g_test_add_func ("/protocol/names", test_names);
+  g_test_add_func ("/protocol/relay-hello", test_relay_hello);
+  g_test_add_func ("/protocol/vsock-codec", test_vsock_codec);
   g_test_add_func ("/protocol/random", test_random);
   return g_test_run ();
 }

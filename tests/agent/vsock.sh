@@ -184,6 +184,40 @@ case_relay_cid() {
 	stop_daemon
 }
 
+# The CID as real libvirt records it: `freqhintctl libvirt-xml --vsock` adds
+# <vsock> to a domain, libvirt (its test driver) parses it and formats the
+# live domain, whose XML is what its QEMU driver's status file holds (given
+# here the CID the QEMU driver would allocate); freqhintd reads the CID
+# from that and serves the guest of CID 7 as that domain.
+case_libvirt_record() {
+	command -v virsh >/dev/null || fail "virsh is not installed"
+	vsock_fixture
+	process 8300; vcpu_thread 8300 8301 6 "CPU 0/KVM"
+	cat >"$T/base.xml" <<-EOX
+	<domain type="test"><name>dom-v</name><uuid>$U3</uuid><memory>65536</memory><vcpu>1</vcpu>
+	<os><type>hvm</type></os><devices></devices></domain>
+	EOX
+	ctl libvirt-xml --vsock "$T/base.xml" >"$T/dom-v.xml" || fail "freqhintctl libvirt-xml --vsock"
+	grep -q '<cid auto="yes"/>' "$T/dom-v.xml" || fail "no <vsock><cid auto='yes'/> added: $(cat "$T/dom-v.xml")"
+	ctl libvirt-xml --vsock "$T/dom-v.xml" | cmp -s - "$T/dom-v.xml" || fail "libvirt-xml --vsock is not idempotent"
+	# the QEMU driver gives the guest a CID when it starts (auto='yes' address='N')
+	{ echo '<node>'; sed 's|<cid auto="yes"/>|<cid auto="yes" address="7"/>|' "$T/dom-v.xml"; echo '</node>'; } >"$T/node.xml"
+	timeout 30 virsh -q -c "test://$T/node.xml" dumpxml dom-v >"$T/live.xml" || fail "libvirt refused the domain"
+	grep -q "<cid auto='yes' address='7'/>" "$T/live.xml" || fail "libvirt's live XML: $(cat "$T/live.xml")"
+	{ echo "<domstatus state='running' reason='booted' pid='8300'>"
+	  echo "  <vcpus><vcpu id='0' pid='8301'/></vcpus>"
+	  cat "$T/live.xml"; echo '</domstatus>'; } >"$T/$LV/.dom-v.new"
+	chmod 0600 "$T/$LV/.dom-v.new"; mv "$T/$LV/.dom-v.new" "$T/$LV/dom-v.xml"
+	start_daemon cpufreq
+	relay a 7 --vcpus 1 --hint 0:512:1024 --hold 60
+	eventually grep -q '^ready' "$T/client-a.out" || fail "CID 7 was not served"
+	expect_jq '.[] | select(.name=="dom-v") | .vsock_cid' 7 vms
+	expect_jq '.[0].tid' 8301 vcpus dom-v
+	expect_file "$POL/policy6/scaling_min_freq" 1600000
+	ctl vms | grep -q 'vsock (CID 7)' || fail "freqhintctl vms does not show the transport"
+	stop_daemon
+}
+
 # One hybrid VM with a guest that misbehaves; each bound ends its
 # connection only, is logged and counted, and the VM is served again after.
 hostile_fixture() {
