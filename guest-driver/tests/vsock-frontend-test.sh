@@ -24,6 +24,6 @@ trap 'rm -rf "$work"' EXIT
 kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --print-dir)
 "$tdir/build-module.sh" --cached "$(readlink -f "$kdir/build")" "$work/virtio_freqhint.ko" >&2
 "$here/tests/agent/mkfixture.sh" host "$work/fx"
-"${FH_VSOCK_GUEST_RUN:-$here/tests/vsock-guest/run.sh}" --kernel stock --log "$log" \
+"$here/tests/vsock-guest/run.sh" --kernel stock --log "$log" --timeout 800 \
 	--module "$work/virtio_freqhint.ko" --test "$tdir/vsock-frontend.sh" \
 	--add "$tdir/fh-lib.sh:/lib/freqhint/fh-lib.sh" --add "$work/fx:/opt/fx" "$@"
