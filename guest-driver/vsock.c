@@ -138,26 +138,26 @@ struct fh_vsock {
 static struct fh_vsock fh_vs;
 static bool fh_vs_wanted;	/* transport= allows vsock */
 
-static void fh_vs_sk_ready(struct sock *sk)
+/* The socket's callbacks (softirq): queue the work, nothing else. */
+static void fh_vs_sk_queue(struct sock *sk, bool room)
 {
 	struct fh_vsock *vs;
 
 	read_lock_bh(&sk->sk_callback_lock);
 	vs = sk->sk_user_data;
 	if (vs)
-		queue_work(vs->wq, &vs->rx_work);
+		queue_work(vs->wq, room ? &vs->kick_work : &vs->rx_work);
 	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void fh_vs_sk_ready(struct sock *sk)
+{
+	fh_vs_sk_queue(sk, false);
 }
 
 static void fh_vs_sk_write_space(struct sock *sk)
 {
-	struct fh_vsock *vs;
-
-	read_lock_bh(&sk->sk_callback_lock);
-	vs = sk->sk_user_data;
-	if (vs)
-		queue_work(vs->wq, &vs->kick_work);
-	read_unlock_bh(&sk->sk_callback_lock);
+	fh_vs_sk_queue(sk, true);
 }
 
 /* The socket's own callbacks, put back before it is released. */

@@ -59,10 +59,8 @@ check_output "cpuinfo_max_freq is the host's 3.2 GHz" '^3200000$' \
 	cat $C/cpufreq/policy3/cpuinfo_max_freq
 check_output "the host's table" '^800000 1600000 2400000 3200000 ?$' \
 	cat $C/cpufreq/policy2/scaling_available_frequencies
-for c in 0 1 2 3; do
-	check "cpu$c: the granted 75 % ceiling, 2.4 GHz" \
-		wait_file $C/cpufreq/policy$c/scaling_max_freq '^2400000$' 10
-done
+# The granted 75 % ceiling: 2.4 GHz.
+all_limited 2400000
 check "connection 2 carries the whole state" wait_file "$P" '^REC 2 vcpu=3 ' 10
 check "... every vCPU index" full_state 2
 # The user's governor on policy0: a driver registered again would drop it.

@@ -32,19 +32,21 @@ $FH/freqhintd --config "$W/freqhintd.conf" --backend cpufreq --sysfs-root /opt/f
 	--state-dir "$W/state" --libvirt-uri none -v >>"$W/freqhintd.log" 2>&1 &
 FH_DAEMON=$!
 wait_for "freqhintd drives the fixture's policies" 'cpufreq' ctl status
+# The front end runs as uid 65534: the device socket must be its to open
+# (the harness's socket_mode did not reach it at 6459366: EACCES).
+chmod 0666 "$W/dev.sock"
 floor0=$(cat $FXP/policy2/scaling_min_freq)
 
 check "insmod virtio_freqhint vsock_cid=1" insmod "$FH_KO" vsock_cid=1
 check_output "the link is up" '^up cid=1 port=853$' wait_file "$VS/state" '^up' 30
+show_logs
 wait_for "VM loop is served over vsock" '"transport" *: *"vsock"' ctl --json vms
 check "cpufreq: the host's 3.2 GHz" \
 	wait_file $C/cpufreq/policy1/cpuinfo_max_freq '^3200000$' 10
 check_output "cpufreq: the host's table (policy 2's)" '^800000 1200000 1600000 2000000 2400000 2800000 3200000 ?$' \
 	cat $C/cpufreq/policy1/scaling_available_frequencies
-for c in 0 1 2 3; do
-	check "cpu$c: the operator's 75 % ceiling granted: 2.4 GHz" \
-		wait_file $C/cpufreq/policy$c/scaling_max_freq '^2400000$' 10
-done
+# The operator's 75 % ceiling, granted: 2.4 GHz.
+all_limited 2400000
 check_output "granted ceilings in debugfs" '^768 768 768 768$' cat "$FH_GRANTS/granted_ceiling"
 
 # A busy vCPU 1: schedutil asks for the top, the host takes it as a floor
