@@ -235,15 +235,19 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 /*
  * After the host's messages were taken (called with ->lock held, returns
  * with it released): new indexes send every vCPU again; the cpufreq
- * driver waits for the indexes and the host's classes, and registers
- * only once they are the CPUs' (fh_apply_feedback()): a policy created
- * before keeps the synthetic range for its lifetime.
+ * driver waits for the indexes and, with F_HOST_FREQ, for a snapshot
+ * that carries the host's classes (a host may send its defaults first:
+ * the vsock front end does, before its agent's state; FH_HOST_FREQ_WAIT
+ * bounds the wait), and registers only once they are the CPUs'
+ * (fh_apply_feedback()): a policy created before keeps the synthetic
+ * range for its lifetime.
  */
 static void fh_events_taken(struct virtio_freqhint *vi, bool ids, bool fb)
 	__releases(&vi->lock)
 {
 	bool plan = (fb || ids) && !READ_ONCE(vi->cpufreq_done) &&
-		    vi->host.seq && (!vi->has_cpu_id || vi->have_ids);
+		    vi->host.seq && (!vi->has_cpu_id || vi->have_ids) &&
+		    (!vi->has_host_freq || vi->host.num_freq_classes);
 
 	mutex_unlock(&vi->lock);
 	if (ids)
