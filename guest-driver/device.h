@@ -43,7 +43,8 @@ struct fh_stats {
 };
 
 struct virtio_freqhint {
-	struct virtio_device *vdev;
+	struct virtio_device *vdev;	/* NULL over vsock (vsock.c) */
+	struct device *dev;		/* for messages: vdev's, or vsock.c's */
 	struct virtqueue *vq;		/* hintq */
 	struct virtqueue *evq;		/* eventq, NULL without one */
 	struct fh_gather gather;
@@ -56,6 +57,7 @@ struct virtio_freqhint {
 	/* The sender and the event handler share one kthread worker. */
 	struct kthread_worker *worker;
 	struct kthread_delayed_work send_work;
+	kthread_work_func_t send_fn;	/* NULL: the hintq's (transport.c) */
 	struct kthread_work event_work;
 	struct kthread_work apply_work;
 	/*
@@ -112,7 +114,36 @@ void vfh_transport_stop(struct virtio_freqhint *vi);
 void vfh_transport_release(struct virtio_freqhint *vi);
 void vfh_transport_kick(struct virtio_freqhint *vi);
 void vfh_transport_resend(struct virtio_freqhint *vi);
+unsigned int vfh_transport_build(struct virtio_freqhint *vi,
+				 struct virtio_freqhint_hints *buf, bool *more);
 extern const struct attribute_group *vfh_groups[];
+
+/*
+ * main.c: the same driver over a link that is not the device (vsock.c):
+ * the state built from the host's configuration, the link going up and
+ * down, and the host's CPU_IDS and FEEDBACK messages.
+ */
+struct fh_config;
+struct virtio_freqhint *vfh_link_create(struct device *dev,
+					const struct fh_config *c,
+					u32 features, kthread_work_func_t send);
+void vfh_link_destroy(struct virtio_freqhint *vi);
+void vfh_link_up(struct virtio_freqhint *vi);
+void vfh_link_down(struct virtio_freqhint *vi);
+bool vfh_link_message(struct virtio_freqhint *vi, const void *msg,
+		      unsigned int len);
+
+/*
+ * vsock.c: the vsock link, used where no device is bound (module
+ * parameter transport=auto|virtio|vsock).  vfh_vsock_init() says whether
+ * the virtio driver is wanted; vfh_vsock_start() starts connecting;
+ * vfh_vsock_stop() (idempotent, under main.c's probe lock) ends it for
+ * good, as a device's probe and the module's exit do.
+ */
+int vfh_vsock_init(bool *want_device);
+void vfh_vsock_start(void);
+void vfh_vsock_stop(void);
+void vfh_vsock_exit(void);
 
 /* debugfs.c */
 void vfh_debugfs_init(struct virtio_freqhint *vi);

@@ -10,8 +10,9 @@
  * probe without the allocations and without the cpufreq driver (which the
  * cpufreq core suspends itself), like virtio-rng's remove_common/
  * probe_common: the same fh_stop()/fh_start() and device detach/attach.
- * Without the device the module does nothing.  The device describes the
- * whole VM, so a second one is refused.
+ * Without the device the module reports over vsock (vsock.c), the same
+ * state built from the host's CONFIG (vfh_link_*()).  The device
+ * describes the whole VM, so a second one is refused.
  *
  * Device side (virtio-freqhint v1): a 16-byte configuration read once at
  * probe; hintq (driver -> device) carries the records; eventq (device ->
@@ -60,8 +61,9 @@ static_assert(FH_CPUFREQ_NONE == FH_PERF_NONE);
 
 /*
  * Module-wide, not device state: the one device bound (to refuse a
- * second, by name) and the multi-instance CPU hotplug state each device
- * adds itself to.
+ * second, by name; also what keeps the vsock link from starting) and the
+ * multi-instance CPU hotplug state each device (or the vsock link's
+ * state) adds itself to.
  */
 static DEFINE_MUTEX(fh_probe_lock);
 static struct virtio_freqhint *fh_bound;
@@ -174,13 +176,14 @@ static void fh_apply_fn(struct kthread_work *work)
 }
 
 /*
- * One message from eventq (->lock held).  Sets *@ids when CPU_IDS arrived
- * and *@fb when a snapshot was taken.
+ * One message from the host (->lock held).  Sets *@ids when CPU_IDS
+ * arrived and *@fb when a snapshot was taken.  Returns false if the
+ * message was dropped as invalid (a stale or repeated one is not).
  */
-static void fh_event(struct virtio_freqhint *vi, const void *buf,
+static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 		     unsigned int len, bool *ids, bool *fb)
 {
-	struct device *dev = &vi->vdev->dev;
+	struct device *dev = vi->dev;
 	const struct virtio_freqhint_cpu_ids *m = buf;
 	const char *why = "unknown message type";
 	unsigned int cpu;
@@ -194,13 +197,13 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 			if (!vfh_cpu_ids_take(vi->cpu_ids, vi->have_ids, m,
 					      vi->num_vcpus)) {
 				vi->stats.cpu_ids_ignored++;
-				return;
+				return true;
 			}
 			vi->have_ids = true;
 			for_each_possible_cpu(cpu)
 				fh_map_cpu(vi, cpu);
 			*ids = true;
-			return;
+			return true;
 		}
 	} else if (le16_to_cpu(m->msg_type) == VIRTIO_FREQHINT_MSG_FEEDBACK) {
 		const struct virtio_freqhint_feedback *s = buf;
@@ -212,20 +215,47 @@ static void fh_event(struct virtio_freqhint *vi, const void *buf,
 		if (!why) {
 			if (!vfh_seq_newer(le32_to_cpu(s->seq), vi->host.seq)) {
 				vi->stats.feedback_stale++;
-				return;
+				return true;
 			}
 			vfh_feedback_take(&vi->host, s, vi->num_vcpus);
 			vi->stats.feedback_applied++;
 			*fb = true;
-			return;
+			return true;
 		}
 		/* The previous state stays. */
 		vi->stats.feedback_invalid++;
 		dev_warn_ratelimited(dev, "FEEDBACK dropped: %s\n", why);
-		return;
+		return false;
 	}
 	vi->stats.events_invalid++;
 	dev_warn_ratelimited(dev, "event dropped: %s\n", why);
+	return false;
+}
+
+/*
+ * After the host's messages were taken (called with ->lock held, returns
+ * with it released): new indexes send every vCPU again; the cpufreq
+ * driver waits for the indexes and, with F_HOST_FREQ, for a snapshot
+ * that carries the host's classes (a host may send its defaults first:
+ * the vsock front end does, before its agent's state; FH_HOST_FREQ_WAIT
+ * bounds the wait), and registers only once they are the CPUs'
+ * (fh_apply_feedback()): a policy created before keeps the synthetic
+ * range for its lifetime.
+ */
+static void fh_events_taken(struct virtio_freqhint *vi, bool ids, bool fb)
+	__releases(&vi->lock)
+{
+	bool plan = (fb || ids) && !READ_ONCE(vi->cpufreq_done) &&
+		    vi->host.seq && (!vi->has_cpu_id || vi->have_ids) &&
+		    (!vi->has_host_freq || vi->host.num_freq_classes);
+
+	mutex_unlock(&vi->lock);
+	if (ids)
+		vfh_transport_resend(vi);
+	if (ids || fb)
+		fh_apply_feedback(vi);
+	if (plan)
+		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
 }
 
 static int fh_event_buf_index(struct virtio_freqhint *vi, void *buf)
@@ -257,7 +287,7 @@ static bool fh_post_event_bufs(struct virtio_freqhint *vi)
 					  GFP_KERNEL);
 		if (err) {
 			vi->stats.event_repost_errors++;
-			dev_warn_once(&vi->vdev->dev,
+			dev_warn_once(vi->dev,
 				      "eventq buffer not made available (%d), retried later\n",
 				      err);
 			break;
@@ -288,7 +318,7 @@ static void fh_event_fn(struct kthread_work *work)
 			continue;
 		if (len > vi->event_buf_size) {
 			vi->stats.events_invalid++;
-			dev_warn_ratelimited(&vi->vdev->dev,
+			dev_warn_ratelimited(vi->dev,
 					     "event longer than its buffer\n");
 		} else {
 			/*
@@ -302,15 +332,7 @@ static void fh_event_fn(struct kthread_work *work)
 	}
 	if (fh_post_event_bufs(vi))
 		virtqueue_kick(vi->evq);
-	/* The cpufreq driver waits for the indexes and the host's classes. */
-	if ((fb || ids) && !READ_ONCE(vi->cpufreq_done) && vi->host.seq &&
-	    (!vi->has_cpu_id || vi->have_ids))
-		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
-	mutex_unlock(&vi->lock);
-	if (ids)
-		vfh_transport_resend(vi);
-	if (ids || fb)
-		fh_apply_feedback(vi);
+	fh_events_taken(vi, ids, fb);
 }
 
 /*
@@ -520,12 +542,12 @@ static int fh_clamps_start(struct virtio_freqhint *vi)
 		if (!err)
 			return 0;
 		if (!any || err != -ENODEV) {
-			dev_err(&vi->vdev->dev, "clamp source %s: %d\n",
+			dev_err(vi->dev, "clamp source %s: %d\n",
 				vfh_clamp_hook.name, err);
 			return err;
 		}
 	} else if (strcmp(clamp_source, "sched_switch")) {
-		dev_err(&vi->vdev->dev,
+		dev_err(vi->dev,
 			"clamp_source=%s: auto, hook or sched_switch\n",
 			clamp_source);
 		return -EINVAL;
@@ -629,12 +651,37 @@ static void fh_stop(struct virtio_freqhint *vi)
 #define FH_CREAD(vdev, field, ptr)	\
 	virtio_cread_le(vdev, struct virtio_freqhint_config, field, ptr)
 
+/*
+ * The host's configuration (the device's configuration space, or vsock's
+ * CONFIG message), fixed for the state's lifetime.  @eventq: messages
+ * arrive in buffers of c->event_buf_size, which must hold them.
+ */
+static int fh_take_config(struct virtio_freqhint *vi,
+			  const struct fh_config *c, bool eventq)
+{
+	const char *why;
+
+	/* DRV-7: a device this confused is not one to talk to. */
+	why = vfh_config_why(c, eventq);
+	if (why) {
+		dev_err(vi->dev, "invalid configuration: %s\n", why);
+		return -EINVAL;
+	}
+	vi->num_vcpus = c->num_vcpus;
+	vi->max_records = c->max_records;
+	vi->event_buf_size = eventq ? c->event_buf_size : 0;
+	vi->tune.window_ms = min_t(u16, c->rate_window_ms, 1000);
+	vi->tune.perf_step = c->perf_step;
+	vi->tune.idle_share = c->idle_share;
+	vi->tune.min_share = FH_MIN_SHARE;
+	return 0;
+}
+
 /* The configuration, fixed for the device's lifetime: read once. */
 static int fh_read_config(struct virtio_device *vdev,
 			  struct virtio_freqhint *vi)
 {
 	struct fh_config c;
-	const char *why;
 
 	FH_CREAD(vdev, num_vcpus, &c.num_vcpus);
 	FH_CREAD(vdev, max_records, &c.max_records);
@@ -643,20 +690,7 @@ static int fh_read_config(struct virtio_device *vdev,
 	FH_CREAD(vdev, idle_share, &c.idle_share);
 	FH_CREAD(vdev, reserved, &c.reserved);
 	FH_CREAD(vdev, event_buf_size, &c.event_buf_size);
-	/* DRV-7: a device this confused is not one to talk to. */
-	why = vfh_config_why(&c, vi->has_feedback || vi->has_cpu_id);
-	if (why) {
-		dev_err(&vdev->dev, "invalid configuration: %s\n", why);
-		return -EINVAL;
-	}
-	vi->num_vcpus = c.num_vcpus;
-	vi->max_records = c.max_records;
-	vi->event_buf_size = c.event_buf_size;
-	vi->tune.window_ms = min_t(u16, c.rate_window_ms, 1000);
-	vi->tune.perf_step = c.perf_step;
-	vi->tune.idle_share = c.idle_share;
-	vi->tune.min_share = FH_MIN_SHARE;
-	return 0;
+	return fh_take_config(vi, &c, vi->has_feedback || vi->has_cpu_id);
 }
 
 static void fh_free(struct virtio_freqhint *vi)
@@ -702,8 +736,11 @@ static int fh_alloc(struct virtio_freqhint *vi)
 	    !vi->cpu_ids ||
 	    !vi->fw_id || !vi->fw_known || !vi->index || !vi->buf)
 		return -ENOMEM;
-	/* Each its own allocation: device-writable, they share no cache line. */
-	if (vi->has_feedback || vi->has_cpu_id) {
+	/*
+	 * Each its own allocation: device-writable, they share no cache line.
+	 * Only the device has them (event_buf_size 0 otherwise).
+	 */
+	if (vi->event_buf_size) {
 		vi->event_snap = kmalloc(vi->event_buf_size, GFP_KERNEL);
 		if (!vi->event_snap)
 			return -ENOMEM;
@@ -737,6 +774,68 @@ static int virtfh_validate(struct virtio_device *vdev)
 	return 0;
 }
 
+/* The driver's state before the host's configuration is taken. */
+static struct virtio_freqhint *fh_new(struct device *dev, u32 features)
+{
+	struct virtio_freqhint *vi;
+
+	vi = kzalloc(sizeof(*vi), GFP_KERNEL);
+	if (!vi)
+		return NULL;
+	vi->dev = dev;
+	mutex_init(&vi->lock);
+	vi->has_perf = features & BIT(VIRTIO_FREQHINT_F_PERF);
+	vi->has_feedback = features & BIT(VIRTIO_FREQHINT_F_FEEDBACK);
+	/* Frequency classes travel in FEEDBACK snapshots only. */
+	vi->has_host_freq = vi->has_feedback &&
+			    (features & BIT(VIRTIO_FREQHINT_F_HOST_FREQ));
+	vi->has_cpu_id = features & BIT(VIRTIO_FREQHINT_F_CPU_ID);
+	kthread_init_work(&vi->event_work, fh_event_fn);
+	kthread_init_work(&vi->apply_work, fh_apply_fn);
+	INIT_DELAYED_WORK(&vi->cpufreq_work, fh_cpufreq_fn);
+	return vi;
+}
+
+/*
+ * Everything but the link, once the configuration is taken: the
+ * allocations, the gatherer, the cpufreq driver (registered later, see
+ * fh_cpufreq_plan()), the sender, the clamp source and the CPU callbacks.
+ * On failure the caller frees @vi (fh_free()).
+ */
+static int fh_state_init(struct virtio_freqhint *vi)
+{
+	int err;
+
+	err = fh_alloc(vi);
+	if (err)
+		return err;
+	err = fh_setup(vi);
+	if (err)
+		return err;
+	err = fh_start(vi);
+	if (err)
+		fh_teardown(vi);
+	return err;
+}
+
+/* Undoes fh_state_init(), once the link is down. */
+static void fh_state_exit(struct virtio_freqhint *vi)
+{
+	fh_stop(vi);
+	fh_teardown(vi);
+}
+
+static u32 fh_negotiated(struct virtio_device *vdev)
+{
+	unsigned int bit;
+	u32 f = 0;
+
+	for (bit = VIRTIO_FREQHINT_F_PERF; bit <= VIRTIO_FREQHINT_F_CPU_ID; bit++)
+		if (virtio_has_feature(vdev, bit))
+			f |= BIT(bit);
+	return f;
+}
+
 static int virtfh_probe(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi;
@@ -749,39 +848,25 @@ static int virtfh_probe(struct virtio_device *vdev)
 		err = -EBUSY;
 		goto out_unlock;
 	}
+	/* The device is the standard path: it takes over from vsock. */
+	vfh_vsock_stop();
 
 	err = -ENOMEM;
-	vi = kzalloc(sizeof(*vi), GFP_KERNEL);
+	vi = fh_new(&vdev->dev, fh_negotiated(vdev));
 	if (!vi)
 		goto out_unlock;
 	vi->vdev = vdev;
-	mutex_init(&vi->lock);
-	vi->has_perf = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_PERF);
-	vi->has_feedback = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK);
-	vi->has_host_freq = virtio_has_feature(vdev,
-					       VIRTIO_FREQHINT_F_HOST_FREQ);
-	vi->has_cpu_id = virtio_has_feature(vdev, VIRTIO_FREQHINT_F_CPU_ID);
-	kthread_init_work(&vi->event_work, fh_event_fn);
-	kthread_init_work(&vi->apply_work, fh_apply_fn);
-	INIT_DELAYED_WORK(&vi->cpufreq_work, fh_cpufreq_fn);
-
 	err = fh_read_config(vdev, vi);
-	if (err)
-		goto err_free;
-	err = fh_alloc(vi);
 	if (err)
 		goto err_free;
 
 	vdev->priv = vi;
-	err = fh_setup(vi);
+	err = fh_state_init(vi);
 	if (err)
 		goto err_priv;
-	err = fh_start(vi);
-	if (err)
-		goto err_teardown;
 	err = fh_device_attach(vi);
 	if (err)
-		goto err_stop;
+		goto err_state;
 	fh_cpufreq_plan(vi);
 	fh_bound = vi;
 	mutex_unlock(&fh_probe_lock);
@@ -794,10 +879,8 @@ static int virtfh_probe(struct virtio_device *vdev)
 		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");
 	return 0;
 
-err_stop:
-	fh_stop(vi);
-err_teardown:
-	fh_teardown(vi);
+err_state:
+	fh_state_exit(vi);
 err_priv:
 	vdev->priv = NULL;
 err_free:
@@ -816,9 +899,87 @@ static void virtfh_remove(struct virtio_device *vdev)
 	fh_bound = NULL;
 	mutex_unlock(&fh_probe_lock);
 	fh_device_detach(vi);
-	fh_stop(vi);
-	fh_teardown(vi);
+	fh_state_exit(vi);
 	vdev->priv = NULL;
+	fh_free(vi);
+}
+
+/*
+ * The same driver over another link (vsock.c): the state is built from
+ * the host's CONFIG and lives across reconnections with the same one;
+ * the link's own sender (@send, on the state's worker) builds its
+ * messages with vfh_transport_build().
+ */
+struct virtio_freqhint *vfh_link_create(struct device *dev,
+					const struct fh_config *c,
+					u32 features, kthread_work_func_t send)
+{
+	struct virtio_freqhint *vi;
+	int err;
+
+	vi = fh_new(dev, features);
+	if (!vi)
+		return ERR_PTR(-ENOMEM);
+	vi->send_fn = send;
+	err = fh_take_config(vi, c, false);
+	if (err)
+		goto err_free;
+	err = fh_state_init(vi);
+	if (err)
+		goto err_free;
+	fh_cpufreq_plan(vi);
+	vfh_debugfs_init(vi);
+	return vi;
+
+err_free:
+	fh_free(vi);
+	return ERR_PTR(err);
+}
+
+/*
+ * A new connection: as after the device's reset, the host's snapshot
+ * numbers restart, the first CPU_IDS is awaited again and every vCPU is
+ * sent.
+ */
+void vfh_link_up(struct virtio_freqhint *vi)
+{
+	mutex_lock(&vi->lock);
+	vi->host.seq = 0;
+	vi->have_ids = false;
+	mutex_unlock(&vi->lock);
+	vfh_transport_link(vi, true);
+	vfh_transport_resend(vi);
+}
+
+/* The connection is gone: nothing sends or applies until the next one. */
+void vfh_link_down(struct virtio_freqhint *vi)
+{
+	vfh_transport_link(vi, false);
+	vfh_transport_stop(vi);
+	kthread_cancel_work_sync(&vi->apply_work);
+}
+
+/* One CPU_IDS or FEEDBACK message; false if it was invalid. */
+bool vfh_link_message(struct virtio_freqhint *vi, const void *msg,
+		      unsigned int len)
+{
+	bool ids = false, fb = false, ok;
+
+	mutex_lock(&vi->lock);
+	if (!vi->link_up) {
+		mutex_unlock(&vi->lock);
+		return true;
+	}
+	ok = fh_event(vi, msg, len, &ids, &fb);
+	fh_events_taken(vi, ids, fb);
+	return ok;
+}
+
+void vfh_link_destroy(struct virtio_freqhint *vi)
+{
+	vfh_debugfs_exit(vi);
+	vfh_link_down(vi);
+	fh_state_exit(vi);
 	fh_free(vi);
 }
 
@@ -886,24 +1047,51 @@ static struct virtio_driver virtio_freqhint_driver = {
 #endif
 };
 
+static bool fh_virtio_registered;
+
+/*
+ * A device present at load binds while the driver registers; only where
+ * none did does the vsock link start (transport=auto).  A device that
+ * appears later takes over from it (virtfh_probe()).
+ */
 static int __init virtio_freqhint_init(void)
 {
+	bool want_device;
 	int ret;
 
+	ret = vfh_vsock_init(&want_device);
+	if (ret)
+		return ret;
 	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
 				      fh_cpu_online, fh_cpu_offline);
 	if (ret < 0)
-		return ret;
+		goto err_vsock;
 	fh_cpuhp_state = ret;
-	ret = register_virtio_driver(&virtio_freqhint_driver);
-	if (ret)
-		cpuhp_remove_multi_state(fh_cpuhp_state);
+	if (want_device) {
+		ret = register_virtio_driver(&virtio_freqhint_driver);
+		if (ret)
+			goto err_cpuhp;
+		fh_virtio_registered = true;
+	}
+	mutex_lock(&fh_probe_lock);
+	if (!fh_bound)
+		vfh_vsock_start();
+	mutex_unlock(&fh_probe_lock);
+	return 0;
+
+err_cpuhp:
+	cpuhp_remove_multi_state(fh_cpuhp_state);
+err_vsock:
+	vfh_vsock_exit();
 	return ret;
 }
 
 static void __exit virtio_freqhint_exit(void)
 {
-	unregister_virtio_driver(&virtio_freqhint_driver);
+	if (fh_virtio_registered)
+		unregister_virtio_driver(&virtio_freqhint_driver);
+	/* The link's CPU callbacks are instances of the multi state. */
+	vfh_vsock_exit();
 	cpuhp_remove_multi_state(fh_cpuhp_state);
 }
 

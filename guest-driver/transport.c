@@ -91,9 +91,12 @@ fh_buf(struct virtio_freqhint *vi, unsigned int i)
 	return (void *)vi->buf + i * vfh_buf_size(vi->max_records);
 }
 
-/* Fill @buf with dirty vCPUs; returns the record count. */
-static unsigned int fh_build(struct virtio_freqhint *vi,
-			     struct virtio_freqhint_hints *buf, bool *more)
+/*
+ * Fill @buf (room for max_records) with dirty vCPUs; returns the record
+ * count.  ->lock held.  Also the vsock link's (vsock.c).
+ */
+unsigned int vfh_transport_build(struct virtio_freqhint *vi,
+				 struct virtio_freqhint_hints *buf, bool *more)
 {
 	struct virtio_freqhint_record *recs = (void *)(buf + 1);
 	unsigned int cpu, n = 0;
@@ -118,7 +121,7 @@ static unsigned int fh_build(struct virtio_freqhint *vi,
 		if (idx < 0) {
 			if (cpu_online(cpu) || FIELD_GET(FH_REP_FLAGS, rep)) {
 				vi->stats.unmapped_cpus++;
-				dev_warn_once(&vi->vdev->dev,
+				dev_warn_once(vi->dev,
 					      "cpu%u has no vCPU index: not reported\n",
 					      cpu);
 			}
@@ -160,7 +163,7 @@ static void fh_send_fn(struct kthread_work *work)
 	}
 	i = __ffs(vi->free_bufs);
 	buf = fh_buf(vi, i);
-	n = fh_build(vi, buf, &more);
+	n = vfh_transport_build(vi, buf, &more);
 	if (!n)
 		goto out;
 	sg_init_one(&sg, buf, vfh_buf_size(n));
@@ -184,7 +187,8 @@ out:
 
 /*
  * Probe: the worker (sender and event handler); the link stays down until
- * vfh_transport_link().
+ * vfh_transport_link().  The sender is the hintq's, or the link's own
+ * (->send_fn, vsock.c).
  */
 int vfh_transport_start(struct virtio_freqhint *vi)
 {
@@ -194,7 +198,7 @@ int vfh_transport_start(struct virtio_freqhint *vi)
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	vi->worker = w;
-	kthread_init_delayed_work(&vi->send_work, fh_send_fn);
+	kthread_init_delayed_work(&vi->send_work, vi->send_fn ?: fh_send_fn);
 	vfh_gather_set_sender(&vi->gather, w->task);
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "cpufreq.h"
 #include "freqhint.h"
+#include "vsock.h"
 
 /* The functions under test, exported by virtio_freqhint for KUnit only. */
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
@@ -922,6 +923,117 @@ static void fh_test_record_invariants(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 900);
 }
 
+/* vsock_msg.c: HELLO as the host reads it, byte for byte. */
+static void fh_test_vsock_hello(struct kunit *test)
+{
+	static const u8 want[16] = { 16, 0, 1, 0, 0x0b, 0, 0, 0, 4, 0 };
+	struct freqhint_vsock_hello h;
+
+	memset(&h, 0xa5, sizeof(h));
+	vfh_vsock_hello(&h, 0x0b, 4);
+	KUNIT_EXPECT_MEMEQ(test, &h, want, sizeof(want));
+	vfh_vsock_hello(&h, 0, 0);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.num_cpus), 1);
+	vfh_vsock_hello(&h, 0, 70000);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.num_cpus), U16_MAX);
+}
+
+/* VS-4: a frame's count, at both ends of its range. */
+static void fh_test_vsock_frame(struct kunit *test)
+{
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(0));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(1));
+	KUNIT_EXPECT_NULL(test, vfh_vsock_frame_why(2));
+	KUNIT_EXPECT_NULL(test, vfh_vsock_frame_why(FREQHINT_VSOCK_MAX_FRAME));
+	KUNIT_EXPECT_NOT_NULL(test,
+			      vfh_vsock_frame_why(FREQHINT_VSOCK_MAX_FRAME + 1));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(U32_MAX));
+}
+
+static const struct freqhint_vsock_config fh_test_vcfg = {
+	.msg_type = cpu_to_le16(FREQHINT_VSOCK_MSG_CONFIG),
+	.version = cpu_to_le16(FREQHINT_VSOCK_VERSION),
+	.features = cpu_to_le32(0x0f),
+	.config = {
+		.num_vcpus = cpu_to_le16(4), .max_records = cpu_to_le16(4),
+		.rate_window_ms = cpu_to_le16(10), .perf_step = cpu_to_le16(16),
+		.idle_share = cpu_to_le16(20), .reserved = cpu_to_le16(7),
+		.event_buf_size = cpu_to_le32(1),
+	},
+};
+
+#define FH_VBAD(stmt) do {						\
+	struct freqhint_vsock_config m = fh_test_vcfg;			\
+	stmt;								\
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&m, sizeof(m),	\
+							0x0f, &c, &f));	\
+} while (0)
+
+/* VS-7: the host's CONFIG, hostile in each field it has. */
+static void fh_test_vsock_config(struct kunit *test)
+{
+	struct freqhint_vsock_config m = fh_test_vcfg;
+	struct fh_config c;
+	u32 f = 0;
+
+	KUNIT_ASSERT_NULL(test, vfh_vsock_config_why(&m, sizeof(m), 0x0f,
+						     &c, &f));
+	KUNIT_EXPECT_EQ(test, f, 0x0fU);
+	KUNIT_EXPECT_EQ(test, c.num_vcpus, 4);
+	KUNIT_EXPECT_EQ(test, c.max_records, 4);
+	KUNIT_EXPECT_EQ(test, c.rate_window_ms, 10);
+	KUNIT_EXPECT_EQ(test, c.perf_step, 16);
+	KUNIT_EXPECT_EQ(test, c.idle_share, 20);
+	/* No buffers over vsock; reserved is ignored, as on the device. */
+	KUNIT_EXPECT_EQ(test, c.event_buf_size, 0U);
+	KUNIT_EXPECT_EQ(test, c.reserved, 0);
+	/* A subset of what was offered is accepted. */
+	m.features = cpu_to_le32(0x01);
+	KUNIT_EXPECT_NULL(test, vfh_vsock_config_why(&m, sizeof(m), 0x0f,
+						     &c, &f));
+	KUNIT_EXPECT_EQ(test, f, 0x01U);
+
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&fh_test_vcfg,
+							 sizeof(m) - 1, 0x0f,
+							 &c, &f));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&fh_test_vcfg,
+							 sizeof(m) + 1, 0x0f,
+							 &c, &f));
+	/* Features the driver did not offer. */
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&fh_test_vcfg,
+							 sizeof(m), 0x07,
+							 &c, &f));
+	FH_VBAD(m.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_FEEDBACK));
+	FH_VBAD(m.msg_type = cpu_to_le16(FREQHINT_VSOCK_MSG_HELLO));
+	FH_VBAD(m.version = cpu_to_le16(2));
+	FH_VBAD(m.version = 0);
+	FH_VBAD(m.features = cpu_to_le32(BIT(31)));
+	FH_VBAD(m.config.num_vcpus = 0);
+	FH_VBAD(m.config.num_vcpus = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS + 1);
+		m.config.max_records = cpu_to_le16(1));
+	FH_VBAD(m.config.num_vcpus = cpu_to_le16(U16_MAX));
+	FH_VBAD(m.config.max_records = 0);
+	FH_VBAD(m.config.max_records = cpu_to_le16(5));
+	FH_VBAD(m.config.rate_window_ms = 0);
+	FH_VBAD(m.config.perf_step = 0);
+	FH_VBAD(m.config.perf_step = cpu_to_le16(VIRTIO_FREQHINT_SCALE + 1));
+	FH_VBAD(m.config.idle_share = cpu_to_le16(VIRTIO_FREQHINT_SCALE + 1));
+
+	/*
+	 * 1024 records do not fit one frame: the driver sends at most 1023
+	 * a message, which the host's max_records allows.
+	 */
+	m = fh_test_vcfg;
+	m.config.num_vcpus = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS);
+	m.config.max_records = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS);
+	KUNIT_ASSERT_NULL(test, vfh_vsock_config_why(&m, sizeof(m), 0x0f,
+						     &c, &f));
+	KUNIT_EXPECT_EQ(test, c.max_records, FREQHINT_VSOCK_MAX_VCPUS - 1);
+	KUNIT_EXPECT_LE(test, sizeof(struct virtio_freqhint_hints) +
+			c.max_records * sizeof(struct virtio_freqhint_record),
+			(size_t)FREQHINT_VSOCK_MAX_FRAME);
+}
+
 static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_bucket),
 	KUNIT_CASE(fh_test_window_exact),
@@ -950,6 +1062,9 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_scale),
 	KUNIT_CASE(fh_test_flag_composition),
 	KUNIT_CASE(fh_test_record_invariants),
+	KUNIT_CASE(fh_test_vsock_hello),
+	KUNIT_CASE(fh_test_vsock_frame),
+	KUNIT_CASE(fh_test_vsock_config),
 	{}
 };
 

@@ -178,9 +178,10 @@ check_fails "the policy limit is gone with the driver" \
 	test -e /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq
 check "insmod again" fh_insmod
 # Tuning is the device's, and GR-16's measurement mode is built only for
-# the benchmark (bench/guest): the product driver's one parameter is the
-# clamp source (GR-2c).
-check_output "the only module parameter is clamp_source" '^clamp_source$' \
+# the benchmark (bench/guest): the product driver's parameters are the
+# clamp source (GR-2c) and the transport's choice and vsock peer (issue 39).
+check_output "the module parameters: clamp_source, transport, vsock_cid" \
+	'^clamp_source transport vsock_cid$' \
 	sh -c 'ls /sys/module/virtio_freqhint/parameters/ | paste -sd" "'
 check_fails "no statistics in sysfs (they are in debugfs)" test -e "$dev/statistics"
 check "the agent is connected again" wait_file "$dev/agent_connected" '^1$'

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# `make dkms-tree` lays a self-contained source tree (with its copy of
-# <linux/virtio_freqhint.h>) that builds the way DKMS builds it, against
+# `make dkms-tree` lays a self-contained source tree (with its copies of
+# <linux/virtio_freqhint.h> and <linux/freqhint_vsock.h>) that builds the way DKMS builds it, against
 # Debian's 6.12 headers.
 set -euo pipefail
 
@@ -17,8 +17,10 @@ trap 'rm -rf "$work"' EXIT
 make -s -C "$here/guest-driver" dkms-tree DESTDIR="$work/root"
 tree=$(echo "$work"/root/usr/src/virtio_freqhint-*)
 [ -f "$tree/dkms.conf" ] || die "no dkms.conf in $tree"
-[ -f "$tree/include/linux/virtio_freqhint.h" ] || die "header not carried"
-cmp "$tree/include/linux/virtio_freqhint.h" "$here/spec/include/linux/virtio_freqhint.h"
+for h in virtio_freqhint.h freqhint_vsock.h; do
+	[ -f "$tree/include/linux/$h" ] || die "$h not carried"
+	cmp "$tree/include/linux/$h" "$here/spec/include/linux/$h"
+done
 # What dkms.conf's MAKE[0] runs, with the tree as its build directory; no
 # FREQHINT_SPEC_INCLUDE, no ../spec: the tree must stand alone.
 mv "$work/root/usr/src" "$work/src"

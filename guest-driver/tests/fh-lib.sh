@@ -142,6 +142,15 @@ pulse() {
 	fh_busy_pids="$fh_busy_pids $fh_pid"
 }
 
+# all_limited KHZ: every policy of CPUs 0-3 has scaling_max_freq KHZ
+# (eventually, 10 s), one check each.
+all_limited() {
+	for c in 0 1 2 3; do
+		check "cpu$c: scaling_max_freq $1 (the host's grant)" \
+			wait_file "/sys/devices/system/cpu/cpufreq/policy$c/scaling_max_freq" "^$1\$" 10
+	done
+}
+
 stop_busy() {
 	for p in $fh_busy_pids; do kill "$p" 2>/dev/null; done
 	for p in $fh_busy_pids; do wait "$p" 2>/dev/null; done

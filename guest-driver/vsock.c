@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * virtio_freqhint over virtio-vsock (spec/vsock-transport.md): where no
+ * virtio-freqhint device is bound, the same driver reports to the host
+ * through one vsock stream connection to CID 2, port 853, which every
+ * stock hypervisor's vsock device carries to a host process.
+ *
+ * The driver's state (gatherer, cpufreq driver, sender, feedback) is
+ * main.c's, built from the host's CONFIG (vfh_link_create()) and kept
+ * across reconnections to a host with the same configuration, so the
+ * cpufreq policies, and the user's governors and limits, survive a host
+ * restart.  A CONFIG that differs builds the state again, as a rebind of
+ * the device would.
+ *
+ * Contexts:
+ *  - connecting, receiving and closing run on ->wq (ordered, freezable),
+ *    each under ->lock; the socket's callbacks only queue work there;
+ *  - sending runs on the state's own worker (transport.c's), as on the
+ *    device, with MSG_DONTWAIT: a frame the socket does not take whole
+ *    is finished by later runs before the next is built.  The socket is
+ *    set before the link goes up and cleared only after it went down and
+ *    the sender was cancelled (vfh_link_down()), so the sender needs no
+ *    lock of this file; lock order: ->lock, then the state's ->lock.
+ * Nothing here blocks the system: a receive never waits, a connect waits
+ * at most the vsock connect timeout (2 s) on ->wq, and a run reads at
+ * most FH_VS_RX_BUDGET frames before it queues itself again.
+ *
+ * The link is module-wide (one host per guest), so its state is this
+ * file's; the module's exit and a device's probe end it (vfh_vsock_stop()).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/device.h>
+#include <linux/err.h>
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/socket.h>
+#include <linux/string.h>
+#include <linux/uio.h>
+#include <linux/vm_sockets.h>
+#include <linux/workqueue.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
+
+#include "device.h"
+#include "vsock.h"
+
+static char *transport = "auto";
+module_param(transport, charp, 0444);
+MODULE_PARM_DESC(transport,
+		 "auto (the device when one is bound, else vsock), virtio or vsock");
+
+static unsigned int vsock_cid = FREQHINT_VSOCK_HOST_CID;
+module_param(vsock_cid, uint, 0444);
+MODULE_PARM_DESC(vsock_cid,
+		 "the host's vsock CID (default 2, the host; 1 reaches this guest's own loopback, for tests)");
+
+/* Everything the driver can do; the host's CONFIG accepts a subset. */
+#define FH_VS_FEATURES	(BIT(VIRTIO_FREQHINT_F_PERF) |			\
+			 BIT(VIRTIO_FREQHINT_F_FEEDBACK) |		\
+			 BIT(VIRTIO_FREQHINT_F_HOST_FREQ) |		\
+			 BIT(VIRTIO_FREQHINT_F_CPU_ID))
+
+/* VS-9: the first retry within 1 s, then doubling up to 60 s apart. */
+#define FH_VS_BACKOFF_MIN	(HZ / 2)
+#define FH_VS_BACKOFF_MAX	(60 * HZ)
+/* A host that accepted but does not answer HELLO is given this long. */
+#define FH_VS_HELLO_WAIT	(10 * HZ)
+/* A frame header and the largest message. */
+#define FH_VS_TX_SIZE	(sizeof(struct freqhint_vsock_frame) +		\
+			 FREQHINT_VSOCK_MAX_FRAME)
+/* Frames one receive run takes before it lets other work run. */
+#define FH_VS_RX_BUDGET		16
+
+enum fh_vs_state {
+	FH_VS_IDLE,		/* no connection (a connect is queued) */
+	FH_VS_HELLO,		/* HELLO sent, CONFIG awaited */
+	FH_VS_UP,		/* the link is up */
+};
+
+static const char * const fh_vs_state_names[] = {
+	[FH_VS_IDLE] = "idle",
+	[FH_VS_HELLO] = "hello",
+	[FH_VS_UP] = "up",
+};
+
+/* debugfs virtio_freqhint_vsock/, not ABI */
+struct fh_vs_stats {
+	unsigned long connects;		/* CONFIG taken: the link went up */
+	unsigned long connect_errors;	/* socket or connect failed */
+	unsigned long disconnects;	/* a connection ended */
+	unsigned long protocol_errors;	/* of which: the host broke a rule */
+	unsigned long frames_in;
+	unsigned long frames_out;	/* HELLO and HINTS written whole */
+	unsigned long rebuilds;		/* a CONFIG unlike the last one */
+};
+
+struct fh_vsock {
+	struct mutex lock;		/* the fields below but tx */
+	bool running;			/* start to stop; nothing queues after */
+	enum fh_vs_state state;
+	struct socket *sock;
+	struct workqueue_struct *wq;
+	struct delayed_work conn_work;	/* connect, retry, HELLO timeout */
+	struct work_struct rx_work;
+	struct work_struct kick_work;	/* the socket has room again */
+	unsigned long backoff;
+	bool quiet;			/* a failure was logged: retries are not */
+	int last_err;			/* ... unless they fail otherwise */
+	struct device *dev;		/* /sys/devices/freqhint-vsock */
+	struct dentry *debugfs;
+
+	/* Receiving (->wq): the frame header, then its message. */
+	struct freqhint_vsock_frame rx_hdr;
+	u32 rx_hdr_have;
+	u32 rx_len;
+	u32 rx_have;
+	void *rx;			/* FREQHINT_VSOCK_MAX_FRAME */
+
+	/* Sending (the sender, or ->wq before the link is up). */
+	void *tx;			/* a frame header and a message */
+	size_t tx_len;			/* 0: no frame pending */
+	size_t tx_off;
+
+	/* The state, and the configuration and features it was built for. */
+	struct virtio_freqhint *vi;
+	struct fh_config cfg;
+	u32 features;
+
+	struct fh_vs_stats stats;
+};
+
+static struct fh_vsock fh_vs;
+static bool fh_vs_wanted;	/* transport= allows vsock */
+
+/* The socket's callbacks (softirq): queue the work, nothing else. */
+static void fh_vs_sk_queue(struct sock *sk, bool room)
+{
+	struct fh_vsock *vs;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	vs = sk->sk_user_data;
+	if (vs)
+		queue_work(vs->wq, room ? &vs->kick_work : &vs->rx_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void fh_vs_sk_ready(struct sock *sk)
+{
+	fh_vs_sk_queue(sk, false);
+}
+
+static void fh_vs_sk_write_space(struct sock *sk)
+{
+	fh_vs_sk_queue(sk, true);
+}
+
+/* The socket's own callbacks, put back before it is released. */
+static struct {
+	void (*data_ready)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+	void (*error_report)(struct sock *sk);
+	void (*write_space)(struct sock *sk);
+} fh_vs_saved;
+
+static void fh_vs_callbacks(struct fh_vsock *vs, struct sock *sk, bool on)
+{
+	write_lock_bh(&sk->sk_callback_lock);
+	if (on) {
+		fh_vs_saved.data_ready = sk->sk_data_ready;
+		fh_vs_saved.state_change = sk->sk_state_change;
+		fh_vs_saved.error_report = sk->sk_error_report;
+		fh_vs_saved.write_space = sk->sk_write_space;
+		sk->sk_user_data = vs;
+		/* A reset (TRANSPORT_RESET, the host's RST) reports an error. */
+		sk->sk_data_ready = fh_vs_sk_ready;
+		sk->sk_state_change = fh_vs_sk_ready;
+		sk->sk_error_report = fh_vs_sk_ready;
+		sk->sk_write_space = fh_vs_sk_write_space;
+	} else {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = fh_vs_saved.data_ready;
+		sk->sk_state_change = fh_vs_saved.state_change;
+		sk->sk_error_report = fh_vs_saved.error_report;
+		sk->sk_write_space = fh_vs_saved.write_space;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* Where the pending frame's message goes: after its header. */
+static void *fh_vs_msg(struct fh_vsock *vs)
+{
+	return (struct freqhint_vsock_frame *)vs->tx + 1;
+}
+
+/*
+ * Write what is left of the pending frame without waiting: 0 once it is
+ * all written, -EAGAIN if the socket has no room (the rest goes later),
+ * another error if the connection broke.
+ */
+static int fh_vs_write(struct fh_vsock *vs)
+{
+	while (vs->tx_off < vs->tx_len) {
+		struct kvec iov = {
+			.iov_base = (u8 *)vs->tx + vs->tx_off,
+			.iov_len = vs->tx_len - vs->tx_off,
+		};
+		struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+		int ret;
+
+		ret = kernel_sendmsg(vs->sock, &msg, &iov, 1, iov.iov_len);
+		if (ret <= 0)
+			return ret ? ret : -EPIPE;
+		vs->tx_off += ret;
+	}
+	vs->tx_len = 0;
+	vs->tx_off = 0;
+	vs->stats.frames_out++;
+	return 0;
+}
+
+/* Frame the @len message bytes already after ->tx's header. */
+static void fh_vs_frame(struct fh_vsock *vs, size_t len)
+{
+	struct freqhint_vsock_frame *f = vs->tx;
+
+	f->len = cpu_to_le32(len);
+	vs->tx_len = sizeof(struct freqhint_vsock_frame) + len;
+	vs->tx_off = 0;
+}
+
+/*
+ * The link's sender, on the state's worker (transport.c's kick queues it):
+ * one HINTS message per frame, at most one per rate window (VS-8, the
+ * device's §6.4), every dirty vCPU's latest record in it.
+ */
+static void fh_vs_send_fn(struct kthread_work *work)
+{
+	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
+						  send_work.work);
+	unsigned long window = msecs_to_jiffies(vi->tune.window_ms);
+	struct fh_vsock *vs = &fh_vs;
+	unsigned long delay;
+	bool more = false;
+	unsigned int n;
+	int err;
+
+	mutex_lock(&vi->lock);
+	/* Indexes are known once CPU_IDS arrived, which kicks again. */
+	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
+		goto out;
+	if (!vs->tx_len) {
+		/*
+		 * The kick's delay keeps to the window already; checked here
+		 * too, so that no path sends two messages within one.
+		 */
+		delay = vfh_send_delay(jiffies, READ_ONCE(vi->last_send), window);
+		if (delay) {
+			kthread_queue_delayed_work(vi->worker, &vi->send_work,
+						   delay);
+			goto out;
+		}
+		n = vfh_transport_build(vi, fh_vs_msg(vs), &more);
+		if (!n)
+			goto out;
+		fh_vs_frame(vs, vfh_buf_size(n));
+		WRITE_ONCE(vi->last_send, jiffies);
+		vi->stats.buffers_sent++;
+		vi->stats.records_sent += n;
+	}
+	err = fh_vs_write(vs);
+	if (err == -EAGAIN) {
+		/* The host reads slowly: write_space kicks, or the next window. */
+		vi->stats.send_deferred++;
+		kthread_queue_delayed_work(vi->worker, &vi->send_work, window);
+		goto out;
+	}
+	if (err) {
+		/* The receiver notices the end and reconnects; all is sent again. */
+		vi->stats.send_errors++;
+		queue_work(vs->wq, &vs->rx_work);
+		goto out;
+	}
+	if (more)
+		vfh_transport_kick(vi);
+out:
+	mutex_unlock(&vi->lock);
+}
+
+static void fh_vs_kick_fn(struct work_struct *work)
+{
+	struct fh_vsock *vs = container_of(work, struct fh_vsock, kick_work);
+
+	mutex_lock(&vs->lock);
+	if (vs->running && vs->state == FH_VS_UP)
+		vfh_transport_kick(vs->vi);
+	mutex_unlock(&vs->lock);
+}
+
+/* The connection is gone (->lock held): the link down, the socket released. */
+static void fh_vs_close(struct fh_vsock *vs)
+{
+	struct socket *sock = vs->sock;
+
+	if (!sock)
+		return;
+	if (vs->vi)
+		vfh_link_down(vs->vi);
+	fh_vs_callbacks(vs, sock->sk, false);
+	vs->sock = NULL;
+	vs->tx_len = 0;
+	vs->tx_off = 0;
+	vs->state = FH_VS_IDLE;
+	kernel_sock_shutdown(sock, SHUT_RDWR);
+	sock_release(sock);
+}
+
+/* The next connect, after the backoff (->lock held). */
+static void fh_vs_retry(struct fh_vsock *vs)
+{
+	if (!vs->running)
+		return;
+	mod_delayed_work(vs->wq, &vs->conn_work, vs->backoff);
+	vs->backoff = min(vs->backoff * 2, (unsigned long)FH_VS_BACKOFF_MAX);
+}
+
+/*
+ * The connection ends (->lock held): @why for the log (once until the
+ * link is up again), @err if it was a socket error, @proto if the host
+ * broke the protocol.
+ */
+static void fh_vs_fault(struct fh_vsock *vs, const char *why, int err,
+			bool proto)
+{
+	/* A host that accepts and closes again and again is not logged so. */
+	if (!vs->quiet)
+		dev_info_ratelimited(vs->dev, "connection to CID %u port %u ended: %s (%d); reconnecting with backoff\n",
+				     vsock_cid, FREQHINT_VSOCK_PORT, why, err);
+	vs->quiet = true;
+	vs->stats.disconnects++;
+	if (proto)
+		vs->stats.protocol_errors++;
+	fh_vs_close(vs);
+	fh_vs_retry(vs);
+}
+
+/*
+ * CONFIG arrived (VS-7): the state as the host describes it, built again
+ * only if the host describes it differently; then the link goes up and
+ * every vCPU is sent (VS-8).
+ */
+static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
+{
+	struct virtio_freqhint *vi;
+	struct fh_config c;
+	const char *why;
+	u32 features;
+
+	why = vfh_vsock_config_why(vs->rx, len, FH_VS_FEATURES, &c, &features);
+	if (why) {
+		dev_warn(vs->dev, "CONFIG refused: %s\n", why);
+		return false;
+	}
+	if (vs->vi && (features != vs->features ||
+		       memcmp(&c, &vs->cfg, sizeof(c)))) {
+		vfh_link_destroy(vs->vi);
+		vs->vi = NULL;
+		vs->stats.rebuilds++;
+	}
+	if (!vs->vi) {
+		vi = vfh_link_create(vs->dev, &c, features, fh_vs_send_fn);
+		if (IS_ERR(vi)) {
+			dev_warn(vs->dev, "state not built: %ld\n", PTR_ERR(vi));
+			return false;
+		}
+		vs->vi = vi;
+		vs->cfg = c;
+		vs->features = features;
+	}
+	vs->state = FH_VS_UP;
+	vs->backoff = FH_VS_BACKOFF_MIN;
+	vs->stats.connects++;
+	if (vs->quiet)
+		dev_info(vs->dev, "connected to CID %u port %u again\n",
+			 vsock_cid, FREQHINT_VSOCK_PORT);
+	else
+		dev_info(vs->dev, "reporting over vsock to CID %u port %u, features %#x, %u vCPUs\n",
+			 vsock_cid, FREQHINT_VSOCK_PORT, features, c.num_vcpus);
+	vs->quiet = false;
+	vfh_link_up(vs->vi);
+	return true;
+}
+
+/* One whole message in ->rx: false ends the connection (VS-5). */
+static bool fh_vs_message(struct fh_vsock *vs, unsigned int len)
+{
+	u16 type = le16_to_cpup(vs->rx);
+
+	vs->stats.frames_in++;
+	if (vs->state == FH_VS_HELLO)
+		return fh_vs_config(vs, len);
+	if (type != VIRTIO_FREQHINT_MSG_CPU_IDS &&
+	    type != VIRTIO_FREQHINT_MSG_FEEDBACK) {
+		dev_warn(vs->dev, "message type %u from the host refused\n",
+			 type);
+		return false;
+	}
+	/* event.c checks it whole; an invalid one ends the connection. */
+	return vfh_link_message(vs->vi, vs->rx, len);
+}
+
+/* Read without waiting: bytes read, 0 at the end, or an error. */
+static int fh_vs_recv(struct fh_vsock *vs, void *buf, size_t len)
+{
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	return kernel_recvmsg(vs->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
+}
+
+static void fh_vs_rx_fn(struct work_struct *work)
+{
+	struct fh_vsock *vs = container_of(work, struct fh_vsock, rx_work);
+	unsigned int frames = 0;
+	const char *why;
+	int ret;
+
+	mutex_lock(&vs->lock);
+	while (vs->running && vs->sock) {
+		if (frames == FH_VS_RX_BUDGET) {
+			queue_work(vs->wq, &vs->rx_work);
+			break;
+		}
+		if (vs->rx_hdr_have < sizeof(vs->rx_hdr)) {
+			ret = fh_vs_recv(vs, (u8 *)&vs->rx_hdr + vs->rx_hdr_have,
+					 sizeof(vs->rx_hdr) - vs->rx_hdr_have);
+			if (ret > 0) {
+				vs->rx_hdr_have += ret;
+				if (vs->rx_hdr_have < sizeof(vs->rx_hdr))
+					continue;
+				vs->rx_len = le32_to_cpu(vs->rx_hdr.len);
+				vs->rx_have = 0;
+				why = vfh_vsock_frame_why(vs->rx_len);
+				if (why) {
+					fh_vs_fault(vs, why, -EPROTO, true);
+					break;
+				}
+				continue;
+			}
+		} else {
+			ret = fh_vs_recv(vs, (u8 *)vs->rx + vs->rx_have,
+					 vs->rx_len - vs->rx_have);
+			if (ret > 0) {
+				vs->rx_have += ret;
+				if (vs->rx_have < vs->rx_len)
+					continue;
+				vs->rx_hdr_have = 0;
+				frames++;
+				if (!fh_vs_message(vs, vs->rx_len)) {
+					fh_vs_fault(vs, "invalid message",
+						    -EPROTO, true);
+					break;
+				}
+				continue;
+			}
+		}
+		if (ret == -EAGAIN)
+			break;
+		fh_vs_fault(vs, ret ? "socket error" : "closed by the host",
+			    ret, false);
+		break;
+	}
+	mutex_unlock(&vs->lock);
+}
+
+/* Open the connection and send HELLO (->lock held). */
+static int fh_vs_connect(struct fh_vsock *vs)
+{
+	struct sockaddr_vm addr = {
+		.svm_family = AF_VSOCK,
+		.svm_cid = vsock_cid,
+		.svm_port = FREQHINT_VSOCK_PORT,
+	};
+	struct socket *sock;
+	int err;
+
+	/* Loads the vsock family if it is a module: no symbol of it is used. */
+	err = sock_create_kern(&init_net, AF_VSOCK, SOCK_STREAM, 0, &sock);
+	if (err)
+		return err;
+	err = kernel_connect(sock, (struct sockaddr *)&addr, sizeof(addr), 0);
+	if (err) {
+		sock_release(sock);
+		return err;
+	}
+	vs->sock = sock;
+	vs->rx_hdr_have = 0;
+	fh_vs_callbacks(vs, sock->sk, true);
+	vfh_vsock_hello(fh_vs_msg(vs), FH_VS_FEATURES, num_possible_cpus());
+	fh_vs_frame(vs, sizeof(struct freqhint_vsock_hello));
+	/* A fresh socket has room for 20 bytes; if not, it is not usable. */
+	err = fh_vs_write(vs);
+	if (err) {
+		fh_vs_close(vs);
+		return err == -EAGAIN ? -ENOBUFS : err;
+	}
+	vs->state = FH_VS_HELLO;
+	/* What arrived before the callbacks were set. */
+	queue_work(vs->wq, &vs->rx_work);
+	return 0;
+}
+
+static void fh_vs_conn_fn(struct work_struct *work)
+{
+	struct fh_vsock *vs = container_of(to_delayed_work(work),
+					   struct fh_vsock, conn_work);
+	int err;
+
+	mutex_lock(&vs->lock);
+	if (!vs->running)
+		goto out;
+	if (vs->state == FH_VS_HELLO) {
+		fh_vs_fault(vs, "no CONFIG in time", -ETIMEDOUT, true);
+		goto out;
+	}
+	if (vs->state != FH_VS_IDLE)
+		goto out;
+	err = fh_vs_connect(vs);
+	if (err) {
+		vs->stats.connect_errors++;
+		if (!vs->quiet || err != vs->last_err)
+			dev_info_ratelimited(vs->dev, "no connection to CID %u port %u (%d); retrying with backoff\n",
+					     vsock_cid, FREQHINT_VSOCK_PORT, err);
+		vs->quiet = true;
+		vs->last_err = err;
+		fh_vs_retry(vs);
+		goto out;
+	}
+	mod_delayed_work(vs->wq, &vs->conn_work, FH_VS_HELLO_WAIT);
+out:
+	mutex_unlock(&vs->lock);
+}
+
+static int fh_vs_state_show(struct seq_file *m, void *unused)
+{
+	struct fh_vsock *vs = m->private;
+
+	mutex_lock(&vs->lock);
+	seq_printf(m, "%s cid=%u port=%u\n", fh_vs_state_names[vs->state],
+		   vsock_cid, FREQHINT_VSOCK_PORT);
+	mutex_unlock(&vs->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fh_vs_state);
+
+#define FH_VS_STAT(dir, st, name) \
+	debugfs_create_ulong(#name, 0444, dir, &(st).name)
+
+int vfh_vsock_init(bool *want_device)
+{
+	struct fh_vsock *vs = &fh_vs;
+
+	*want_device = strcmp(transport, "vsock");
+	fh_vs_wanted = strcmp(transport, "virtio");
+	if (*want_device && !fh_vs_wanted)
+		return 0;
+	if (*want_device && strcmp(transport, "auto")) {
+		pr_err("transport=%s: auto, virtio or vsock\n", transport);
+		return -EINVAL;
+	}
+	mutex_init(&vs->lock);
+	INIT_DELAYED_WORK(&vs->conn_work, fh_vs_conn_fn);
+	INIT_WORK(&vs->rx_work, fh_vs_rx_fn);
+	INIT_WORK(&vs->kick_work, fh_vs_kick_fn);
+	vs->rx = kmalloc(FREQHINT_VSOCK_MAX_FRAME, GFP_KERNEL);
+	vs->tx = kmalloc(FH_VS_TX_SIZE, GFP_KERNEL);
+	/* Ordered: one of connect, receive, close at a time; no connect in suspend. */
+	vs->wq = alloc_ordered_workqueue("virtio_freqhint_vsock", WQ_FREEZABLE);
+	if (!vs->rx || !vs->tx || !vs->wq)
+		goto err;
+	vs->dev = root_device_register("freqhint-vsock");
+	if (IS_ERR(vs->dev)) {
+		vs->dev = NULL;
+		goto err;
+	}
+	return 0;
+
+err:
+	vfh_vsock_exit();
+	return -ENOMEM;
+}
+
+/* Module init, no device bound: connect (main.c's probe lock held). */
+void vfh_vsock_start(void)
+{
+	struct fh_vsock *vs = &fh_vs;
+
+	if (!fh_vs_wanted)
+		return;
+	mutex_lock(&vs->lock);
+	vs->running = true;
+	vs->state = FH_VS_IDLE;
+	vs->backoff = FH_VS_BACKOFF_MIN;
+	vs->debugfs = debugfs_create_dir("virtio_freqhint_vsock", NULL);
+	debugfs_create_file("state", 0444, vs->debugfs, vs, &fh_vs_state_fops);
+	FH_VS_STAT(vs->debugfs, vs->stats, connects);
+	FH_VS_STAT(vs->debugfs, vs->stats, connect_errors);
+	FH_VS_STAT(vs->debugfs, vs->stats, disconnects);
+	FH_VS_STAT(vs->debugfs, vs->stats, protocol_errors);
+	FH_VS_STAT(vs->debugfs, vs->stats, frames_in);
+	FH_VS_STAT(vs->debugfs, vs->stats, frames_out);
+	FH_VS_STAT(vs->debugfs, vs->stats, rebuilds);
+	queue_delayed_work(vs->wq, &vs->conn_work, 0);
+	mutex_unlock(&vs->lock);
+}
+
+/*
+ * For good: a device took over, or the module goes.  Once ->running is
+ * clear and the socket's callbacks are restored nothing queues work, and
+ * work that still runs finds nothing to do.
+ */
+void vfh_vsock_stop(void)
+{
+	struct fh_vsock *vs = &fh_vs;
+
+	if (!fh_vs_wanted || !vs->wq)
+		return;
+	mutex_lock(&vs->lock);
+	if (!vs->running) {
+		mutex_unlock(&vs->lock);
+		return;
+	}
+	vs->running = false;
+	fh_vs_close(vs);
+	if (vs->vi) {
+		vfh_link_destroy(vs->vi);
+		vs->vi = NULL;
+	}
+	debugfs_remove_recursive(vs->debugfs);
+	vs->debugfs = NULL;
+	mutex_unlock(&vs->lock);
+	cancel_delayed_work_sync(&vs->conn_work);
+	cancel_work_sync(&vs->rx_work);
+	cancel_work_sync(&vs->kick_work);
+	if (vs->dev)
+		dev_info(vs->dev, "vsock link stopped\n");
+}
+
+void vfh_vsock_exit(void)
+{
+	struct fh_vsock *vs = &fh_vs;
+
+	vfh_vsock_stop();
+	if (vs->wq)
+		destroy_workqueue(vs->wq);
+	vs->wq = NULL;
+	if (vs->dev)
+		root_device_unregister(vs->dev);
+	vs->dev = NULL;
+	kfree(vs->tx);
+	vs->tx = NULL;
+	kfree(vs->rx);
+	vs->rx = NULL;
+}
