@@ -7,8 +7,9 @@
 # to 3.2 GHz, 400 MHz steps on policies 0-4), VM "loop" (CID 1, the
 # loopback's own) with four vCPUs placed on fixture CPUs 0, 2, 4, 6 and an
 # operator ceiling of 75 %.  The module connects to CID 1 (vsock_cid=1).
-# Debian's stock kernel has no uclamp: the guest's governor requests
-# (perf, a floor on the host, MR-4) carry the hints here.
+# On Debian's stock kernel (no uclamp) the guest's governor requests (perf,
+# a floor on the host, MR-4) carry the hints; on the uclamp kernel the
+# clamps set with uclampset are checked too.
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=fh-lib.sh
 . /lib/freqhint/fh-lib.sh
@@ -60,6 +61,27 @@ check "the fixture's policy2 floor rises to 2.4 GHz" \
 stop_busy
 check "vCPU 1 idle: policy2's floor returns" \
 	wait_file $FXP/policy2/scaling_min_freq "^$floor0\$" 30
+
+# The uclamp kernel: a task's clamps travel themselves (a stock kernel
+# carries the governor's request only).  Under powersave the guest's
+# request is its lowest, so what moves the host here is the clamp.
+if [ -e /proc/sys/kernel/sched_util_clamp_min ]; then
+	for g in $C/cpufreq/policy*/scaling_governor; do echo powersave >"$g"; done
+	busy 1 -m 1024
+	check "uclampset -m 1024 on vCPU 1: policy2's floor rises to 2.4 GHz" \
+		wait_file $FXP/policy2/scaling_min_freq '^2400000$' 30
+	stop_busy
+	check "the task gone: policy2's floor returns" \
+		wait_file $FXP/policy2/scaling_min_freq "^$floor0\$" 30
+	max0=$(cat $FXP/policy2/scaling_max_freq)
+	busy 1 -M 300
+	check "uclampset -M 300 on vCPU 1: policy2's ceiling below 1.6 GHz" \
+		wait_file $FXP/policy2/scaling_max_freq '^([89][0-9]{5}|1[0-5][0-9]{5})$' 30
+	stop_busy
+	check "the task gone: policy2's ceiling returns" \
+		wait_file $FXP/policy2/scaling_max_freq "^$max0\$" 30
+	use_schedutil
+fi
 
 # The front end restarts: the module reconnects with backoff and sends its
 # whole state; the host's view matches the guest's again.

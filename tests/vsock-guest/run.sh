@@ -16,9 +16,9 @@
 #
 #   --kernel  default stock (Debian's 6.12, whose vsock modules come from the
 #             host's /lib/modules/<release>, installed with the kernel
-#             package).  The project's uclamp kernel is built without
-#             CONFIG_VSOCKETS (tests/harness/uclamp.config): refused with
-#             that reason.
+#             package); uclamp, the project's x86 test kernel, has them
+#             built in (tests/harness/uclamp-x86_64.config).  A kernel
+#             without the loopback transport is refused with that reason.
 #   --test    default in-guest.sh beside this file (the host side: a client
 #             on CID 1, port 853; the unprivileged squat of port 853)
 #   --module  carried as /modules/FILE.ko (the test loads it)
@@ -77,7 +77,7 @@ elif [ -r "$kdir/build/.config" ] && grep -q '^CONFIG_VSOCKETS=y' "$kdir/build/.
 	grep -q '^CONFIG_VSOCKETS_LOOPBACK=y' "$kdir/build/.config"; then
 	: # built in
 else
-	die "kernel $kdir has no vsock loopback transport (CONFIG_VSOCKETS, CONFIG_VSOCKETS_LOOPBACK); the uclamp test kernel is built without them"
+	die "kernel $kdir has no vsock loopback transport (CONFIG_VSOCKETS, CONFIG_VSOCKETS_LOOPBACK)"
 fi
 
 for b in "$@"; do
