@@ -186,8 +186,10 @@ struct fh_hello_relay {
 	uint16_t transport;	/* enum fh_relay_transport */
 	uint16_t reserved;	/* must be zero */
 	uint32_t cid;		/* FH_RELAY_VSOCK: the guest's CID; else zero */
-	/* FH_RELAY_HYBRID: the listening socket's path, NUL-terminated and
-	 * NUL-padded; else all zero */
+	/*
+	 * FH_RELAY_HYBRID: the listening socket's path, NUL-terminated and
+	 * NUL-padded; else all zero
+	 */
 	char path[FH_RELAY_PATH_MAX];
 };
 
