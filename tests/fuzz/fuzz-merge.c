@@ -80,7 +80,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   Reader r = { data, size };
   FhClamp sys, op;
-  FhMergeParams params;
+  FhMergeParams params = { 0 }; /* perf_only off: the shipped mode (MR-3) */
   Vcpu v[MAX_VCPUS];
   FhPlacedVcpu placed[MAX_VCPUS], only_active[MAX_VCPUS];
   FhCpuDecision cpus[N_CPUS], cpus2[N_CPUS], pol;
