@@ -11,6 +11,18 @@
 /* The agent keeps a VM of either transport in the same tables. */
 _Static_assert(FH_MAX_VCPUS >= FREQHINT_VSOCK_MAX_VCPUS,
 	       "the agent protocol carries every vsock VM");
+/* The vsock frame is the largest message: every other one fits it. */
+_Static_assert(sizeof(struct virtio_freqhint_feedback) +
+	       FREQHINT_VSOCK_MAX_VCPUS *
+	       sizeof(struct virtio_freqhint_vcpu_feedback) <=
+	       FREQHINT_VSOCK_MAX_FRAME,
+	       "a FEEDBACK for FREQHINT_VSOCK_MAX_VCPUS fits a vsock frame");
+_Static_assert(sizeof(struct virtio_freqhint_cpu_ids) +
+	       FREQHINT_VSOCK_MAX_VCPUS * sizeof(__le64) <=
+	       FREQHINT_VSOCK_MAX_FRAME,
+	       "a CPU_IDS for FREQHINT_VSOCK_MAX_VCPUS fits a vsock frame");
+_Static_assert(sizeof(struct freqhint_vsock_config) <=
+	       FREQHINT_VSOCK_MAX_FRAME, "CONFIG fits a vsock frame");
 
 static int failures;
 
@@ -79,6 +91,8 @@ int main(void)
 	EXPECT(VIRTIO_FREQHINT_FB_ACTIVE == VIRTIO_FREQHINT_FB_AGENT &&
 	       VIRTIO_FREQHINT_FB_ACTIVE == VIRTIO_FREQHINT_FB_ALL);
 	EXPECT(FH_MAX_PAYLOAD < 65536);
+	/* spec/vsock-transport.md VS-4 quotes it */
+	EXPECT(FREQHINT_VSOCK_MAX_FRAME == 16392);
 	EXPECT(FH_CLOSE_REASON_MAX == FH_CLOSE_OVERLOAD);
 	check_codec();
 	EXPECT(FH_PROTO_VERSION == 2);

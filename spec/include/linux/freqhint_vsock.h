@@ -37,13 +37,18 @@
 #define FREQHINT_VSOCK_MSG_HELLO	16	/* driver -> host, first frame */
 #define FREQHINT_VSOCK_MSG_CONFIG	17	/* host -> driver, answer to HELLO */
 
+/* vCPUs of one guest this transport carries. */
+#define FREQHINT_VSOCK_MAX_VCPUS	1024
 /*
  * Largest frame payload either side sends or accepts; a larger count
- * closes the connection.  Room for FEEDBACK and CPU_IDS at
- * FREQHINT_VSOCK_MAX_VCPUS vCPUs.
+ * closes the connection.  It is the largest message: HINTS with a record
+ * for each of FREQHINT_VSOCK_MAX_VCPUS vCPUs (16392 bytes), so a guest's
+ * whole state goes in one frame.  FEEDBACK (8816 bytes) and CPU_IDS (8200)
+ * at that many vCPUs are smaller.
  */
-#define FREQHINT_VSOCK_MAX_VCPUS	1024
-#define FREQHINT_VSOCK_MAX_FRAME	16384
+#define FREQHINT_VSOCK_MAX_FRAME					\
+	(sizeof(struct virtio_freqhint_hints) +				\
+	 FREQHINT_VSOCK_MAX_VCPUS * sizeof(struct virtio_freqhint_record))
 
 /* Frame header. */
 struct freqhint_vsock_frame {
