@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include <freqhint/vsock_host.h>
 #include <glib.h>
 
 _Static_assert (sizeof (struct freqhint_vsock_frame) == 4, "freqhint_vsock_frame is 4 bytes");

@@ -7,6 +7,7 @@
 #include <linux/virtio_freqhint.h>
 #include <freqhint/agent_protocol.h>
 #include <linux/freqhint_vsock.h>
+#include <freqhint/vsock_host.h>
 
 /* The agent keeps a VM of either transport in the same tables. */
 _Static_assert(FH_MAX_VCPUS >= FREQHINT_VSOCK_MAX_VCPUS,
@@ -93,6 +94,10 @@ int main(void)
 	EXPECT(FH_MAX_PAYLOAD < 65536);
 	/* spec/vsock-transport.md VS-4 quotes it */
 	EXPECT(FREQHINT_VSOCK_MAX_FRAME == 16392);
+	/* and the host's policy it quotes (VS-16, VS-20, VS-21) */
+	EXPECT(FREQHINT_VSOCK_HOST_WINDOW_MS == 10);
+	EXPECT(FREQHINT_VSOCK_HOST_CONNS_PER_PEER == 2);
+	EXPECT(FREQHINT_VSOCK_HOST_MSGS_PER_S == 216);
 	EXPECT(FH_CLOSE_REASON_MAX == FH_CLOSE_OVERLOAD);
 	check_codec();
 	EXPECT(FH_PROTO_VERSION == 2);

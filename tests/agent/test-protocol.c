@@ -2,6 +2,7 @@
 /* Unit tests: framing, every message's validation, encoder byte layout. */
 #include <string.h>
 
+#include <freqhint/vsock_host.h>
 #include <glib.h>
 
 #include "fh-protocol.h"
