@@ -975,6 +975,7 @@ static void fh_test_vsock_config(struct kunit *test)
 	struct freqhint_vsock_config m = fh_test_vcfg;
 	struct fh_config c;
 	u32 f = 0;
+	u32 len;
 
 	KUNIT_ASSERT_NULL(test, vfh_vsock_config_why(&m, sizeof(m), 0x0f,
 						     &c, &f));
@@ -1020,18 +1021,21 @@ static void fh_test_vsock_config(struct kunit *test)
 	FH_VBAD(m.config.idle_share = cpu_to_le16(VIRTIO_FREQHINT_SCALE + 1));
 
 	/*
-	 * 1024 records do not fit one frame: the driver sends at most 1023
-	 * a message, which the host's max_records allows.
+	 * A record for each of FREQHINT_VSOCK_MAX_VCPUS vCPUs fits one
+	 * frame: max_records is taken as the host gives it, and the frame
+	 * of that HINTS message is one to read; a record more is not.
 	 */
 	m = fh_test_vcfg;
 	m.config.num_vcpus = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS);
 	m.config.max_records = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS);
 	KUNIT_ASSERT_NULL(test, vfh_vsock_config_why(&m, sizeof(m), 0x0f,
 						     &c, &f));
-	KUNIT_EXPECT_EQ(test, c.max_records, FREQHINT_VSOCK_MAX_VCPUS - 1);
-	KUNIT_EXPECT_LE(test, sizeof(struct virtio_freqhint_hints) +
-			c.max_records * sizeof(struct virtio_freqhint_record),
-			(size_t)FREQHINT_VSOCK_MAX_FRAME);
+	KUNIT_EXPECT_EQ(test, c.max_records, FREQHINT_VSOCK_MAX_VCPUS);
+	len = sizeof(struct virtio_freqhint_hints) +
+	      c.max_records * sizeof(struct virtio_freqhint_record);
+	KUNIT_EXPECT_NULL(test, vfh_vsock_frame_why(len));
+	len += sizeof(struct virtio_freqhint_record);
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(len));
 }
 
 static struct kunit_case fh_test_cases[] = {

@@ -7,8 +7,7 @@
  *
  * The host is trusted less than the guest kernel: a frame or a CONFIG
  * that breaks a rule ends the connection (vsock.c); nothing is clamped
- * into something the host did not mean, except max_records, which is
- * the most the driver may send at once and may always be undercut.
+ * into something the host did not mean.
  */
 #include <kunit/visibility.h>
 #include <linux/export.h>
@@ -22,13 +21,10 @@ static_assert(sizeof(struct freqhint_vsock_frame) == 4);
 static_assert(sizeof(struct freqhint_vsock_hello) == 16);
 static_assert(sizeof(struct freqhint_vsock_config) == 24);
 
-/*
- * Records that fit one HINTS frame: FREQHINT_VSOCK_MAX_FRAME holds 1023,
- * one less than FREQHINT_VSOCK_MAX_VCPUS.
- */
-#define FH_VSOCK_MAX_RECORDS						\
-	((FREQHINT_VSOCK_MAX_FRAME - sizeof(struct virtio_freqhint_hints)) / \
-	 sizeof(struct virtio_freqhint_record))
+/* A HINTS message of max_records <= num_vcpus records fits one frame. */
+static_assert(FREQHINT_VSOCK_MAX_FRAME >=
+	      sizeof(struct virtio_freqhint_hints) +
+	      FREQHINT_VSOCK_MAX_VCPUS * sizeof(struct virtio_freqhint_record));
 
 /* The driver's first frame's message (VS-6). */
 void vfh_vsock_hello(struct freqhint_vsock_hello *h, u32 features,
@@ -88,7 +84,6 @@ const char *vfh_vsock_config_why(const void *msg, size_t len, u32 offered,
 		return why;
 	if (c->num_vcpus > FREQHINT_VSOCK_MAX_VCPUS)
 		return "num_vcpus above FREQHINT_VSOCK_MAX_VCPUS";
-	c->max_records = min_t(u16, c->max_records, FH_VSOCK_MAX_RECORDS);
 	*features = f;
 	return NULL;
 }

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <freqhint/vsock_host.h>
 #include <json-glib/json-glib.h>
 #include <linux/freqhint_vsock.h>
 

@@ -10,6 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <freqhint/vsock_host.h>
+
 #include "fh-poller.h"
 #include "fh-protocol.h"
 #include "fh-vsock-codec.h"

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include <freqhint/vsock_host.h>
 #include <glib.h>
 
 _Static_assert (sizeof (struct freqhint_vsock_frame) == 4, "freqhint_vsock_frame is 4 bytes");
@@ -12,6 +13,10 @@ _Static_assert (FREQHINT_VSOCK_MAX_FRAME >= sizeof (struct virtio_freqhint_feedb
                                                 FH_MAX_VCPUS *
                                                     sizeof (struct virtio_freqhint_vcpu_feedback),
                 "a FEEDBACK for FH_MAX_VCPUS fits a frame");
+_Static_assert (FREQHINT_VSOCK_MAX_FRAME >= sizeof (struct virtio_freqhint_hints) +
+                                                FREQHINT_VSOCK_MAX_VCPUS *
+                                                    sizeof (struct virtio_freqhint_record),
+                "a HINTS of a record per vCPU fits a frame (max_records = num_vcpus)");
 
 FhParseResult
 fh_vsock_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame, size_t *frame_size,
@@ -24,7 +29,7 @@ fh_vsock_frame_parse (const uint8_t *buf, size_t avail, FhFrame *frame, size_t *
   len = fh_get_le32 (buf);
   if (len < 2 || len > FREQHINT_VSOCK_MAX_FRAME) {
     fh_error_set (err, len < 2 ? FH_CLOSE_MALFORMED : FH_CLOSE_TOO_BIG,
-                  "frame of %u bytes (2 to %u)", len, FREQHINT_VSOCK_MAX_FRAME);
+                  "frame of %u bytes (2 to %zu)", len, FREQHINT_VSOCK_MAX_FRAME);
     return FH_PARSE_ERROR;
   }
   if (avail < FH_VSOCK_FRAME_HDR + len)
@@ -135,17 +140,14 @@ fh_vsock_encode_config (uint8_t *out, size_t out_size, uint32_t features, uint16
   uint8_t *p = begin (out, out_size, len);
   uint8_t *c = p + offsetof (struct freqhint_vsock_config, config);
 
-  if (!p)
+  if (!p || num_vcpus < 1 || num_vcpus > FREQHINT_VSOCK_MAX_VCPUS)
     return 0;
   fh_put_le16 (p, FREQHINT_VSOCK_MSG_CONFIG);
   fh_put_le16 (p + 2, FREQHINT_VSOCK_VERSION);
   fh_put_le32 (p + 4, features);
   fh_put_le16 (c + offsetof (struct virtio_freqhint_config, num_vcpus), num_vcpus);
-  /* one frame holds 1023 records: a 1024-vCPU guest sends its state in two */
-  fh_put_le16 (c + offsetof (struct virtio_freqhint_config, max_records),
-               (uint16_t) MIN (num_vcpus, (FREQHINT_VSOCK_MAX_FRAME -
-                                           sizeof (struct virtio_freqhint_hints)) /
-                                              sizeof (struct virtio_freqhint_record)));
+  /* FREQHINT_VSOCK_MAX_FRAME holds a record for every vCPU */
+  fh_put_le16 (c + offsetof (struct virtio_freqhint_config, max_records), num_vcpus);
   fh_put_le16 (c + offsetof (struct virtio_freqhint_config, rate_window_ms),
                FREQHINT_VSOCK_HOST_WINDOW_MS);
   fh_put_le16 (c + offsetof (struct virtio_freqhint_config, perf_step),

@@ -67,7 +67,10 @@ bool fh_vsock_decode_hints (const FhFrame *frame, uint16_t num_cpus, bool perf_o
 /* FEEDBACK's size for num_vcpus: the event buffer a driver needs. */
 size_t fh_vsock_feedback_size (uint16_t num_vcpus);
 
-/* Whole frames (count included); 0 when out_size is too small. */
+/*
+ * Whole frames (count included); 0 when out_size is too small, or for
+ * CONFIG when num_vcpus is outside 1..FREQHINT_VSOCK_MAX_VCPUS.
+ */
 size_t fh_vsock_encode_config (uint8_t *out, size_t out_size, uint32_t features,
                                uint16_t num_vcpus);
 size_t fh_vsock_encode_feedback (uint8_t *out, size_t out_size, const FhVsockFeedback *fb);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <freqhint/vsock_host.h>
 #include <linux/freqhint_vsock.h>
 #include <linux/vm_sockets.h>
 

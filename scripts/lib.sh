@@ -93,3 +93,19 @@ kernel_tree() {
 	*) echo "$1" ;;
 	esac
 }
+
+# guest_helper_end GUEST_RC PIDVAR LOG: the end of a guest test that ran a
+# helper beside QEMU (a QMP client that hot-plugs what the guest asks for):
+# wait for the helper whose pid the variable named PIDVAR holds and empty
+# it (the caller's cleanup kills a helper still set there), show the
+# helper's output (LOG) prefixed "qmp: ", and fail if the guest side (its
+# exit status GUEST_RC) or the helper failed.
+guest_helper_end() {
+	local grc_=$1 hrc_=0
+	local -n pid_=$2
+	wait "$pid_" || hrc_=$?
+	pid_=
+	sed 's/^/qmp: /' "$3"
+	[ "$grc_" = 0 ] || die "guest side failed"
+	[ "$hrc_" = 0 ] || die "hot-plug helper failed"
+}

@@ -32,6 +32,8 @@
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/step-lib.sh
 . /lib/freqhint/step-lib.sh
+# shellcheck source-path=SCRIPTDIR source=load-lib.sh
+. /lib/freqhint/bench-load.sh
 . /etc/freqhint-bench.env
 
 step_open
@@ -47,12 +49,6 @@ stat_of() { cat "$FH_STATS/$1"; }
 sampler_ns() {
 	tr ' ' '\n' </sys/kernel/debug/virtio_freqhint/vcpus |
 		sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'
-}
-
-# Hits of the driver's cpufreq callbacks, from kprobe_profile.
-TR=/sys/kernel/tracing
-calls() {
-	awk '$1 ~ /^fhb_(fast_switch|target)$/ { n += $2 } END { print n + 0 }' "$TR/kprobe_profile"
 }
 
 step_load_module
@@ -71,11 +67,6 @@ fi
 mount -t tracefs nodev "$TR" 2>/dev/null || TR=/sys/kernel/debug/tracing
 check "tracefs" test -w "$TR/kprobe_events"
 echo 0 >"$TR/tracing_on"
-kprobes() {
-	check "kprobe on .fast_switch" sh -c "echo 'p:fhbench/fhb_fast_switch fh_cpufreq_fast_switch' >>$TR/kprobe_events"
-	check "kprobe on .target" sh -c "echo 'p:fhbench/fhb_target fh_cpufreq_target' >>$TR/kprobe_events"
-	check "kprobes enabled" sh -c "echo 1 >$TR/events/fhbench/enable"
-}
 kprobes
 check "schedutil governs" grep -q schedutil /sys/devices/system/cpu/cpufreq/policy0/scaling_governor
 sleep 2
@@ -122,18 +113,7 @@ burst() {
 	s0=$(sampler_ns) n0=$(stat_of sender_ns)
 	check "burst $tag start" step burst-start tag=$tag
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	series=0:0
-	changed=
-	"$load" "$secs"
-	i=0
-	while [ $i -lt $((secs * 4)) ]; do
-		sleep 0.25
-		[ -z "$changed" ] || uclampset -m $(((i * 137) % 1024)) -p "$changed" 2>/dev/null
-		i=$((i + 1))
-		[ $((i % 4)) = 0 ] &&
-			series="$series,$(awk -v a="$t0" '{ printf "%.2f", $1 - a }' /proc/uptime):$(($(calls) - c0))"
-	done
-	wait
+	run_load "$secs" "$load"
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	c1=$(calls) b1=$(stat_of buffers_sent) r1=$(stat_of records_sent)
 	s1=$(sampler_ns) n1=$(stat_of sender_ns)
@@ -142,19 +122,7 @@ burst() {
 		sampler_ns=$((s1 - s0)) sender_ns=$((n1 - n0)) vcpus="$(nproc)" series="$series"
 }
 
-# The bursty load of figure 1: eight tasks, mixed periods and clamps; the
-# last one's floor is changed every 0.25 s ($changed).
-mixed_load() {
-	/bin/fh-guest-bench wake 1000 150 "$1" &
-	uclampset -m 600 /bin/fh-guest-bench wake 3000 900 "$1" &
-	uclampset -M 300 /bin/fh-guest-bench wake 7000 4000 "$1" &
-	/bin/fh-guest-bench wake 13000 1500 "$1" &
-	uclampset -m 900 -M 1024 /bin/fh-guest-bench wake 29000 3000 "$1" &
-	/bin/fh-guest-bench wake 50000 20000 "$1" &
-	uclampset -m 200 /bin/fh-guest-bench wake 110000 60000 "$1" &
-	/bin/fh-guest-bench wake 5000 500 "$1" &
-	changed=$!
-}
+# The bursty load of figure 1 is bench-load.sh's mixed_load.
 
 # A high request rate (issue 30): schedutil's rate limit at 0 on every
 # policy, and on each vCPU a spinning task capped at 0 (uclampset -M 0)
@@ -171,8 +139,8 @@ fast_load() {
 	done
 	c=0
 	while [ $c -lt "$(nproc)" ]; do
-		taskset -c $c uclampset -m 1024 /bin/fh-guest-bench wake 2000 300 "$1" &
-		taskset -c $c uclampset -M 0 /bin/fh-guest-bench wake 1000 1000 "$1" &
+		load_task taskset -c $c uclampset -m 1024 /bin/fh-guest-bench wake 2000 300 "$1"
+		load_task taskset -c $c uclampset -M 0 /bin/fh-guest-bench wake 1000 1000 "$1"
 		c=$((c + 1))
 	done
 }

@@ -47,7 +47,8 @@ E2E_VM_NAME=freqhint-bench
 e2e_init
 trap e2e_cleanup EXIT
 printf 'FREQHINT_BENCH_FEEDBACK_ONLY=1\nFREQHINT_BENCH_FEEDBACK_N=%s\n' "$changes" >"$E2E_DIR/env"
-e2e_make_initrd "$bench/bench-guest.sh" "$E2E_DIR/env:/etc/freqhint-bench.env"
+e2e_make_initrd "$bench/bench-guest.sh" "$E2E_DIR/env:/etc/freqhint-bench.env" \
+	"$bench/load-lib.sh:/lib/freqhint/bench-load.sh"
 e2e_make_fixture
 cat >"$E2E_DIR/freqhintd.conf" <<EOC
 [daemon]

@@ -81,6 +81,7 @@ FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" --cached --ar
 e2e_make_initrd "$here/bench/guest/bench-guest.sh" \
 	"$(e2e_static fh-guest-bench "$here/bench/guest/fh-guest-bench.c")" \
 	"$E2E_DIR/env:/etc/freqhint-bench.env" \
+	"$here/bench/guest/load-lib.sh:/lib/freqhint/bench-load.sh" \
 	"$E2E_DIR/anchor/virtio_freqhint.ko:/modules/anchor/virtio_freqhint.ko"
 
 e2e_make_fixture

@@ -56,10 +56,5 @@ grc=0
 	-device qemu64-x86_64-cpu,socket-id=3,core-id=0,thread-id=0,id=coldcpu3 \
 	-qmp "unix:$work/qmp.sock,server=on,wait=off" \
 	-device virtio-freqhint-pci,id=fh,rate-window-ms=1000 || grc=$?
-hrc=0
-wait "$helper" || hrc=$?
-helper=
-sed 's/^/qmp: /' "$work/qmp.log"
-[ "$grc" = 0 ] || die "guest side failed"
-[ "$hrc" = 0 ] || die "hot-plug helper failed"
+guest_helper_end "$grc" helper "$work/qmp.log"
 log "PASS: hot-added vCPUs report their QEMU index"

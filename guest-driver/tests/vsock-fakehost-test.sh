@@ -77,10 +77,5 @@ grc=0
 	--add "$work/fh-fake-vsock-host:/usr/bin/fh-fake-vsock-host" -- \
 	-device pcie-root-port,id=rp1,chassis=1 \
 	-qmp "unix:$work/qmp.sock,server=on,wait=off" || grc=$?
-hrc=0
-wait "$helper" || hrc=$?
-helper=
-sed 's/^/qmp: /' "$work/qmp.log"
-[ "$grc" = 0 ] || die "guest side failed"
-[ "$hrc" = 0 ] || die "hot-plug helper failed"
+guest_helper_end "$grc" helper "$work/qmp.log"
 log "PASS: the vsock transport"

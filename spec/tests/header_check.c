@@ -7,10 +7,23 @@
 #include <linux/virtio_freqhint.h>
 #include <freqhint/agent_protocol.h>
 #include <linux/freqhint_vsock.h>
+#include <freqhint/vsock_host.h>
 
 /* The agent keeps a VM of either transport in the same tables. */
 _Static_assert(FH_MAX_VCPUS >= FREQHINT_VSOCK_MAX_VCPUS,
 	       "the agent protocol carries every vsock VM");
+/* The vsock frame is the largest message: every other one fits it. */
+_Static_assert(sizeof(struct virtio_freqhint_feedback) +
+	       FREQHINT_VSOCK_MAX_VCPUS *
+	       sizeof(struct virtio_freqhint_vcpu_feedback) <=
+	       FREQHINT_VSOCK_MAX_FRAME,
+	       "a FEEDBACK for FREQHINT_VSOCK_MAX_VCPUS fits a vsock frame");
+_Static_assert(sizeof(struct virtio_freqhint_cpu_ids) +
+	       FREQHINT_VSOCK_MAX_VCPUS * sizeof(__le64) <=
+	       FREQHINT_VSOCK_MAX_FRAME,
+	       "a CPU_IDS for FREQHINT_VSOCK_MAX_VCPUS fits a vsock frame");
+_Static_assert(sizeof(struct freqhint_vsock_config) <=
+	       FREQHINT_VSOCK_MAX_FRAME, "CONFIG fits a vsock frame");
 
 static int failures;
 
@@ -79,6 +92,12 @@ int main(void)
 	EXPECT(VIRTIO_FREQHINT_FB_ACTIVE == VIRTIO_FREQHINT_FB_AGENT &&
 	       VIRTIO_FREQHINT_FB_ACTIVE == VIRTIO_FREQHINT_FB_ALL);
 	EXPECT(FH_MAX_PAYLOAD < 65536);
+	/* spec/vsock-transport.md VS-4 quotes it */
+	EXPECT(FREQHINT_VSOCK_MAX_FRAME == 16392);
+	/* and the host's policy it quotes (VS-16, VS-20, VS-21) */
+	EXPECT(FREQHINT_VSOCK_HOST_WINDOW_MS == 10);
+	EXPECT(FREQHINT_VSOCK_HOST_CONNS_PER_PEER == 2);
+	EXPECT(FREQHINT_VSOCK_HOST_MSGS_PER_S == 216);
 	EXPECT(FH_CLOSE_REASON_MAX == FH_CLOSE_OVERLOAD);
 	check_codec();
 	EXPECT(FH_PROTO_VERSION == 2);

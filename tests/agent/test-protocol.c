@@ -2,6 +2,7 @@
 /* Unit tests: framing, every message's validation, encoder byte layout. */
 #include <string.h>
 
+#include <freqhint/vsock_host.h>
 #include <glib.h>
 
 #include "fh-protocol.h"
@@ -661,6 +662,66 @@ test_relay_hello (void)
   expect_hello_error (FH_FRAME_HDR_SIZE + 96 + 12, FH_CLOSE_MALFORMED);
 }
 
+/* A HINTS frame of n records for vCPUs 0..n-1, each a valid floor; its size. */
+static size_t
+vsock_hints_frame (uint8_t *b, unsigned n)
+{
+  const size_t len = 8 + 16 * (size_t) n;
+
+  memset (b, 0, 4 + len);
+  fh_put_le32 (b, (uint32_t) len);
+  fh_put_le16 (b + 4, VIRTIO_FREQHINT_MSG_HINTS);
+  fh_put_le16 (b + 6, (uint16_t) n);
+  for (unsigned i = 0; i < n; i++) {
+    uint8_t *r = b + 4 + 8 + 16 * i;
+
+    fh_put_le16 (r, (uint16_t) (i % FREQHINT_VSOCK_MAX_VCPUS));
+    fh_put_le16 (r + 2, VIRTIO_FREQHINT_R_MIN_VALID);
+    fh_put_le16 (r + 4, (uint16_t) (i % 1024));
+    fh_put_le32 (r + 12, 1);
+  }
+  return 4 + len;
+}
+
+/*
+ * VS-4: a guest of FREQHINT_VSOCK_MAX_VCPUS sends its whole state in one
+ * frame, and the frame is the largest there is: one record more is
+ * refused from the count alone.
+ */
+static void
+test_vsock_max_frame (void)
+{
+  static uint8_t b[4 + 8 + 16 * (FREQHINT_VSOCK_MAX_VCPUS + 1)];
+  static FhHints hints;
+  FhFrame f;
+  FhError err = { 0 };
+  size_t size, n;
+  unsigned rejected;
+
+  g_assert_cmpuint (FREQHINT_VSOCK_MAX_FRAME, ==, 16392);
+  g_assert_cmpuint (FH_VSOCK_FRAME_MAX, ==, 4 + 16392);
+
+  n = vsock_hints_frame (b, FREQHINT_VSOCK_MAX_VCPUS);
+  g_assert_cmpuint (n, ==, FH_VSOCK_FRAME_MAX);
+  g_assert_cmpint (fh_vsock_frame_parse (b, n - 1, &f, &size, &err), ==, FH_PARSE_NEED_MORE);
+  g_assert_cmpint (fh_vsock_frame_parse (b, n, &f, &size, &err), ==, FH_PARSE_FRAME);
+  g_assert_cmpuint (size, ==, n);
+  g_assert_true (fh_vsock_decode_hints (&f, FREQHINT_VSOCK_MAX_VCPUS, true, &hints, &rejected,
+                                        &err));
+  g_assert_cmpuint (rejected, ==, 0);
+  g_assert_cmpuint (hints.num_records, ==, FREQHINT_VSOCK_MAX_VCPUS);
+  g_assert_cmpuint (hints.records[1023].vcpu, ==, 1023);
+  g_assert_cmpuint (hints.records[1023].clamp_min, ==, 1023);
+  /* the same frame from a guest of one vCPU fewer has a record too many */
+  g_assert_false (fh_vsock_decode_hints (&f, FREQHINT_VSOCK_MAX_VCPUS - 1, true, &hints,
+                                         &rejected, &err));
+
+  n = vsock_hints_frame (b, FREQHINT_VSOCK_MAX_VCPUS + 1);
+  g_assert_cmpint (fh_vsock_frame_parse (b, 4, &f, &size, &err), ==, FH_PARSE_ERROR);
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_TOO_BIG);
+  g_assert_cmpint (fh_vsock_frame_parse (b, n, &f, &size, &err), ==, FH_PARSE_ERROR);
+}
+
 /* The vsock transport's guest framing (fh-vsock-codec.h). */
 static void
 test_vsock_codec (void)
@@ -725,6 +786,10 @@ test_vsock_codec (void)
   g_assert_false (fh_vsock_decode_hints (&f, 4, true, &hints, &rejected, &err));
 
   /* CONFIG and FEEDBACK as the driver reads them */
+  g_assert_cmpuint (fh_vsock_encode_config (b, sizeof b, 3, 0), ==, 0);
+  g_assert_cmpuint (fh_vsock_encode_config (b, sizeof b, 3, FREQHINT_VSOCK_MAX_VCPUS + 1), ==, 0);
+  g_assert_cmpuint (fh_vsock_encode_config (b, sizeof b, 3, FREQHINT_VSOCK_MAX_VCPUS), ==, 4 + 24);
+  g_assert_cmpuint (fh_get_le16 (b + 14), ==, FREQHINT_VSOCK_MAX_VCPUS); /* max_records */
   g_assert_cmpuint (fh_vsock_encode_config (b, sizeof b, 3, 4), ==, 4 + 24);
   g_assert_cmpuint (fh_get_le32 (b), ==, 24);
   g_assert_cmpuint (fh_get_le16 (b + 4), ==, FREQHINT_VSOCK_MSG_CONFIG);
@@ -858,6 +923,7 @@ main (int argc, char **argv)
   g_test_add_func ("/protocol/names", test_names);
   g_test_add_func ("/protocol/relay-hello", test_relay_hello);
   g_test_add_func ("/protocol/vsock-codec", test_vsock_codec);
+  g_test_add_func ("/protocol/vsock-max-frame", test_vsock_max_frame);
   g_test_add_func ("/protocol/random", test_random);
   return g_test_run ();
 }

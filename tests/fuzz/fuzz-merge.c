@@ -3,9 +3,10 @@
  * libFuzzer target: the merge engine (fh-merge.c, fh-freq.c) with the
  * invariants of spec/merge-rules.md checked on every decision.  The input
  * bytes describe one host (system defaults, one cgroup chain per vCPU,
- * cpufreq table), one VM's operator bounds and up to 16 vCPU records with
- * their placements; values are taken modulo a little more than their range
- * so out-of-range inputs are exercised too.
+ * cpufreq table), one VM's operator bounds, the merge mode (perf_as_floor,
+ * and perf_only: the bench's virtual-cpufreq mode, MR-3) and up to 16 vCPU
+ * records with their placements; values are taken modulo a little more
+ * than their range so out-of-range inputs are exercised too.
  */
 #include <stdint.h>
 #include <string.h>
@@ -80,11 +81,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   Reader r = { data, size };
   FhClamp sys, op;
-  FhMergeParams params = { 0 }; /* perf_only off: the shipped mode (MR-3) */
+  FhMergeParams params = { 0 };
   Vcpu v[MAX_VCPUS];
   FhPlacedVcpu placed[MAX_VCPUS], only_active[MAX_VCPUS];
   FhCpuDecision cpus[N_CPUS], cpus2[N_CPUS], pol;
   gsize n, n_active = 0;
+  guint mode;
   guint members[N_CPUS];
   gsize n_members = 0;
 
@@ -94,7 +96,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   /* Configuration keeps the operator floor <= ceiling. */
   op.max = take16 (&r) % (FH_SCALE + 1);
   op.min = take16 (&r) % (op.max + 1);
-  params.perf_as_floor = take8 (&r) & 1;
+  mode = take8 (&r);
+  params.perf_as_floor = mode & 1;
+  params.perf_only = (mode >> 1) & 1; /* off is the shipped mode */
   params.perf_headroom = 0.1 + (take8 (&r) % 191) / 100.0; /* 0.1 .. 2.0 (MR-4) */
   n = 1 + take8 (&r) % MAX_VCPUS;
 
@@ -116,12 +120,35 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     chain = (FhChain){ sys, v[i].levels, v[i].n_levels };
     v[i].d = fh_merge_vcpu (&v[i].hint, &chain, op, &params);
 
-    /* MR-6 */
+    /* MR-6, in either mode */
     CHECK (v[i].d.active == (v[i].hint.flags != 0 && !(v[i].hint.flags & VIRTIO_FREQHINT_R_IDLE)));
-    /* MR-4: the perf floor never raises the guest's own valid ceiling. */
-    if ((v[i].hint.flags & VIRTIO_FREQHINT_R_MAX_VALID) &&
-        !((v[i].hint.flags & VIRTIO_FREQHINT_R_MIN_VALID) && v[i].hint.clamp_min > v[i].hint.clamp_max))
-      CHECK (v[i].d.req.max == MIN (v[i].hint.clamp_max, FH_SCALE));
+    if (!params.perf_only) {
+      /* MR-4: the perf floor never raises the guest's own valid ceiling. */
+      if ((v[i].hint.flags & VIRTIO_FREQHINT_R_MAX_VALID) &&
+          !((v[i].hint.flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
+            v[i].hint.clamp_min > v[i].hint.clamp_max))
+        CHECK (v[i].d.req.max == MIN (v[i].hint.clamp_max, FH_SCALE));
+    } else {
+      /*
+       * MR-3 perf_only: the guest's clamps are taken as not valid.  No
+       * ceiling is asked for; the floor is MR-4's perf floor or nothing;
+       * and the decision is the one for the same record without its
+       * clamps, whatever values and VALID bits they carried.
+       */
+      FhGuestHint bare = v[i].hint;
+      FhVcpuDecision d2;
+
+      bare.flags &= ~(VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID);
+      bare.clamp_min = take16 (&r);
+      bare.clamp_max = take16 (&r);
+      CHECK (v[i].d.req.max == FH_SCALE);
+      if (!(params.perf_as_floor && (v[i].hint.flags & VIRTIO_FREQHINT_R_PERF_VALID)))
+        CHECK (v[i].d.req.min == 0);
+      d2 = fh_merge_vcpu (&bare, &chain, op, &params);
+      CHECK (d2.req.min == v[i].d.req.min && d2.req.max == v[i].d.req.max);
+      CHECK (d2.eff.min == v[i].d.eff.min && d2.eff.max == v[i].d.eff.max);
+      CHECK (d2.grant.min == v[i].d.grant.min && d2.grant.max == v[i].d.grant.max);
+    }
     /* MR-1, MR-5, MR-12: units; eff_min > eff_max only for the kernel's RT default (MR-26). */
     CHECK (v[i].d.req.min <= v[i].d.req.max && v[i].d.req.max <= FH_SCALE);
     CHECK ((v[i].d.min_default || v[i].d.eff.min <= v[i].d.eff.max) &&

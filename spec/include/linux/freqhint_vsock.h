@@ -12,6 +12,9 @@
  * A frame is a __le32 byte count followed by that many bytes: one message,
  * which starts, like every device message, with its __le16 msg_type.
  * All multi-byte fields are little-endian.
+ *
+ * How much a host takes from a guest (rates, connections, timeouts) is the
+ * host's policy, not part of this interface (spec/vsock-transport.md §5.4).
  */
 #ifndef _LINUX_FREQHINT_VSOCK_H
 #define _LINUX_FREQHINT_VSOCK_H
@@ -37,13 +40,18 @@
 #define FREQHINT_VSOCK_MSG_HELLO	16	/* driver -> host, first frame */
 #define FREQHINT_VSOCK_MSG_CONFIG	17	/* host -> driver, answer to HELLO */
 
+/* vCPUs of one guest this transport carries. */
+#define FREQHINT_VSOCK_MAX_VCPUS	1024
 /*
  * Largest frame payload either side sends or accepts; a larger count
- * closes the connection.  Room for FEEDBACK and CPU_IDS at
- * FREQHINT_VSOCK_MAX_VCPUS vCPUs.
+ * closes the connection.  It is the largest message: HINTS with a record
+ * for each of FREQHINT_VSOCK_MAX_VCPUS vCPUs (16392 bytes), so a guest's
+ * whole state goes in one frame.  FEEDBACK (8816 bytes) and CPU_IDS (8200)
+ * at that many vCPUs are smaller.
  */
-#define FREQHINT_VSOCK_MAX_VCPUS	1024
-#define FREQHINT_VSOCK_MAX_FRAME	16384
+#define FREQHINT_VSOCK_MAX_FRAME					\
+	(sizeof(struct virtio_freqhint_hints) +				\
+	 FREQHINT_VSOCK_MAX_VCPUS * sizeof(struct virtio_freqhint_record))
 
 /* Frame header. */
 struct freqhint_vsock_frame {
@@ -71,43 +79,5 @@ struct freqhint_vsock_config {
 	__le32 features;	/* accepted VIRTIO_FREQHINT_F_* */
 	struct virtio_freqhint_config config;
 };
-
-/*
- * The host's bounds (spec/vsock-transport.md §5), per peer: a CID, or a
- * hybrid socket.  Exceeding one closes that peer's connection only.
- */
-/* rate_window_ms the host gives in CONFIG. */
-#define FREQHINT_VSOCK_HOST_WINDOW_MS		10
-/* Open connections of one peer: one established, one reconnecting. */
-#define FREQHINT_VSOCK_HOST_CONNS_PER_PEER	2
-/* HELLO must arrive within this of the connection. */
-#define FREQHINT_VSOCK_HOST_HELLO_TIMEOUT_MS	5000
-/*
- * Per second of a connection: messages (a driver sends at most one HINTS
- * per window, twice that is allowed, plus a handshake's worth), records
- * (one per vCPU per window, twice that), and bytes (messages of the
- * largest size the driver's num_cpus allows).
- */
-#define FREQHINT_VSOCK_HOST_MSGS_PER_S \
-	(2 * 1000 / FREQHINT_VSOCK_HOST_WINDOW_MS + 16)
-#define FREQHINT_VSOCK_HOST_RECORDS_PER_S(num_cpus) \
-	(2 * 1000 / FREQHINT_VSOCK_HOST_WINDOW_MS * (num_cpus))
-#define FREQHINT_VSOCK_HOST_BYTES_PER_S(num_cpus) \
-	(FREQHINT_VSOCK_HOST_MSGS_PER_S * \
-	 (4 + sizeof(struct virtio_freqhint_hints) + \
-	  (num_cpus) * sizeof(struct virtio_freqhint_record)))
-/* perf_step and idle_share the host gives in CONFIG (the device's defaults). */
-#define FREQHINT_VSOCK_HOST_PERF_STEP		16
-#define FREQHINT_VSOCK_HOST_IDLE_SHARE		20
-/* Output (CONFIG, CPU_IDS, FEEDBACK) a guest leaves unread this long: closed. */
-#define FREQHINT_VSOCK_HOST_WRITE_TIMEOUT_MS	5000
-/*
- * After the host closed a peer's connection for a fault (malformed input,
- * a bound exceeded), that peer's new connections are refused for this
- * long, doubling with each fault up to the maximum; an orderly close
- * clears it.
- */
-#define FREQHINT_VSOCK_HOST_PENALTY_MS		1000
-#define FREQHINT_VSOCK_HOST_PENALTY_MAX_MS	60000
 
 #endif /* _LINUX_FREQHINT_VSOCK_H */
