@@ -167,6 +167,8 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
                const FhMergeParams *params)
 {
   FhVcpuDecision d = { 0 };
+  gboolean guest_min = (hint->flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
+                       !(params && params->perf_only);
 
   d.chain = fh_merge_chain_effective (chain);
   /* flags == 0: "no hint", the vCPU has no influence; IDLE: no runnable task. */
@@ -192,8 +194,9 @@ fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
    * through whatever the maximum), so eff says min > max, as the task's
    * effective clamps do.  The minimum wins only where a frequency is
    * decided (fh_merge_aggregate_cpus(), like sugov_effective_cpu_perf()).
+   * perf_only takes the guest's clamps as not valid (MR-3), its floor too.
    */
-  if (chain->rt && !(hint->flags & VIRTIO_FREQHINT_R_MIN_VALID)) {
+  if (chain->rt && !guest_min) {
     guint rt_min = fh_merge_rt_default_min (chain, d.chain);
 
     if (rt_min >= d.eff.min) {

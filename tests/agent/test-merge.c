@@ -277,6 +277,7 @@ typedef struct {
   /* expected */
   FhClamp eff;
   gboolean min_default;
+  gboolean perf_only;
 } RtCase;
 
 static const RtCase rt_cases[] = {
@@ -306,6 +307,8 @@ static const RtCase rt_cases[] = {
     TRUE, 1024, DEF, 0, { }, { 0, 512 }, { MAX_V, 0, 1024, 0 }, FALSE, { 1024, 512 }, TRUE },
   { "no hint on an RT thread: the default, inactive",
     TRUE, 600, DEF, 0, { }, OP_NONE, { 0, 0, 0, 0 }, FALSE, { 600, 1024 }, TRUE },
+  { "perf_only drops the guest's floor (MR-3), so the RT default stays",
+    TRUE, 1024, DEF, 0, { }, OP_NONE, { MIN_V | MAX_V, 100, 600, 0 }, FALSE, { 1024, 1024 }, TRUE, TRUE },
 };
 
 static void
@@ -314,7 +317,7 @@ test_rt (void)
   for (gsize i = 0; i < G_N_ELEMENTS (rt_cases); i++) {
     const RtCase *c = &rt_cases[i];
     FhChain chain = { c->sys, c->levels, c->n_levels, c->rt, c->rt_default };
-    FhMergeParams params = { c->perf_as_floor, 1.0 };
+    FhMergeParams params = { c->perf_as_floor, 1.0, c->perf_only };
     FhVcpuDecision d;
 
     g_test_message ("MR-26 case: %s", c->rule);
