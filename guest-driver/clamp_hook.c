@@ -4,11 +4,17 @@
  * hook, sched_uclamp_rq_tp (guest-driver/rfc/).
  *
  * The hook reports a run queue's clamp aggregate (the values schedutil
- * applies) and whether it holds no clamped task, each time that changes:
- * on the wakeups and sleeps that move it, never on a context switch that
- * leaves it alone.  It is found by name, like sched_switch, so that the
- * module still loads on kernels without it (start() then fails with
- * -ENODEV and the driver takes clamp_switch.c; main.c, clamp_source=).
+ * applies) each time that changes: on the wakeups and sleeps that move it,
+ * never on a context switch that leaves it alone.  Busy and idle come from
+ * the CPU's idle time (gather.c), so the hook's idle flag is not used.  It
+ * is found by name, so that the module still loads on kernels without it
+ * (start() then fails with -ENODEV and main.c takes another source).
+ *
+ * The scheduler aggregates clamps only once someone set one
+ * (sched_uclamp_used); until then the hook is silent and the gatherer
+ * reports no clamps.  The module never sets a clamp itself: that would
+ * turn on the scheduler's clamp bookkeeping for every task for the rest
+ * of the boot.
  *
  * The hook fires under the reporting rq's lock with IRQs off, but not
  * always on that rq's CPU (remote wakeups, migrations, clamp updates).
@@ -29,7 +35,6 @@
 #include <linux/bitfield.h>
 #include <linux/delay.h>
 #include <linux/err.h>
-#include <linux/kthread.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -37,8 +42,6 @@
 #include <linux/smp.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
-#include <uapi/linux/sched.h>
-#include <uapi/linux/sched/types.h>
 
 #include "gather.h"
 
@@ -47,7 +50,6 @@
 /* The last aggregate a CPU's rq reported. */
 #define FH_AGG_MIN	GENMASK(10, 0)
 #define FH_AGG_MAX	GENMASK(21, 11)
-#define FH_AGG_IDLE	BIT(22)
 
 struct fh_hook;
 
@@ -71,7 +73,7 @@ static void fh_hook_apply(struct fh_hook_cpu *hc)
 	u32 agg = atomic_read(&hc->agg);
 
 	vfh_gather_rq_clamp(hc->hook->g, FIELD_GET(FH_AGG_MIN, agg),
-			    FIELD_GET(FH_AGG_MAX, agg), agg & FH_AGG_IDLE);
+			    FIELD_GET(FH_AGG_MAX, agg));
 }
 
 static void fh_hook_apply_fn(void *info)
@@ -97,8 +99,7 @@ static void fh_uclamp_rq(void *data, int cpu, unsigned int util_min,
 	hc = per_cpu_ptr(h->cpus, cpu);
 	atomic_set(&hc->agg,
 		   FIELD_PREP(FH_AGG_MIN, min(util_min, VIRTIO_FREQHINT_SCALE)) |
-		   FIELD_PREP(FH_AGG_MAX, min(util_max, VIRTIO_FREQHINT_SCALE)) |
-		   (idle ? FH_AGG_IDLE : 0));
+		   FIELD_PREP(FH_AGG_MAX, min(util_max, VIRTIO_FREQHINT_SCALE)));
 	if (cpu == smp_processor_id()) {
 		fh_hook_apply(hc);
 		return;
@@ -114,36 +115,6 @@ static void fh_find_hook(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, FH_HOOK_TP))
 		*(struct tracepoint **)priv = tp;
-}
-
-/*
- * The scheduler aggregates clamps only once something asked for one
- * (sched_uclamp_used); until then the hook is silent.  Ask for a no-op
- * clamp (min 0, the default) on a thread that never runs.  Tasks already
- * runnable are counted from their next wakeup.
- */
-static int fh_never_runs(void *unused)
-{
-	return 0;
-}
-
-static int fh_uclamp_start_accounting(void)
-{
-	struct sched_attr attr = {
-		.size		= sizeof(attr),
-		.sched_policy	= SCHED_NORMAL,
-		.sched_flags	= SCHED_FLAG_KEEP_ALL | SCHED_FLAG_UTIL_CLAMP_MIN,
-		.sched_util_min	= 0,
-	};
-	struct task_struct *t;
-	int ret;
-
-	t = kthread_create(fh_never_runs, NULL, "freqhint-uclamp");
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	ret = sched_setattr_nocheck(t, &attr);
-	kthread_stop(t);
-	return ret;
 }
 
 /* Detach the probe and wait until nothing of it runs any more. */
@@ -204,15 +175,8 @@ static int fh_hook_start(struct fh_gather *g)
 	ret = tracepoint_probe_register(tp, (void *)fh_uclamp_rq, g);
 	if (ret)
 		goto err_free;
-	ret = fh_uclamp_start_accounting();
-	if (ret) {
-		pr_err("cannot start uclamp accounting: %d\n", ret);
-		goto err_unregister;
-	}
 	return 0;
 
-err_unregister:
-	fh_hook_unregister(g, h);
 err_free:
 	fh_hook_free(g, h);
 	return ret;
@@ -228,7 +192,6 @@ static void fh_hook_stop(struct fh_gather *g)
 
 const struct fh_clamp_source vfh_clamp_hook = {
 	.name		= FH_HOOK_TP,
-	.rq_aggregate	= true,
 	.start		= fh_hook_start,
 	.stop		= fh_hook_stop,
 };
