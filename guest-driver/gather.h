@@ -96,8 +96,13 @@ struct fh_vcpu_stats {
 void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
 		      struct fh_vcpu_stats *st);
 
-/* clamp_hook.c: the kernel's clamp hook (guest-driver/rfc/). */
+/*
+ * clamp_hook.c: the kernel's clamp hook, the cpufreq driver's
+ * ->update_uclamp (guest-driver/rfc/), which main.c forwards here.
+ */
 extern const struct fh_clamp_source vfh_clamp_hook;
+void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
+			   unsigned long util_min, unsigned long util_max);
 /* gather.c: no clamps, busy and idle from idle time (no uclamp). */
 extern const struct fh_clamp_source vfh_clamp_idle;
 /*

@@ -523,8 +523,18 @@ static void fh_cpufreq_request(void *data, unsigned int cpu,
 	vfh_gather_set_perf(&vi->gather, cpu, perf);
 }
 
+/* schedutil's clamps for @cpu, to the clamp hook (scheduler context). */
+static void fh_cpufreq_uclamp(void *data, unsigned int cpu,
+			      unsigned long util_min, unsigned long util_max)
+{
+	struct virtio_freqhint *vi = data;
+
+	vfh_clamp_hook_update(&vi->gather, cpu, util_min, util_max);
+}
+
 static const struct fh_cpufreq_ops fh_cpufreq_ops = {
 	.request	= fh_cpufreq_request,
+	.uclamp		= fh_cpufreq_uclamp,
 };
 
 /* Start @src; -ENODEV (the kernel lacks it) is for auto to pass over. */

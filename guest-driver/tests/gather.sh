@@ -27,7 +27,7 @@ if [ "$expect" = nouclamp ]; then
 elif [ "$source" = sched_switch ]; then
 	want_source=sched_switch
 else
-	want_source=sched_uclamp_rq_tp
+	want_source=cpufreq_uclamp
 fi
 taskset -p 8 $$ >/dev/null
 

@@ -96,7 +96,7 @@ fi
 # hotplug callbacks, its sampler, its clamp sources' probes and the
 # governors' requests; and the ends of its freeze and its restore.
 frozen_fns="fh_config_fn fh_apply_fn fh_event_fn fh_cpufreq_fn fh_cpu_online fh_cpu_offline
-fh_sample fh_window_timer fh_window_timer_idle fh_sched_switch fh_uclamp_rq
+fh_sample fh_window_timer fh_window_timer_idle fh_sched_switch fh_cpufreq_update_uclamp
 fh_cpufreq_fast_switch fh_cpufreq_target"
 frozen_probes() {
 	echo 'r:fh/frozen virtfh_freeze' >>"$T/kprobe_events" &&
