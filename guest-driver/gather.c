@@ -7,7 +7,8 @@
  *  - Without per-switch events (the kernel's clamp hook, clamp_hook.c, or
  *    no clamps at all on kernels without uclamp): a deferrable per-CPU
  *    timer closes each window, and busy time is the window's wall time
- *    less the CPU's idle time (get_cpu_idle_time()).  The hook tells the
+ *    less the CPU's idle time (get_cpu_idle_time()), or none when only
+ *    the idle task ran (interrupts alone are no task's work).  The hook tells the
  *    run queue's clamp aggregate when it changes.  Nothing runs on a
  *    context switch, and an idle vCPU takes no timer interrupt from the
  *    module: the timer waits for the CPU's next wakeup.
@@ -78,6 +79,9 @@ struct fh_vcpu {
 	struct timer_list wtimer_idle;
 	u64 idle_us;			/* get_cpu_idle_time() at the last close */
 	u64 wall_us;
+	/* The idle task was current at the last close, with that nivcsw. */
+	bool idle_at_close;
+	unsigned long idle_switches;
 
 	u64 sender_rt;		/* the sender's runtime at the last close */
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
@@ -186,17 +190,28 @@ static u16 fh_valid_flags(const struct fh_gather *g)
 /*
  * Busy time from idle time (sources without switch events): the CPU's
  * wall time since the last close less its idle time, iowait counted idle
- * as the scheduler does.  Replaces what vfh_win_charge() added, which for
- * these sources is all the window's time (it only weighs the clamps).
+ * as the scheduler does, and none if only the idle task ran meanwhile
+ * (vfh_win_busy_from_idle(): the interrupts that wake an idle vCPU, this
+ * window's timer first, are not a task's work).  Replaces what
+ * vfh_win_charge() added, which for these sources is all the window's
+ * time (it only weighs the clamps).  On @cpu itself, IRQs off: current is
+ * what the window's timer (softirq) or the hook interrupted, and the idle
+ * task's switch count changes only in this CPU's scheduler.
  */
 static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
 {
 	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
-	u64 dwall = wall - v->wall_us, didle = idle - v->idle_us;
+	bool is_idle = is_idle_task(current);
+	unsigned long sw = is_idle ? READ_ONCE(current->nivcsw) : 0;
 
+	v->win.busy_ns = vfh_win_busy_from_idle(wall - v->wall_us,
+						idle - v->idle_us,
+						v->idle_at_close,
+						v->idle_switches, is_idle, sw);
 	v->wall_us = wall;
 	v->idle_us = idle;
-	v->win.busy_ns = dwall > didle ? (dwall - didle) * NSEC_PER_USEC : 0;
+	v->idle_at_close = is_idle;
+	v->idle_switches = sw;
 }
 
 /*
