@@ -184,35 +184,66 @@ arm64_guest_userland() {
 	"$here/tests/harness/cross-gcc.sh" arm64 --libc >/dev/null
 }
 
+# in_parallel FUNC...: run each FUNC as its own job and wait for all of
+# them; fails if any failed.  QEMU and a kernel are each built with as
+# many jobs as CPUs, but each has serial stretches (configure, source
+# unpacking, the final links, modpost) and downloads that leave the CPUs
+# idle; run side by side, one fills the other's gaps.  The jobs share
+# nothing but caches, each of which takes its own lock.
+in_parallel() {
+	local f pids=() rc=0 p
+	for f in "$@"; do
+		"$f" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || rc=1
+	done
+	[ "$rc" = 0 ] || die "a setup job failed (its error is above)"
+}
+
+# The demo's two builds: QEMU's one target and the guest the demo boots.
+demo_qemu() { "$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only; }
+demo_guest() {
+	"$here/tests/harness/build-kernel.sh" --arch "$demo_arch"
+	if [ "$demo_arch" = arm64 ]; then arm64_guest_userland; fi
+}
+
+# What scripts/test.sh needs, as three jobs: compiling QEMU, compiling the
+# uclamp kernels, and fetching the rest.
+all_qemu() { "$here/qemu-device/build-qemu.sh"; }
+# arm64 guests boot the same uclamp kernel cross-compiled (with Debian's
+# cross gcc unpacked by cross-gcc.sh: installed, it would remove
+# gcc-multilib).  QEMU's aarch64 target is part of QEMU's build.
+all_kernels() {
+	"$here/tests/harness/build-kernel.sh"
+	if arm64_enabled; then "$here/tests/harness/build-kernel.sh" --arch arm64; fi
+}
+# Debian's stock kernels and headers, the systemd guest's rootfs, the arm64
+# initramfs userland and the cross C library for the e2e story's static
+# guest programs.
+all_downloads() {
+	"$here/tests/harness/fetch-stock-kernel.sh"
+	"$here/tests/harness/build-rootfs.sh"
+	if arm64_enabled; then
+		"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
+		arm64_guest_userland
+	fi
+}
+
 main() {
 	mkdir -p "$FREQHINT_CACHE"
 	install_packages
 	case "$mode" in
 	packages) return 0 ;;
 	demo)
-		"$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only
-		"$here/tests/harness/build-kernel.sh" --arch "$demo_arch"
-		[ "$demo_arch" = arm64 ] && arm64_guest_userland
+		in_parallel demo_qemu demo_guest
 		log "demo setup complete; cache in $FREQHINT_CACHE"
 		return 0
 		;;
 	esac
 
-	"$here/qemu-device/build-qemu.sh"
-	"$here/tests/harness/build-kernel.sh"
-	"$here/tests/harness/fetch-stock-kernel.sh"
-	"$here/tests/harness/build-rootfs.sh"
-	# arm64 guests: the same uclamp kernel cross-compiled (with Debian's
-	# cross gcc unpacked by cross-gcc.sh: installed, it would remove
-	# gcc-multilib), Debian's arm64
-	# kernel and headers, the initramfs userland, the cross C library for
-	# the e2e story's static guest programs (QEMU's aarch64 target is part
-	# of the build above).
-	if arm64_enabled; then
-		"$here/tests/harness/build-kernel.sh" --arch arm64
-		"$here/tests/harness/fetch-stock-kernel.sh" --arch arm64
-		arm64_guest_userland
-	fi
+	in_parallel all_qemu all_kernels all_downloads
 	log "setup complete; cache in $FREQHINT_CACHE"
 }
 
