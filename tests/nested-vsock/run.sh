@@ -1,0 +1,176 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The real host path on a stock hypervisor (issue 39, "The real host path,
+# stock QEMU"), nested: an outer TCG guest is the host.  It runs Debian's
+# stock 6.12 kernel with vhost_vsock loaded, Debian bookworm's own
+# qemu-system-x86_64 (the qemu-system-x86 package, unpacked from the cache
+# of tests/harness/fetch-debs.sh, never installed), freqhintd with the
+# cpufreq backend on the fixture host of tests/agent/mkfixture.sh, and
+# freqhint-vsockd on AF_VSOCK port 853.  Debian's QEMU starts the inner
+# guest there, itself under TCG, with -device vhost-vsock-pci,guest-cid=3:
+# the project's x86 test kernel (uclamp, CONFIG_VIRTIO_VSOCKETS=y) and
+# virtio_freqhint transport=vsock, which connects to the host, CID 2.
+# freqhintd knows the inner VM from the host side only: a [vm] section with
+# vsock_cid=3 and the pidfile the outer test gave QEMU (VS-13).  What the
+# checks are: outer.sh (the host) and inner.sh (the guest).
+#
+#   run.sh [--log FILE] [--timeout S] [--probe]
+#          FREQHINTD FREQHINTCTL FREQHINT_VSOCKD FH_VSOCK_PEER
+#
+#   --probe   the inner guest runs nothing but its init (inner-probe.sh)
+#             and the outer test only times its boot: the feasibility
+#             measurement, kept to repeat it
+#
+# The host binaries come from the main (ASan) build: their libraries,
+# libasan's among them, go into the outer guest as tests/vsock-guest/run.sh
+# carries them, so the daemons run there under the sanitizers they are
+# tested with everywhere else.  Debian's QEMU runs with its own loader and
+# the libraries of its own package's dependencies (the same fetch), not the
+# host's.
+#
+# Measured (2 cores shared with other builds and TCG guests, load 6-9):
+# see tests/nested-vsock/meson.build.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/lib.sh"
+trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
+
+tdir=$here/tests/nested-vsock
+log_args=() timeout=3000 probe=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--log) log_args=(--log "${2:?}"); shift ;;
+		--timeout) timeout=${2:?}; shift ;;
+		--probe) probe=1 ;;
+		-*) die "unknown option $1 (see the comment at the top of $0)" ;;
+		*) break ;;
+	esac
+	shift
+done
+[ $# = 4 ] || die "usage: $0 [options] FREQHINTD FREQHINTCTL FREQHINT_VSOCKD FH_VSOCK_PEER"
+for b in "$@"; do
+	[ -x "$b" ] || die "$b is not an executable"
+done
+
+# Debian bookworm's QEMU: the x86 system emulator, its TCG accelerator
+# module (qemu-system-common), SeaBIOS and the option ROMs for -kernel, and
+# the packages of every library the binary and the module need (ldd of
+# this package's binary; checked below, so a new dependency fails loudly).
+QEMU_DEBS=(
+	qemu-system-x86 qemu-system-common qemu-system-data:all seabios:all
+	libaio1 libblkid1 libbpf1 libc6 libcapstone4 libdaxctl1 libelf1 libfdt1
+	libffi8 libfuse3-3 libgcc-s1 libglib2.0-0 libgmp10 libgnutls30 libhogweed6
+	libibverbs1 libidn2-0 libjpeg62-turbo libkmod2 liblzma5 libmount1
+	libndctl6 libnettle8 libnl-3-200 libnl-route-3-200 libnuma1 libp11-kit0
+	libpcre2-8-0 libpixman-1-0 libpmem1 libpng16-16 librdmacm1 libsasl2-2
+	libseccomp2 libselinux1 libslirp0 libssl3 libtasn1-6 libudev1
+	libunistring2 liburing2 libuuid1 libvdeplug2 libzstd1 zlib1g
+)
+# The outer kernel's vhost-vsock host side, dependencies first.
+HOST_KMODS=(vsock vmw_vsock_virtio_transport_common vhost_iotlb vhost vhost_vsock)
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fh-nested.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/fh/lib" "$T/fh/kmod" "$T/qemu/bin" "$T/qemu/lib" "$T/qemu/modules" \
+	"$T/qemu/share" "$T/inner"
+
+# qemu_tree ROOT: Debian's QEMU from the unpacked packages at ROOT into
+# $T/qemu: bin/, lib/ (its loader and the closure of its NEEDED libraries,
+# found in ROOT only), modules/ (accel-tcg-x86_64.so), share/ (firmware).
+qemu_tree() {
+	local root=$1 f lib d found todo seen=' '
+	local libdirs=(lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu)
+	cp "$root/usr/bin/qemu-system-x86_64" "$T/qemu/bin/"
+	cp "$root/usr/lib/x86_64-linux-gnu/qemu/accel-tcg-x86_64.so" "$T/qemu/modules/"
+	cp -L "$root/lib64/ld-linux-x86-64.so.2" "$T/qemu/lib/"
+	todo=("$T/qemu/bin/qemu-system-x86_64" "$T/qemu/modules/accel-tcg-x86_64.so")
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		for lib in $(readelf -dW "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+			case "$seen" in *" $lib "*) continue ;; esac
+			seen+="$lib "
+			found=
+			for d in "${libdirs[@]}"; do
+				[ -e "$root/$d/$lib" ] && { found=$root/$d/$lib; break; }
+			done
+			[ -n "$found" ] || die "$lib (needed by $(basename "$f")) is in none of Debian's packages fetched: add its package to QEMU_DEBS"
+			cp -L "$found" "$T/qemu/lib/$lib"
+			todo+=("$T/qemu/lib/$lib")
+		done
+	done
+	for f in usr/share/seabios/bios-256k.bin usr/share/qemu/linuxboot_dma.bin \
+		usr/share/qemu/kvmvapic.bin; do
+		cp -L "$root/$f" "$T/qemu/share/"
+	done
+	cat >"$T/qemu/qemu-system-x86_64" <<'EOF'
+#!/bin/sh
+# Debian's qemu-system-x86_64 with its own loader, libraries and modules.
+Q=/opt/qemu
+QEMU_MODULE_DIR=$Q/modules exec $Q/lib/ld-linux-x86-64.so.2 --library-path $Q/lib \
+	$Q/bin/qemu-system-x86_64 -L $Q/share "$@"
+EOF
+	chmod 755 "$T/qemu/qemu-system-x86_64"
+	cp "$root/../versions" "$T/qemu/versions"
+}
+
+debs=$("$here/tests/harness/fetch-debs.sh" amd64 "${QEMU_DEBS[@]}")
+qemu_tree "$debs/root"
+
+outer_k=$("$here/tests/harness/fetch-stock-kernel.sh" --print-dir) ||
+	die "no stock kernel entry (tests/harness/fetch-stock-kernel.sh)"
+inner_k=$("$here/tests/harness/build-kernel.sh" --print-dir) ||
+	die "building the test kernel failed"
+grep -q '^CONFIG_VIRTIO_VSOCKETS=y' "$inner_k/build/.config" ||
+	die "the test kernel $inner_k has no virtio vsock transport"
+
+rel=$(cat "$outer_k/release")
+for m in "${HOST_KMODS[@]}"; do
+	f=$(find "/lib/modules/$rel/kernel" -name "$m.ko*" | head -n1)
+	[ -n "$f" ] || die "$m.ko* not in /lib/modules/$rel (the linux-image-$rel package installs it)"
+	case "$f" in
+		*.xz) xz -dc "$f" >"$T/fh/kmod/$m.ko" ;;
+		*.zst) zstd -qdc "$f" >"$T/fh/kmod/$m.ko" ;;
+		*) cp "$f" "$T/fh/kmod/$m.ko" ;;
+	esac
+	echo "$m.ko" >>"$T/fh/kmod/load-order"
+done
+
+for b in "$@"; do
+	cp "$b" "$T/fh/"
+	ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
+		while read -r name path; do cp -L "$path" "$T/fh/lib/$name"; done
+done
+cp "$here/tests/vsock-guest/vsock-lib.sh" "$T/fh/"
+"$here/tests/agent/mkfixture.sh" host "$T/fx"
+
+# The inner guest: the test kernel, the module built for it, its initramfs.
+cp "$inner_k/bzImage" "$T/inner/bzImage"
+if [ "$probe" = 1 ]; then
+	inner_test=$tdir/inner-probe.sh
+	inner_args=()
+else
+	inner_test=$tdir/inner.sh
+	"$here/guest-driver/tests/build-module.sh" --cached "$(readlink -f "$inner_k/build")" \
+		"$T/virtio_freqhint.ko" >&2
+	inner_args=(--module "$T/virtio_freqhint.ko"
+		--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh")
+fi
+inner_img=$("$here/tests/harness/mkinitramfs.sh" --kernel "$inner_k" --test "$inner_test" \
+	"${inner_args[@]}")
+# Uncompressed: gunzip of 2 MB took the nested guest 140 s of its boot.
+gzip -dc "$inner_img" >"$T/inner/initrd"
+[ "$probe" = 1 ] && touch "$T/inner/probe"
+
+qemu_args=()
+if [ -n "${FREQHINT_QEMU:-}" ]; then
+	qemu_args=(--qemu "$FREQHINT_QEMU")
+elif command -v qemu-system-x86_64 >/dev/null; then
+	qemu_args=(--qemu "$(command -v qemu-system-x86_64)")
+fi
+exec "$here/tests/harness/run-guest.sh" --kernel "$outer_k" "${qemu_args[@]}" \
+	--test "$tdir/outer.sh" --add "$T/fh:/opt/fh" --add "$T/qemu:/opt/qemu" \
+	--add "$T/inner:/opt/inner" --add "$T/fx:/opt/fx" \
+	--smp 2 --mem 2G --timeout "$timeout" "${log_args[@]}"
