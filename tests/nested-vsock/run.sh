@@ -38,10 +38,10 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 trap 'log "error: $0:$LINENO: $BASH_COMMAND failed"' ERR
 
 tdir=$here/tests/nested-vsock
-log_args=() timeout=3000 probe=0
+log='' timeout=3000 probe=0
 while [ $# -gt 0 ]; do
 	case "$1" in
-		--log) log_args=(--log "${2:?}"); shift ;;
+		--log) log=${2:?}; shift ;;
 		--timeout) timeout=${2:?}; shift ;;
 		--probe) probe=1 ;;
 		-*) die "unknown option $1 (see the comment at the top of $0)" ;;
@@ -53,6 +53,7 @@ done
 for b in "$@"; do
 	[ -x "$b" ] || die "$b is not an executable"
 done
+[ -n "$log" ] || log=$(mktemp "${TMPDIR:-/tmp}/fh-nested.XXXXXX.log")
 
 # Debian bookworm's QEMU: the x86 system emulator, its TCG accelerator
 # module (qemu-system-common), SeaBIOS and the option ROMs for -kernel, and
@@ -170,7 +171,13 @@ if [ -n "${FREQHINT_QEMU:-}" ]; then
 elif command -v qemu-system-x86_64 >/dev/null; then
 	qemu_args=(--qemu "$(command -v qemu-system-x86_64)")
 fi
-exec "$here/tests/harness/run-guest.sh" --kernel "$outer_k" "${qemu_args[@]}" \
+rc=0
+"$here/tests/harness/run-guest.sh" --kernel "$outer_k" "${qemu_args[@]}" \
 	--test "$tdir/outer.sh" --add "$T/fh:/opt/fh" --add "$T/qemu:/opt/qemu" \
 	--add "$T/inner:/opt/inner" --add "$T/fx:/opt/fx" \
-	--smp 2 --mem 2G --timeout "$timeout" "${log_args[@]}"
+	--smp 2 --mem 2G --timeout "$timeout" --log "$log" || rc=$?
+# The inner guest's console (outer.sh copies it, each line marked) judged
+# as any guest's: its verdict, its poweroff, nothing alarming.
+sed -n 's/^inner| //p' "$log" >"$log.inner"
+"$here/tests/harness/run-guest.sh" --judge-log "$log.inner" --quiet || rc=1
+exit $rc
