@@ -157,7 +157,8 @@ else
 	"$here/guest-driver/tests/build-module.sh" --cached "$(readlink -f "$inner_k/build")" \
 		"$T/virtio_freqhint.ko" >&2
 	inner_args=(--module "$T/virtio_freqhint.ko"
-		--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh")
+		--add "$here/guest-driver/tests/fh-lib.sh:/lib/freqhint/fh-lib.sh"
+		--add "$here/tests/harness/step-lib.sh:/lib/freqhint/step-lib.sh")
 fi
 inner_img=$("$here/tests/harness/mkinitramfs.sh" --kernel "$inner_k" --test "$inner_test" \
 	"${inner_args[@]}")
