@@ -12,11 +12,11 @@
 # With /opt/inner/probe (run.sh --probe) the inner guest only boots, and
 # this test reports how long that took.
 . /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=../vsock-guest/vsock-lib.sh
 . /opt/fh/vsock-lib.sh
 
 CID=3
 FXP=/opt/fx/sys/devices/system/cpu/cpufreq
-mkdir -p $W/state
 
 check "outer: Debian's stock kernel" grep -q 'amd64$' /proc/sys/kernel/osrelease
 load_vsock
@@ -25,17 +25,8 @@ check_output "Debian's QEMU runs here" '^QEMU emulator version 7\.2\.[0-9]+ \(De
 	/opt/qemu/qemu-system-x86_64 -version
 
 # freqhintd and its front end, as on a host without libvirt.
-chmod 0755 / $W
-grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:/:/bin/false' >>/etc/passwd
-grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
-cat >$W/freqhintd.conf <<EOC
-[daemon]
-poll_interval_ms=100
-socket_mode=0666
-relay_user=65534
-libvirt_state_dir=
-[metrics]
-enabled=false
+host_prepare
+cat >>$W/freqhintd.conf <<EOC
 [vm inner]
 pidfile=$W/inner.pid
 vsock_cid=$CID
@@ -47,11 +38,7 @@ $FH/freqhintd --config $W/freqhintd.conf --backend cpufreq --sysfs-root /opt/fx/
 	--state-dir $W/state --libvirt-uri none -v >$W/freqhintd.log 2>&1 &
 FH_DAEMON=$!
 wait_for "freqhintd drives the fixture's policies" 'cpufreq' ctl status
-ASAN_OPTIONS=detect_leaks=0 $FH/freqhint-vsockd --config $W/freqhintd.conf \
-	--agent-socket $W/dev.sock --user nobody -v >$W/vsockd.log 2>&1 &
-FH_VSOCKD=$!
-wait_for "freqhint-vsockd listens on AF_VSOCK port 853 as uid 65534" \
-	'relaying to .* as uid 65534' cat $W/vsockd.log
+start_vsockd
 floor0=$(cat $FXP/policy2/scaling_min_freq)
 
 # The inner guest.  Its clock: the outer's TSC rate (run-guest.sh's reason).
@@ -123,6 +110,7 @@ exec 4<>$W/ctl.out 5<>$W/ctl.in
 # QEMU is gone.
 next_step() {
 	while :; do
+		# shellcheck disable=SC3045 # busybox sh has read -t
 		if read -r -t 10 ns_line <&4; then
 			case "$ns_line" in
 			STEP\ *) step=${ns_line#STEP }; echo "inner step: $step"; return 0 ;;

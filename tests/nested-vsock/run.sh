@@ -185,14 +185,10 @@ inner_img=$("$here/tests/harness/mkinitramfs.sh" --kernel "$inner_k" --test "$in
 gzip -dc "$inner_img" >"$T/inner/initrd"
 [ "$probe" = 1 ] && touch "$T/inner/probe"
 
-qemu_args=()
-if [ -n "${FREQHINT_QEMU:-}" ]; then
-	qemu_args=(--qemu "$FREQHINT_QEMU")
-elif command -v qemu-system-x86_64 >/dev/null; then
-	qemu_args=(--qemu "$(command -v qemu-system-x86_64)")
-fi
+# The outer guest needs no device of the project's: any QEMU runs it.
+qemu=${FREQHINT_QEMU:-$(command -v qemu-system-x86_64 || true)}
 rc=0
-"$here/tests/harness/run-guest.sh" --kernel "$outer_k" "${qemu_args[@]}" \
+"$here/tests/harness/run-guest.sh" --kernel "$outer_k" ${qemu:+--qemu "$qemu"} \
 	--test "$tdir/outer.sh" --add "$T/fh:/opt/fh" --add "$T/qemu:/opt/qemu" \
 	--add "$T/inner:/opt/inner" --add "$T/fx:/opt/fx" \
 	--smp 2 --mem 2G --timeout "$timeout" --log "$log" || rc=$?
