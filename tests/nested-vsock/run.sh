@@ -158,11 +158,7 @@ for m in "${HOST_KMODS[@]}"; do
 	echo "$m.ko" >>"$T/fh/kmod/load-order"
 done
 
-for b in "$@"; do
-	cp "$b" "$T/fh/"
-	ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
-		while read -r name path; do cp -L "$path" "$T/fh/lib/$name"; done
-done
+"$here/tests/harness/carry-binaries.sh" "$T/fh" "$@"
 cp "$here/tests/vsock-guest/vsock-lib.sh" "$T/fh/"
 "$here/tests/agent/mkfixture.sh" host "$T/fx"
 
