@@ -42,7 +42,9 @@
 # Measured on 2 cores shared with other helpers' builds and TCG guests:
 #  - passing run: 13 min 19 s wall (outer guest 685 s; 9 min 57 s of CPU,
 #    nearly all the outer QEMU) at load 7-12; the inner guest reached
-#    /init at 337 s of its uptime, its QEMU exited 636 s after starting.
+#    /init at 337 s of its uptime, its QEMU exited 636 s after starting;
+#    through meson after the last changes: 13 min 24 s at load 6-8 (inner
+#    /init at 407 s, its QEMU exited at 725 s).
 #  - --probe (inner boot only), load 14-17, the outer QEMU at 40-50 % of
 #    one core: inner kernel's first line 55 s after its QEMU started,
 #    /init at 766 s (gunzip of its 2 MB initramfs alone 140 s, hence the
