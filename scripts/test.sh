@@ -10,6 +10,9 @@
 #   scripts/test.sh SUITE...        only these meson suites (unit, integration,
 #                                   compile, qtest, guest, e2e, libvirt,
 #                                   packages, deploy, fuzz, fresh)
+#   scripts/test.sh all             everything, and the tests too slow for
+#                                   the default run (meson suite 'all': the
+#                                   nested vsock test, tests/nested-vsock/)
 #
 # The builds live outside the clone, in a directory of this clone's own
 # (FREQHINT_BUILD, default: clone_builds in scripts/lib.sh), locked for the
@@ -22,6 +25,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/lib.sh"
 
 suites=("$@")
+# "all": every suite, suite 'all' (the slow tests) among them.
+slow=0
+if [[ " ${suites[*]} " == *" all "* ]]; then
+	suites=()
+	slow=1
+fi
 : "${FREQHINT_BUILD:=$(clone_builds)}"
 
 # The main build and the fuzz build (scripts/lib.sh).
@@ -56,6 +65,8 @@ run_suites() {
 	# The fuzz suite runs from the clang build only.
 	[ "$dir" = "$FREQHINT_BUILD/fuzz" ] || args+=(--no-suite fuzz)
 	for s in "$@"; do args+=(--suite "$s"); done
+	# The default run leaves the slow tests out.
+	[ "$slow" = 1 ] || [ $# -gt 0 ] || args+=(--no-suite all)
 	meson test -C "$dir" "${args[@]}"
 }
 

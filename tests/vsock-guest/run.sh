@@ -80,12 +80,7 @@ else
 	die "kernel $kdir has no vsock loopback transport (CONFIG_VSOCKETS, CONFIG_VSOCKETS_LOOPBACK)"
 fi
 
-for b in "$@"; do
-	cp "$b" "$T/fh/"
-	# libraries by real file; the loader is already in the image
-	ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
-		while read -r name path; do cp -L "$path" "$T/fh/lib/$name"; done
-done
+"$here/tests/harness/carry-binaries.sh" "$T/fh" "$@"
 cp "$here/tests/vsock-guest/vsock-lib.sh" "$T/fh/"
 
 qemu_args=()

@@ -12,6 +12,11 @@
 #                              stand-in process whose threads are named
 #                              vcpu0..; a guest connecting to CID 1 (the
 #                              loopback's local CID) port 853 is served as it
+#   host_prepare               the state directory, the front end's user,
+#                              $W/freqhintd.conf's [daemon] and [metrics]
+#                              (a test appends its [vm] sections)
+#   start_vsockd               freqhint-vsockd on that config, bound as
+#                              root, then uid 65534; waits until it relays
 #   ctl ARGS...                freqhintctl on the host's control socket
 #   wait_for WHAT PATTERN CMD...  like check_output, retried for 30 s
 #   show_logs                  the daemons' logs on the console (after a failure)
@@ -45,16 +50,13 @@ wait_for() {
 
 ctl() { $FH/freqhintctl --socket $W/ctl.sock "$@"; }
 
-start_host() {
+host_prepare() {
 	mkdir -p $W/state
 	# the initramfs root comes from a mktemp -d (0700): nobody could not reach /tmp/fh
 	chmod 0755 / $W
 	# the front end's user
 	grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:/:/bin/false' >>/etc/passwd
 	grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
-	$FH/fh-vsock-peer --stand-in --vcpu-threads "${1:-2}" --pidfile $W/loop.pid >$W/stand-in.log 2>&1 &
-	FH_STANDIN=$!
-	i=0; while [ ! -s $W/loop.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 	cat >$W/freqhintd.conf <<EOC
 [daemon]
 poll_interval_ms=100
@@ -63,6 +65,23 @@ relay_user=65534
 libvirt_state_dir=
 [metrics]
 enabled=false
+EOC
+}
+
+start_vsockd() {
+	# not dumpable once it is nobody: LeakSanitizer could not read it at exit
+	ASAN_OPTIONS=detect_leaks=0 $FH/freqhint-vsockd --config $W/freqhintd.conf \
+		--agent-socket $W/dev.sock --user nobody -v >$W/vsockd.log 2>&1 &
+	FH_VSOCKD=$!
+	wait_for "freqhint-vsockd listens on port 853 as uid 65534" 'relaying to .* as uid 65534' cat $W/vsockd.log
+}
+
+start_host() {
+	host_prepare
+	$FH/fh-vsock-peer --stand-in --vcpu-threads "${1:-2}" --pidfile $W/loop.pid >$W/stand-in.log 2>&1 &
+	FH_STANDIN=$!
+	i=0; while [ ! -s $W/loop.pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	cat >>$W/freqhintd.conf <<EOC
 [vm loop]
 pidfile=$W/loop.pid
 vsock_cid=1
@@ -72,11 +91,7 @@ EOC
 		--control-socket $W/ctl.sock --state-dir $W/state --libvirt-uri none -v >$W/freqhintd.log 2>&1 &
 	FH_DAEMON=$!
 	wait_for "freqhintd answers" 'none' ctl status
-	# not dumpable once it is nobody: LeakSanitizer could not read it at exit
-	ASAN_OPTIONS=detect_leaks=0 $FH/freqhint-vsockd --config $W/freqhintd.conf \
-		--agent-socket $W/dev.sock --user nobody -v >$W/vsockd.log 2>&1 &
-	FH_VSOCKD=$!
-	wait_for "freqhint-vsockd listens on port 853 as uid 65534" 'relaying to .* as uid 65534' cat $W/vsockd.log
+	start_vsockd
 }
 
 show_logs() {

@@ -1,0 +1,44 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Runs as /test.sh in the inner guest of tests/nested-vsock/run.sh (the
+# project's uclamp test kernel under Debian's QEMU, itself in a TCG guest):
+# virtio_freqhint transport=vsock over vhost-vsock-pci to the outer guest,
+# CID 2.  Each "step" (tests/harness/step-lib.sh, on ttyS1) hands the
+# outer guest, the host, its checks: outer.sh.  Timeouts are long: under
+# nested TCG this guest runs two orders of magnitude slower than a TCG one.
+. /lib/freqhint/test-lib.sh
+# shellcheck source-path=SCRIPTDIR source=../../guest-driver/tests/fh-lib.sh
+. /lib/freqhint/fh-lib.sh
+# shellcheck source-path=SCRIPTDIR source=../harness/step-lib.sh
+. /lib/freqhint/step-lib.sh
+
+taskset -p 1 $$ >/dev/null
+C=/sys/devices/system/cpu
+VS=/sys/kernel/debug/virtio_freqhint_vsock
+step_open
+
+check "insmod virtio_freqhint transport=vsock" insmod "$FH_KO" transport=vsock
+check_output "the link is up to the host (CID 2, port 853)" '^up cid=2 port=853$' \
+	wait_file "$VS/state" '^up' 300
+check "cpufreq: the host's 3.2 GHz" \
+	wait_file $C/cpufreq/policy1/cpuinfo_max_freq '^3200000$' 120
+# The operator's 75 % ceiling, granted: 2.4 GHz on both vCPUs.
+for c in 0 1; do
+	check "cpu$c: scaling_max_freq 2400000 (the host's grant)" \
+		wait_file $C/cpufreq/policy$c/scaling_max_freq '^2400000$' 120
+done
+check_output "granted ceilings in debugfs" '^768 768$' cat "$FH_GRANTS/granted_ceiling"
+check "host: served as VM inner over vsock, CID 3" step connected
+
+# Under powersave the guest's own request is its lowest: what moves the
+# host is the clamp.
+for g in $C/cpufreq/policy*/scaling_governor; do echo powersave >"$g"; done
+busy 1 -m 1024
+check "host: uclampset -m 1024 on vCPU 1 raised policy2's floor" step clamp
+stop_busy
+check "host: vCPU 1 idle, policy2's floor returned" step idle
+
+check "rmmod while connected" rmmod virtio_freqhint
+check "no kernel warnings" dmesg_clean
+step end
+done_testing
