@@ -279,7 +279,10 @@ case_hostile_flood() {
 	peer f --vcpus 1 --flood
 	grep -q '^flood: .* closed after' "$T/client-f.out" || fail "a flood was not closed: $(cat "$T/client-f.out")"
 	expect_stats '.closed_total.rate' 1
-	grep -qE 'closed \(rate\): more than (216 messages|6048 bytes) in a second' "$T/client-vsockd.out" ||
+	# Which of the three bounds ends it depends on how the front end's reads
+	# batch the frames: a read of many frames at once passes 6048 bytes
+	# first, frames read one by one pass 200 records (5628 bytes) first.
+	grep -qE 'closed \(rate\): more than (216 messages|6048 bytes|200 records) in a second' "$T/client-vsockd.out" ||
 		fail "the flood's end is not logged"
 	# whole-state messages at the message rate but more records than vCPUs x windows allow
 	served_again
