@@ -190,8 +190,9 @@ rc=0
 	--test "$tdir/outer.sh" --add "$T/fh:/opt/fh" --add "$T/qemu:/opt/qemu" \
 	--add "$T/inner:/opt/inner" --add "$T/fx:/opt/fx" \
 	--smp 2 --mem 2G --timeout "$timeout" --log "$log" || rc=$?
-# The inner guest's console (outer.sh copies it, each line marked) judged
-# as any guest's: its verdict, its poweroff, nothing alarming.
-sed -n 's/^inner| //p' "$log" >"$log.inner"
+# The inner guest's console (outer.sh prints the whole of it once the inner
+# QEMU has exited, each line marked) judged as any guest's: its verdict, its
+# poweroff, nothing alarming.
+sed -n 's/^inner-log| //p' "$log" >"$log.inner"
 "$here/tests/harness/run-guest.sh" --judge-log "$log.inner" --quiet || rc=1
 exit $rc
