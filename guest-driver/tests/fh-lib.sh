@@ -11,9 +11,8 @@ FH_KO=/modules/virtio_freqhint.ko
 fh_busy_pids=
 
 # fh_probe: the virtio device with ID 56 is present ($dev), and the module
-# loads (probing it).  With F_PERF or F_HOST_FREQ the cpufreq driver
-# registers after the device's first snapshot (at most 2 s after probe):
-# wait for its policies, unless another driver has the slot.
+# loads (probing it), and its cpufreq policies are there
+# (wait_cpufreq_policies).
 fh_probe() {
 	dev=
 	for fh_d in /sys/bus/virtio/devices/*; do
@@ -21,32 +20,12 @@ fh_probe() {
 	done
 	check "a virtio device with ID 56 is present" test -n "$dev"
 	check "insmod virtio_freqhint" insmod "$FH_KO"
-	fh_wait_cpufreq
+	wait_cpufreq_policies
 }
 
-# fh_insmod [PARAM...]: insmod the module, then fh_wait_cpufreq.
+# fh_insmod [PARAM...]: insmod the module, then wait_cpufreq_policies.
 fh_insmod() {
-	insmod "$FH_KO" "$@" && fh_wait_cpufreq
-}
-
-# fh_wait_cpufreq: the driver's cpufreq policies, if it registers any.
-fh_wait_cpufreq() {
-	fh_f=
-	for fh_d in /sys/bus/virtio/devices/*; do
-		[ "$(cat "$fh_d/device" 2>/dev/null)" = 0x0038 ] &&
-			[ -e "$fh_d/driver" ] && fh_f=$(cut -c1-3 "$fh_d/features")
-	done
-	case $fh_f in
-	1??|??1) ;;
-	*) return 0 ;;
-	esac
-	fh_i=0
-	while [ "$fh_i" -lt 50 ]; do
-		[ -e /sys/devices/system/cpu/cpufreq/policy0 ] && return 0
-		dmesg | grep -q 'is active: no perf requests' && return 0
-		sleep 0.1
-		fh_i=$((fh_i + 1))
-	done
+	insmod "$FH_KO" "$@" && wait_cpufreq_policies
 }
 
 # wait_file FILE PATTERN [SECONDS]: poll every 0.1 s until FILE matches the

@@ -13,7 +13,7 @@
 #                        /modules/virtio_freqhint.ko) loads (with those
 #                        module parameters) and binds to the device ($dev:
 #                        its sysfs directory), then waits for its cpufreq
-#                        policies (step_wait_cpufreq)
+#                        policies (wait_cpufreq_policies)
 
 step_open() {
 	step_tty=/dev/ttyS1
@@ -39,26 +39,5 @@ step_load_module() {
 		[ -e "$step_d" ] && { dev=$step_d; break; }
 	done
 	check "device bound" test -n "$dev"
-	step_wait_cpufreq
-}
-
-# step_wait_cpufreq: the driver registers its cpufreq policies after probe
-# returns, once the host's first FEEDBACK has given it frequencies, and the
-# core creates them one CPU at a time: wait (up to 10 s) until every online
-# CPU has its policy, so that a check right after loading does not race the
-# registration.  Returns 0 either way: the checks that follow judge.
-step_wait_cpufreq() {
-	step_i=0
-	while [ "$step_i" -lt 100 ]; do
-		step_missing=
-		for step_c in /sys/devices/system/cpu/cpu[0-9]*; do
-			# cpu0 of x86 has no "online": it cannot go offline
-			[ "$(cat "$step_c/online" 2>/dev/null || echo 1)" = 1 ] || continue
-			[ -e "$step_c/cpufreq/scaling_governor" ] || step_missing=1
-		done
-		[ -z "$step_missing" ] && return 0
-		sleep 0.1
-		step_i=$((step_i + 1))
-	done
-	return 0
+	wait_cpufreq_policies
 }

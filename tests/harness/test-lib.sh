@@ -7,6 +7,8 @@
 #   check_output "what" PATTERN CMD [ARG]... CMD succeeds, its output matches
 #                                          the grep -E PATTERN
 #   done_testing                          exit 0 iff every check passed
+#   wait_cpufreq_policies                 after loading virtio_freqhint: wait
+#                                          for its cpufreq policies, if any
 # Each check prints "FREQHINT-CHECK: ok|FAIL - what" on the console; a
 # failing one also prints the command's output.
 
@@ -48,4 +50,35 @@ done_testing() {
 	echo "FREQHINT-CHECKS: $fh_count run, $fh_failed failed"
 	[ "$fh_failed" = 0 ] && [ "$fh_count" -gt 0 ]
 	exit $?
+}
+
+# wait_cpufreq_policies: virtio_freqhint registers its cpufreq driver after
+# probe has returned, once the host's first FEEDBACK has given it frequencies,
+# and the core then creates the policies one CPU at a time.  Wait (up to 10 s)
+# until every online CPU has its policy, so that a check right after loading
+# does not race the registration.  No wait when the bound device negotiated
+# neither F_PERF (bit 0) nor F_HOST_FREQ (bit 2), or when another cpufreq
+# driver holds the slot.  Returns 0 either way: the checks that follow judge.
+wait_cpufreq_policies() {
+	for fh_d in /sys/bus/virtio/drivers/virtio_freqhint/virtio*; do
+		[ -e "$fh_d/features" ] || continue
+		case $(cut -c1-3 "$fh_d/features") in
+		1??|??1) ;;
+		*) return 0 ;;
+		esac
+	done
+	fh_i=0
+	while [ "$fh_i" -lt 100 ]; do
+		fh_missing=
+		for fh_c in /sys/devices/system/cpu/cpu[0-9]*; do
+			# cpu0 of x86 has no "online": it cannot go offline
+			[ "$(cat "$fh_c/online" 2>/dev/null || echo 1)" = 1 ] || continue
+			[ -e "$fh_c/cpufreq/scaling_governor" ] || fh_missing=1
+		done
+		[ -z "$fh_missing" ] && return 0
+		dmesg | grep -q 'is active: no perf requests' && return 0
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	return 0
 }
