@@ -134,13 +134,9 @@ event_us() {
 has_event() { [ -n "$(event_us "$@")" ]; }
 
 FLOOR_KHZ=
-# An empty read is the agent rewriting the fixture file (opened with
-# O_TRUNC, then written), not a value: read it again.
 floor_held() {
 	local v
-	v=$(policy_get 2 min)
-	[ -n "$v" ] || { sleep 0.01; v=$(policy_get 2 min); }
-	[ "$v" -ge "$FLOOR_KHZ" ]
+	v=$(policy_get 2 min) && [ "$v" -ge "$FLOOR_KHZ" ]
 }
 
 # The sampler: policy2's scaling_min_freq every 20 ms, timestamped after

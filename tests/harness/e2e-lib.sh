@@ -337,7 +337,18 @@ vcpu_hint_near() {
 }
 
 pdir() { echo "$E2E_FX/sys/devices/system/cpu/cpufreq/policy$1"; }
-policy_get() { cat "$(pdir "$1")/scaling_$2_freq"; }
+# The fixture's limit files are regular files, which freqhintd writes as it
+# writes sysfs: open(O_TRUNC) then write(2).  Unlike a sysfs attribute, such
+# a file reads empty in between (a tight loop here saw that in most reads),
+# so an empty read is retried: it is never a value the agent wrote.
+policy_get() {
+	local v i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		v=$(<"$(pdir "$1")/scaling_$2_freq") || return 1
+		[ -n "$v" ] && { echo "$v"; return 0; }
+	done
+	return 1
+}
 policy_is() { [ "$(policy_get "$1" "$2")" = "$3" ]; }
 policy_original() {
 	if [ "$2" = min ]; then cat "$(pdir "$1")/cpuinfo_min_freq"; else cat "$(pdir "$1")/cpuinfo_max_freq"; fi
