@@ -433,7 +433,7 @@ if [ -r "$work/outcome.res" ] && [ "$(val outcome_run_ok)" = yes ]; then
 	[ "$o_loaded" = no ] ||
 		o_load_note="  On this run's loaded host vCPU1's thread got about $o_share % of a CPU at f_max (its calibration), so every mode's requests also waited for a host CPU."
 	# The mechanism behind the shared phase's tail, shared by several reasons.
-	o_flap="A vCPU carries its run queue's clamps (the kernel's rule: the highest maximum of the runnable tasks), so between two requests, while only the batch (maximum 300) is runnable on vCPU1, freqhint caps vCPU1's policy at the batch's ceiling (0.8 GHz, a quarter of a CPU); each request then wakes under that cap and runs slowed until its own clamps (800..1024) have been published by the guest, written by freqhintd (§4) and taken by the emulator at its next 10 ms window, most of a 3 ms request.  On bare metal the same drop costs a tick at most: schedutil sees the waking task's clamp at its next update; across the VM boundary the re-raise takes the hint's whole path"
+	o_flap="A vCPU carries its run queue's clamps (the kernel's rule: the highest maximum of the runnable tasks), so between two requests, while only the batch (maximum 300) is runnable on vCPU1, freqhint caps vCPU1's policy at the batch's ceiling (0.8 GHz, a quarter of a CPU); each request then wakes under that cap and runs slowed until its own clamps (800..1024) have been published by the guest, written by freqhintd (§4; before raises were written at once, MR-20, a raise right after a lowering also waited out the 50 ms write interval) and taken by the emulator at its next 10 ms window, most of a 3 ms request.  On bare metal the same drop costs a tick at most: schedutil sees the waking task's clamp at its next update; across the VM boundary the re-raise takes the hint's whole path"
 	o_flap_fix="a ceiling that follows a fall of the run queue's maximum only after a hold longer than the hint's round trip (the kernel keeps a CPU's last maximum clamp across idle, UCLAMP_FLAG_IDLE, for a like reason), in the guest's reporting or in freqhintd, with the operator's caps still applied at once: not built yet; and an emulator that applies a new limit when it is written, as cpufreq does, not at its next window"
 	# o_shared_worse MODE: freqhint's shared-phase p99 above MODE's
 	o_shared_worse() { awk -v c="$(oval c p99_shared_us)" -v m="$(oval "$1" p99_shared_us)" 'BEGIN { exit !(c > m) }'; }
@@ -667,8 +667,9 @@ if [ "$v3" != met ]; then
 cat <<EOF
 
 **Missed** ($( [ "$v_small" = met ] || echo "8 × 4" )$( [ "$v_small" = met ] || [ "$v_large" = met ] || echo " and " )$( [ "$v_large" = met ] || echo "64 × 4" )). Reason: the
-write windows bound writes in time, not per update: at most one write of each file per policy per 50 ms
-(\`min_write_interval_ms\`), i.e. up to 2 files × 4 policies × 20 = 160 writes/s on this fixture, while the small load sent
+write windows bound writes in time, not per update: per policy at most one lowering per 50 ms
+(\`min_write_interval_ms\`) and the raise after it (raises are written at once, MR-20), i.e. up to 2 files × 2 × 4 policies
+× 20 = 320 writes/s on this fixture, while the small load sent
 $(calc "$(val econ_small_records) / $(val econ_small_seconds)" %.0f) updates/s; with 4 vCPUs per host CPU the per-policy maximum
 follows single vCPUs' perf walks, so many windows hold a real change (with a table on every policy:
 $(val econ_tables_per100) per 100). The ratio to the anchor shows what the windows remove. What would close it: a longer

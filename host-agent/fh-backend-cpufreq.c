@@ -632,6 +632,7 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     PolicyState *st = &priv->st[i];
     g_autoptr (GError) error = NULL;
     guint min_khz, max_khz;
+    gboolean raises;
 
     policy_target (self, p, &min_khz, &max_khz);
     if (min_khz == p->applied_min_khz && max_khz == p->applied_max_khz) {
@@ -643,9 +644,18 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       st->pending = FALSE; /* the poll tick retries */
       continue;
     }
-    /* Inside the interval: the timer writes whatever is latest by then.
-     * Half a millisecond of slack absorbs the timer's rounding. */
-    if (st->last_write_us != 0 &&
+    /*
+     * Inside the interval a lowering waits: the timer writes whatever is
+     * latest by then.  A raise of the floor or the ceiling is written at
+     * once (MR-20): it is what a task that just woke is waiting for, and a
+     * guest whose run queue swings between a capped and an uncapped task
+     * would otherwise run each wake-up under the old cap for up to an
+     * interval.  Raises stay bounded: each one follows a lowering, which
+     * waits, or climbs a finite table.  Half a millisecond of slack absorbs
+     * the timer's rounding.
+     */
+    raises = min_khz > p->applied_min_khz || max_khz > p->applied_max_khz;
+    if (!raises && st->last_write_us != 0 &&
         now_us - st->last_write_us < self->min_write_interval_us - 500) {
       st->pending = TRUE;
       continue;
