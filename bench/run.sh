@@ -76,7 +76,8 @@
 #   feedback row's anchor is read from bench/feedback-anchor.env.
 #
 # The build goes to $FREQHINT_BUILD/bench (meson, buildtype=release;
-# FREQHINT_BUILD defaults to $FREQHINT_CACHE/build, as for scripts/test.sh).
+# FREQHINT_BUILD defaults to the clone's own directory under
+# $FREQHINT_CACHE/build, clone_builds in scripts/lib.sh, as for scripts/test.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,13 +121,19 @@ if [ "$runs" -gt 0 ]; then
 fi
 
 t_start=$(date +%s)
-build=${FREQHINT_BUILD:-$FREQHINT_CACHE/build}/bench
+# The clone's own build directory, as scripts/test.sh's (two clones never
+# share one), locked while this run uses it.
+build=${FREQHINT_BUILD:-$(clone_builds)}/bench
+if [ "$runs" -gt 0 ]; then
+	mkdir -p "$(dirname "$build")"
+	exec 8>"$build.lock"
+	flock -n 8 || { log "another run uses $build; waiting"; flock 8; }
+fi
 if [ "$runs" = 0 ]; then
 	log "results in $work: report only"
 elif [ -f "$build/build.ninja" ]; then
 	meson configure "$build" -Dbuildtype=release >/dev/null
 else
-	mkdir -p "$(dirname "$build")"
 	meson setup --buildtype=release "$build" "$here" >"$build.setup.log" 2>&1 ||
 		die "meson setup failed: see $build.setup.log"
 fi

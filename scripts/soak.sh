@@ -36,7 +36,7 @@ main() {
 		esac
 		shift
 	done
-	: "${FREQHINT_BUILD:=$FREQHINT_CACHE/build}"
+	: "${FREQHINT_BUILD:=$(clone_builds)}"
 	export FREQHINT_BUILD
 
 	local top
