@@ -432,6 +432,41 @@ static void fh_test_backdate_busy(struct kunit *test)
 	KUNIT_EXPECT_GT(test, r.busy, 512U);
 }
 
+/*
+ * Busy time from idle time: an idle vCPU whose window saw only interrupts
+ * (arm64 TCG: 262/1024 of it, the window timer's own wake-up) is idle.
+ */
+static void fh_test_busy_from_idle(struct kunit *test)
+{
+	struct fh_win_result r;
+	struct fh_win w = {};
+
+	/* 10 ms of wall time, 7.44 ms of it idle: 2.56 ms in interrupts. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
+						     true, 5), 0ULL);
+	/* The idle task was switched away from: a task ran. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
+						     true, 6), 2560 * US);
+	/* A task was current at either end. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, false, 0,
+						     true, 5), 2560 * US);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
+						     false, 0), 2560 * US);
+	/* Idle time read past the wall time: not negative. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 10001, false, 0,
+						     false, 0), 0ULL);
+
+	/* As the window closes it: idle, where the raw share was not. */
+	vfh_win_reset(&w, 0);
+	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, false, 0, true, 5);
+	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
+	KUNIT_EXPECT_FALSE(test, r.idle);
+	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, true, 5, true, 5);
+	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
+	KUNIT_EXPECT_TRUE(test, r.idle);
+	KUNIT_EXPECT_EQ(test, r.busy, 0U);
+}
+
 static const struct fh_config fh_test_config = {
 	.num_vcpus = 4, .max_records = 4, .rate_window_ms = 10,
 	.perf_step = 16, .idle_share = 20, .event_buf_size = 624 + 8 * 4,
@@ -1055,6 +1090,7 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE_SLOW(fh_test_slot_concurrent),
 	KUNIT_CASE(fh_test_backdate_early),
 	KUNIT_CASE(fh_test_backdate_busy),
+	KUNIT_CASE(fh_test_busy_from_idle),
 	KUNIT_CASE(fh_test_config_check),
 	KUNIT_CASE(fh_test_feedback_khz_bound),
 	KUNIT_CASE(fh_test_feedback_check),

@@ -15,6 +15,7 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
+#include <linux/time64.h>
 
 #include "freqhint.h"
 
@@ -173,6 +174,30 @@ u64 vfh_win_backdate(u64 start, u64 now, u64 span)
 	return max(start, now > span ? now - span : 0);
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
+
+/*
+ * A window's busy time from the CPU's idle time (no switch events): its
+ * @wall_us less its @idle_us, in ns; none when the idle task ran alone.
+ *
+ * Interrupt time is not idle time (tick-sched stops counting idle on
+ * interrupt entry), and the interrupts that wake an idle vCPU, the
+ * window's own timer first, cost far more under emulation than the idle
+ * share: an idle arm64 TCG vCPU read 262/1024 busy from its window timer
+ * alone, so it never looked idle and that timer never became deferrable.
+ * What tells a window that ran no task is the idle task itself: current
+ * at both ends (@was_idle, @is_idle) and never switched away from in
+ * between (its involuntary switch count, @sw0 then @sw1, which the
+ * scheduler raises at each switch away from it).  Softirq work heavy
+ * enough to matter moves to ksoftirqd, a task, and so still counts.
+ */
+u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_idle,
+			   unsigned long sw0, bool is_idle, unsigned long sw1)
+{
+	if (was_idle && is_idle && sw0 == sw1)
+		return 0;
+	return wall_us > idle_us ? (wall_us - idle_us) * NSEC_PER_USEC : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_busy_from_idle);
 
 /*
  * A closed window as a report (the flag composition): @valid holds the
