@@ -90,6 +90,16 @@ vcpu_field() {
 	vcpu_line "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
+# task_state PID: where the task is, for a failing check's output: its
+# state and the CPU it last ran on (/proc/PID/stat fields 3 and 39, counted
+# after the command name, which may hold spaces), its run time and
+# switches, and its effective clamps (/proc/PID/sched, CONFIG_SCHED_DEBUG).
+task_state() {
+	sed 's/^.*) //' "/proc/$1/stat" |
+		awk -v p="$1" '{ print "task " p ": state " $1 ", last on cpu" $37 }'
+	grep -E '^(se\.sum_exec_runtime|nr_switches|(effective )?uclamp)' "/proc/$1/sched" 2>/dev/null
+}
+
 # busy CPU [UCLAMPSET ARGS...]: start a spinning shell pinned to CPU,
 # optionally under uclampset.  Sets $fh_pid.
 busy() {

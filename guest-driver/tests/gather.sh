@@ -127,15 +127,26 @@ if [ "$expect" = uclamp ]; then
 			n=0
 			until [ "$(cat /proc/$fh_pid/comm)" = sh ] &&
 				grep -q '^State:.*S' /proc/$fh_pid/status; do
-				[ $((n += 1)) -le 100 ] || return 1
+				[ $((n += 1)) -le 100 ] || {
+					echo "start $leading_tries: not asleep on the FIFO"
+					task_state "$fh_pid"
+					return 1
+				}
 				sleep 0.05
 			done
 			taskset -p -c 1 "$fh_pid" >/dev/null || return 1
-			wait_vcpu 1 'f["idle"]==1' >/dev/null || return 1
+			wait_vcpu 1 'f["idle"]==1' || {
+				echo "start $leading_tries: vCPU1 not idle"
+				return 1
+			}
 			sleep 0.1
 			l0=$(vcpu_field 1 leading)
 			echo go >/tmp/fh-wake
-			wait_vcpu 1 'f["idle"]==0 && f["min"]==800' >/dev/null || return 1
+			wait_vcpu 1 'f["idle"]==0 && f["min"]==800' || {
+				echo "start $leading_tries: woken, not seen"
+				task_state "$fh_pid"
+				return 1
+			}
 			[ "$(vcpu_field 1 leading)" -gt "$l0" ] && return 0
 			stop_busy
 		done
