@@ -28,7 +28,7 @@
  * active (only enqueue accounting, under that key, sets it).
  *
  * Window logic is in window.c.  Publication is on the window's end, except
- * on the leading edge (DRV-26): a user task that starts running on a vCPU
+ * on the leading edge: a user task that starts running on a vCPU
  * that published nothing within the last window, and whose clamps raise
  * the vCPU's (or end its idleness), is published at once.
  *
@@ -60,7 +60,7 @@
 
 #include "gather.h"
 
-/* Idle windows a window woken from idle may reach back over (GR-7). */
+/* Idle windows a window woken from idle may reach back over. */
 #define FH_IDLE_BACKDATE	4
 
 struct fh_vcpu {
@@ -217,8 +217,8 @@ static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
 /*
  * Without switch events no task is named, so the sender's running time is
  * in busy_ns; take out what it ran since the last close if it is on this
- * CPU (GR-7: our own sending must not make a vCPU busy, which would send
- * again).  IRQs off: a task_struct is freed only after an RCU grace period.
+ * CPU: our own sending must not make a vCPU busy, which would send
+ * again.  IRQs off: a task_struct is freed only after an RCU grace period.
  */
 static void fh_discount_sender(struct fh_vcpu *v, unsigned int cpu)
 {
@@ -251,12 +251,12 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 }
 
 /*
- * Leading edge (DRV-26): @p, a user task, starts running.  If the vCPU
+ * Leading edge: @p, a user task, starts running.  If the vCPU
  * published nothing within the last window and @p ends an idle report or
  * raises the published minimum, publish that now and start a new window.
  * Only what @p proves is published: the run queue's max-of-mins is at
  * least @p's minimum.  Decreases wait for the window's end, as do kernel
- * threads (housekeeping, GR-7).
+ * threads (housekeeping).
  */
 static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 			    struct task_struct *p, u64 now)
@@ -422,8 +422,8 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 		/*
 		 * Woken from idle: the window keeps the idle stretch since the
 		 * last close (up to FH_IDLE_BACKDATE windows), so a kernel
-		 * thread's blip after a long idle (RCU, ~150 us under TCG, 1.5 %
-		 * of a 10 ms window) is weighed against that stretch.  User
+		 * thread's blip after a long idle (RCU's grace-period thread,
+		 * say) is weighed against that stretch.  User
 		 * tasks start a fresh window on the leading edge.
 		 * hrtimer_start() under the rq lock is legal but deferred anyway.
 		 */
@@ -500,7 +500,7 @@ void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 	timer_delete_sync(&v->wtimer_idle);
 	timer_delete_sync(&v->wtimer);
 	v->timer_armed = false;
-	/* DRV-17: an offline vCPU has "no hint" (flags 0). */
+	/* An offline vCPU has "no hint" (flags 0). */
 	preempt_disable();
 	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0), local_clock());
 	preempt_enable();

@@ -46,13 +46,13 @@
 
 /*
  * A clamp value must hold 5 % (51/1024) of a window's clamped time to
- * count (GR-6): a property of the measurement, not of the host.
+ * count: a property of the measurement, not of the host.
  */
 #define FH_MIN_SHARE		51
 
 /*
  * With F_HOST_FREQ the cpufreq driver waits for the device's first
- * snapshot (DEV-33 sends it after DRIVER_OK), at most this long.
+ * snapshot (the device sends it after DRIVER_OK), at most this long.
  */
 #define FH_HOST_FREQ_WAIT	(2 * HZ)
 
@@ -93,7 +93,7 @@ static bool fh_read_fw_id(unsigned int cpu, u64 *id)
 }
 
 /*
- * DRV-10: the device's index of @cpu.  With F_CPU_ID, the i whose
+ * The device's index of @cpu.  With F_CPU_ID, the i whose
  * cpu_id[i] is the CPU's firmware id; else the Linux CPU number.  Called
  * with ->lock held, when the CPU comes online and when CPU_IDS arrives;
  * the result is kept past the CPU's unplug, for its "no hint" record.
@@ -448,7 +448,7 @@ static int fh_find_vqs(struct virtio_freqhint *vi)
 }
 
 /*
- * The device side up: DRIVER_OK first (DRV-8), then the link, then the
+ * The device side up: DRIVER_OK first, then the link, then the
  * event buffers, then every vCPU's state.  The event buffers are made
  * available after DRIVER_OK (a queue may refuse buffers before it).
  */
@@ -551,7 +551,7 @@ static int fh_clamps_try(struct virtio_freqhint *vi,
 
 /*
  * The clamp source clamp_source= asks for.  auto takes the kernel's hook
- * where it has one (spec/guest-reporting.md GR-2c); on a uclamp kernel
+ * where it has one; on a uclamp kernel
  * without it, the sched_switch probe of an out-of-tree build; else idle
  * time alone, with no probe at all (kernels without uclamp).
  */
@@ -688,7 +688,7 @@ static int fh_take_config(struct virtio_freqhint *vi,
 {
 	const char *why;
 
-	/* DRV-7: a device this confused is not one to talk to. */
+	/* A device this confused is not one to talk to. */
 	why = vfh_config_why(c, eventq);
 	if (why) {
 		dev_err(vi->dev, "invalid configuration: %s\n", why);
@@ -786,7 +786,7 @@ static int fh_alloc(struct virtio_freqhint *vi)
 
 static int virtfh_validate(struct virtio_device *vdev)
 {
-	/* DRV-1: the v1 layout (little-endian, modern) only. */
+	/* The v1 layout (little-endian, modern) only. */
 	if (!virtio_has_feature(vdev, VIRTIO_F_VERSION_1)) {
 		dev_err(&vdev->dev, "device without VIRTIO_F_VERSION_1 refused\n");
 		return -ENODEV;
