@@ -100,6 +100,24 @@ task_state() {
 	grep -E '^(se\.sum_exec_runtime|nr_switches|(effective )?uclamp)' "/proc/$1/sched" 2>/dev/null
 }
 
+# task_runs_on CPU PID: within 10 s, PID is seen running on CPU (state R,
+# last on CPU) and its run time grows; prints task_state either way.
+task_runs_on() {
+	fh_i=0
+	fh_rt0=$(sed -n 's/^se\.sum_exec_runtime *: *//p' "/proc/$2/sched")
+	while [ "$fh_i" -lt 100 ]; do
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+		fh_st=$(sed 's/^.*) //' "/proc/$2/stat" | awk '{ print $1 " " $37 }')
+		fh_rt=$(sed -n 's/^se\.sum_exec_runtime *: *//p' "/proc/$2/sched")
+		[ "$fh_st" = "R $1" ] &&
+			awk -v a="$fh_rt0" -v b="$fh_rt" 'BEGIN { exit !(b > a) }' &&
+			{ task_state "$2"; return 0; }
+	done
+	task_state "$2"
+	return 1
+}
+
 # busy CPU [UCLAMPSET ARGS...]: start a spinning shell pinned to CPU,
 # optionally under uclampset.  Sets $fh_pid.
 busy() {
