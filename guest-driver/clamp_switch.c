@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * virtio_freqhint: the clamp source on kernels without a clamp hook, a
- * probe on the sched_switch tracepoint.
+ * virtio_freqhint: the clamp source on uclamp kernels without the clamp
+ * hook, a probe on the sched_switch tracepoint.  Built out of tree only
+ * (DKMS, Kbuild): it runs on every context switch and attaches to a
+ * tracepoint that is not exported, by name, so it is no part of the driver
+ * in tree.  Without uclamp there are no clamps to read, and the gatherer's
+ * idle time tells busy from idle without it.
  *
  * The tracepoint's symbol is not exported, so the probe is attached by
  * name (for_each_kernel_tracepoint() + tracepoint_probe_register()), which
@@ -10,10 +14,8 @@
  * (register_trace_sched_switch() takes exactly that probe type), so a
  * prototype change breaks the build rather than the running kernel.
  *
- * Other sources (an upstream per-CPU clamp hook, say) only have to call
- * vfh_gather_switch() on the CPU whose current task changed.  The probe's
- * data is the device's gatherer; only the tracepoint found by name is
- * kept, in the gatherer's source_data.
+ * The probe's data is the device's gatherer; only the tracepoint found by
+ * name is kept, in the gatherer's source_data.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -45,6 +47,8 @@ static int fh_switch_start(struct fh_gather *g)
 {
 	struct tracepoint *tp = NULL;
 
+	if (!IS_ENABLED(CONFIG_UCLAMP_TASK))
+		return -ENODEV;
 	for_each_kernel_tracepoint(fh_find_switch, &tp);
 	if (!tp) {
 		pr_err("sched_switch tracepoint not found\n");
@@ -62,7 +66,8 @@ static void fh_switch_stop(struct fh_gather *g)
 }
 
 const struct fh_clamp_source vfh_clamp_switch = {
-	.name	= "sched_switch",
-	.start	= fh_switch_start,
-	.stop	= fh_switch_stop,
+	.name		= "sched_switch",
+	.switch_events	= true,
+	.start		= fh_switch_start,
+	.stop		= fh_switch_stop,
 };

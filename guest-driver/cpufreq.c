@@ -109,6 +109,21 @@ static unsigned int fh_cpufreq_fast_switch(struct cpufreq_policy *policy,
 	return target_freq;
 }
 
+#ifdef FH_HAVE_UPDATE_UCLAMP
+/*
+ * schedutil's clamps for @cpu (the cpufreq core's ->update_uclamp): passed
+ * on as they are.  No policy is given: the driver's data is the system's
+ * driver's, which is this one while the callback can run.
+ */
+static void fh_cpufreq_update_uclamp(unsigned int cpu, unsigned long util_min,
+				     unsigned long util_max)
+{
+	struct fh_cpufreq *cf = cpufreq_get_driver_data();
+
+	cf->ops->uclamp(cf->data, cpu, util_min, util_max);
+}
+#endif
+
 static int fh_cpufreq_target(struct cpufreq_policy *policy,
 			     unsigned int target_freq, unsigned int relation)
 {
@@ -358,6 +373,9 @@ struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 	cf->driver.verify = fh_cpufreq_verify;
 	cf->driver.target = fh_cpufreq_target;
 	cf->driver.fast_switch = fh_cpufreq_fast_switch;
+#ifdef FH_HAVE_UPDATE_UCLAMP
+	cf->driver.update_uclamp = fh_cpufreq_update_uclamp;
+#endif
 	cf->driver.attr = fh_cpufreq_attr;
 	cf->driver.driver_data = cf;
 	return cf;

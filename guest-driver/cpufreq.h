@@ -31,6 +31,13 @@ struct fh_cpufreq_ops {
 	 * Called from scheduler context (fast switch): no sleeping.
 	 */
 	void (*request)(void *data, unsigned int cpu, unsigned int perf);
+	/*
+	 * The run queue's clamps for @cpu as schedutil passes them on
+	 * (->update_uclamp, on kernels with it: guest-driver/rfc/), when
+	 * they change.  Scheduler context, @cpu's rq locked: no sleeping.
+	 */
+	void (*uclamp)(void *data, unsigned int cpu, unsigned long util_min,
+		       unsigned long util_max);
 };
 
 #define FH_CPUFREQ_NONE		U16_MAX

@@ -9,9 +9,10 @@
  *   switches=<> windows=<> publishes=<> leading=<> sampler_ns=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
- * publications; with the clamp hook, switches counts its events;
- * sampler_ns is the time spent on that CPU in the sampler and the
- * gatherer's irq_works.
+ * publications; switches counts the clamp source's events (task switches
+ * with the sched_switch probe, aggregate changes with the hook, none with
+ * idle time alone); sampler_ns is the time spent on that CPU in the window
+ * timers and the gatherer's irq_works.
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *

@@ -22,7 +22,7 @@ struct virtio_device;
 struct virtqueue;
 
 /*
- * Event buffers kept posted: two would do (DRV-33); with four, CPU_IDS and
+ * Event buffers kept posted: two would do; with four, CPU_IDS and
  * the first FEEDBACK fit at once and one more is free while they are read.
  */
 #define FH_EVENT_BUFS		4

@@ -38,7 +38,7 @@ static size_t fh_feedback_size(unsigned int num_vcpus)
 /*
  * The configuration, read once at probe (@c in host order).  @eventq: the
  * event queue exists, so event_buf_size must hold either message.
- * reserved is ignored (DRV-6): a later device may use it behind a feature.
+ * reserved is ignored: a later device may use it behind a feature.
  * Returns NULL if the device is one to talk to, else why not.
  */
 const char *vfh_config_why(const struct fh_config *c, bool eventq)
@@ -212,7 +212,7 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_why);
 
 /*
  * A checked CPU_IDS message into @ids[@num_vcpus]; whether it was taken.
- * Only the first after DRIVER_OK is (DRV-35): records already went out
+ * Only the first after DRIVER_OK is: records already went out
  * under its indexes, and the host keeps the last hint of each.
  */
 bool vfh_cpu_ids_take(u64 *ids, bool have_ids,

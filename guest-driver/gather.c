@@ -2,23 +2,33 @@
 /*
  * virtio_freqhint: per-vCPU clamp, perf and idle values.
  *
- * The scheduler keeps its per-run-queue clamp aggregation private (struct
- * rq), so a module reconstructs it from what is public:
+ * Two ways to gather, by the clamp source:
  *
- *  - the sched_switch clamp source (clamp_switch.c) reports every task
- *    that starts running; its effective clamps are read from
- *    task_struct->uclamp[] (include/linux/sched.h; refreshed by the
- *    scheduler on enqueue, and for runnable tasks when a cgroup or system
- *    limit changes);
- *  - a per-CPU sampler (hrtimer) reads current's clamps once per window,
- *    so a lone busy task that never switches out is still seen.
+ *  - Without per-switch events (the kernel's clamp hook, clamp_hook.c, or
+ *    no clamps at all on kernels without uclamp): a deferrable per-CPU
+ *    timer closes each window, and busy time is the window's wall time
+ *    less the CPU's idle time (get_cpu_idle_time()), or none when only
+ *    the idle task ran (interrupts alone are no task's work).  The hook tells the
+ *    run queue's clamp aggregate when it changes.  Nothing runs on a
+ *    context switch, and an idle vCPU takes no timer interrupt from the
+ *    module: the timer waits for the CPU's next wakeup.
+ *  - The sched_switch source (clamp_switch.c, DKMS builds on uclamp
+ *    kernels without the hook) reports every task that starts running;
+ *    its effective clamps are read from task_struct->uclamp[]
+ *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and
+ *    for runnable tasks when a cgroup or system limit changes).  A per-CPU
+ *    hrtimer reads current's clamps once per window, so a lone busy task
+ *    that never switches out is still seen, and stops while the CPU idles;
+ *    the next switch-in re-arms it.
  *
- * On a kernel with the clamp hook (clamp_hook.c) the aggregate itself is
- * reported when it changes, idle included, so nothing runs on a context
- * switch and the sampler only closes windows.
+ * Clamps are reported only once the scheduler aggregates them, which it
+ * does from the first clamp anyone sets (sched_uclamp_used, not exported):
+ * the module never sets one itself, and tells that uclamp is in use from
+ * what the scheduler shows, a hook event or a task's clamp entry marked
+ * active (only enqueue accounting, under that key, sets it).
  *
  * Window logic is in window.c.  Publication is on the window's end, except
- * on the leading edge (DRV-26): a user task that starts running on a vCPU
+ * on the leading edge: a user task that starts running on a vCPU
  * that published nothing within the last window, and whose clamps raise
  * the vCPU's (or end its idleness), is published at once.
  *
@@ -35,7 +45,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/cpufreq.h>
 #include <linux/cpumask.h>
+#include <linux/jiffies.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/minmax.h>
@@ -43,10 +55,12 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/prio.h>
+#include <linux/sched/signal.h>
+#include <linux/timer.h>
 
 #include "gather.h"
 
-/* Idle windows a window woken from idle may reach back over (GR-7). */
+/* Idle windows a window woken from idle may reach back over. */
 #define FH_IDLE_BACKDATE	4
 
 struct fh_vcpu {
@@ -58,8 +72,16 @@ struct fh_vcpu {
 	bool timer_armed;
 
 	bool online;
-	struct hrtimer timer;
+	struct hrtimer timer;		/* switch_events sources */
 	struct irq_work arm_work;
+	/* The others: the next window's end, busy or idle (deferrable). */
+	struct timer_list wtimer;
+	struct timer_list wtimer_idle;
+	u64 idle_us;			/* get_cpu_idle_time() at the last close */
+	u64 wall_us;
+	/* The idle task was current at the last close, with that nivcsw. */
+	bool idle_at_close;
+	unsigned long idle_switches;
 
 	u64 sender_rt;		/* the sender's runtime at the last close */
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
@@ -111,6 +133,12 @@ static bool fh_quiet_task(const struct fh_gather *g, struct task_struct *p)
 	return is_idle_task(p) || p == READ_ONCE(g->sender);
 }
 
+static void fh_saw_uclamp(struct fh_gather *g)
+{
+	if (!READ_ONCE(g->uclamp_used))
+		WRITE_ONCE(g->uclamp_used, true);
+}
+
 /* Track @p's clamps; returns false if @p counts as idle. */
 static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
 {
@@ -132,6 +160,8 @@ static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
 		lo = cmin.value;
 		has_max = cmax.active;
 		hi = cmax.value;
+		if (has_min || has_max)
+			fh_saw_uclamp(v->g);
 	}
 #endif
 	vfh_win_track(&v->win, idle, has_min, lo, has_max, hi);
@@ -150,24 +180,52 @@ static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
 	irq_work_queue(&v->g->kick_work);
 }
 
-static u16 fh_valid_flags(void)
+/* Clamps are valid once the scheduler aggregates them (see above). */
+static u16 fh_valid_flags(const struct fh_gather *g)
 {
-	return IS_ENABLED(CONFIG_UCLAMP_TASK) ?
+	return IS_ENABLED(CONFIG_UCLAMP_TASK) && READ_ONCE(g->uclamp_used) ?
 	       VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID : 0;
 }
 
 /*
- * The hook names no task, so the sender's running time is in busy_ns; take
- * out what it ran since the last close if it is on this CPU (GR-7: our own
- * sending must not make a vCPU busy, which would send again).  Hardirq: a
- * task_struct is freed only after an RCU grace period.
+ * Busy time from idle time (sources without switch events): the CPU's
+ * wall time since the last close less its idle time, iowait counted idle
+ * as the scheduler does, and none if only the idle task ran meanwhile
+ * (vfh_win_busy_from_idle(): the interrupts that wake an idle vCPU, this
+ * window's timer first, are not a task's work).  Replaces what
+ * vfh_win_charge() added, which for these sources is all the window's
+ * time (it only weighs the clamps).  On @cpu itself, IRQs off: current is
+ * what the window's timer (softirq) or the hook interrupted, and the idle
+ * task's switch count changes only in this CPU's scheduler.
+ */
+static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
+{
+	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
+	bool is_idle = is_idle_task(current);
+	unsigned long sw = is_idle ? READ_ONCE(current->nivcsw) : 0;
+
+	v->win.busy_ns = vfh_win_busy_from_idle(wall - v->wall_us,
+						idle - v->idle_us,
+						v->idle_at_close,
+						v->idle_switches, is_idle, sw);
+	v->wall_us = wall;
+	v->idle_us = idle;
+	v->idle_at_close = is_idle;
+	v->idle_switches = sw;
+}
+
+/*
+ * Without switch events no task is named, so the sender's running time is
+ * in busy_ns; take out what it ran since the last close if it is on this
+ * CPU: our own sending must not make a vCPU busy, which would send
+ * again.  IRQs off: a task_struct is freed only after an RCU grace period.
  */
 static void fh_discount_sender(struct fh_vcpu *v, unsigned int cpu)
 {
 	struct task_struct *s = READ_ONCE(v->g->sender);
 	u64 rt;
 
-	if (!s || !v->g->source->rq_aggregate)
+	if (!s || v->g->source->switch_events)
 		return;
 	rt = READ_ONCE(s->se.sum_exec_runtime);
 	if (task_cpu(s) == cpu && rt > v->sender_rt)
@@ -181,29 +239,31 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 	struct fh_win_result r;
 
 	v->windows++;
+	if (!v->g->source->switch_events)
+		fh_busy_from_idle(v, cpu);
 	fh_discount_sender(v, cpu);
 	vfh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
-	fh_publish(v, cpu, vfh_rep_from_window(&r, fh_valid_flags(),
+	fh_publish(v, cpu, vfh_rep_from_window(&r, fh_valid_flags(v->g),
 					       READ_ONCE(v->perf)), now);
 	vfh_win_reset(&v->win, now);
 	return r.idle;
 }
 
 /*
- * Leading edge (DRV-26): @p, a user task, starts running.  If the vCPU
+ * Leading edge: @p, a user task, starts running.  If the vCPU
  * published nothing within the last window and @p ends an idle report or
  * raises the published minimum, publish that now and start a new window.
  * Only what @p proves is published: the run queue's max-of-mins is at
  * least @p's minimum.  Decreases wait for the window's end, as do kernel
- * threads (housekeeping, GR-7).
+ * threads (housekeeping).
  */
 static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 			    struct task_struct *p, u64 now)
 {
 	u64 old = atomic64_read(&v->report);
 	u16 oflags = FIELD_GET(FH_REP_FLAGS, old);
-	u16 flags = fh_valid_flags(), perf = READ_ONCE(v->perf);
+	u16 flags = fh_valid_flags(v->g), perf = READ_ONCE(v->perf);
 	u16 lo = v->win.cur_has[FH_MIN] ? v->win.cur_val[FH_MIN] : 0;
 	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
 					  VIRTIO_FREQHINT_SCALE;
@@ -231,7 +291,7 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 			perf = 0;
 		if (!flags)
 			return;
-		if (!fh_valid_flags()) {
+		if (!fh_valid_flags(v->g)) {
 			lo = 0;
 			hi = 0;
 		}
@@ -240,6 +300,11 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
 	/* The window restarts with @p; the sampler is restarted to match. */
 	vfh_win_reset(&v->win, now);
+	if (!v->g->source->switch_events) {
+		/* A deferrable timer_list: moved here, not restarted. */
+		fh_busy_from_idle(v, cpu);
+		return;
+	}
 	v->timer_armed = true;
 	irq_work_queue(&v->arm_work);
 }
@@ -254,8 +319,7 @@ static enum hrtimer_restart fh_sample_window(struct fh_vcpu *v, u64 now)
 		return HRTIMER_NORESTART;
 	}
 	vfh_win_charge(&v->win, now);
-	busy_now = v->g->source->rq_aggregate ? !v->win.cur_idle :
-						fh_track(v, current);
+	busy_now = fh_track(v, current);
 	if (fh_close_window(v, cpu, now) && !busy_now) {
 		/* Stay quiet while idle; the next switch-in re-arms. */
 		v->timer_armed = false;
@@ -275,6 +339,48 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
 	return ret;
 }
 
+/*
+ * The window of the sources without switch events, a timer pinned to its
+ * CPU.  After a busy window it fires, so that the vCPU going idle is
+ * reported; after an idle window it is deferrable, so it never wakes an
+ * idle vCPU, and the first window after the idle stretch spans it and
+ * reads idle.  Softirq on this CPU: IRQs off against the hook.
+ */
+static void fh_arm_window(struct fh_vcpu *v, bool idle)
+{
+	mod_timer(idle ? &v->wtimer_idle : &v->wtimer,
+		  jiffies + msecs_to_jiffies(v->g->tune.window_ms));
+}
+
+static void fh_window_end(struct fh_vcpu *v)
+{
+	unsigned long flags;
+	u64 t0;
+
+	local_irq_save(flags);
+	t0 = local_clock();
+	if (READ_ONCE(v->online)) {
+		vfh_win_charge(&v->win, t0);
+		fh_arm_window(v, fh_close_window(v, smp_processor_id(), t0));
+	}
+	fh_charge_own(v, t0);
+	local_irq_restore(flags);
+}
+
+static void fh_window_timer(struct timer_list *t)
+{
+	struct fh_vcpu *v = from_timer(v, t, wtimer);
+
+	fh_window_end(v);
+}
+
+static void fh_window_timer_idle(struct timer_list *t)
+{
+	struct fh_vcpu *v = from_timer(v, t, wtimer_idle);
+
+	fh_window_end(v);
+}
+
 static void fh_arm_fn(struct irq_work *work)
 {
 	struct fh_vcpu *v = container_of(work, struct fh_vcpu, arm_work);
@@ -289,11 +395,11 @@ static void fh_arm_fn(struct irq_work *work)
 
 /*
  * A clamp source event on this CPU: @next starts running (sched_switch),
- * or, without @next, the run queue's aggregate is now @min/@max or it
- * holds no clamped task (@idle; the hook).
+ * or, without @next, the run queue's aggregate is now @min/@max (the hook;
+ * busy and idle come from idle time, so the time is charged whole).
  */
 static void fh_event(struct fh_gather *g, struct task_struct *next,
-		     u16 min, u16 max, bool idle)
+		     u16 min, u16 max)
 {
 	struct fh_vcpu *v = this_cpu_ptr(g->vcpus);
 	u64 now;
@@ -303,18 +409,21 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 	now = local_clock();
 	v->switches++;
 	vfh_win_charge(&v->win, now);
-	if (next)
-		idle = !fh_track(v, next);
-	else
-		vfh_win_track(&v->win, idle, true, min, true, max);
-	if (idle)
-		return;
-	if (!v->timer_armed) {
+	if (next) {
+		if (!fh_track(v, next))
+			return;
+	} else {
+		/* Not clamped is what the rq holds before uclamp is used. */
+		if (min || max < VIRTIO_FREQHINT_SCALE)
+			fh_saw_uclamp(g);
+		vfh_win_track(&v->win, false, true, min, true, max);
+	}
+	if (!v->timer_armed && g->source->switch_events) {
 		/*
 		 * Woken from idle: the window keeps the idle stretch since the
 		 * last close (up to FH_IDLE_BACKDATE windows), so a kernel
-		 * thread's blip after a long idle (RCU, ~150 us under TCG, 1.5 %
-		 * of a 10 ms window) is weighed against that stretch.  User
+		 * thread's blip after a long idle (RCU's grace-period thread,
+		 * say) is weighed against that stretch.  User
 		 * tasks start a fresh window on the leading edge.
 		 * hrtimer_start() under the rq lock is legal but deferred anyway.
 		 */
@@ -329,13 +438,13 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 /* The clamp source: @next starts running on this CPU. */
 void vfh_gather_switch(struct fh_gather *g, struct task_struct *next)
 {
-	fh_event(g, next, 0, 0, false);
+	fh_event(g, next, 0, 0);
 }
 
-/* The clamp source (rq_aggregate): this CPU's run queue's new aggregate. */
-void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle)
+/* The clamp hook: this CPU's run queue's new aggregate (IRQs off). */
+void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max)
 {
-	fh_event(g, NULL, min, max, idle);
+	fh_event(g, NULL, min, max);
 }
 
 /* The clamp source in use, "none" before the start or after the stop. */
@@ -358,11 +467,21 @@ void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 	/* The sender's runtime so far is not this window's to discount. */
 	if (s)
 		v->sender_rt = READ_ONCE(s->se.sum_exec_runtime);
-	fh_track(v, current);
 	v->last_pub = now - fh_window_ns(g);
-	v->timer_armed = true;
-	WRITE_ONCE(v->online, true);
-	hrtimer_start(&v->timer, fh_window(g), HRTIMER_MODE_REL_PINNED_HARD);
+	if (g->source->switch_events) {
+		fh_track(v, current);
+		v->timer_armed = true;
+		WRITE_ONCE(v->online, true);
+		hrtimer_start(&v->timer, fh_window(g),
+			      HRTIMER_MODE_REL_PINNED_HARD);
+	} else {
+		/* No clamp until the hook says otherwise; idle time from now. */
+		vfh_win_track(&v->win, false, false, 0, false, 0);
+		fh_busy_from_idle(v, cpu);
+		WRITE_ONCE(v->online, true);
+		/* Pinned: queued on this CPU, where this runs. */
+		fh_arm_window(v, false);
+	}
 	local_irq_restore(flags);
 }
 
@@ -373,8 +492,15 @@ void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 	WRITE_ONCE(v->online, false);
 	irq_work_sync(&v->arm_work);
 	hrtimer_cancel(&v->timer);
+	/*
+	 * Each waits for a running callback, which re-armed one of them only
+	 * if online: the first that could have been re-armed is deleted last.
+	 */
+	timer_delete_sync(&v->wtimer);
+	timer_delete_sync(&v->wtimer_idle);
+	timer_delete_sync(&v->wtimer);
 	v->timer_armed = false;
-	/* DRV-17: an offline vCPU has "no hint" (flags 0). */
+	/* An offline vCPU has "no hint" (flags 0). */
 	preempt_disable();
 	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0), local_clock());
 	preempt_enable();
@@ -513,6 +639,9 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 			     HRTIMER_MODE_REL_PINNED_HARD);
 		v->timer.function = fh_sample;
 		v->arm_work = IRQ_WORK_INIT_HARD(fh_arm_fn);
+		timer_setup(&v->wtimer, fh_window_timer, TIMER_PINNED);
+		timer_setup(&v->wtimer_idle, fh_window_timer_idle,
+			    TIMER_DEFERRABLE | TIMER_PINNED);
 	}
 	return 0;
 }
@@ -525,11 +654,37 @@ void vfh_gather_destroy(struct fh_gather *g)
 	g->vcpus = NULL;
 }
 
+/*
+ * Whether uclamp is already in use (a clamp set before the module came):
+ * a task the scheduler counted at its last enqueue has its entries marked
+ * active, which only happens under sched_uclamp_used.
+ */
+static bool fh_uclamp_in_use(void)
+{
+	bool used = false;
+#ifdef CONFIG_UCLAMP_TASK
+	struct task_struct *p, *t;
+
+	rcu_read_lock();
+	for_each_process_thread(p, t) {
+		if (READ_ONCE(t->uclamp[UCLAMP_MIN]).active) {
+			used = true;
+			goto out;
+		}
+	}
+out:
+	rcu_read_unlock();
+#endif
+	return used;
+}
+
 /* The clamp source; the owner brings the CPUs online after this. */
 int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 {
 	int ret;
 
+	if (!READ_ONCE(g->uclamp_used) && fh_uclamp_in_use())
+		WRITE_ONCE(g->uclamp_used, true);
 	g->source = src;
 	ret = src->start(g);
 	if (ret) {
@@ -550,3 +705,19 @@ void vfh_gather_stop(struct fh_gather *g)
 	g->source->stop(g);
 	irq_work_sync(&g->kick_work);
 }
+
+static int fh_idle_start(struct fh_gather *g)
+{
+	return 0;
+}
+
+static void fh_idle_stop(struct fh_gather *g)
+{
+}
+
+/* No clamps (no uclamp in the kernel): idle time only, no probe at all. */
+const struct fh_clamp_source vfh_clamp_idle = {
+	.name	= "idle_time",
+	.start	= fh_idle_start,
+	.stop	= fh_idle_stop,
+};

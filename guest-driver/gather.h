@@ -24,15 +24,19 @@ struct fh_vcpu;
 struct task_struct;
 
 /*
- * A clamp source tells the gatherer, on the CPU concerned, which task
- * starts running there (vfh_gather_switch()) or, with rq_aggregate set, the
- * run queue's clamp aggregate whenever it changes (vfh_gather_rq_clamp()).
- * start() and stop() take the gatherer, which is also the data of the
- * source's probe; the source keeps its own state in ->source_data.
+ * A clamp source tells the gatherer, on the CPU concerned, the run queue's
+ * clamp aggregate whenever it changes (vfh_gather_rq_clamp(): the kernel's
+ * hook) or, with switch_events set, which task starts running there
+ * (vfh_gather_switch(): the sched_switch probe, for DKMS builds only).
+ * Without switch_events the gatherer tells busy from idle by the CPU's
+ * idle time over each window, so nothing of the module runs on a context
+ * switch; the idle-time source reports no clamps at all (kernels without
+ * uclamp).  start() and stop() take the gatherer, which is also the data
+ * of the source's probe; the source keeps its own state in ->source_data.
  */
 struct fh_clamp_source {
 	const char *name;
-	bool rq_aggregate;
+	bool switch_events;
 	int (*start)(struct fh_gather *g);
 	void (*stop)(struct fh_gather *g);
 };
@@ -48,6 +52,12 @@ struct fh_gather {
 	/* Not IRQ_WORK_INIT_HARD: keep the kick out of hardirq on RT. */
 	struct irq_work kick_work;
 	bool started;
+	/*
+	 * The scheduler aggregates clamps: someone in the guest set one
+	 * (sched_uclamp_used, which only the first clamp request turns on).
+	 * Until then records carry no clamps.
+	 */
+	bool uclamp_used;
 #ifdef FH_BENCH_ANCHOR
 	bool every_request;		/* bench/guest: the anchor mode */
 #endif
@@ -62,7 +72,7 @@ void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu);
 void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu);
 
 void vfh_gather_switch(struct fh_gather *g, struct task_struct *next);
-void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max, bool idle);
+void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max);
 const char *vfh_gather_source(const struct fh_gather *g);
 void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
 			 unsigned int perf);
@@ -86,9 +96,26 @@ struct fh_vcpu_stats {
 void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
 		      struct fh_vcpu_stats *st);
 
-/* clamp_switch.c: the sched_switch tracepoint, for kernels without a hook. */
-extern const struct fh_clamp_source vfh_clamp_switch;
-/* clamp_hook.c: the RFC hook sched_uclamp_rq_tp (guest-driver/rfc/). */
+/*
+ * clamp_hook.c: the kernel's clamp hook, the cpufreq driver's
+ * ->update_uclamp (guest-driver/rfc/), which main.c forwards here.
+ */
 extern const struct fh_clamp_source vfh_clamp_hook;
+void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
+			   unsigned long util_min, unsigned long util_max);
+/* gather.c: no clamps, busy and idle from idle time (no uclamp). */
+extern const struct fh_clamp_source vfh_clamp_idle;
+/*
+ * clamp_switch.c: a sched_switch probe reading each task's clamps, for
+ * uclamp kernels without the hook.  Built out of tree only (Kbuild): it
+ * attaches to an unexported tracepoint by name, so it is never part of
+ * the driver in tree.
+ */
+#ifdef FH_CLAMP_SWITCH
+extern const struct fh_clamp_source vfh_clamp_switch;
+#define FH_SWITCH_SOURCE	(&vfh_clamp_switch)
+#else
+#define FH_SWITCH_SOURCE	NULL
+#endif
 
 #endif /* _FREQHINT_GATHER_H */

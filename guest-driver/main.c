@@ -46,13 +46,13 @@
 
 /*
  * A clamp value must hold 5 % (51/1024) of a window's clamped time to
- * count (GR-6): a property of the measurement, not of the host.
+ * count: a property of the measurement, not of the host.
  */
 #define FH_MIN_SHARE		51
 
 /*
  * With F_HOST_FREQ the cpufreq driver waits for the device's first
- * snapshot (DEV-33 sends it after DRIVER_OK), at most this long.
+ * snapshot (the device sends it after DRIVER_OK), at most this long.
  */
 #define FH_HOST_FREQ_WAIT	(2 * HZ)
 
@@ -72,7 +72,7 @@ static enum cpuhp_state fh_cpuhp_state;
 static char *clamp_source = "auto";
 module_param(clamp_source, charp, 0444);
 MODULE_PARM_DESC(clamp_source,
-		 "auto (the clamp hook when the kernel has it), hook or sched_switch");
+		 "auto (the clamp hook when the kernel has it), hook, sched_switch (out-of-tree builds, uclamp kernels) or idle_time (no clamps)");
 
 /*
  * @cpu's firmware id as the device's CPU_IDS names it: the x86 APIC ID,
@@ -93,7 +93,7 @@ static bool fh_read_fw_id(unsigned int cpu, u64 *id)
 }
 
 /*
- * DRV-10: the device's index of @cpu.  With F_CPU_ID, the i whose
+ * The device's index of @cpu.  With F_CPU_ID, the i whose
  * cpu_id[i] is the CPU's firmware id; else the Linux CPU number.  Called
  * with ->lock held, when the CPU comes online and when CPU_IDS arrives;
  * the result is kept past the CPU's unplug, for its "no hint" record.
@@ -448,7 +448,7 @@ static int fh_find_vqs(struct virtio_freqhint *vi)
 }
 
 /*
- * The device side up: DRIVER_OK first (DRV-8), then the link, then the
+ * The device side up: DRIVER_OK first, then the link, then the
  * event buffers, then every vCPU's state.  The event buffers are made
  * available after DRIVER_OK (a queue may refuse buffers before it).
  */
@@ -523,36 +523,63 @@ static void fh_cpufreq_request(void *data, unsigned int cpu,
 	vfh_gather_set_perf(&vi->gather, cpu, perf);
 }
 
+/* schedutil's clamps for @cpu, to the clamp hook (scheduler context). */
+static void fh_cpufreq_uclamp(void *data, unsigned int cpu,
+			      unsigned long util_min, unsigned long util_max)
+{
+	struct virtio_freqhint *vi = data;
+
+	vfh_clamp_hook_update(&vi->gather, cpu, util_min, util_max);
+}
+
 static const struct fh_cpufreq_ops fh_cpufreq_ops = {
 	.request	= fh_cpufreq_request,
+	.uclamp		= fh_cpufreq_uclamp,
 };
 
+/* Start @src; -ENODEV (the kernel lacks it) is for auto to pass over. */
+static int fh_clamps_try(struct virtio_freqhint *vi,
+			 const struct fh_clamp_source *src, bool quiet)
+{
+	int err = src ? vfh_gather_start(&vi->gather, src) : -ENODEV;
+
+	if (err && !(quiet && err == -ENODEV))
+		dev_err(vi->dev, "clamp source %s: %d\n",
+			src ? src->name : "sched_switch (not built in)", err);
+	return err;
+}
+
 /*
- * The clamp source clamp_source= asks for: auto takes the hook when the
- * kernel has it (spec/guest-reporting.md GR-2e), else the sched_switch
- * probe.
+ * The clamp source clamp_source= asks for.  auto takes the kernel's hook
+ * where it has one; on a uclamp kernel
+ * without it, the sched_switch probe of an out-of-tree build; else idle
+ * time alone, with no probe at all (kernels without uclamp).
  */
 static int fh_clamps_start(struct virtio_freqhint *vi)
 {
-	bool any = !strcmp(clamp_source, "auto");
 	int err;
 
-	if (any || !strcmp(clamp_source, "hook")) {
-		err = vfh_gather_start(&vi->gather, &vfh_clamp_hook);
-		if (!err)
-			return 0;
-		if (!any || err != -ENODEV) {
-			dev_err(vi->dev, "clamp source %s: %d\n",
-				vfh_clamp_hook.name, err);
-			return err;
-		}
-	} else if (strcmp(clamp_source, "sched_switch")) {
+	if (!strcmp(clamp_source, "hook"))
+		return fh_clamps_try(vi, &vfh_clamp_hook, false);
+	if (!strcmp(clamp_source, "sched_switch"))
+		return fh_clamps_try(vi, FH_SWITCH_SOURCE, false);
+	if (!strcmp(clamp_source, "idle_time"))
+		return fh_clamps_try(vi, &vfh_clamp_idle, false);
+	if (strcmp(clamp_source, "auto")) {
 		dev_err(vi->dev,
-			"clamp_source=%s: auto, hook or sched_switch\n",
+			"clamp_source=%s: auto, hook, sched_switch or idle_time\n",
 			clamp_source);
 		return -EINVAL;
 	}
-	return vfh_gather_start(&vi->gather, &vfh_clamp_switch);
+	err = fh_clamps_try(vi, &vfh_clamp_hook, true);
+	if (err != -ENODEV)
+		return err;
+	if (IS_ENABLED(CONFIG_UCLAMP_TASK)) {
+		err = fh_clamps_try(vi, FH_SWITCH_SOURCE, true);
+		if (err != -ENODEV)
+			return err;
+	}
+	return fh_clamps_try(vi, &vfh_clamp_idle, false);
 }
 
 /*
@@ -661,7 +688,7 @@ static int fh_take_config(struct virtio_freqhint *vi,
 {
 	const char *why;
 
-	/* DRV-7: a device this confused is not one to talk to. */
+	/* A device this confused is not one to talk to. */
 	why = vfh_config_why(c, eventq);
 	if (why) {
 		dev_err(vi->dev, "invalid configuration: %s\n", why);
@@ -759,7 +786,7 @@ static int fh_alloc(struct virtio_freqhint *vi)
 
 static int virtfh_validate(struct virtio_device *vdev)
 {
-	/* DRV-1: the v1 layout (little-endian, modern) only. */
+	/* The v1 layout (little-endian, modern) only. */
 	if (!virtio_has_feature(vdev, VIRTIO_F_VERSION_1)) {
 		dev_err(&vdev->dev, "device without VIRTIO_F_VERSION_1 refused\n");
 		return -ENODEV;
@@ -872,8 +899,10 @@ static int virtfh_probe(struct virtio_device *vdev)
 	mutex_unlock(&fh_probe_lock);
 	vfh_debugfs_init(vi);
 	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies, vCPU indexes by %s\n",
-		 IS_ENABLED(CONFIG_UCLAMP_TASK) ? "reported" :
-		 "not available (no CONFIG_UCLAMP_TASK)",
+		 !IS_ENABLED(CONFIG_UCLAMP_TASK) ?
+		 "not available (no CONFIG_UCLAMP_TASK)" :
+		 READ_ONCE(vi->gather.uclamp_used) ? "reported" :
+		 "reported once one is set",
 		 vi->has_perf ? "reported" : "not available",
 		 vi->has_host_freq ? "host" : "synthetic",
 		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");

@@ -53,7 +53,7 @@ unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_khz_to_perf);
 
-/* Capacity thresholds of a class's table (DRV-27, window.c). */
+/* Capacity thresholds of a class's table (see window.c). */
 void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
 {
 	unsigned int i;

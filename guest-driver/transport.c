@@ -11,12 +11,12 @@
  * in flight.  Hints are state: a vCPU that changes again before the send
  * is simply read again, nothing queues up.
  *
- * Records carry the device's vCPU index (DRV-10, main.c), resolved when
+ * Records carry the device's vCPU index (main.c), resolved when
  * the CPU came online and kept, so the "no hint" record of a CPU that was
  * just unplugged still finds its index.  With VIRTIO_FREQHINT_F_CPU_ID
  * nothing is sent before the device's CPU_IDS message arrived.
  *
- * notify_every_change (bench/guest only, GR-16; built with FH_BENCH_ANCHOR,
+ * notify_every_change (bench/guest only; built with FH_BENCH_ANCHOR,
  * never in the product driver): the anchor the coalescing is judged
  * against.  Linux's virtual-cpufreq driver
  * (drivers/cpufreq/virtual-cpufreq.c) writes every frequency schedutil
@@ -112,7 +112,7 @@ unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 		if (!vfh_gather_take(&vi->gather, cpu, &rep))
 			continue;
 		/*
-		 * DRV-10: a CPU the device has no index for is not reported,
+		 * A CPU the device has no index for is not reported,
 		 * but counted.  A possible CPU that never came online and has
 		 * no hint is not missing anything: the device holds "no hint"
 		 * for every index since its reset.
@@ -204,7 +204,7 @@ int vfh_transport_start(struct virtio_freqhint *vi)
 }
 
 /*
- * Up after DRIVER_OK (DRV-8); down before the device is reset: once the
+ * Up after DRIVER_OK; down before the device is reset: once the
  * link is down no send or event handler touches a queue.
  */
 void vfh_transport_link(struct virtio_freqhint *vi, bool up)

@@ -2,7 +2,7 @@
 /*
  * KUnit tests of virtio_freqhint's pure logic: the window, bucket,
  * hysteresis and publish/consume logic, the flag composition and the
- * record invariants DRV-11..DRV-14 (window.c, freqhint.h), the checks of
+ * record invariants (window.c, freqhint.h), the checks of
  * the device's configuration and event messages against hostile values
  * (event.c), and kHz <-> capacity (scale.c).  CONFIG_VIRTIO_FREQHINT_KUNIT_TEST
  * (Kconfig; out of tree, Kbuild builds it where the kernel has KUnit); the
@@ -97,7 +97,7 @@ static void fh_test_window_max_rule(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.max, 900);
 }
 
-/* A kworker's 30 us at max 1024 does not lift a capped task's ceiling. */
+/* A kworker's blip at max 1024 does not lift a capped task's ceiling. */
 static void fh_test_window_share(struct kunit *test)
 {
 	struct fh_win w = {};
@@ -206,7 +206,7 @@ static void fh_test_window_reset(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.busy, 0U);
 }
 
-/* DRV-27 without a table: a move under one step is not published. */
+/* Without a table: a perf move under one step is not published. */
 static void fh_test_perf_step(struct kunit *test)
 {
 	struct fh_levels l = { .step = 16 };
@@ -223,7 +223,7 @@ static void fh_test_perf_step(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 500, 501));
 }
 
-/* DRV-27 with a table: only a change of the serving table entry counts. */
+/* With a table: only a change of the serving table entry counts. */
 static void fh_test_perf_table(struct kunit *test)
 {
 	/* 800, 1600, 2400, 3200 MHz of 3200: thresholds 256, 512, 768, 1024. */
@@ -246,7 +246,7 @@ static void fh_test_publish_rule(struct kunit *test)
 	u64 a = fh_rep_pack(v, 300, 600, 500);
 
 	KUNIT_EXPECT_FALSE(test, vfh_rep_needs_publish(a, a, &l));
-	/* Clamps are exact: any change goes out (DRV-26). */
+	/* Clamps are exact: any change goes out. */
 	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 301, 600, 500), &l));
 	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 599, 500), &l));
 	KUNIT_EXPECT_TRUE(test,
@@ -378,7 +378,7 @@ static void fh_test_slot_concurrent(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, mp);
 	atomic64_set(&mp->rep, 0);
 	mp->rounds = 20000;
-	/* Bounded in time, not rounds: a loaded host slows TCG a lot. */
+	/* Bounded in time, not rounds: an emulated guest can be slow. */
 	mp->deadline = jiffies + 5 * HZ;
 	init_completion(&mp->prod_done);
 	init_completion(&mp->cons_done);
@@ -401,7 +401,7 @@ static void fh_test_slot_concurrent(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mp->stale, 0U);
 }
 
-/* Issue 27 bug 8: early after boot the backdated start must not wrap. */
+/* Early after boot the backdated start must not wrap. */
 static void fh_test_backdate_early(struct kunit *test)
 {
 	u64 span = 4 * 1000 * MS;
@@ -416,7 +416,7 @@ static void fh_test_backdate_early(struct kunit *test)
 			10 * span - 1);
 }
 
-/* A busy vCPU woken early after boot is busy, not idle (bug 8, whole). */
+/* A busy vCPU woken early after boot is busy, not idle. */
 static void fh_test_backdate_busy(struct kunit *test)
 {
 	struct fh_win w = {};
@@ -432,12 +432,47 @@ static void fh_test_backdate_busy(struct kunit *test)
 	KUNIT_EXPECT_GT(test, r.busy, 512U);
 }
 
+/*
+ * Busy time from idle time: an idle vCPU whose window saw only interrupts
+ * (the window timer's own wake-up first) is idle.
+ */
+static void fh_test_busy_from_idle(struct kunit *test)
+{
+	struct fh_win_result r;
+	struct fh_win w = {};
+
+	/* 10 ms of wall time, 7.44 ms of it idle: 2.56 ms in interrupts. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
+						     true, 5), 0ULL);
+	/* The idle task was switched away from: a task ran. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
+						     true, 6), 2560 * US);
+	/* A task was current at either end. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, false, 0,
+						     true, 5), 2560 * US);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
+						     false, 0), 2560 * US);
+	/* Idle time read past the wall time: not negative. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 10001, false, 0,
+						     false, 0), 0ULL);
+
+	/* As the window closes it: idle, where the raw share was not. */
+	vfh_win_reset(&w, 0);
+	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, false, 0, true, 5);
+	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
+	KUNIT_EXPECT_FALSE(test, r.idle);
+	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, true, 5, true, 5);
+	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
+	KUNIT_EXPECT_TRUE(test, r.idle);
+	KUNIT_EXPECT_EQ(test, r.busy, 0U);
+}
+
 static const struct fh_config fh_test_config = {
 	.num_vcpus = 4, .max_records = 4, .rate_window_ms = 10,
 	.perf_step = 16, .idle_share = 20, .event_buf_size = 624 + 8 * 4,
 };
 
-/* The 16-byte configuration (bug 7: no value is a layout marker). */
+/* The 16-byte configuration: no value is a layout marker. */
 static void fh_test_config_check(struct kunit *test)
 {
 	struct fh_config c = fh_test_config;
@@ -460,7 +495,7 @@ static void fh_test_config_check(struct kunit *test)
 	c = fh_test_config;
 	c.idle_share = 1025;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
-	/* DRV-6: reserved is ignored, whatever it holds. */
+	/* reserved is ignored, whatever it holds. */
 	c = fh_test_config;
 	c.reserved = 1;
 	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, false));
@@ -515,7 +550,7 @@ static const char *fh_test_fb_why(struct fh_test_fb *t)
 }
 
 /*
- * Issue 27 bug 2: frequencies that collide with cpufreq's table markers
+ * Frequencies that collide with cpufreq's table markers
  * or leave freq QoS's S32 range are refused with the whole snapshot.
  */
 static void fh_test_feedback_khz_bound(struct kunit *test)
@@ -575,7 +610,7 @@ static void fh_test_feedback_check(struct kunit *test)
 	FH_BAD(t.v[1].ceiling = cpu_to_le16(1025));
 	FH_BAD(t.v[2].freq_class = 1);
 	FH_BAD(t.v[2].reserved[1] = 1);
-	/* DRV-37: flags within FB_ALL, unused classes all zero. */
+	/* Flags within FB_ALL, unused classes all zero. */
 	FH_BAD(t.fb.flags = cpu_to_le16(2));
 	FH_BAD(t.fb.flags = cpu_to_le16(0x8001));
 	FH_BAD(t.fb.classes[1].min_khz = cpu_to_le32(1));
@@ -592,7 +627,7 @@ static void fh_test_feedback_check(struct kunit *test)
 	t.v[2].freq_class = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	KUNIT_EXPECT_NULL(test, vfh_feedback_why(&t, sizeof(t),
 						 FH_TEST_VCPUS, false));
-	/* Short, or longer than the message (DRV-34: the length is exact). */
+	/* Short, or longer than the message: the length is exact. */
 	fh_test_fb_init(&t);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t) - 1,
 						     FH_TEST_VCPUS, true));
@@ -705,7 +740,7 @@ static void fh_test_cpu_ids(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, vfh_cpu_ids_why(&m, sizeof(m),
 						    FH_TEST_VCPUS));
 	m.h.reserved[2] = 0;
-	/* DRV-34: a used length longer than the message is refused too. */
+	/* A used length longer than the message is refused too. */
 	{
 		struct {
 			typeof(m) m;
@@ -727,7 +762,7 @@ static void fh_test_cpu_ids(struct kunit *test)
 			-ENOENT);
 }
 
-/* DRV-35: the first CPU_IDS after DRIVER_OK holds until the next reset. */
+/* The first CPU_IDS after DRIVER_OK holds until the next reset. */
 static void fh_test_cpu_ids_first(struct kunit *test)
 {
 	struct {
@@ -860,7 +895,7 @@ static void fh_test_check_record(struct kunit *test,
 	u16 lo = le16_to_cpu(r->clamp_min), hi = le16_to_cpu(r->clamp_max);
 	u16 perf = le16_to_cpu(r->perf);
 
-	/* DRV-11 */
+	/* Known flags only, a value only under its flag, reserved zero. */
 	KUNIT_EXPECT_EQ(test, flags & ~VIRTIO_FREQHINT_R_ALL, 0);
 	KUNIT_EXPECT_EQ(test, r->reserved, 0);
 	if (!(flags & VIRTIO_FREQHINT_R_MIN_VALID))
@@ -869,18 +904,18 @@ static void fh_test_check_record(struct kunit *test,
 		KUNIT_EXPECT_EQ(test, hi, 0);
 	if (!(flags & VIRTIO_FREQHINT_R_PERF_VALID))
 		KUNIT_EXPECT_EQ(test, perf, 0);
-	/* DRV-12 */
+	/* No value above the scale. */
 	KUNIT_EXPECT_LE(test, lo, VIRTIO_FREQHINT_SCALE);
 	KUNIT_EXPECT_LE(test, hi, VIRTIO_FREQHINT_SCALE);
 	KUNIT_EXPECT_LE(test, perf, VIRTIO_FREQHINT_SCALE);
-	/* DRV-13 */
+	/* clamp_max not below clamp_min. */
 	if ((flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
 	    (flags & VIRTIO_FREQHINT_R_MAX_VALID))
 		KUNIT_EXPECT_LE(test, lo, hi);
 }
 
 /*
- * DRV-11..DRV-14 hold for any packed report, however wrong: every
+ * The record invariants hold for any packed report, however wrong: every
  * combination of the four flags with out-of-range, inverted and stray
  * values, with and without F_PERF.
  */
@@ -902,7 +937,7 @@ static void fh_test_record_invariants(struct kunit *test)
 								vals[i][2]),
 						3, 42, p);
 				fh_test_check_record(test, &r);
-				/* DRV-14 */
+				/* No perf without F_PERF. */
 				if (!p)
 					KUNIT_EXPECT_FALSE(test, le16_to_cpu(r.flags) &
 							   VIRTIO_FREQHINT_R_PERF_VALID);
@@ -916,7 +951,7 @@ static void fh_test_record_invariants(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_min), 300);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 600);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.perf), 700);
-	/* An inversion reports clamp_max equal to clamp_min (DRV-13). */
+	/* An inversion reports clamp_max equal to clamp_min. */
 	vfh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_MIN_VALID |
 					VIRTIO_FREQHINT_R_MAX_VALID, 900, 100, 0),
 			1, 8, true);
@@ -938,7 +973,7 @@ static void fh_test_vsock_hello(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.num_cpus), U16_MAX);
 }
 
-/* VS-4: a frame's count, at both ends of its range. */
+/* A vsock frame's count, at both ends of its range. */
 static void fh_test_vsock_frame(struct kunit *test)
 {
 	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(0));
@@ -969,7 +1004,7 @@ static const struct freqhint_vsock_config fh_test_vcfg = {
 							0x0f, &c, &f));	\
 } while (0)
 
-/* VS-7: the host's CONFIG, hostile in each field it has. */
+/* The vsock host's CONFIG, hostile in each field it has. */
 static void fh_test_vsock_config(struct kunit *test)
 {
 	struct freqhint_vsock_config m = fh_test_vcfg;
@@ -1055,6 +1090,7 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE_SLOW(fh_test_slot_concurrent),
 	KUNIT_CASE(fh_test_backdate_early),
 	KUNIT_CASE(fh_test_backdate_busy),
+	KUNIT_CASE(fh_test_busy_from_idle),
 	KUNIT_CASE(fh_test_config_check),
 	KUNIT_CASE(fh_test_feedback_khz_bound),
 	KUNIT_CASE(fh_test_feedback_check),

@@ -66,7 +66,7 @@ MODULE_PARM_DESC(vsock_cid,
 			 BIT(VIRTIO_FREQHINT_F_HOST_FREQ) |		\
 			 BIT(VIRTIO_FREQHINT_F_CPU_ID))
 
-/* VS-9: the first retry within 1 s, then doubling up to 60 s apart. */
+/* The first retry within 1 s, then doubling up to 60 s apart. */
 #define FH_VS_BACKOFF_MIN	(HZ / 2)
 #define FH_VS_BACKOFF_MAX	(60 * HZ)
 /* A host that accepted but does not answer HELLO is given this long. */
@@ -236,8 +236,8 @@ static void fh_vs_frame(struct fh_vsock *vs, size_t len)
 
 /*
  * The link's sender, on the state's worker (transport.c's kick queues it):
- * one HINTS message per frame, at most one per rate window (VS-8, the
- * device's §6.4), every dirty vCPU's latest record in it.
+ * one HINTS message per frame, at most one per rate window, every dirty
+ * vCPU's latest record in it.
  */
 static void fh_vs_send_fn(struct kthread_work *work)
 {
@@ -350,9 +350,9 @@ static void fh_vs_fault(struct fh_vsock *vs, const char *why, int err,
 }
 
 /*
- * CONFIG arrived (VS-7): the state as the host describes it, built again
+ * CONFIG arrived: the state as the host describes it, built again
  * only if the host describes it differently; then the link goes up and
- * every vCPU is sent (VS-8).
+ * every vCPU is sent.
  */
 static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
 {
@@ -396,7 +396,7 @@ static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
 	return true;
 }
 
-/* One whole message in ->rx: false ends the connection (VS-5). */
+/* One whole message in ->rx: false ends the connection. */
 static bool fh_vs_message(struct fh_vsock *vs, unsigned int len)
 {
 	u16 type = le16_to_cpup(vs->rx);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * virtio_freqhint over vsock: the transport's own messages, built and
- * checked (spec/vsock-transport.md VS-4 to VS-7).  Pure: no socket, no
+ * checked.  Pure: no socket, no
  * locks, no allocation, so it can be unit-tested (virtio_freqhint_test.c)
  * with any bytes.  The device's messages inside the frames are event.c's.
  *
@@ -26,7 +26,7 @@ static_assert(FREQHINT_VSOCK_MAX_FRAME >=
 	      sizeof(struct virtio_freqhint_hints) +
 	      FREQHINT_VSOCK_MAX_VCPUS * sizeof(struct virtio_freqhint_record));
 
-/* The driver's first frame's message (VS-6). */
+/* The driver's first frame's message. */
 void vfh_vsock_hello(struct freqhint_vsock_hello *h, u32 features,
 		     unsigned int num_cpus)
 {
@@ -38,7 +38,7 @@ void vfh_vsock_hello(struct freqhint_vsock_hello *h, u32 features,
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_vsock_hello);
 
-/* A frame's byte count (VS-4): NULL if it may be read, else why not. */
+/* A frame's byte count: NULL if it may be read, else why not. */
 const char *vfh_vsock_frame_why(u32 len)
 {
 	if (len < sizeof(__le16))
@@ -50,7 +50,7 @@ const char *vfh_vsock_frame_why(u32 len)
 EXPORT_SYMBOL_IF_KUNIT(vfh_vsock_frame_why);
 
 /*
- * The host's answer to HELLO (VS-7), @len bytes: NULL if it is one to
+ * The host's answer to HELLO, @len bytes: NULL if it is one to
  * talk to, with the configuration in *@c (host order; event_buf_size and
  * reserved zero: no buffers here, and reserved is ignored as on the
  * device) and the accepted features in *@features; else why not.

@@ -7,7 +7,7 @@
  * end of the window a value counts only if tasks holding it ran for at
  * least min_share of the clamped running time: the run queue's max-of-mins
  * and max-of-maxes, but without letting a kworker that ran for 30 us set
- * the whole window's ceiling to 1024 (spec/guest-reporting.md GR-6).
+ * the whole window's ceiling to 1024.
  */
 #include <asm/byteorder.h>
 #include <kunit/visibility.h>
@@ -15,6 +15,7 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
+#include <linux/time64.h>
 
 #include "freqhint.h"
 
@@ -109,7 +110,7 @@ void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
 	if (r->min > r->max)
 		r->max = r->min;
 	/*
-	 * Housekeeping below idle_share does not make a vCPU busy (GR-7); a
+	 * Housekeeping below idle_share does not make a vCPU busy; a
 	 * counted boost always does.
 	 */
 	r->idle = r->busy <= t->idle_share && r->min == 0;
@@ -129,7 +130,7 @@ static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
 }
 
 /*
- * DRV-27: does a perf move from @old to @val change what the host does?
+ * Does a perf move from @old to @val change what the host does?
  * With a table: whether the lowest table entry at or above the request
  * changes.  Without: whether it moved by at least one step.  Reaching an
  * end of the scale is always reported.
@@ -150,8 +151,8 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_perf_changes_level);
 
 /*
  * Whether @rep must be published over @old: any change of the flags or a
- * clamp (DRV-26; clamp values are exact, not noisy), or a perf move that
- * can change the host's level (DRV-27).
+ * clamp (clamp values are exact, not noisy), or a perf move that can
+ * change the host's level.
  */
 bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
 {
@@ -175,6 +176,31 @@ u64 vfh_win_backdate(u64 start, u64 now, u64 span)
 EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
 
 /*
+ * A window's busy time from the CPU's idle time (no switch events): its
+ * @wall_us less its @idle_us, in ns; none when the idle task ran alone.
+ *
+ * Interrupt time is not idle time (tick-sched stops counting idle on
+ * interrupt entry), and the interrupts that wake an idle vCPU, the
+ * window's own timer first, cost far more under emulation than the idle
+ * share: an idle emulated vCPU can read a quarter busy from its window
+ * timer alone, so it would never look idle and that timer would never
+ * become deferrable.
+ * What tells a window that ran no task is the idle task itself: current
+ * at both ends (@was_idle, @is_idle) and never switched away from in
+ * between (its involuntary switch count, @sw0 then @sw1, which the
+ * scheduler raises at each switch away from it).  Softirq work heavy
+ * enough to matter moves to ksoftirqd, a task, and so still counts.
+ */
+u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_idle,
+			   unsigned long sw0, bool is_idle, unsigned long sw1)
+{
+	if (was_idle && is_idle && sw0 == sw1)
+		return 0;
+	return wall_us > idle_us ? (wall_us - idle_us) * NSEC_PER_USEC : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_win_busy_from_idle);
+
+/*
  * A closed window as a report (the flag composition): @valid holds the
  * clamp VALID flags this kernel can know (none without uclamp), @perf the
  * governor's request or FH_PERF_NONE.  An idle vCPU reports IDLE alone
@@ -195,7 +221,7 @@ u64 vfh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
 EXPORT_SYMBOL_IF_KUNIT(vfh_rep_from_window);
 
 /*
- * The record for a report, whatever the report holds (DRV-11 to DRV-14):
+ * The record for a report, whatever the report holds:
  * only known flags, PERF_VALID only with @has_perf (F_PERF), a value only
  * under its VALID flag and never above 1024, clamp_max not below
  * clamp_min, reserved zero.

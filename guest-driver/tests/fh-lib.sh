@@ -90,6 +90,34 @@ vcpu_field() {
 	vcpu_line "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
+# task_state PID: where the task is, for a failing check's output: its
+# state and the CPU it last ran on (/proc/PID/stat fields 3 and 39, counted
+# after the command name, which may hold spaces), its run time and
+# switches, and its effective clamps (/proc/PID/sched, CONFIG_SCHED_DEBUG).
+task_state() {
+	sed 's/^.*) //' "/proc/$1/stat" |
+		awk -v p="$1" '{ print "task " p ": state " $1 ", last on cpu" $37 }'
+	grep -E '^(se\.sum_exec_runtime|nr_switches|(effective )?uclamp)' "/proc/$1/sched" 2>/dev/null
+}
+
+# task_runs_on CPU PID: within 10 s, PID is seen running on CPU (state R,
+# last on CPU) and its run time grows; prints task_state either way.
+task_runs_on() {
+	fh_i=0
+	fh_rt0=$(sed -n 's/^se\.sum_exec_runtime *: *//p' "/proc/$2/sched")
+	while [ "$fh_i" -lt 100 ]; do
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+		fh_st=$(sed 's/^.*) //' "/proc/$2/stat" | awk '{ print $1 " " $37 }')
+		fh_rt=$(sed -n 's/^se\.sum_exec_runtime *: *//p' "/proc/$2/sched")
+		[ "$fh_st" = "R $1" ] &&
+			awk -v a="$fh_rt0" -v b="$fh_rt" 'BEGIN { exit !(b > a) }' &&
+			{ task_state "$2"; return 0; }
+	done
+	task_state "$2"
+	return 1
+}
+
 # busy CPU [UCLAMPSET ARGS...]: start a spinning shell pinned to CPU,
 # optionally under uclampset.  Sets $fh_pid.
 busy() {

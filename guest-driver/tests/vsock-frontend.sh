@@ -63,10 +63,16 @@ check "vCPU 1 idle: policy2's floor returns" \
 	wait_file $FXP/policy2/scaling_min_freq "^$floor0\$" 30
 
 # The uclamp kernel: a task's clamps travel themselves (a stock kernel
-# carries the governor's request only).  Under powersave the guest's
-# request is its lowest, so what moves the host here is the clamp.
+# carries the governor's request only).  The sched_switch probe reads them
+# whatever the governor: under powersave the guest's request is its
+# lowest, so what moves the host's floor is the clamp.  The kernel's clamp
+# hook (cpufreq_uclamp) passes them from schedutil, the governor that
+# applies clamps (spec/guest-reporting.md GR-2b), so schedutil stays: the
+# floor then rises by the clamp and the request alike, and the ceiling,
+# which no request lowers, by the clamp alone.
 if [ -e /proc/sys/kernel/sched_util_clamp_min ]; then
-	for g in $C/cpufreq/policy*/scaling_governor; do echo powersave >"$g"; done
+	dmesg | grep -q 'clamp source cpufreq_uclamp$' ||
+		for g in $C/cpufreq/policy*/scaling_governor; do echo powersave >"$g"; done
 	busy 1 -m 1024
 	check "uclampset -m 1024 on vCPU 1: policy2's floor rises to 2.4 GHz" \
 		wait_file $FXP/policy2/scaling_min_freq '^2400000$' 30

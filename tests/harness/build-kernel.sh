@@ -6,7 +6,7 @@
 # cpufreq/schedutil, virtio-pci, kprobes, serial console) + the arch's own
 # fragment (uclamp-x86_64.config: vsock; uclamp-arm64.config), with the kernel
 # patches the project carries applied (guest-driver/rfc/*.patch: the RFC
-# clamp hook sched_uclamp_rq_tp).  Debian's own kernels are built without
+# clamp hook, cpufreq drivers' ->update_uclamp).  Debian's own kernels are built without
 # CONFIG_UCLAMP_TASK, so clamps can only be tested for real on this one.
 #
 #   build-kernel.sh               build if needed (quiet, idempotent)
