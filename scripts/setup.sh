@@ -11,10 +11,18 @@
 #                               guest's Debian rootfs (+ arm64 pieces,
 #                               FREQHINT_ARM64)
 #   scripts/setup.sh packages   only apt work, for all of that
-#   scripts/setup.sh demo [--arch x86_64|arm64]
+#   scripts/setup.sh demo [--arch x86_64|arm64] [--stage STAGE]
 #                               only what scripts/demo.sh needs: the build
-#                               and guest packages, QEMU's target for the
-#                               arch and that arch's uclamp kernel
+#                               and guest packages (Debian's backports
+#                               kernel among them), QEMU's target for the
+#                               arch, Debian's stock kernel for that arch
+#                               and its uclamp kernel.  The demo runs in two
+#                               stages and sets them up apart (STAGE):
+#                                 packages  the packages alone
+#                                 stock     packages, QEMU's target and the
+#                                           stock kernel: the first story
+#                                 uclamp    packages and the uclamp kernel:
+#                                           with stock's QEMU, the second
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,24 +83,34 @@ TEST_PKGS=(
 	mmdebstrap e2fsprogs
 )
 # Packages that must come from bookworm-backports, pinned one by one: a
-# blanket -t bookworm-backports would drag systemd along.
-DEMO_BPO_PKGS=(meson python3-pycotap libvirt-dev libvirt0)
+# blanket -t bookworm-backports would drag systemd along.  Debian's 6.12
+# kernel and headers are the demo's first guest (fetch-stock-kernel.sh;
+# the arm64 one takes its release and kbuild from them).
+DEMO_BPO_PKGS=(meson python3-pycotap libvirt-dev libvirt0 linux-image-amd64 linux-headers-amd64)
 TEST_BPO_PKGS=(
 	libvirt-daemon libvirt-daemon-driver-qemu
 	libvirt-clients libvirt-daemon-common libvirt-common
-	linux-image-amd64 linux-headers-amd64
 )
 
-# The mode (all, packages, demo) and the demo's architecture; parsed here
-# because the package lists and foreign architectures depend on them.
-mode=${1:-all} demo_arch=x86_64
+# The mode (all, packages, demo), the demo's architecture and stage; parsed
+# here because the package lists and foreign architectures depend on them.
+usage="usage: $0 [packages | demo [--arch x86_64|arm64] [--stage packages|stock|uclamp]]"
+mode=${1:-all} demo_arch=x86_64 demo_stage=all
 case "$mode" in
-all | packages) [ $# -le 1 ] || die "usage: $0 [packages | demo [--arch x86_64|arm64]]" ;;
+all | packages) [ $# -le 1 ] || die "$usage" ;;
 demo)
-	case "${2:-}" in
-	"") ;;
-	--arch) demo_arch=${3:?usage: $0 demo [--arch x86_64|arm64]} ;;
-	*) die "usage: $0 demo [--arch x86_64|arm64]" ;;
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--arch) demo_arch=${2:?$usage}; shift ;;
+		--stage) demo_stage=${2:?$usage}; shift ;;
+		*) die "$usage" ;;
+		esac
+		shift
+	done
+	case "$demo_stage" in
+	all | packages | stock | uclamp) ;;
+	*) die "demo --stage packages|stock|uclamp, not '$demo_stage'" ;;
 	esac
 	# The demo's arch alone decides whether arm64 pieces are set up.
 	case "$demo_arch" in
@@ -101,7 +119,7 @@ demo)
 	*) die "demo --arch x86_64|arm64, not '$demo_arch'" ;;
 	esac
 	;;
-*) die "usage: $0 [packages | demo [--arch x86_64|arm64]]" ;;
+*) die "$usage" ;;
 esac
 if [ "$mode" = demo ]; then
 	BASE_PKGS=("${DEMO_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}")
@@ -163,7 +181,7 @@ install_packages() {
 	# meson, libvirt or kernel are too old.
 	if all_installed "${pkgs[@]}" "${bpo[@]}" && foreign_arches_ok &&
 		version_at_least meson 1.5 && version_at_least libvirt0 11 &&
-		{ [ "$mode" = demo ] || version_at_least linux-image-amd64 6.12; }; then
+		version_at_least linux-image-amd64 6.12; then
 		return 0
 	fi
 	add_backports_sources
@@ -202,8 +220,14 @@ in_parallel() {
 	[ "$rc" = 0 ] || die "a setup job failed (its error is above)"
 }
 
-# The demo's two builds: QEMU's one target and the guest the demo boots.
+# The demo's pieces: QEMU's one target, Debian's stock kernel (the first
+# story's guest, fetched) and the uclamp kernel (the second's, built);
+# an arm64 guest of either also needs its userland and cross compiler.
 demo_qemu() { "$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only; }
+demo_stock() {
+	"$here/tests/harness/fetch-stock-kernel.sh" --arch "$demo_arch"
+	if [ "$demo_arch" = arm64 ]; then arm64_guest_userland; fi
+}
 demo_guest() {
 	"$here/tests/harness/build-kernel.sh" --arch "$demo_arch"
 	if [ "$demo_arch" = arm64 ]; then arm64_guest_userland; fi
@@ -237,8 +261,13 @@ main() {
 	case "$mode" in
 	packages) return 0 ;;
 	demo)
-		in_parallel demo_qemu demo_guest
-		log "demo setup complete; cache in $FREQHINT_CACHE"
+		case "$demo_stage" in
+		packages) ;;
+		stock) in_parallel demo_qemu demo_stock ;;
+		uclamp) demo_guest ;;
+		all) in_parallel demo_qemu demo_stock demo_guest ;;
+		esac
+		log "demo setup ($demo_stage) complete; cache in $FREQHINT_CACHE"
 		return 0
 		;;
 	esac

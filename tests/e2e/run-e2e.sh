@@ -9,7 +9,7 @@
 # writes and on `freqhintctl --json`.
 #
 #   run-e2e.sh --freqhintd BIN --freqhintctl BIN [--demo [--emu BIN]] [--samples N]
-#              [--arch x86_64|arm64]
+#              [--arch x86_64|arm64] [--kernel uclamp|stock]
 #     --emu BIN     with --demo: bench/dvfs-emu/fh-dvfs-emu, the emulated
 #                   DVFS host (issue 40), so the demo also shows a task's
 #                   response times on vCPU1 without a clamp, under
@@ -21,6 +21,10 @@
 #                   uclamp kernel cross-built for QEMU's virt machine
 #                   (GICv3, -cpu max, multi-threaded TCG), the module and
 #                   the static guest programs cross-compiled
+#     --kernel stock  Debian's stock 6.12 kernel instead (no uclamp), which
+#                   runs guest-stock-story.sh: the governor's requests, idle,
+#                   the host's frequencies in the guest, the operator's
+#                   ceiling (the first stage of scripts/demo.sh)
 #
 # This host has 2 CPUs, so the 4 vCPU threads cannot be pinned to distinct
 # host CPUs: the VM's [vm] section in the agent config places vCPU i on
@@ -46,7 +50,8 @@ while [ $# -gt 0 ]; do
 	--emu) emu=${2:?}; shift ;;
 	--samples) samples=${2:?}; shift ;;
 	--arch) E2E_ARCH=${2:?}; shift ;;
-	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo] [--samples N] [--arch x86_64|arm64]" ;;
+	--kernel) E2E_KERNEL=${2:?}; shift ;;
+	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo [--emu BIN]] [--samples N] [--arch x86_64|arm64] [--kernel uclamp|stock]" ;;
 	esac
 	shift
 done
@@ -59,7 +64,13 @@ fi
 e2e_init
 trap e2e_cleanup EXIT
 
-e2e_setup "$here/tests/e2e/guest-story.sh" "$samples"
+story=$here/tests/e2e/guest-story.sh
+case "${E2E_KERNEL:-uclamp}" in
+uclamp) ;;
+stock) story=$here/tests/e2e/guest-stock-story.sh ;;
+*) die "--kernel uclamp|stock, not '$E2E_KERNEL'" ;;
+esac
+e2e_setup "$story" "$samples"
 e2e_start_guest
 [ -z "$emu" ] || e2e_vcpu_threads_to_fixture
 e2e_connect_control
@@ -80,6 +91,18 @@ while next_step; do
 	case $name in
 	connected)
 		step_connected
+		;;
+	perf-floor)
+		# The stock story's vCPU1 spins: its governor asks for the top
+		# frequency, which the host takes as a floor (MR-4).
+		want=$(policy_original 2 max)
+		if ! eventually 20 policy_is 2 min "$want"; then
+			verdict "expected policy2 scaling_min_freq $want (busy vCPU1's governor request as floor) within 20 s; saw $(policies_summary)"
+		elif ! eventually 10 policies_at_original 4 6; then
+			verdict "expected policies 4 and 6 (idle vCPUs 2, 3) at their original limits within 10 s; saw $(policies_summary)"
+		else
+			verdict OK
+		fi
 		;;
 	floor)
 		want=$(snap_up "$(cap_to_khz 800)" 2)
@@ -223,6 +246,8 @@ while next_step; do
 		none) what="no clamp" ;;
 		floor) what="uclampset -m 800" ;;
 		capped) what="uclampset -m 800, VM capped at 50 %" ;;
+		stock) what="no clamp: the governor alone" ;;
+		stock-capped) what="the governor alone, VM capped at 50 %" ;;
 		*) what=${w[label]} ;;
 		esac
 		mhz=$(awk '$1 == "policy=2" { sub(/.*mean_freq_khz=/, ""); printf "%.0f", $1 / 1000 }' "$E2E_DIR/emu-demo.summary")
@@ -247,6 +272,7 @@ done
 
 guest_rc=0
 e2e_wait_guest || guest_rc=$?
-report_latency "${latencies[@]}"
+# The stock story takes no latency samples.
+[ "${E2E_KERNEL:-uclamp}" = stock ] || report_latency "${latencies[@]}"
 log "host checks failed: $host_failures; guest run exit status: $guest_rc"
 [ "$host_failures" = 0 ] && [ "$guest_rc" = 0 ]
