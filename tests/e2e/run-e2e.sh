@@ -87,6 +87,20 @@ latencies=()
 # is that such a vCPU returns to idle, so its policy's floor returns to the
 # original: eventually, not at every sample.  The operator's cap, once set,
 # holds at every sample, idle or not (MR-27).
+
+# policy2_floor KHZ WHY SECONDS: the step's verdict on vCPU1's floor:
+# policy2's scaling_min_freq reaches KHZ (WHY) within SECONDS, and the
+# floor is not on policies 4 and 6: vCPUs 2 and 3 are quiet (see above).
+policy2_floor() {
+	if ! eventually "$3" policy_is 2 min "$1"; then
+		verdict "expected policy2 scaling_min_freq $1 ($2) within $3 s; saw $(policies_summary)"
+	elif ! eventually 10 policies_at_original 4 6; then
+		verdict "expected policies 4 and 6 (quiet vCPUs 2, 3) back at their original limits within 10 s; saw $(policies_summary)"
+	else
+		verdict OK
+	fi
+}
+
 while next_step; do
 	case $name in
 	connected)
@@ -95,25 +109,10 @@ while next_step; do
 	perf-floor)
 		# The stock story's vCPU1 spins: its governor asks for the top
 		# frequency, which the host takes as a floor (MR-4).
-		want=$(policy_original 2 max)
-		if ! eventually 20 policy_is 2 min "$want"; then
-			verdict "expected policy2 scaling_min_freq $want (busy vCPU1's governor request as floor) within 20 s; saw $(policies_summary)"
-		elif ! eventually 10 policies_at_original 4 6; then
-			verdict "expected policies 4 and 6 (idle vCPUs 2, 3) at their original limits within 10 s; saw $(policies_summary)"
-		else
-			verdict OK
-		fi
+		policy2_floor "$(policy_original 2 max)" "busy vCPU1's governor request as floor" 20
 		;;
 	floor)
-		want=$(snap_up "$(cap_to_khz 800)" 2)
-		if ! eventually 10 policy_is 2 min "$want"; then
-			verdict "expected policy2 scaling_min_freq $want (vCPU1's floor 800) within 10 s; saw $(policies_summary)"
-		elif ! eventually 10 policies_at_original 4 6; then
-			# vCPUs 2 and 3 are quiet (see above): vCPU1's floor must not be there.
-			verdict "expected policies 4 and 6 (quiet vCPUs 2, 3) back at their original limits within 10 s; saw $(policies_summary)"
-		else
-			verdict OK
-		fi
+		policy2_floor "$(snap_up "$(cap_to_khz 800)" 2)" "vCPU1's floor 800" 10
 		;;
 	operator-ceiling)
 		# Operator config changes: stop the agent cleanly (it must restore
