@@ -60,7 +60,9 @@ cleanup() {
 trap cleanup EXIT
 
 # One apt run before anything runs beside it (two would contend for dpkg's
-# lock); the stages' own package checks then find everything installed.
+# lock); the uclamp stage's package check then finds everything it needs,
+# and only the stock stage installs more (Debian's kernel, beside QEMU's
+# build: setup.sh's STOCK_BPO_PKGS).
 bash "$here/scripts/setup.sh" demo --arch "$arch" --stage packages
 setsid -w nice -n 19 bash "$here/scripts/setup.sh" demo --arch "$arch" --stage uclamp \
 	>"$work/uclamp-setup.log" 2>&1 </dev/null &

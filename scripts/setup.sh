@@ -18,9 +18,12 @@
 #                               arch, Debian's stock kernel for that arch
 #                               and its uclamp kernel.  The demo runs in two
 #                               stages and sets them up apart (STAGE):
-#                                 packages  the packages alone
+#                                 packages  the packages alone, but for
+#                                           the kernel's
 #                                 stock     packages, QEMU's target and the
-#                                           stock kernel: the first story
+#                                           stock kernel (its packages
+#                                           installed beside QEMU's
+#                                           build): the first story
 #                                 uclamp    packages and the uclamp kernel:
 #                                           with stock's QEMU, the second
 set -euo pipefail
@@ -83,14 +86,19 @@ TEST_PKGS=(
 	mmdebstrap e2fsprogs
 )
 # Packages that must come from bookworm-backports, pinned one by one: a
-# blanket -t bookworm-backports would drag systemd along.  Debian's 6.12
-# kernel and headers are the demo's first guest (fetch-stock-kernel.sh;
-# the arm64 one takes its release and kbuild from them).
-DEMO_BPO_PKGS=(meson python3-pycotap libvirt-dev libvirt0 linux-image-amd64 linux-headers-amd64)
+# blanket -t bookworm-backports would drag systemd along.
+DEMO_BPO_PKGS=(meson python3-pycotap libvirt-dev libvirt0)
 TEST_BPO_PKGS=(
 	libvirt-daemon libvirt-daemon-driver-qemu
 	libvirt-clients libvirt-daemon-common libvirt-common
 )
+# Debian's 6.12 kernel and headers: the stock guest kernel of the tests and
+# of the demo's first stage (fetch-stock-kernel.sh; the arm64 one takes its
+# release and kbuild from them).  Installing the image builds its
+# initramfs, twice (its own hook, then initramfs-tools' trigger): minutes
+# of a cold demo, so the demo's stock stage installs them beside QEMU's
+# build, not before it.
+STOCK_BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
 # The mode (all, packages, demo), the demo's architecture and stage; parsed
 # here because the package lists and foreign architectures depend on them.
@@ -123,8 +131,10 @@ demo)
 esac
 if [ "$mode" = demo ]; then
 	BASE_PKGS=("${DEMO_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}")
+	if [ "$demo_stage" = all ]; then BPO_PKGS+=("${STOCK_BPO_PKGS[@]}"); fi
 else
-	BASE_PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}" "${TEST_BPO_PKGS[@]}")
+	BASE_PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}")
+	BPO_PKGS=("${DEMO_BPO_PKGS[@]}" "${TEST_BPO_PKGS[@]}" "${STOCK_BPO_PKGS[@]}")
 fi
 
 # Foreign architectures for the arm64 guests: their kernel, headers and
@@ -181,7 +191,8 @@ install_packages() {
 	# meson, libvirt or kernel are too old.
 	if all_installed "${pkgs[@]}" "${bpo[@]}" && foreign_arches_ok &&
 		version_at_least meson 1.5 && version_at_least libvirt0 11 &&
-		version_at_least linux-image-amd64 6.12; then
+		{ [[ " ${BPO_PKGS[*]} " != *" linux-image-amd64 "* ]] ||
+			version_at_least linux-image-amd64 6.12; }; then
 		return 0
 	fi
 	add_backports_sources
@@ -225,6 +236,11 @@ in_parallel() {
 # an arm64 guest of either also needs its userland and cross compiler.
 demo_qemu() { "$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only; }
 demo_stock() {
+	if [ "$demo_stage" = stock ]; then
+		# Only the kernel packages are missing here (see STOCK_BPO_PKGS).
+		local BASE_PKGS=() BPO_PKGS=("${STOCK_BPO_PKGS[@]}")
+		install_packages
+	fi
 	"$here/tests/harness/fetch-stock-kernel.sh" --arch "$demo_arch"
 	if [ "$demo_arch" = arm64 ]; then arm64_guest_userland; fi
 }
