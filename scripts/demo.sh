@@ -10,8 +10,9 @@
 #
 #   demo.sh [--arch x86_64|arm64]
 #     --arch arm64  the guests are arm64 on QEMU's virt machine (the same
-#                   agent and host); setup builds and fetches the arm64
-#                   pieces (cached afterwards)
+#                   agent and host), both stages: Debian's arm64 kernel,
+#                   then the uclamp kernel cross-built; setup builds and
+#                   fetches the arm64 pieces (cached afterwards)
 #
 # Two stages, each a guest story with its own checks:
 #   1. Debian's stock 6.12 kernel in the guest (tests/e2e/guest-stock-story.sh).
