@@ -71,16 +71,24 @@ kpid=$!
 log "the uclamp kernel for stage 2 is set up in the background (log: $work/uclamp-setup.log)"
 
 build=$(clone_builds)/demo
+# The agent builds beside the stock stage's setup; its output is shown
+# only if it fails.  ninja is given the files, not meson compile the
+# target names: meson looks names up in the build's last configuration
+# before it reconfigures, so a build configured before a target existed
+# fails ("target not found"), while ninja regenerates first.
 build_agent() {
 	if [ ! -f "$build/build.ninja" ]; then
-		meson setup "$build" "$here" >/dev/null
+		meson setup "$build" "$here" || return
 	fi
-	meson compile -C "$build" freqhintd freqhintctl fh-dvfs-emu >/dev/null
+	ninja -C "$build" host-agent/freqhintd host-agent/freqhintctl bench/dvfs-emu/fh-dvfs-emu
 }
-build_agent &
+build_agent >"$work/agent-build.log" 2>&1 &
 agent_pid=$!
 bash "$here/scripts/setup.sh" demo --arch "$arch" --stage stock
-wait "$agent_pid" || die "building freqhintd failed"
+if ! wait "$agent_pid"; then
+	tail -n 40 "$work/agent-build.log" >&2
+	die "building freqhintd failed"
+fi
 
 # banner TEXT...: a stage's title, set apart from the tables.
 banner() {
