@@ -11,10 +11,21 @@
 #                               guest's Debian rootfs (+ arm64 pieces,
 #                               FREQHINT_ARM64)
 #   scripts/setup.sh packages   only apt work, for all of that
-#   scripts/setup.sh demo [--arch x86_64|arm64]
+#   scripts/setup.sh demo [--arch x86_64|arm64] [--stage STAGE]
 #                               only what scripts/demo.sh needs: the build
-#                               and guest packages, QEMU's target for the
-#                               arch and that arch's uclamp kernel
+#                               and guest packages (Debian's backports
+#                               kernel among them), QEMU's target for the
+#                               arch, Debian's stock kernel for that arch
+#                               and its uclamp kernel.  The demo runs in two
+#                               stages and sets them up apart (STAGE):
+#                                 packages  the packages alone, but for
+#                                           the kernel's
+#                                 stock     packages, QEMU's target and the
+#                                           stock kernel (its packages
+#                                           installed beside QEMU's
+#                                           build): the first story
+#                                 uclamp    packages and the uclamp kernel:
+#                                           with stock's QEMU, the second
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,19 +91,34 @@ DEMO_BPO_PKGS=(meson python3-pycotap libvirt-dev libvirt0)
 TEST_BPO_PKGS=(
 	libvirt-daemon libvirt-daemon-driver-qemu
 	libvirt-clients libvirt-daemon-common libvirt-common
-	linux-image-amd64 linux-headers-amd64
 )
+# Debian's 6.12 kernel and headers: the stock guest kernel of the tests and
+# of the demo's first stage (fetch-stock-kernel.sh; the arm64 one takes its
+# release and kbuild from them).  Installing the image builds its
+# initramfs, twice (its own hook, then initramfs-tools' trigger): minutes
+# of a cold demo, so the demo's stock stage installs them beside QEMU's
+# build, not before it.
+STOCK_BPO_PKGS=(linux-image-amd64 linux-headers-amd64)
 
-# The mode (all, packages, demo) and the demo's architecture; parsed here
-# because the package lists and foreign architectures depend on them.
-mode=${1:-all} demo_arch=x86_64
+# The mode (all, packages, demo), the demo's architecture and stage; parsed
+# here because the package lists and foreign architectures depend on them.
+usage="usage: $0 [packages | demo [--arch x86_64|arm64] [--stage packages|stock|uclamp]]"
+mode=${1:-all} demo_arch=x86_64 demo_stage=all
 case "$mode" in
-all | packages) [ $# -le 1 ] || die "usage: $0 [packages | demo [--arch x86_64|arm64]]" ;;
+all | packages) [ $# -le 1 ] || die "$usage" ;;
 demo)
-	case "${2:-}" in
-	"") ;;
-	--arch) demo_arch=${3:?usage: $0 demo [--arch x86_64|arm64]} ;;
-	*) die "usage: $0 demo [--arch x86_64|arm64]" ;;
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--arch) demo_arch=${2:?$usage}; shift ;;
+		--stage) demo_stage=${2:?$usage}; shift ;;
+		*) die "$usage" ;;
+		esac
+		shift
+	done
+	case "$demo_stage" in
+	all | packages | stock | uclamp) ;;
+	*) die "demo --stage packages|stock|uclamp, not '$demo_stage'" ;;
 	esac
 	# The demo's arch alone decides whether arm64 pieces are set up.
 	case "$demo_arch" in
@@ -101,12 +127,14 @@ demo)
 	*) die "demo --arch x86_64|arm64, not '$demo_arch'" ;;
 	esac
 	;;
-*) die "usage: $0 [packages | demo [--arch x86_64|arm64]]" ;;
+*) die "$usage" ;;
 esac
 if [ "$mode" = demo ]; then
 	BASE_PKGS=("${DEMO_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}")
+	if [ "$demo_stage" = all ]; then BPO_PKGS+=("${STOCK_BPO_PKGS[@]}"); fi
 else
-	BASE_PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}") BPO_PKGS=("${DEMO_BPO_PKGS[@]}" "${TEST_BPO_PKGS[@]}")
+	BASE_PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}")
+	BPO_PKGS=("${DEMO_BPO_PKGS[@]}" "${TEST_BPO_PKGS[@]}" "${STOCK_BPO_PKGS[@]}")
 fi
 
 # Foreign architectures for the arm64 guests: their kernel, headers and
@@ -163,7 +191,8 @@ install_packages() {
 	# meson, libvirt or kernel are too old.
 	if all_installed "${pkgs[@]}" "${bpo[@]}" && foreign_arches_ok &&
 		version_at_least meson 1.5 && version_at_least libvirt0 11 &&
-		{ [ "$mode" = demo ] || version_at_least linux-image-amd64 6.12; }; then
+		{ [[ " ${BPO_PKGS[*]} " != *" linux-image-amd64 "* ]] ||
+			version_at_least linux-image-amd64 6.12; }; then
 		return 0
 	fi
 	add_backports_sources
@@ -202,8 +231,19 @@ in_parallel() {
 	[ "$rc" = 0 ] || die "a setup job failed (its error is above)"
 }
 
-# The demo's two builds: QEMU's one target and the guest the demo boots.
+# The demo's pieces: QEMU's one target, Debian's stock kernel (the first
+# story's guest, fetched) and the uclamp kernel (the second's, built);
+# an arm64 guest of either also needs its userland and cross compiler.
 demo_qemu() { "$here/qemu-device/build-qemu.sh" --arch "$demo_arch" --only; }
+demo_stock() {
+	if [ "$demo_stage" = stock ]; then
+		# Only the kernel packages are missing here (see STOCK_BPO_PKGS).
+		local BASE_PKGS=() BPO_PKGS=("${STOCK_BPO_PKGS[@]}")
+		install_packages
+	fi
+	"$here/tests/harness/fetch-stock-kernel.sh" --arch "$demo_arch"
+	if [ "$demo_arch" = arm64 ]; then arm64_guest_userland; fi
+}
 demo_guest() {
 	"$here/tests/harness/build-kernel.sh" --arch "$demo_arch"
 	if [ "$demo_arch" = arm64 ]; then arm64_guest_userland; fi
@@ -237,8 +277,13 @@ main() {
 	case "$mode" in
 	packages) return 0 ;;
 	demo)
-		in_parallel demo_qemu demo_guest
-		log "demo setup complete; cache in $FREQHINT_CACHE"
+		case "$demo_stage" in
+		packages) ;;
+		stock) in_parallel demo_qemu demo_stock ;;
+		uclamp) demo_guest ;;
+		all) in_parallel demo_qemu demo_stock demo_guest ;;
+		esac
+		log "demo setup ($demo_stage) complete; cache in $FREQHINT_CACHE"
 		return 0
 		;;
 	esac

@@ -19,29 +19,8 @@ settle() { sleep "${1:-1}"; }
 # puts there and the host checks can say "others unchanged" of them.
 taskset -p 1 $$ >/dev/null
 
-# The demo with the emulated DVFS host (run-e2e.sh --demo --emu):
-# a task on vCPU1 with a request of 3 ms of work (at full speed, measured
-# here first) every 20 ms for 3 s, its response times reported; the host
-# emulates its CPUs' frequencies for those seconds only.  The story's own
-# task on vCPU1 (PAUSE, or "-") is stopped meanwhile, so that each
-# measurement has vCPU1 to itself.
-demo_response() { # LABEL PAUSE [uclampset ARGS...]
-	[ "${FREQHINT_E2E_DEMO_RESPONSE:-0}" = 1 ] || return 0
-	demo_label=$1 demo_pause=$2
-	shift 2
-	[ "$demo_pause" = - ] || kill -STOP "$demo_pause"
-	check "demo: host frequencies emulated" step demo-fg-start
-	demo_epoch=$(($(fh-guest-outcome now) + 500000000))
-	demo_out=$("$@" fh-guest-outcome fg 1 "$demo_epoch" 3 1000 0 1000 20000 "$demo_loops" 0 0 | tail -n 1)
-	# shellcheck disable=SC2086 # key=value words
-	check "demo: response times ($demo_label)" step demo-fg label="$demo_label" ${demo_out#fg }
-	[ "$demo_pause" = - ] || kill -CONT "$demo_pause"
-}
-if [ "${FREQHINT_E2E_DEMO_RESPONSE:-0}" = 1 ]; then
-	demo_cal=$(taskset -c 1 fh-guest-outcome calibrate 500)
-	demo_cal=${demo_cal%% *}
-	demo_loops=$((${demo_cal#loops_per_ms=} * 3))
-fi
+# With the demo's response times (step-lib.sh), vCPU1's speed measured first.
+demo_response_init
 
 step_load_module
 settle 2

@@ -9,7 +9,7 @@
 # writes and on `freqhintctl --json`.
 #
 #   run-e2e.sh --freqhintd BIN --freqhintctl BIN [--demo [--emu BIN]] [--samples N]
-#              [--arch x86_64|arm64]
+#              [--arch x86_64|arm64] [--kernel uclamp|stock]
 #     --emu BIN     with --demo: bench/dvfs-emu/fh-dvfs-emu, the emulated
 #                   DVFS host (issue 40), so the demo also shows a task's
 #                   response times on vCPU1 without a clamp, under
@@ -21,6 +21,10 @@
 #                   uclamp kernel cross-built for QEMU's virt machine
 #                   (GICv3, -cpu max, multi-threaded TCG), the module and
 #                   the static guest programs cross-compiled
+#     --kernel stock  Debian's stock 6.12 kernel instead (no uclamp), which
+#                   runs guest-stock-story.sh: the governor's requests, idle,
+#                   the host's frequencies in the guest, the operator's
+#                   ceiling (the first stage of scripts/demo.sh)
 #
 # This host has 2 CPUs, so the 4 vCPU threads cannot be pinned to distinct
 # host CPUs: the VM's [vm] section in the agent config places vCPU i on
@@ -46,7 +50,8 @@ while [ $# -gt 0 ]; do
 	--emu) emu=${2:?}; shift ;;
 	--samples) samples=${2:?}; shift ;;
 	--arch) E2E_ARCH=${2:?}; shift ;;
-	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo] [--samples N] [--arch x86_64|arm64]" ;;
+	--kernel) E2E_KERNEL=${2:?}; shift ;;
+	*) die "usage: $0 --freqhintd BIN --freqhintctl BIN [--demo [--emu BIN]] [--samples N] [--arch x86_64|arm64] [--kernel uclamp|stock]" ;;
 	esac
 	shift
 done
@@ -59,7 +64,13 @@ fi
 e2e_init
 trap e2e_cleanup EXIT
 
-e2e_setup "$here/tests/e2e/guest-story.sh" "$samples"
+story=$here/tests/e2e/guest-story.sh
+case "${E2E_KERNEL:-uclamp}" in
+uclamp) ;;
+stock) story=$here/tests/e2e/guest-stock-story.sh ;;
+*) die "--kernel uclamp|stock, not '$E2E_KERNEL'" ;;
+esac
+e2e_setup "$story" "$samples"
 e2e_start_guest
 [ -z "$emu" ] || e2e_vcpu_threads_to_fixture
 e2e_connect_control
@@ -76,21 +87,32 @@ latencies=()
 # is that such a vCPU returns to idle, so its policy's floor returns to the
 # original: eventually, not at every sample.  The operator's cap, once set,
 # holds at every sample, idle or not (MR-27).
+
+# policy2_floor KHZ WHY SECONDS: the step's verdict on vCPU1's floor:
+# policy2's scaling_min_freq reaches KHZ (WHY) within SECONDS, and the
+# floor is not on policies 4 and 6: vCPUs 2 and 3 are quiet (see above).
+policy2_floor() {
+	if ! eventually "$3" policy_is 2 min "$1"; then
+		verdict "expected policy2 scaling_min_freq $1 ($2) within $3 s; saw $(policies_summary)"
+	elif ! eventually 10 policies_at_original 4 6; then
+		verdict "expected policies 4 and 6 (quiet vCPUs 2, 3) back at their original limits within 10 s; saw $(policies_summary)"
+	else
+		verdict OK
+	fi
+}
+
 while next_step; do
 	case $name in
 	connected)
 		step_connected
 		;;
+	perf-floor)
+		# The stock story's vCPU1 spins: its governor asks for the top
+		# frequency, which the host takes as a floor (MR-4).
+		policy2_floor "$(policy_original 2 max)" "busy vCPU1's governor request as floor" 20
+		;;
 	floor)
-		want=$(snap_up "$(cap_to_khz 800)" 2)
-		if ! eventually 10 policy_is 2 min "$want"; then
-			verdict "expected policy2 scaling_min_freq $want (vCPU1's floor 800) within 10 s; saw $(policies_summary)"
-		elif ! eventually 10 policies_at_original 4 6; then
-			# vCPUs 2 and 3 are quiet (see above): vCPU1's floor must not be there.
-			verdict "expected policies 4 and 6 (quiet vCPUs 2, 3) back at their original limits within 10 s; saw $(policies_summary)"
-		else
-			verdict OK
-		fi
+		policy2_floor "$(snap_up "$(cap_to_khz 800)" 2)" "vCPU1's floor 800" 10
 		;;
 	operator-ceiling)
 		# Operator config changes: stop the agent cleanly (it must restore
@@ -223,6 +245,8 @@ while next_step; do
 		none) what="no clamp" ;;
 		floor) what="uclampset -m 800" ;;
 		capped) what="uclampset -m 800, VM capped at 50 %" ;;
+		stock) what="no clamp: the governor alone" ;;
+		stock-capped) what="the governor alone, VM capped at 50 %" ;;
 		*) what=${w[label]} ;;
 		esac
 		mhz=$(awk '$1 == "policy=2" { sub(/.*mean_freq_khz=/, ""); printf "%.0f", $1 / 1000 }' "$E2E_DIR/emu-demo.summary")
@@ -247,6 +271,7 @@ done
 
 guest_rc=0
 e2e_wait_guest || guest_rc=$?
-report_latency "${latencies[@]}"
+# The stock story takes no latency samples.
+[ "${E2E_KERNEL:-uclamp}" = stock ] || report_latency "${latencies[@]}"
 log "host checks failed: $host_failures; guest run exit status: $guest_rc"
 [ "$host_failures" = 0 ] && [ "$guest_rc" = 0 ]

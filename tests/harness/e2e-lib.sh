@@ -8,6 +8,9 @@ E2E_VM_UUID=6a1c2e8e-5b2f-4d53-9d0e-2f3c1a7b9e01
 E2E_SMP=4
 # The guest's architecture: x86_64 (q35) or arm64 (virt), run-guest.sh --arch.
 : "${E2E_ARCH:=x86_64}"
+# The guest's kernel: uclamp (the project's, built by build-kernel.sh) or
+# stock (Debian's 6.12, fetch-stock-kernel.sh: no CONFIG_UCLAMP_TASK).
+: "${E2E_KERNEL:=uclamp}"
 
 e2e_init() {
 	E2E_DIR=$(mktemp -d "${TMPDIR:-/tmp}/freqhint-e2e.XXXXXX")
@@ -53,8 +56,17 @@ e2e_static() {
 	echo "$E2E_DIR/$1:/bin/$1"
 }
 
-# e2e_make_initrd SCRIPT [HOST:GUEST]...: virtio_freqhint.ko for the uclamp
-# kernel, and the initramfs running SCRIPT as /test.sh with the files
+# e2e_kernel_dir: the cache entry of E2E_KERNEL for E2E_ARCH.
+e2e_kernel_dir() {
+	case "$E2E_KERNEL" in
+	uclamp) "$here/tests/harness/build-kernel.sh" --arch "$E2E_ARCH" --print-dir ;;
+	stock) "$here/tests/harness/fetch-stock-kernel.sh" --arch "$E2E_ARCH" --print-dir ;;
+	*) die "E2E_KERNEL=$E2E_KERNEL: expected uclamp or stock" ;;
+	esac
+}
+
+# e2e_make_initrd SCRIPT [HOST:GUEST]...: virtio_freqhint.ko for E2E_KERNEL,
+# and the initramfs running SCRIPT as /test.sh with the files
 # given and the in-guest step helpers (step-lib.sh); sets E2E_INITRD.  Also resolves the project's QEMU (E2E_QEMU),
 # built now if its inputs changed: a build must not run inside the
 # deadline for QEMU's sockets to appear.
@@ -63,10 +75,10 @@ e2e_make_initrd() {
 	shift
 	for a in "$@"; do adds+=(--add "$a"); done
 	E2E_KO=$E2E_DIR/virtio_freqhint.ko
-	"$here/guest-driver/tests/build-module.sh" --cached --arch "$E2E_ARCH" uclamp "$E2E_KO" >/dev/null ||
+	"$here/guest-driver/tests/build-module.sh" --cached --arch "$E2E_ARCH" "$E2E_KERNEL" "$E2E_KO" >/dev/null ||
 		die "building virtio_freqhint.ko failed"
 	E2E_INITRD=$("$here/tests/harness/mkinitramfs.sh" --arch "$E2E_ARCH" --test "$script" \
-		--kernel "$("$here/tests/harness/build-kernel.sh" --arch "$E2E_ARCH" --print-dir)" \
+		--kernel "$(e2e_kernel_dir)" \
 		--module "$E2E_KO" "${adds[@]}") || die "making the initramfs failed"
 	if [ "$E2E_ARCH" = x86_64 ] && [ -n "${FREQHINT_QEMU:-}" ]; then
 		E2E_QEMU=$FREQHINT_QEMU
@@ -157,7 +169,7 @@ e2e_start_guest() {
 		esac
 	done
 	[ -z "$tag" ] || qemu=(-pidfile "$E2E_DIR/$tag.pid")
-	"$here/tests/harness/run-guest.sh" --arch "$E2E_ARCH" --kernel uclamp --initrd "$E2E_INITRD" \
+	"$here/tests/harness/run-guest.sh" --arch "$E2E_ARCH" --kernel "$E2E_KERNEL" --initrd "$E2E_INITRD" \
 		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet \
 		"${run[@]}" -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" "${qemu[@]}" \

@@ -41,3 +41,40 @@ step_load_module() {
 	check "device bound" test -n "$dev"
 	wait_cpufreq_policies
 }
+
+# The demo's response times (run-e2e.sh --demo --emu, which sets
+# FREQHINT_E2E_DEMO_RESPONSE=1; otherwise both do nothing):
+#   demo_response_init   measure vCPU1's speed (loops of fh-guest-outcome per
+#                        ms at full speed), once, before the story starts
+#   demo_response LABEL PAUSE [CMD ARGS...]
+#                        a task on vCPU1 (run under CMD ARGS, e.g.
+#                        uclampset -m 800) with a request of 3 ms of work
+#                        every 20 ms for 3 s, its response times reported to
+#                        the host as step demo-fg label=LABEL; the host
+#                        emulates its CPUs' frequencies for those seconds
+#                        only.  The story's own task on vCPU1 (PAUSE, or "-")
+#                        is stopped meanwhile, so that each measurement has
+#                        vCPU1 to itself.
+# The host answers these two steps GO whatever it saw (a host without the
+# cgroup cpu controller shows the times without emulated frequencies), so
+# they are no checks; the one check is that the task's times were measured.
+demo_response_init() {
+	[ "${FREQHINT_E2E_DEMO_RESPONSE:-0}" = 1 ] || return 0
+	demo_cal=$(taskset -c 1 fh-guest-outcome calibrate 500)
+	demo_cal=${demo_cal%% *}
+	demo_loops=$((${demo_cal#loops_per_ms=} * 3))
+}
+
+demo_response() {
+	[ "${FREQHINT_E2E_DEMO_RESPONSE:-0}" = 1 ] || return 0
+	demo_label=$1 demo_pause=$2
+	shift 2
+	[ "$demo_pause" = - ] || kill -STOP "$demo_pause"
+	step demo-fg-start >/dev/null
+	demo_epoch=$(($(fh-guest-outcome now) + 500000000))
+	demo_out=$("$@" fh-guest-outcome fg 1 "$demo_epoch" 3 1000 0 1000 20000 "$demo_loops" 0 0 | tail -n 1)
+	check "demo: response times measured ($demo_label)" test "${demo_out%% *}" = fg
+	# shellcheck disable=SC2086 # key=value words
+	step demo-fg label="$demo_label" ${demo_out#fg } >/dev/null
+	[ "$demo_pause" = - ] || kill -CONT "$demo_pause"
+}
