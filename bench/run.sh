@@ -728,6 +728,9 @@ cat <<EOF
 **Missed.** Reason: the stages are windows in series — a change waits up to a guest window (10 ms) to be seen and published, up to
 a device rate window (10 ms) if the previous kick closed notifications, up to the device's 5 ms forward interval and freqhintd's
 5 ms coalescing: up to ~30 ms by design, before TCG's slowness. The goal's "2 ms + the rate window" assumes one window.
+On the project's uclamp kernel the module learns a clamp from schedutil (the RFC's \`->update_uclamp\`), and on 6.12
+\`uclamp_rq_inc()\` runs after the fair class's enqueue, so the hook sees a waking task's clamp at its next scheduler tick,
+not at the wake-up: up to a tick more at the first stage.
 What would close it: have the device forward at once when its forward timer is idle and coalesce only under load (freqhintd
 already decides at once when its previous pass is older than 5 ms), have the guest publish a clamp change when it happens
 rather than at the window's end (clamp changes are rare and meant; perf jitter is neither), and measure on KVM.
