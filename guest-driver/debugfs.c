@@ -7,12 +7,14 @@
  *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1>
  *   min=<> max=<> perf=<> busy=<of 1024>
  *   switches=<> windows=<> publishes=<> leading=<> sampler_ns=<>
+ *   sender_runs=<>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
  * publications; switches counts the clamp source's events (task switches
  * with the sched_switch probe, aggregate changes with the hook, none with
  * idle time alone); sampler_ns is the time spent on that CPU in the window
- * timers and the gatherer's irq_works.
+ * timers and the gatherer's irq_works; sender_runs counts the sends that
+ * ran on that CPU.
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *
@@ -67,9 +69,9 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 		fh_show_value(m, "perf", st.report,
 			      VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
-		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu\n",
+		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu sender_runs=%lu\n",
 			   st.busy, st.switches, st.windows, st.publishes,
-			   st.leading, st.own_ns);
+			   st.leading, st.own_ns, st.sender_runs);
 	}
 	return 0;
 }

@@ -57,7 +57,8 @@ struct virtio_freqhint {
 	/* The sender and the event handler share one kthread worker. */
 	struct kthread_worker *worker;
 	struct kthread_delayed_work send_work;
-	kthread_work_func_t send_fn;	/* NULL: the hintq's (transport.c) */
+	/* The link's sender, on the worker; NULL: the hintq's (transport.c) */
+	void (*send_fn)(struct virtio_freqhint *vi);
 	struct kthread_work event_work;
 	struct kthread_work apply_work;
 	/*
@@ -126,7 +127,8 @@ extern const struct attribute_group *vfh_groups[];
 struct fh_config;
 struct virtio_freqhint *vfh_link_create(struct device *dev,
 					const struct fh_config *c,
-					u32 features, kthread_work_func_t send);
+					u32 features,
+					void (*send)(struct virtio_freqhint *vi));
 void vfh_link_destroy(struct virtio_freqhint *vi);
 void vfh_link_up(struct virtio_freqhint *vi);
 void vfh_link_down(struct virtio_freqhint *vi);

@@ -83,7 +83,14 @@ struct fh_vcpu {
 	bool idle_at_close;
 	unsigned long idle_switches;
 
-	u64 sender_rt;		/* the sender's runtime at the last close */
+	/*
+	 * The sender's runs on this CPU and their time (vfh_gather_sender_ran(),
+	 * IRQs off on this CPU), and both at the last close.
+	 */
+	unsigned long sender_runs;
+	u64 sender_ns;
+	unsigned long sender_runs_close;
+	u64 sender_ns_close;
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
 	struct fh_levels levels;
 	atomic64_t report;	/* last published record */
@@ -190,47 +197,36 @@ static u16 fh_valid_flags(const struct fh_gather *g)
 /*
  * Busy time from idle time (sources without switch events): the CPU's
  * wall time since the last close less its idle time, iowait counted idle
- * as the scheduler does, and none if only the idle task ran meanwhile
- * (vfh_win_busy_from_idle(): the interrupts that wake an idle vCPU, this
- * window's timer first, are not a task's work).  Replaces what
+ * as the scheduler does, and none if only the idle task and the sender ran
+ * meanwhile (vfh_win_busy_from_idle(): the interrupts that wake an idle
+ * vCPU, this window's timer first, are not a task's work).  Replaces what
  * vfh_win_charge() added, which for these sources is all the window's
  * time (it only weighs the clamps).  On @cpu itself, IRQs off: current is
  * what the window's timer (softirq) or the hook interrupted, and the idle
  * task's switch count changes only in this CPU's scheduler.
+ *
+ * No task is named here, so the sender's running time is in the busy
+ * time; what it ran here since the last close is taken out: our own
+ * sending must not make a vCPU busy, which would send again.
  */
 static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
 {
 	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
 	bool is_idle = is_idle_task(current);
 	unsigned long sw = is_idle ? READ_ONCE(current->nivcsw) : 0;
+	u64 busy;
 
-	v->win.busy_ns = vfh_win_busy_from_idle(wall - v->wall_us,
-						idle - v->idle_us,
-						v->idle_at_close,
-						v->idle_switches, is_idle, sw);
+	busy = vfh_win_busy_from_idle(wall - v->wall_us, idle - v->idle_us,
+				      v->idle_at_close, is_idle,
+				      sw - v->idle_switches,
+				      v->sender_runs - v->sender_runs_close);
+	v->win.busy_ns = busy - min(busy, v->sender_ns - v->sender_ns_close);
 	v->wall_us = wall;
 	v->idle_us = idle;
 	v->idle_at_close = is_idle;
 	v->idle_switches = sw;
-}
-
-/*
- * Without switch events no task is named, so the sender's running time is
- * in busy_ns; take out what it ran since the last close if it is on this
- * CPU: our own sending must not make a vCPU busy, which would send
- * again.  IRQs off: a task_struct is freed only after an RCU grace period.
- */
-static void fh_discount_sender(struct fh_vcpu *v, unsigned int cpu)
-{
-	struct task_struct *s = READ_ONCE(v->g->sender);
-	u64 rt;
-
-	if (!s || v->g->source->switch_events)
-		return;
-	rt = READ_ONCE(s->se.sum_exec_runtime);
-	if (task_cpu(s) == cpu && rt > v->sender_rt)
-		v->win.busy_ns -= min(v->win.busy_ns, rt - v->sender_rt);
-	v->sender_rt = rt;
+	v->sender_runs_close = v->sender_runs;
+	v->sender_ns_close = v->sender_ns;
 }
 
 /* Close the window ending at @now; returns whether the vCPU was idle. */
@@ -241,7 +237,6 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 	v->windows++;
 	if (!v->g->source->switch_events)
 		fh_busy_from_idle(v, cpu);
-	fh_discount_sender(v, cpu);
 	vfh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
 	fh_publish(v, cpu, vfh_rep_from_window(&r, fh_valid_flags(v->g),
@@ -457,16 +452,12 @@ const char *vfh_gather_source(const struct fh_gather *g)
 void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
-	struct task_struct *s = READ_ONCE(g->sender);
 	unsigned long flags;
 	u64 now;
 
 	local_irq_save(flags);
 	now = local_clock();
 	vfh_win_reset(&v->win, now);
-	/* The sender's runtime so far is not this window's to discount. */
-	if (s)
-		v->sender_rt = READ_ONCE(s->se.sum_exec_runtime);
 	v->last_pub = now - fh_window_ns(g);
 	if (g->source->switch_events) {
 		fh_track(v, current);
@@ -581,6 +572,24 @@ void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
 	WRITE_ONCE(g->sender, task);
 }
 
+/*
+ * The sender ran one work item since @start (local_clock()), woken on
+ * this CPU or moved here meanwhile: charged to this CPU, whose window
+ * then counts it as idle time (fh_busy_from_idle()).  From the sender,
+ * preemptible.
+ */
+void vfh_gather_sender_ran(struct fh_gather *g, u64 start)
+{
+	struct fh_vcpu *v;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	v = this_cpu_ptr(g->vcpus);
+	v->sender_runs++;
+	v->sender_ns += local_clock() - start;
+	local_irq_restore(flags);
+}
+
 bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep)
 {
 	return fh_slot_take(&per_cpu_ptr(g->vcpus, cpu)->report, g->dirty,
@@ -608,6 +617,7 @@ void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
 	st->windows = READ_ONCE(v->windows);
 	st->publishes = READ_ONCE(v->publishes);
 	st->leading = READ_ONCE(v->leading);
+	st->sender_runs = READ_ONCE(v->sender_runs);
 }
 
 /*

@@ -79,6 +79,7 @@ void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
 void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
 			   const struct fh_levels *l);
 void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task);
+void vfh_gather_sender_ran(struct fh_gather *g, u64 start);
 bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
 void vfh_gather_mark_all_dirty(struct fh_gather *g);
 
@@ -91,6 +92,7 @@ struct fh_vcpu_stats {
 	unsigned long windows;
 	unsigned long publishes;
 	unsigned long leading;
+	unsigned long sender_runs;	/* sends that ran on this CPU */
 };
 
 void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,

@@ -941,7 +941,8 @@ static void virtfh_remove(struct virtio_device *vdev)
  */
 struct virtio_freqhint *vfh_link_create(struct device *dev,
 					const struct fh_config *c,
-					u32 features, kthread_work_func_t send)
+					u32 features,
+					void (*send)(struct virtio_freqhint *vi))
 {
 	struct virtio_freqhint *vi;
 	int err;

@@ -39,6 +39,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/virtio.h>
@@ -136,10 +137,8 @@ unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 	return n;
 }
 
-static void fh_send_fn(struct kthread_work *work)
+static void fh_send(struct virtio_freqhint *vi)
 {
-	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
-						  send_work.work);
 	struct virtio_freqhint_hints *buf;
 	struct scatterlist sg;
 	unsigned int i, n, len;
@@ -186,6 +185,20 @@ out:
 }
 
 /*
+ * Every send, the hintq's or a link's: its run is charged to the CPU it
+ * ran on, where it counts as idle (gather.c).
+ */
+static void fh_send_work(struct kthread_work *work)
+{
+	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
+						  send_work.work);
+	u64 start = local_clock();
+
+	(vi->send_fn ?: fh_send)(vi);
+	vfh_gather_sender_ran(&vi->gather, start);
+}
+
+/*
  * Probe: the worker (sender and event handler); the link stays down until
  * vfh_transport_link().  The sender is the hintq's, or the link's own
  * (->send_fn, vsock.c).
@@ -198,7 +211,7 @@ int vfh_transport_start(struct virtio_freqhint *vi)
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	vi->worker = w;
-	kthread_init_delayed_work(&vi->send_work, vi->send_fn ?: fh_send_fn);
+	kthread_init_delayed_work(&vi->send_work, fh_send_work);
 	vfh_gather_set_sender(&vi->gather, w->task);
 	return 0;
 }

@@ -434,7 +434,8 @@ static void fh_test_backdate_busy(struct kunit *test)
 
 /*
  * Busy time from idle time: an idle vCPU whose window saw only interrupts
- * (the window timer's own wake-up first) is idle.
+ * (the window timer's own wake-up first), or only the module's sender
+ * besides, is idle.
  */
 static void fh_test_busy_from_idle(struct kunit *test)
 {
@@ -442,26 +443,32 @@ static void fh_test_busy_from_idle(struct kunit *test)
 	struct fh_win w = {};
 
 	/* 10 ms of wall time, 7.44 ms of it idle: 2.56 ms in interrupts. */
-	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
-						     true, 5), 0ULL);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, true,
+						     0, 0), 0ULL);
 	/* The idle task was switched away from: a task ran. */
-	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
-						     true, 6), 2560 * US);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, true,
+						     1, 0), 2560 * US);
+	/* ... the sender, which slept here as often: still no task's work. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, true,
+						     2, 2), 0ULL);
+	/* ... and one more switch than the sender's: another task ran. */
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, true,
+						     3, 2), 2560 * US);
 	/* A task was current at either end. */
-	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, false, 0,
-						     true, 5), 2560 * US);
-	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, 5,
-						     false, 0), 2560 * US);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, false, true,
+						     0, 0), 2560 * US);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, false,
+						     0, 0), 2560 * US);
 	/* Idle time read past the wall time: not negative. */
-	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 10001, false, 0,
-						     false, 0), 0ULL);
+	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 10001, false, false,
+						     0, 0), 0ULL);
 
 	/* As the window closes it: idle, where the raw share was not. */
 	vfh_win_reset(&w, 0);
-	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, false, 0, true, 5);
+	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, false, true, 0, 0);
 	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
-	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, true, 5, true, 5);
+	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, true, true, 1, 1);
 	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
 	KUNIT_EXPECT_TRUE(test, r.idle);
 	KUNIT_EXPECT_EQ(test, r.busy, 0U);

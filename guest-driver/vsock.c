@@ -239,10 +239,8 @@ static void fh_vs_frame(struct fh_vsock *vs, size_t len)
  * one HINTS message per frame, at most one per rate window, every dirty
  * vCPU's latest record in it.
  */
-static void fh_vs_send_fn(struct kthread_work *work)
+static void fh_vs_send(struct virtio_freqhint *vi)
 {
-	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
-						  send_work.work);
 	unsigned long window = msecs_to_jiffies(vi->tune.window_ms);
 	struct fh_vsock *vs = &fh_vs;
 	unsigned long delay;
@@ -373,7 +371,7 @@ static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
 		vs->stats.rebuilds++;
 	}
 	if (!vs->vi) {
-		vi = vfh_link_create(vs->dev, &c, features, fh_vs_send_fn);
+		vi = vfh_link_create(vs->dev, &c, features, fh_vs_send);
 		if (IS_ERR(vi)) {
 			dev_warn(vs->dev, "state not built: %ld\n", PTR_ERR(vi));
 			return false;

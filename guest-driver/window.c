@@ -177,7 +177,8 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
 
 /*
  * A window's busy time from the CPU's idle time (no switch events): its
- * @wall_us less its @idle_us, in ns; none when the idle task ran alone.
+ * @wall_us less its @idle_us, in ns; none when no task but the idle task
+ * and the module's own sender ran.
  *
  * Interrupt time is not idle time (tick-sched stops counting idle on
  * interrupt entry), and the interrupts that wake an idle vCPU, the
@@ -186,15 +187,21 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
  * timer alone, so it would never look idle and that timer would never
  * become deferrable.
  * What tells a window that ran no task is the idle task itself: current
- * at both ends (@was_idle, @is_idle) and never switched away from in
- * between (its involuntary switch count, @sw0 then @sw1, which the
- * scheduler raises at each switch away from it).  Softirq work heavy
- * enough to matter moves to ksoftirqd, a task, and so still counts.
+ * at both ends (@was_idle, @is_idle) and switched away from in between
+ * (@idle_sw times: its involuntary switch count, which the scheduler
+ * raises at each switch away from it) no more often than the module's
+ * sender ran here (@sender_runs).  The sender is woken where a vCPU
+ * published, often that idle vCPU itself; its own runtime is taken out
+ * by the caller, but the wake-up and the two switches around it cost as
+ * much as the timer's interrupt, and counting them busy would publish
+ * again and so wake the sender again.  Softirq work heavy enough to
+ * matter moves to ksoftirqd, a task, and so still counts.
  */
 u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_idle,
-			   unsigned long sw0, bool is_idle, unsigned long sw1)
+			   bool is_idle, unsigned long idle_sw,
+			   unsigned long sender_runs)
 {
-	if (was_idle && is_idle && sw0 == sw1)
+	if (was_idle && is_idle && idle_sw <= sender_runs)
 		return 0;
 	return wall_us > idle_us ? (wall_us - idle_us) * NSEC_PER_USEC : 0;
 }

@@ -300,21 +300,39 @@ check "together less than half of the vCPUs' time over the loop" \
 
 # An idle vCPU's record must not flap: 2 s are 200 windows; a feedback loop
 # (our own send work making a vCPU busy, which sends again) shows as dozens.
-# How often its windows closed meanwhile is printed, not checked.  With
-# idle time (hook, idle_time), the window timer's own wake-up once counted
-# as busy time (idle time stops at every interrupt), which kept an idle
-# arm64 TCG vCPU at busy 262/1024 and its timer firing every window (with
-# clamp_source=idle_time on the arm64 test kernel, one run each: 63
-# windows in such 2 s before the fix, 1 after it).  It is not a bound:
-# once an idle vCPU's own record woke the sender there (likely: irq_work,
-# then the sender's switch, whose overhead idle time counts as busy), one
-# x86 run under the hook closed 43 windows with 16 publications in 2 s,
-# within the publication bound below.
+# The sender is pinned to that vCPU meanwhile, the worst place for it:
+# every send, whichever vCPU published, then wakes it.  How often its
+# windows closed and how many sends ran there are printed, not checked.
+# With idle time (hook, idle_time), the window timer's own wake-up once
+# counted as busy time (idle time stops at every interrupt), which kept
+# an idle arm64 TCG vCPU at busy 262/1024 and its timer firing every
+# window (with clamp_source=idle_time on the arm64 test kernel, one run
+# each: 63 windows in such 2 s before the fix, 1 after it).  Then the
+# sender's runs there counted as busy unless it was still there when the
+# window closed: a send woken on one idle vCPU made it publish, whose send
+# woke another (two guests at once on the 2-core host, load ~15: 52
+# publications with 42 sends in 2 s; a CI run at load ~8, 24).  Each send
+# is now charged to the CPU it ran on and counted idle there.  What is
+# left is the guest's own housekeeping, which a starved vCPU (TCG threads
+# at load ~16, a fifth of a host CPU each) stretches past the idle share.
+sender_pid() {
+	local d
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = virtio_freqhint ] || continue
+		echo "${d#/proc/}"
+		return
+	done
+}
+spid=$(sender_pid)
+check "the sender can be pinned to the idle vCPU2" taskset -p 4 "$spid"
 sleep 1
 p0=$(vcpu_field 2 publishes) w0=$(vcpu_field 2 windows)
+r0=$(vcpu_field 2 sender_runs) b0=$(cat "$FH_STATS/buffers_sent")
 sleep 2
 p1=$(vcpu_field 2 publishes) w1=$(vcpu_field 2 windows)
-echo "idle vCPU2 over 2 s: $((w1 - w0)) windows, $((p1 - p0)) publications"
+r1=$(vcpu_field 2 sender_runs) b1=$(cat "$FH_STATS/buffers_sent")
+taskset -p f "$spid" >/dev/null
+echo "idle vCPU2 over 2 s: $((w1 - w0)) windows, $((p1 - p0)) publications, $((r1 - r0)) sends ran there; $((b1 - b0)) buffers sent"
 check "an idle vCPU stays quiet (publishes $p0 -> $p1 in 2 s)" \
 	test "$((p1 - p0))" -le 20
 
