@@ -68,12 +68,14 @@ check "vCPU 1 idle: policy2's floor returns" \
 # lowest, so what moves the host's floor is the clamp.  The kernel's clamp
 # hook (cpufreq_uclamp) passes them from schedutil, the governor that
 # applies clamps (spec/guest-reporting.md GR-2b), so schedutil stays: the
-# floor then rises by the clamp and the request alike, and the ceiling,
-# which no request lowers, by the clamp alone.
+# floor then rises by the clamp and the request alike (the hint shows the
+# clamp), and the ceiling, which no request lowers, by the clamp alone.
 if [ -e /proc/sys/kernel/sched_util_clamp_min ]; then
 	dmesg | grep -q 'clamp source cpufreq_uclamp$' ||
 		for g in $C/cpufreq/policy*/scaling_governor; do echo powersave >"$g"; done
 	busy 1 -m 1024
+	wait_for "vCPU 1's clamp reached freqhintd (its hint's min is 1024)" '^1024$' \
+		hint_field loop 1 min
 	check "uclampset -m 1024 on vCPU 1: policy2's floor rises to 2.4 GHz" \
 		wait_file $FXP/policy2/scaling_min_freq '^2400000$' 30
 	stop_busy

@@ -33,12 +33,18 @@ check "host: served as VM inner over vsock, CID 3" step connected
 # Under powersave the guest's own request is its lowest: what moves the
 # host is the clamp.  The kernel's clamp hook (cpufreq_uclamp) passes clamps
 # from schedutil only (spec/guest-reporting.md GR-2b), so with it schedutil
-# stays, and the floor rises by the clamp and the request alike (the clamp
-# alone is told apart in module-vsock-frontend-uclamp, by a ceiling).
+# stays, and the floor rises by the clamp and the request alike: the host
+# checks the clamp in vCPU 1's hint itself.  Here taskset's and uclampset's
+# execs take seconds, on vCPU 1 and unclamped (the request alone raises the
+# floor meanwhile): the step waits until the task has its clamp
+# (/proc/PID/sched, CONFIG_SCHED_DEBUG), so that the host waits for the
+# module's report of it, not for uclampset to get there.
 dmesg | grep -q 'clamp source cpufreq_uclamp$' ||
 	for g in $C/cpufreq/policy*/scaling_governor; do echo powersave >"$g"; done
 busy 1 -m 1024
-check "host: uclampset -m 1024 on vCPU 1 raised policy2's floor" step clamp
+check "the task on vCPU 1 runs under uclamp.min 1024" \
+	wait_file /proc/$fh_pid/sched '^uclamp\.min +: +1024$' 600
+check "host: uclampset -m 1024 on vCPU 1 reached freqhintd, raised policy2's floor" step clamp
 stop_busy
 check "host: vCPU 1 idle, policy2's floor returned" step idle
 

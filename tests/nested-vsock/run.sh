@@ -34,8 +34,9 @@
 # serves the connection as VM "inner" from its own record (CID 3 from the
 # kernel via the front end, the vCPU threads "CPU N/TCG" of the pidfile's
 # process); the inner guest's cpufreq shows the host's 3.2 GHz and the
-# granted 2.4 GHz ceiling; a uclampset -m 1024 task on inner vCPU 1 raises
-# the fixture's policy2 floor (vCPU 1 placed on CPU 2) and its exit lowers
+# granted 2.4 GHz ceiling; a uclampset -m 1024 task on inner vCPU 1 reaches
+# freqhintd as vCPU 1's clamp (min 1024 in its hint) and raises the
+# fixture's policy2 floor (vCPU 1 placed on CPU 2), and its exit lowers
 # it; rmmod ends the VM's connection.  The inner console is judged like
 # any guest's (run-guest.sh --judge-log) after the outer run.
 #

@@ -19,6 +19,8 @@
 #                              root, then uid 65534; waits until it relays
 #   ctl ARGS...                freqhintctl on the host's control socket
 #   wait_for WHAT PATTERN CMD...  like check_output, retried for 30 s
+#   hint_field VM VCPU FIELD   a field of the vCPU's last hint (freqhintctl
+#                              --json vcpus VM): flags, min, max, perf...
 #   show_logs                  the daemons' logs on the console (after a failure)
 #   stop_host                  both daemons stopped; their logs checked for
 #                              sanitizer reports (a check each)
@@ -49,6 +51,15 @@ wait_for() {
 }
 
 ctl() { $FH/freqhintctl --socket $W/ctl.sock "$@"; }
+
+# (freqhintctl's JSON has one member a line; "hint" is an object of its own)
+hint_field() {
+	ctl --json vcpus "$1" | awk -v v="$2" -v f="\"$3\"" '
+		$1 == "\"vcpu\"" { n = $3 + 0 }
+		$1 == "\"hint\"" { h = 1; next }
+		h && /}/ { h = 0 }
+		h && n == v && $1 == f { sub(/,$/, "", $3); print $3 }'
+}
 
 host_prepare() {
 	mkdir -p $W/state
