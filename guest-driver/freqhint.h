@@ -120,8 +120,8 @@ void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
 void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
 		   struct fh_win_result *r);
 u64 vfh_win_backdate(u64 start, u64 now, u64 span);
-u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_idle,
-			   bool is_idle, unsigned long idle_sw,
+u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_quiet,
+			   bool is_quiet, unsigned long idle_sw,
 			   unsigned long sender_runs);
 
 /*

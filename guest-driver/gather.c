@@ -79,8 +79,12 @@ struct fh_vcpu {
 	struct timer_list wtimer_idle;
 	u64 idle_us;			/* get_cpu_idle_time() at the last close */
 	u64 wall_us;
-	/* The idle task was current at the last close, with that nivcsw. */
-	bool idle_at_close;
+	/*
+	 * This CPU's idle task, once seen; at the last close, whether it or
+	 * the sender was current, and the idle task's nivcsw.
+	 */
+	struct task_struct *idle;
+	bool quiet_at_close;
 	unsigned long idle_switches;
 
 	/*
@@ -206,24 +210,30 @@ static u16 fh_valid_flags(const struct fh_gather *g)
  * task's switch count changes only in this CPU's scheduler.
  *
  * No task is named here, so the sender's running time is in the busy
- * time; what it ran here since the last close is taken out: our own
- * sending must not make a vCPU busy, which would send again.
+ * time; what it ran here since the last close (vfh_gather_send_end()) is
+ * taken out: our own sending must not make a vCPU busy, which would send
+ * again.
  */
 static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
 {
 	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
-	bool is_idle = is_idle_task(current);
-	unsigned long sw = is_idle ? READ_ONCE(current->nivcsw) : 0;
+	bool quiet = fh_quiet_task(v->g, current);
+	unsigned long sw;
 	u64 busy;
 
+	if (is_idle_task(current))
+		v->idle = current;
+	/* The idle task is never freed; unseen yet, nothing is certain. */
+	quiet = quiet && v->idle;
+	sw = quiet ? READ_ONCE(v->idle->nivcsw) : 0;
 	busy = vfh_win_busy_from_idle(wall - v->wall_us, idle - v->idle_us,
-				      v->idle_at_close, is_idle,
+				      v->quiet_at_close, quiet,
 				      sw - v->idle_switches,
 				      v->sender_runs - v->sender_runs_close);
 	v->win.busy_ns = busy - min(busy, v->sender_ns - v->sender_ns_close);
 	v->wall_us = wall;
 	v->idle_us = idle;
-	v->idle_at_close = is_idle;
+	v->quiet_at_close = quiet;
 	v->idle_switches = sw;
 	v->sender_runs_close = v->sender_runs;
 	v->sender_ns_close = v->sender_ns;
@@ -573,20 +583,40 @@ void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
 }
 
 /*
- * The sender ran one work item since @start (local_clock()), woken on
- * this CPU or moved here meanwhile: charged to this CPU, whose window
- * then counts it as idle time (fh_busy_from_idle()).  From the sender,
- * preemptible.
+ * The sender starts one work item: counted on this CPU, where it was woken
+ * (or moved to since), whose window then counts its run as idle time
+ * (fh_busy_from_idle()), the run in progress too.  From the sender.
  */
-void vfh_gather_sender_ran(struct fh_gather *g, u64 start)
+void vfh_gather_send_begin(struct fh_gather *g, struct fh_send_run *run)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	this_cpu_ptr(g->vcpus)->sender_runs++;
+	run->switches = current->nvcsw + current->nivcsw;
+	run->start = local_clock();
+	run->runtime = current->se.sum_exec_runtime;
+	local_irq_restore(flags);
+}
+
+/*
+ * ...and ends it: its time is charged to the CPU where it ends.  A send
+ * that ran through took the clock's time since its start; one that slept
+ * or was preempted spans other tasks' time, so it takes its own runtime
+ * as the scheduler last accounted it, at its last switch away (what it
+ * ran since is left busy).
+ */
+void vfh_gather_send_end(struct fh_gather *g, const struct fh_send_run *run)
 {
 	struct fh_vcpu *v;
 	unsigned long flags;
 
 	local_irq_save(flags);
 	v = this_cpu_ptr(g->vcpus);
-	v->sender_runs++;
-	v->sender_ns += local_clock() - start;
+	if (current->nvcsw + current->nivcsw == run->switches)
+		v->sender_ns += local_clock() - run->start;
+	else
+		v->sender_ns += current->se.sum_exec_runtime - run->runtime;
 	local_irq_restore(flags);
 }
 

@@ -79,7 +79,16 @@ void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
 void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
 			   const struct fh_levels *l);
 void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task);
-void vfh_gather_sender_ran(struct fh_gather *g, u64 start);
+
+/* One run of the sender's work (transport.c), for the idle accounting. */
+struct fh_send_run {
+	u64 start;
+	u64 runtime;
+	unsigned long switches;
+};
+
+void vfh_gather_send_begin(struct fh_gather *g, struct fh_send_run *run);
+void vfh_gather_send_end(struct fh_gather *g, const struct fh_send_run *run);
 bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
 void vfh_gather_mark_all_dirty(struct fh_gather *g);
 

@@ -39,7 +39,6 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
-#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/virtio.h>
@@ -192,10 +191,11 @@ static void fh_send_work(struct kthread_work *work)
 {
 	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
 						  send_work.work);
-	u64 start = local_clock();
+	struct fh_send_run run;
 
+	vfh_gather_send_begin(&vi->gather, &run);
 	(vi->send_fn ?: fh_send)(vi);
-	vfh_gather_sender_ran(&vi->gather, start);
+	vfh_gather_send_end(&vi->gather, &run);
 }
 
 /*

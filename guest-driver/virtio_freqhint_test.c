@@ -454,7 +454,7 @@ static void fh_test_busy_from_idle(struct kunit *test)
 	/* ... and one more switch than the sender's: another task ran. */
 	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, true,
 						     3, 2), 2560 * US);
-	/* A task was current at either end. */
+	/* A task other than the sender was current at either end. */
 	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, false, true,
 						     0, 0), 2560 * US);
 	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, false,

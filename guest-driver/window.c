@@ -186,22 +186,22 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
  * share: an idle emulated vCPU can read a quarter busy from its window
  * timer alone, so it would never look idle and that timer would never
  * become deferrable.
- * What tells a window that ran no task is the idle task itself: current
- * at both ends (@was_idle, @is_idle) and switched away from in between
- * (@idle_sw times: its involuntary switch count, which the scheduler
- * raises at each switch away from it) no more often than the module's
- * sender ran here (@sender_runs).  The sender is woken where a vCPU
- * published, often that idle vCPU itself; its own runtime is taken out
- * by the caller, but the wake-up and the two switches around it cost as
- * much as the timer's interrupt, and counting them busy would publish
- * again and so wake the sender again.  Softirq work heavy enough to
- * matter moves to ksoftirqd, a task, and so still counts.
+ * What tells a window that ran no task is the idle task itself: it or
+ * the sender current at both ends (@was_quiet, @is_quiet), and switched
+ * away from in between (@idle_sw times: its involuntary switch count,
+ * which the scheduler raises at each switch away from it) no more often
+ * than the sender started a send here (@sender_runs).  The sender is
+ * woken where a vCPU published, often an idle one; the caller takes its
+ * time out, but its wake-up and switches cost as much as the timer's
+ * interrupt, and counting them busy would publish again and so wake the
+ * sender again.  Softirq work heavy enough to matter moves to
+ * ksoftirqd, a task, and so still counts.
  */
-u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_idle,
-			   bool is_idle, unsigned long idle_sw,
+u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_quiet,
+			   bool is_quiet, unsigned long idle_sw,
 			   unsigned long sender_runs)
 {
-	if (was_idle && is_idle && idle_sw <= sender_runs)
+	if (was_quiet && is_quiet && idle_sw <= sender_runs)
 		return 0;
 	return wall_us > idle_us ? (wall_us - idle_us) * NSEC_PER_USEC : 0;
 }
