@@ -620,6 +620,26 @@ policy_target (FhBackend *self, const FhPolicy *p, guint *min_khz, guint *max_kh
   }
 }
 
+/*
+ * Inside the interval a lowering waits: the timer writes whatever is
+ * latest by then.  A raise of the floor or the ceiling is written at once
+ * (MR-20): it is what a task that just woke is waiting for, and a guest
+ * whose run queue swings between a capped and an uncapped task would
+ * otherwise run each wake-up under the old cap for up to an interval.
+ * Raises stay bounded: each one follows a lowering, which waits, or climbs
+ * a finite table.  Half a millisecond of slack absorbs the timer's
+ * rounding.
+ */
+static gboolean
+must_wait (FhBackend *self, const FhPolicy *p, const PolicyState *st, guint min_khz,
+           guint max_khz, gint64 now_us)
+{
+  gboolean raises = min_khz > p->applied_min_khz || max_khz > p->applied_max_khz;
+
+  return !raises && st->last_write_us != 0 &&
+         now_us - st->last_write_us < self->min_write_interval_us - 500;
+}
+
 static void
 cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
 {
@@ -632,7 +652,6 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
     PolicyState *st = &priv->st[i];
     g_autoptr (GError) error = NULL;
     guint min_khz, max_khz;
-    gboolean raises;
 
     policy_target (self, p, &min_khz, &max_khz);
     if (min_khz == p->applied_min_khz && max_khz == p->applied_max_khz) {
@@ -644,28 +663,23 @@ cpufreq_apply (FhBackend *self, const GArray *targets, gint64 now_us)
       st->pending = FALSE; /* the poll tick retries */
       continue;
     }
-    /*
-     * Inside the interval a lowering waits: the timer writes whatever is
-     * latest by then.  A raise of the floor or the ceiling is written at
-     * once (MR-20): it is what a task that just woke is waiting for, and a
-     * guest whose run queue swings between a capped and an uncapped task
-     * would otherwise run each wake-up under the old cap for up to an
-     * interval.  Raises stay bounded: each one follows a lowering, which
-     * waits, or climbs a finite table.  Half a millisecond of slack absorbs
-     * the timer's rounding.
-     */
-    raises = min_khz > p->applied_min_khz || max_khz > p->applied_max_khz;
-    if (!raises && st->last_write_us != 0 &&
-        now_us - st->last_write_us < self->min_write_interval_us - 500) {
+    if (must_wait (self, p, st, min_khz, max_khz, now_us)) {
       st->pending = TRUE;
       continue;
     }
     st->pending = FALSE;
-    /* Never write over a value someone else put there since we looked. */
+    /*
+     * Never write over a value someone else put there since we looked;
+     * what they wrote can also turn a raise into a lowering, which waits.
+     */
     check_external (self, p, st);
     policy_target (self, p, &min_khz, &max_khz);
     if (min_khz == p->applied_min_khz && max_khz == p->applied_max_khz)
       continue;
+    if (must_wait (self, p, st, min_khz, max_khz, now_us)) {
+      st->pending = TRUE;
+      continue;
+    }
     st->last_write_us = now_us;
     /* Never change what we could not put back. */
     if (!priv->saved && !save_originals (self, &error)) {

@@ -478,6 +478,87 @@ test_uclamp_attr (void)
   g_assert_cmpuint (a.sched_util_max, ==, 0xffffffffu);
 }
 
+/* The one line of a fixture file, as freqhintd left it. */
+static char *
+get (const char *rel)
+{
+  g_autofree char *path = g_build_filename (root, rel, NULL);
+  char *content = NULL;
+
+  g_assert_true (g_file_get_contents (path, &content, NULL, NULL));
+  return g_strchomp (content);
+}
+
+/*
+ * MR-20 with MR-25: a ceiling that is a raise against what freqhintd last
+ * wrote, but a lowering against what another writer put in the file since,
+ * is a lowering: inside the write interval it waits, as any lowering does.
+ */
+static void
+test_cpufreq_raise_after_external (void)
+{
+  const char *max = "sys/devices/system/cpu/cpufreq/policy0/scaling_max_freq";
+  char *top = root;
+  g_autoptr (FhHost) h = fh_host_new ();
+  g_autoptr (FhBackend) b = NULL;
+  g_autoptr (GArray) targets = g_array_new (FALSE, TRUE, sizeof (FhTidTarget));
+  g_autoptr (GError) error = NULL;
+  g_autofree char *state = NULL;
+  g_autofree char *v = NULL;
+  FhPolicy *pol;
+  FhPaths p;
+  gint64 t;
+
+  root = g_build_filename (top, "raise-after-external", NULL);
+  put ("sys/devices/system/cpu/online", "0\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/affected_cpus", "0\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_min_freq", "400000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq", "2000000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/scaling_available_frequencies",
+       "2000000 1800000 1400000 1000000 400000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "schedutil\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/scaling_min_freq", "400000\n");
+  put (max, "2000000\n");
+  paths_for (&p);
+  g_assert_true (fh_host_load (h, &p, &error));
+  state = g_build_filename (root, "state", NULL);
+  b = fh_backend_new ("cpufreq", h, &p, state, &error);
+  g_assert_no_error (error);
+  b->min_write_interval_us = 5 * G_TIME_SPAN_SECOND;
+  g_assert_true (fh_backend_start (b, &error));
+  pol = g_ptr_array_index (h->policies, 0);
+
+  /* freqhintd caps the policy: written at once (nothing written before) */
+  t = g_get_monotonic_time () + G_TIME_SPAN_SECOND;
+  pol->decision = (FhCpuDecision){ .active = TRUE, .ceiling = 512, .n_active = 1 };
+  fh_backend_apply (b, targets, t);
+  v = get (max);
+  g_assert_cmpstr (v, ==, "1000000");
+  g_clear_pointer (&v, g_free);
+
+  /* another writer lifts it to 1.8 GHz, the host's ceiling from now on */
+  put (max, "1800000\n");
+  /* a higher guest ceiling, 1.4 GHz: above 1.0, below 1.8, so it waits */
+  pol->decision.ceiling = 800;
+  expect_warning ("*scaling_max_freq changed by another writer*");
+  fh_backend_apply (b, targets, t + G_TIME_SPAN_MILLISECOND);
+  assert_expected_warning ();
+  v = get (max);
+  g_assert_cmpstr (v, ==, "1800000");
+  g_clear_pointer (&v, g_free);
+
+  /* ...until the interval is over */
+  fh_backend_apply (b, targets, t + 5 * G_TIME_SPAN_SECOND + G_TIME_SPAN_MILLISECOND);
+  v = get (max);
+  g_assert_cmpstr (v, ==, "1400000");
+
+  fh_backend_stop (b);
+  g_clear_pointer (&b, fh_backend_free);
+  fh_paths_clear (&p);
+  g_free (root);
+  root = top;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -498,6 +579,7 @@ main (int argc, char **argv)
   g_test_add_func ("/host/config-strict", test_config_strict);
   g_test_add_func ("/host/stat-policy", test_stat_policy);
   g_test_add_func ("/host/uclamp-attr", test_uclamp_attr);
+  g_test_add_func ("/host/cpufreq-raise-after-external", test_cpufreq_raise_after_external);
   ret = g_test_run ();
   {
     g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", root);
