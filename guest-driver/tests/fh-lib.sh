@@ -90,6 +90,23 @@ vcpu_field() {
 	vcpu_line "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
+# housekeeping_to MASK: the guest's unbound kthreads (RCU's, the unbound
+# workqueues' workers) onto the CPUs in MASK (hex), as isolcpus would keep
+# them, so that a vCPU a check wants idle runs only per-CPU housekeeping
+# and the module's own work (its sender, an unbound kthread too, is left
+# free).  On the arm64 test kernel under TCG, RCU's grace-period kthread
+# ran for seconds on the vCPU such checks watched and held it busy.
+housekeeping_to() {
+	local d
+	[ -w /sys/devices/virtual/workqueue/cpumask ] &&
+		echo "$1" >/sys/devices/virtual/workqueue/cpumask 2>/dev/null
+	for d in /proc/[0-9]*; do
+		case "$(cat "$d/comm" 2>/dev/null)" in
+		rcu_*|kworker/u*) taskset -p "$1" "${d#/proc/}" >/dev/null 2>&1 ;;
+		esac
+	done
+}
+
 # task_state PID: where the task is, for a failing check's output: its
 # state and the CPU it last ran on (/proc/PID/stat fields 3 and 39, counted
 # after the command name, which may hold spaces), its run time and

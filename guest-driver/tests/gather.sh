@@ -252,11 +252,7 @@ fi
 # and held vCPU2 busy in all 15 samples, with the module before this
 # round's fix as after it.
 stop_busy
-for d in /proc/[0-9]*; do
-	case "$(cat "$d/comm" 2>/dev/null)" in
-	rcu_*|kworker/u*) taskset -p b "${d#/proc/}" >/dev/null 2>&1 ;;
-	esac
-done
+housekeeping_to b
 pulse 0
 pulse 1
 sleep 1
