@@ -88,8 +88,10 @@ struct fh_vcpu {
 	unsigned long idle_switches;
 
 	/*
-	 * The sender's runs on this CPU and their time (vfh_gather_sender_ran(),
-	 * IRQs off on this CPU), and both at the last close.
+	 * The sender's runs on this CPU and their time (counted where a send
+	 * begins and charged where it ends: vfh_gather_send_begin() and
+	 * vfh_gather_send_end(), IRQs off on this CPU), and both at the last
+	 * close.
 	 */
 	unsigned long sender_runs;
 	u64 sender_ns;
