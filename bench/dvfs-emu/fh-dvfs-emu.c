@@ -16,8 +16,11 @@
  *      max(uclamp_min, min(1.25 x util, uclamp_max)) x f_max on the
  *      busiest CPU of the policy (the vCPU threads placed on one CPU add
  *      up, as in a run queue), clamped into the scaling_min/max_freq that
- *      freqhintd writes (re-read every window) and snapped to
- *      scaling_available_frequencies; it is written to scaling_cur_freq;
+ *      freqhintd writes and snapped to scaling_available_frequencies; it
+ *      is written to scaling_cur_freq.  A write to the limits or the
+ *      governor takes effect when it is made, as cpufreq applies new
+ *      limits at once: the governor's last request is resolved again
+ *      within them (a file monitor on the policy's directory);
  *   3. every vCPU thread placed on the policy then gets f/f_max of one host
  *      CPU, through a CPU-bandwidth cgroup of its own (fh-emu-bandwidth.h);
  *   4. the policy's energy grows by the window's power from a published
@@ -31,8 +34,8 @@
  * instructions; a lower frequency is a smaller share of each bandwidth
  * period, not a slower clock -- within one period a thread runs at full
  * speed until its quota is spent, then waits; nothing of memory, caches or
- * voltage transitions is modelled; the frequency changes at most once per
- * window and takes effect at once.
+ * voltage transitions is modelled; the governor asks once per window, a
+ * limit applies when it is written, and a change takes effect at once.
  *
  *   fh-dvfs-emu --sysfs-root DIR --proc-root DIR (--thread TID | --vcpus-of PID)...
  *               [--window-ms 10] [--period-us auto] [--duration S]
@@ -66,18 +69,31 @@
 
 #define TRACE_VERSION 1
 
+typedef struct _Emu Emu;
+
+/* A stretch of a window at one frequency: a limit written mid-window starts a new one. */
 typedef struct {
+  guint khz;
+  guint64 ns;
+} EmuPiece;
+
+typedef struct {
+  Emu *emu;
   const FhPolicy *p; /* the fixture's, from fh_host_load() */
   FhFreqTable table;
   guint cur_khz, min_khz, max_khz;
+  guint last_perf;   /* the governor's request of the last window, resolved again on a limit */
   char *governor;
+  GFileMonitor *monitor; /* its directory: the limits as they are written */
+  GArray *pieces;        /* EmuPiece: this window's, before the current one */
+  gint64 piece_us;       /* when the current piece began */
   double energy;       /* model units x s, since the start */
   double khz_seconds;  /* for the time-weighted mean frequency */
   double busy_seconds; /* emulated busy time of its busiest CPU, summed */
   guint64 windows;
 } EmuPolicy;
 
-typedef struct {
+struct _Emu {
   FhPaths fixture;
   FhHost *host;
   GArray *policies; /* EmuPolicy */
@@ -91,7 +107,7 @@ typedef struct {
   gint64 start_us, last_us, placed_us;
   GMainLoop *loop;
   int status;
-} Emu;
+};
 
 static guint
 cap_of (const EmuPolicy *ep, guint khz)
@@ -137,6 +153,22 @@ write_cur (Emu *emu, EmuPolicy *ep)
 
   if (!fh_write_small_file (path, v, &error))
     g_warning ("%s", error->message);
+}
+
+/* A new frequency from now on: the stretch at the old one is kept for the window's energy. */
+static void
+policy_set_cur (Emu *emu, EmuPolicy *ep, guint khz, gint64 now_us)
+{
+  if (khz == ep->cur_khz)
+    return;
+  if (now_us > ep->piece_us) {
+    EmuPiece piece = { ep->cur_khz, (guint64) (now_us - ep->piece_us) * 1000 };
+
+    g_array_append_val (ep->pieces, piece);
+  }
+  ep->piece_us = now_us;
+  ep->cur_khz = khz;
+  write_cur (emu, ep);
 }
 
 static EmuPolicy *
@@ -209,7 +241,7 @@ typedef struct {
  * mins, max of maxes): an idle vCPU does not hold a floor up.
  */
 static PolicyWindow
-account_policy (Emu *emu, EmuPolicy *ep, guint64 window_ns)
+account_policy (Emu *emu, EmuPolicy *ep, guint64 window_ns, gint64 now_us)
 {
   guint n = ep->p->cpus->len;
   g_autofree double *busy = g_new0 (double, MAX (n, 1));
@@ -217,9 +249,20 @@ account_policy (Emu *emu, EmuPolicy *ep, guint64 window_ns)
   g_autofree guint *umin = g_new0 (guint, MAX (n, 1));
   g_autofree guint *umax = g_new0 (guint, MAX (n, 1));
   g_autofree gboolean *active = g_new0 (gboolean, MAX (n, 1));
-  double share = (double) ep->cur_khz / MAX (ep->table.cpuinfo_max_khz, 1u);
-  double seconds = window_ns / 1e9, best_util = -1;
+  EmuPiece last = { ep->cur_khz, (guint64) MAX (now_us - ep->piece_us, 0) * 1000 };
+  double khz_ns = 0, pieces_ns = 0, share, best_util = -1;
   PolicyWindow w = { 0 };
+
+  /* the window's frequencies, each for as long as it held: their mean is the thread's share */
+  g_array_append_val (ep->pieces, last);
+  for (guint i = 0; i < ep->pieces->len; i++) {
+    const EmuPiece *pc = &g_array_index (ep->pieces, EmuPiece, i);
+
+    khz_ns += (double) pc->khz * pc->ns;
+    pieces_ns += pc->ns;
+  }
+  share = pieces_ns > 0 ? khz_ns / pieces_ns / MAX (ep->table.cpuinfo_max_khz, 1u)
+                        : (double) ep->cur_khz / MAX (ep->table.cpuinfo_max_khz, 1u);
 
   for (guint i = 0; i < emu->threads->len; i++) {
     const FhEmuThread *t = &g_array_index (emu->threads, FhEmuThread, i);
@@ -256,10 +299,17 @@ account_policy (Emu *emu, EmuPolicy *ep, guint64 window_ns)
       w.busy = busy[c];
     }
   }
-  ep->energy += fh_emu_window_energy (emu->model, cap_of (ep, ep->cur_khz), busy, n, seconds);
-  ep->khz_seconds += (double) ep->cur_khz * seconds;
-  ep->busy_seconds += w.busy * seconds;
+  /* each stretch at its own power; busy spread evenly over the window */
+  for (guint i = 0; i < ep->pieces->len; i++) {
+    const EmuPiece *pc = &g_array_index (ep->pieces, EmuPiece, i);
+
+    ep->energy += fh_emu_window_energy (emu->model, cap_of (ep, pc->khz), busy, n, pc->ns / 1e9);
+  }
+  ep->khz_seconds += khz_ns / 1e9;
+  ep->busy_seconds += w.busy * window_ns / 1e9;
   ep->windows++;
+  g_array_set_size (ep->pieces, 0);
+  ep->piece_us = now_us;
   return w;
 }
 
@@ -296,15 +346,14 @@ on_window (gpointer data)
   sample_threads (emu, window_ns);
   for (guint i = 0; i < emu->policies->len; i++) {
     EmuPolicy *ep = &g_array_index (emu->policies, EmuPolicy, i);
-    PolicyWindow w = account_policy (emu, ep, window_ns);
-    guint next;
+    PolicyWindow w = account_policy (emu, ep, window_ns, now);
 
     read_limits (emu, ep);
-    next = fh_emu_governor_freq (&ep->table, ep->governor, w.perf, ep->min_khz, ep->max_khz);
-    if (next != ep->cur_khz) {
-      ep->cur_khz = next;
-      write_cur (emu, ep);
-    }
+    ep->last_perf = w.perf;
+    policy_set_cur (emu, ep,
+                    fh_emu_governor_freq (&ep->table, ep->governor, w.perf, ep->min_khz,
+                                          ep->max_khz),
+                    now);
     if (emu->trace)
       fprintf (emu->trace, "%.3f\t%u\t%u\t%u\t%u\t%s\t%u\t%.0f\t%u\t%u\t%u\t%.3f\t%.3f\n",
                (now - emu->start_us) / 1e6, ep->p->id, ep->cur_khz, ep->min_khz, ep->max_khz,
@@ -340,6 +389,56 @@ on_signal (gpointer data)
 }
 
 /*
+ * A policy's limits or governor written: cpufreq applies new limits at once
+ * (cpufreq_set_policy(), then the governor's ->limits()); here the last
+ * window's request is resolved again within them.
+ */
+static void
+on_policy_file (GFileMonitor *monitor, GFile *file, GFile *other, GFileMonitorEvent event,
+                gpointer data)
+{
+  EmuPolicy *ep = data;
+  Emu *emu = ep->emu;
+  g_autofree char *name = g_file_get_basename (file);
+  guint before = ep->cur_khz;
+
+  if (event != G_FILE_MONITOR_EVENT_CHANGES_DONE_HINT && event != G_FILE_MONITOR_EVENT_CHANGED &&
+      event != G_FILE_MONITOR_EVENT_CREATED)
+    return;
+  if (g_strcmp0 (name, "scaling_min_freq") != 0 && g_strcmp0 (name, "scaling_max_freq") != 0 &&
+      g_strcmp0 (name, "scaling_governor") != 0)
+    return;
+  read_limits (emu, ep);
+  policy_set_cur (emu, ep,
+                  fh_emu_governor_freq (&ep->table, ep->governor, ep->last_perf, ep->min_khz,
+                                        ep->max_khz),
+                  g_get_monotonic_time ());
+  if (ep->cur_khz != before && !apply_bandwidth (emu))
+    emu->status = 1;
+}
+
+/* Watch every policy's directory; from here on the policies' array does not move. */
+static gboolean
+watch_policies (Emu *emu, GError **error)
+{
+  for (guint i = 0; i < emu->policies->len; i++) {
+    EmuPolicy *ep = &g_array_index (emu->policies, EmuPolicy, i);
+    g_autofree char *path = fh_path (&emu->fixture, FH_ROOT_SYSFS,
+                                     "devices/system/cpu/cpufreq/policy%u", ep->p->id);
+    g_autoptr (GFile) dir = g_file_new_for_path (path);
+
+    ep->emu = emu;
+    ep->monitor = g_file_monitor_directory (dir, G_FILE_MONITOR_NONE, NULL, error);
+    if (!ep->monitor)
+      return FALSE;
+    /* a limit must not wait out GLib's default 800 ms between CHANGED events */
+    g_file_monitor_set_rate_limit (ep->monitor, 0);
+    g_signal_connect (ep->monitor, "changed", G_CALLBACK (on_policy_file), ep);
+  }
+  return TRUE;
+}
+
+/*
  * The fixture's policies, their frequencies brought within their limits;
  * *lowest: the lowest share of f_max any of them can ask for (the period
  * must keep its quota >= 1 ms).
@@ -365,6 +464,7 @@ load_policies (Emu *emu, double *lowest, GError **error)
     ep.table.n_available = p->available ? p->available->len : 0;
     ep.min_khz = p->cpuinfo_min_khz;
     ep.max_khz = p->cpuinfo_max_khz;
+    ep.pieces = g_array_new (FALSE, FALSE, sizeof (EmuPiece));
     if (!read_khz (&emu->fixture, p->id, "scaling_cur_freq", &ep.cur_khz))
       ep.cur_khz = p->cpuinfo_max_khz;
     for (gsize j = 0; j < ep.table.n_available; j++)
@@ -377,6 +477,7 @@ load_policies (Emu *emu, double *lowest, GError **error)
 
     read_limits (emu, ep);
     ep->cur_khz = fh_emu_resolve_freq (&ep->table, ep->cur_khz, ep->min_khz, ep->max_khz);
+    ep->last_perf = cap_of (ep, ep->cur_khz);
     write_cur (emu, ep);
   }
   return TRUE;
@@ -443,8 +544,15 @@ emu_clear (Emu *emu)
   /* threads back home first: nothing may stay capped after we are gone */
   g_clear_pointer (&emu->bw, fh_emu_bandwidth_free);
   g_clear_pointer (&emu->clamps, fh_emu_clamp_source_free);
-  for (guint i = 0; emu->policies && i < emu->policies->len; i++)
-    g_free (g_array_index (emu->policies, EmuPolicy, i).governor);
+  for (guint i = 0; emu->policies && i < emu->policies->len; i++) {
+    EmuPolicy *ep = &g_array_index (emu->policies, EmuPolicy, i);
+
+    if (ep->monitor)
+      g_file_monitor_cancel (ep->monitor);
+    g_clear_object (&ep->monitor);
+    g_clear_pointer (&ep->pieces, g_array_unref);
+    g_free (ep->governor);
+  }
   g_clear_pointer (&emu->policies, g_array_unref);
   g_clear_pointer (&emu->threads, g_array_unref);
   g_clear_pointer (&emu->host, fh_host_free);
@@ -569,6 +677,10 @@ run (int argc, char **argv)
     setvbuf (emu.trace, NULL, _IOLBF, 0);
   }
   emu.start_us = emu.last_us = emu.placed_us = g_get_monotonic_time ();
+  for (guint i = 0; i < emu.policies->len; i++)
+    g_array_index (emu.policies, EmuPolicy, i).piece_us = emu.start_us;
+  if (!watch_policies (&emu, &error))
+    goto setup_failed;
   if (emu.trace) {
     fprintf (emu.trace,
              "# fh-dvfs-emu trace v%d start_monotonic_us=%" G_GINT64_FORMAT

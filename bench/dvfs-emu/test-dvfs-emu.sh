@@ -7,8 +7,8 @@
 # and idle processes and the machine's real cgroup cpu controller.  Asserts
 # what the emulator does, never a bench outcome.  Run as root.
 #
-#   test-dvfs-emu.sh CASE     bandwidth | limits | uclamp_file | idle_energy | cleanup |
-#                             private_mount
+#   test-dvfs-emu.sh CASE     bandwidth | limits | limits_at_once | uclamp_file |
+#                             idle_energy | cleanup | private_mount
 #
 # Environment: FH_DVFS_EMU (the program), MKFIXTURE.  A machine without a
 # usable cgroup cpu controller FAILS here (the emulator cannot run there),
@@ -81,7 +81,8 @@ start_emu() {
 	"$FH_DVFS_EMU" --sysfs-root "$FX/sys" --proc-root "$FX/proc" --trace "$T/trace.tsv" "$@" \
 		>"$T/emu.out" 2>"$T/emu.err" &
 	EMU=$!
-	eventually 5 grep -qs '^[0-9]' "$T/trace.tsv" ||
+	# the first line comes after the first window (5 s in limits_at_once)
+	eventually 15 grep -qs '^[0-9]' "$T/trace.tsv" ||
 		fail "the emulator wrote no trace line (exited: $(kill -0 $EMU 2>/dev/null && echo no || echo yes))"
 }
 
@@ -251,6 +252,52 @@ case_limits() {
 	stop_emu
 }
 
+# A limit applies when it is written, as cpufreq applies it, not at the
+# governor's next window: with 5 s windows, the writes are made just after
+# a window, and each must show in scaling_cur_freq before the next one.
+ms_now() { echo $(($(date +%s%N) / 1000000)); }
+windows() { grep -c '^[0-9]' "$T/trace.tsv"; }
+windows_above() { [ "$(windows)" -gt "$1" ]; }
+# within_ms MS POLICY KHZ WHAT: scaling_cur_freq reaches KHZ within MS of now.
+within_ms() {
+	local limit=$1 pol=$2 khz=$3 what=$4 t0 dt
+	t0=$(ms_now)
+	while ! cur_is "$pol" "$khz"; do
+		dt=$(($(ms_now) - t0))
+		[ "$dt" -lt "$limit" ] ||
+			fail "policy$pol: scaling_cur_freq $(cat "$POL/policy$pol/scaling_cur_freq") ${dt} ms after the write, expected $khz ($what)"
+		sleep 0.02
+	done
+	ok "policy$pol at $khz kHz $(($(ms_now) - t0)) ms after the write ($what)"
+}
+
+case_limits_at_once() {
+	local w0 w1
+	start_busy_idle --window-ms 5000
+	# after the first window: the busy thread's request is f_max
+	expect_cur 2 3200000 12 "busy thread: toward f_max"
+	w0=$(windows)
+	eventually 12 windows_above "$w0" || fail "no window in 12 s"
+	w0=$(windows)
+	echo 2000000 >"$POL/policy2/scaling_max_freq"
+	within_ms 1000 2 2000000 "scaling_max_freq lowered to 2 GHz"
+	echo 3200000 >"$POL/policy2/scaling_max_freq"
+	within_ms 1000 2 3200000 "scaling_max_freq back: the last window's request, f_max, again"
+	echo 2400000 >"$POL/policy4/scaling_min_freq"
+	within_ms 1000 4 2400000 "scaling_min_freq raised to 2.4 GHz on the idle policy"
+	echo performance >"$POL/policy4/scaling_governor"
+	within_ms 1000 4 3200000 "performance governor"
+	w1=$(windows)
+	# had a window passed, it could have made a change as well
+	[ "$w1" -eq "$w0" ] || fail "a window passed during the writes: they were not shown to act alone"
+	ok "no window passed during the four writes"
+	stop_emu
+	# the energy of a window with changes is its stretches' (non-decreasing, finite)
+	awk -F'\t' '/^[0-9]/ { if ($13 + 0 < last[$2] || $13 ~ /nan|inf/) bad = 1; last[$2] = $13 + 0 }
+		END { exit bad }' "$T/trace.tsv" || fail "a policy's energy fell or is not finite"
+	ok "energies non-decreasing and finite"
+}
+
 # uclamp, from a file (this host's kernel has no uclamp): a busy thread
 # with uclamp_max 512 holds its policy at 512/1024 of f_max; an idle
 # thread's floor holds nothing (a run queue aggregates runnable tasks).
@@ -391,7 +438,7 @@ case_private_mount() {
 }
 
 case ${1:-} in
-bandwidth | limits | uclamp_file | idle_energy | cleanup | private_mount) "case_$1" ;;
+bandwidth | limits | limits_at_once | uclamp_file | idle_energy | cleanup | private_mount) "case_$1" ;;
 *) sed -n '3,14p' "$0" >&2; exit 2 ;;
 esac
 echo "PASS: $1"
