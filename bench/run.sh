@@ -440,8 +440,8 @@ if [ -r "$work/outcome.res" ] && [ "$(val outcome_run_ok)" = yes ]; then
 	[ "$o_loaded" = no ] ||
 		o_load_note="  On this run's loaded host vCPU1's thread got about $o_share % of a CPU at f_max (its calibration), so every mode's requests also waited for a host CPU."
 	# The mechanism behind the shared phase's tail, shared by several reasons.
-	o_flap="A vCPU carries its run queue's clamps (the kernel's rule: the highest maximum of the runnable tasks), so between two requests, while only the batch (maximum 300) is runnable on vCPU1, freqhint caps vCPU1's policy at the batch's ceiling (0.8 GHz, a quarter of a CPU); each request then wakes under that cap and runs slowed until its own clamps (800..1024) have been published by the guest, written by freqhintd (§4; at once: its write interval holds back lowerings only, MR-20) and taken by the emulator at its next 10 ms window, most of a 3 ms request.  On bare metal the same drop costs a tick at most: schedutil sees the waking task's clamp at its next update; across the VM boundary the re-raise takes the hint's whole path"
-	o_flap_fix="a ceiling that follows a fall of the run queue's maximum only after a hold longer than the hint's round trip (the kernel keeps a CPU's last maximum clamp across idle, UCLAMP_FLAG_IDLE, for a like reason), in the guest's reporting or in freqhintd, with the operator's caps still applied at once: not built yet; and an emulator that applies a new limit when it is written, as cpufreq does, not at its next window"
+	o_flap="A vCPU carries its run queue's clamps (the kernel's rule: the highest maximum of the runnable tasks), so between two requests, while only the batch (maximum 300) is runnable on vCPU1, the guest reports the batch's ceiling (0.8 GHz, a quarter of a CPU).  freqhintd holds such a fall for \`[merge] hold_ms\` (MR-30; the default, 50 ms, against 20 ms between requests) and the emulator applies a limit when it is written, so a request wakes under the batch's cap only after a gap longer than the hold, or when the guest's report of the foreground's clamps came late; such a request runs slowed until its clamps (800..1024) have been published by the guest and written by freqhintd (§4).  On bare metal the same drop costs a tick at most: schedutil sees the waking task's clamp at its next update; across the VM boundary the re-raise takes the hint's whole path"
+	o_flap_fix="a longer hold (MR-30: its cost is as much more of the higher floor or ceiling after a task stops asking for it), or a guest that reports a waking task's clamps before the task runs (the clamp hook sees them at the task's next tick, §4)"
 	# o_shared_worse MODE: freqhint's shared-phase p99 above MODE's
 	o_shared_worse() { awk -v c="$(oval c p99_shared_us)" -v m="$(oval "$1" p99_shared_us)" 'BEGIN { exit !(c > m) }'; }
 	O_WHY1="Reason: the tail is the shared phase's: p99 with the batch on vCPU1 (c) $(oms c p99_shared_us), (d) $(oms d p99_shared_us) ms; with the foreground alone (c) $(oms c p99_alone_us), (d) $(oms d p99_alone_us) ms, where freqhint's floor (800 of 1024: 2.8 GHz, snapped up; f_max is 3.2) is what acts.  $o_flap.  Requests that started late: (c) $(oval c late), (d) $(oval d late) of $(oval c requests).$o_load_note  What would close it: $o_flap_fix."
@@ -955,9 +955,9 @@ Modes, interleaved in one boot: $(val outcome_rounds) rounds × $(val outcome_mo
 $( [ "$o_loaded" = no ] && echo "(a quiet host: vCPU1's thread got $o_share % of a CPU at f_max)." || echo "(other engineers' builds and guests: every figure here is under that load).")
 
 - (a) status quo: no hints (freqhintd stopped); the host's schedutil follows the vCPU threads.
-- (b) perf-only: freqhintd with \`[merge] perf_only=true\`: the guest governor's request as a floor, none of its clamps — the
+- (b) perf-only: freqhintd with \`[merge] perf_only=true\`: the guest governor's request as a floor (held as in (c)), none of its clamps — the
   information virtual-cpufreq carries (its host sets the vCPU thread's uclamp_min from the guest's request).
-- (c) freqhint as shipped: the guest's clamps (floor and ceiling) and its request as a floor.
+- (c) freqhint as shipped: the guest's clamps (floor and ceiling) and its request as a floor, a fall of either held for \`hold_ms\` (MR-30, 50 ms).
 - (d) the performance governor: f_max throughout (the fixture's \`scaling_governor\`), freqhintd stopped.
 - (e) freqhint with the operator's ceiling of $(val outcome_ceiling_e) % on the VM (\`[vm] ceiling=\`).
 

@@ -62,6 +62,7 @@ fh_config_new (void)
   c->libvirt_state_dir = g_strdup ("/run/libvirt/qemu");
   c->perf_as_floor = TRUE;
   c->perf_only = FALSE;
+  c->hold_ms = 50;
   c->perf_headroom = -1;
   /* One write per policy per 50 ms at most: a governor's own time scale
    * (ondemand samples every 10..100 ms), long enough to coalesce a perf
@@ -107,7 +108,7 @@ static const char *const daemon_keys[] = {
   "control_max_clients", "control_timeout_ms", "allowed_uids", "allowed_gids",
   "check_thread_owner", "libvirt_state_dir", "require_libvirt", "relay_user", NULL,
 };
-static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", "perf_only", NULL };
+static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", "perf_only", "hold_ms", NULL };
 static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
 static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
 static const char *const metrics_keys[] = {
@@ -596,6 +597,7 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_uint (&src, kf, "metrics", "max_connections", 1, 1024, &c->metrics_max_connections,
                   error) ||
       !take_uint (&src, kf, "metrics", "timeout_ms", 100, 600000, &c->metrics_timeout_ms, error) ||
+      !take_uint (&src, kf, "merge", "hold_ms", 0, 10000, &c->hold_ms, error) ||
       !take_uint (&src, kf, "cpufreq", "min_write_interval_ms", 0, 10000,
                   &c->cpufreq_min_write_interval_ms, error) ||
       !take_uint (&src, kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||

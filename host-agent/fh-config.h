@@ -70,6 +70,7 @@ typedef struct {
   gboolean perf_as_floor;
   gboolean perf_only;
   double perf_headroom; /* < 0: auto */
+  guint hold_ms;        /* [merge] hold_ms: a fall in the guest's request waits (MR-30) */
   guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
   guint cpufreq_quantum_khz;           /* [cpufreq] quantum_khz, 0: off */
   GHashTable *vms;      /* key -> FhVmConfig */

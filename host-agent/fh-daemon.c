@@ -59,6 +59,7 @@ vm_free (FhVm *vm)
   else
     d->n_host_vms--;
   g_clear_pointer (&vm->exit_watch, fh_poller_watch_remove);
+  g_clear_handle_id (&vm->hold_timer, g_source_remove);
   if (vm->dirty)
     g_ptr_array_remove_fast (d->dirty_vms, vm);
   /* Its vCPUs leave their CPUs now: the member lists never hold freed vCPUs. */
@@ -742,9 +743,13 @@ vcpu_place (FhDaemon *d, FhVcpu *v)
   cpu_mark (d, (guint) cpu, 0);
 }
 
-/* The merge engine over one vCPU; *headroom gets the MR-4 factor used. */
+/*
+ * The merge engine over one vCPU at the VM's decision time; *headroom gets
+ * the MR-4 factor used.  step: the decision takes the vCPU's latest record
+ * into its hold first (MR-30); a check that only recomputes does not.
+ */
 static FhVcpuDecision
-vcpu_decision (FhDaemon *d, FhVm *vm, guint j, double *headroom)
+vcpu_decision (FhDaemon *d, FhVm *vm, guint j, gboolean step, double *headroom)
 {
   static const FhGuestHint no_hint = { 0 };
   static const FhGuestHint host_busy = { FH_HINT_HOST_BUSY, 0, 0, 0 };
@@ -771,17 +776,57 @@ vcpu_decision (FhDaemon *d, FhVm *vm, guint j, double *headroom)
   /* MR-29: without a guest record, the host's view of the thread says whether it is active */
   if (hint->flags == 0 && v->busy)
     hint = &host_busy;
-  return fh_merge_vcpu (hint, &chain, op, &params);
+  if (step)
+    fh_merge_hold_step (&v->hold, fh_merge_guest_active (hint),
+                        fh_merge_guest_request (hint, &params), vm->decided_us,
+                        (gint64) d->config->hold_ms * G_TIME_SPAN_MILLISECOND);
+  return fh_merge_vcpu_held (hint, &v->hold, vm->decided_us, &chain, op, &params);
+}
+
+static gboolean
+hold_lapse_cb (gpointer data)
+{
+  FhVm *vm = data;
+
+  vm->hold_timer = 0;
+  queue_vm (vm->daemon, vm);
+  return G_SOURCE_REMOVE;
+}
+
+/* Decide the VM again when its first hold lapses (MR-30, MR-17). */
+static void
+vm_arm_hold (FhVm *vm)
+{
+  gint64 next = 0;
+
+  for (guint j = 0; j < vm->num_vcpus; j++) {
+    gint64 t = fh_merge_hold_next (&vm->vcpus[j].hold, vm->decided_us);
+
+    if (t && (next == 0 || t < next))
+      next = t;
+  }
+  if (vm->hold_timer && next == vm->hold_due_us)
+    return;
+  g_clear_handle_id (&vm->hold_timer, g_source_remove);
+  if (next) {
+    /* rounded up: at the callback the hold has lapsed */
+    guint ms = (guint) ((next - vm->decided_us + G_TIME_SPAN_MILLISECOND - 1) /
+                        G_TIME_SPAN_MILLISECOND);
+
+    vm->hold_due_us = next;
+    vm->hold_timer = g_timeout_add (MAX (ms, 1), hold_lapse_cb, vm);
+  }
 }
 
 /* Decide a VM's vCPUs, place them, and add the backend's targets. */
 static void
 vm_decide (FhDaemon *d, FhVm *vm, GArray *targets)
 {
+  vm->decided_us = g_get_monotonic_time ();
   for (guint j = 0; j < vm->num_vcpus; j++) {
     FhVcpu *v = &vm->vcpus[j];
 
-    v->d = vcpu_decision (d, vm, j, &v->perf_headroom);
+    v->d = vcpu_decision (d, vm, j, TRUE, &v->perf_headroom);
     vcpu_place (d, v);
     if (v->tid_ok) {
       /* The process the thread belongs to now: a release later must find
@@ -792,6 +837,7 @@ vm_decide (FhDaemon *d, FhVm *vm, GArray *targets)
       g_array_append_val (targets, t);
     }
   }
+  vm_arm_hold (vm);
 }
 
 /* The dirty CPUs' decisions, then the policies covering them. */
@@ -1830,7 +1876,7 @@ fh_daemon_test_verify (FhDaemon *d, char **why)
     for (guint j = 0; j < vm->num_vcpus; j++) {
       FhVcpu *v = &vm->vcpus[j];
       double h;
-      FhVcpuDecision ref = vcpu_decision (d, vm, j, &h);
+      FhVcpuDecision ref = vcpu_decision (d, vm, j, FALSE, &h);
 
       if (memcmp (&ref, &v->d, sizeof ref) != 0 || h != v->perf_headroom) {
         *why = g_strdup_printf ("VM %s vCPU %u: decision differs (eff %u..%u, want %u..%u)",

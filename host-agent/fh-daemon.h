@@ -27,6 +27,7 @@ typedef struct _FhDaemon FhDaemon;
 typedef struct {
   FhThreadInfo info; /* host view of the thread */
   FhVcpuDecision d;
+  FhHold hold;          /* MR-30: the guest's request over time */
   FhGuestHint hint;     /* latest record; flags 0 = no hint */
   double perf_headroom; /* the factor used for this vCPU (MR-4) */
   guint32 tid;          /* from HELLO; 0 when QEMU did not know it */
@@ -79,6 +80,9 @@ typedef struct {
   guint64 host_freq_frames;
   guint64 vcpus_frames; /* PA-19: VCPUS applied */
   gboolean dirty;        /* in daemon->dirty_vms: its vCPUs are decided again */
+  gint64 decided_us;     /* when its vCPUs were last decided (MR-30's clock) */
+  guint hold_timer;      /* decides it again when a hold lapses (MR-30) */
+  gint64 hold_due_us;
   gint64 next_probe_us;  /* the safety net's next re-read of its threads */
   FhPollerWatch *exit_watch; /* the peer's pidfd in the device server's poller */
   /* How the guest's hints arrive: 0 a device (QEMU), else enum fh_relay_transport

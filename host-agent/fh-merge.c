@@ -162,18 +162,104 @@ fh_merge_rt_default_min (const FhChain *chain, FhClamp chain_eff)
   return MIN (v, chain->sys.min);
 }
 
+/* flags == 0: "no hint", the vCPU has no influence; IDLE: no runnable task. */
+gboolean
+fh_merge_guest_active (const FhGuestHint *hint)
+{
+  return hint->flags != 0 && !(hint->flags & VIRTIO_FREQHINT_R_IDLE);
+}
+
+/*
+ * MR-30, one value.  A held value lapses lazily: whoever looks at or after
+ * its time sees what is asked.  The hold starts when the value in force
+ * stops being asked, so a value asked steadily for a second and then
+ * dropped is held hold_us from the drop, not from its first record.
+ */
+static gboolean
+hold_in_force (const FhHold *h, guint i, gint64 now_us)
+{
+  return h->asked[i] < h->high[i] && now_us < h->until[i];
+}
+
+static void
+hold_step_one (FhHold *h, guint i, guint16 asked, gint64 now_us, gint64 hold_us)
+{
+  if (!hold_in_force (h, i, now_us))
+    h->high[i] = h->asked[i];
+  if (asked >= h->high[i])
+    h->high[i] = asked;
+  else if (h->asked[i] == h->high[i])
+    h->until[i] = now_us + hold_us;
+  h->asked[i] = asked;
+}
+
+void
+fh_merge_hold_step (FhHold *h, gboolean active, FhClamp req, gint64 now_us, gint64 hold_us)
+{
+  hold_step_one (h, FH_HOLD_ACTIVE, active ? 1 : 0, now_us, hold_us);
+  hold_step_one (h, FH_HOLD_MIN, active ? req.min : 0, now_us, hold_us);
+  /* an inactive vCPU asks its last ceiling: a vCPU the hold keeps active
+   * never holds less than it last asked (MR-30) */
+  if (active)
+    hold_step_one (h, FH_HOLD_MAX, req.max, now_us, hold_us);
+}
+
+static guint16
+hold_value_one (const FhHold *h, guint i, gint64 now_us)
+{
+  return hold_in_force (h, i, now_us) ? h->high[i] : h->asked[i];
+}
+
+gboolean
+fh_merge_hold_value (const FhHold *h, gint64 now_us, FhClamp *req)
+{
+  req->min = hold_value_one (h, FH_HOLD_MIN, now_us);
+  req->max = hold_value_one (h, FH_HOLD_MAX, now_us);
+  /* MR-5: the floor wins an inversion */
+  if (req->min > req->max)
+    req->max = req->min;
+  return hold_value_one (h, FH_HOLD_ACTIVE, now_us) != 0;
+}
+
+gint64
+fh_merge_hold_next (const FhHold *h, gint64 now_us)
+{
+  gint64 next = 0;
+
+  for (guint i = 0; i < FH_HOLD_N; i++)
+    if (hold_in_force (h, i, now_us) && (next == 0 || h->until[i] < next))
+      next = h->until[i];
+  return next;
+}
+
 FhVcpuDecision
 fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
                const FhMergeParams *params)
+{
+  return fh_merge_vcpu_held (hint, NULL, 0, chain, op, params);
+}
+
+FhVcpuDecision
+fh_merge_vcpu_held (const FhGuestHint *hint, const FhHold *hold, gint64 now_us,
+                    const FhChain *chain, FhClamp op, const FhMergeParams *params)
 {
   FhVcpuDecision d = { 0 };
   gboolean guest_min = (hint->flags & VIRTIO_FREQHINT_R_MIN_VALID) &&
                        !(params && params->perf_only);
 
   d.chain = fh_merge_chain_effective (chain);
-  /* flags == 0: "no hint", the vCPU has no influence; IDLE: no runnable task. */
-  d.active = hint->flags != 0 && !(hint->flags & VIRTIO_FREQHINT_R_IDLE);
+  d.active = fh_merge_guest_active (hint);
   d.req = fh_merge_guest_request (hint, params);
+  if (hold) {
+    FhClamp req;
+    gboolean active = fh_merge_hold_value (hold, now_us, &req);
+
+    /* an inactive vCPU's request is not looked at (MR-6) */
+    d.held = active != d.active || (active && (req.min != d.req.min || req.max != d.req.max));
+    d.active = active;
+    if (active)
+      d.req = req;
+  }
   d.eff = fh_merge_restrict (fh_merge_operator (d.req, op), d.chain, chain->sys);
   d.grant = fh_merge_grant (op, d.chain, chain->sys);
   /*

@@ -60,7 +60,34 @@ typedef struct {
                       only with min_default, as the kernel holds it (MR-26) */
   gboolean min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
   guint cap;            /* the operator ceiling, held whatever the guest reports (MR-27) */
+  gboolean held;        /* active or req is the hold's, not the latest record's (MR-30) */
 } FhVcpuDecision;
+
+/*
+ * MR-30: a fall in what the guest asks waits hold_us after the higher value
+ * was last asked; a rise is at once.  Three values held apart, indexed by
+ * FH_HOLD_*: activity (0/1), the floor and the ceiling.
+ */
+enum { FH_HOLD_ACTIVE, FH_HOLD_MIN, FH_HOLD_MAX, FH_HOLD_N };
+
+typedef struct {
+  gint64 until[FH_HOLD_N]; /* when the held value lapses; meaningful while asked < high */
+  guint16 high[FH_HOLD_N]; /* the value in force while held */
+  guint16 asked[FH_HOLD_N]; /* what the guest asks now */
+} FhHold;
+
+/* MR-6's part that the record decides: a hint, not idle. */
+gboolean fh_merge_guest_active (const FhGuestHint *hint);
+
+/* The guest now asks (active, req) at now_us: start, extend or end holds. */
+void fh_merge_hold_step (FhHold *hold, gboolean active, FhClamp req, gint64 now_us,
+                         gint64 hold_us);
+
+/* What is in force at now_us: returns the activity, *req the request. */
+gboolean fh_merge_hold_value (const FhHold *hold, gint64 now_us, FhClamp *req);
+
+/* The earliest lapse after now_us of a value held at now_us, or 0: none. */
+gint64 fh_merge_hold_next (const FhHold *hold, gint64 now_us);
 
 /*
  * MR-29: a vCPU without a guest record is active while its thread ran at
@@ -99,6 +126,13 @@ guint fh_merge_rt_default_min (const FhChain *chain, FhClamp chain_eff);
 /* Everything for one vCPU; op is the VM's operator floor/ceiling. */
 FhVcpuDecision fh_merge_vcpu (const FhGuestHint *hint, const FhChain *chain, FhClamp op,
                               const FhMergeParams *params);
+
+/*
+ * The same with the guest's request and activity taken from hold at now_us
+ * (MR-30), which the caller stepped with this hint; hold NULL: the hint's.
+ */
+FhVcpuDecision fh_merge_vcpu_held (const FhGuestHint *hint, const FhHold *hold, gint64 now_us,
+                                   const FhChain *chain, FhClamp op, const FhMergeParams *params);
 
 /* Grant range sent back to the guest (MR-13). */
 FhClamp fh_merge_grant (FhClamp op, FhClamp chain_eff, FhClamp sys);

@@ -316,7 +316,14 @@ print_vcpus (JsonArray *a)
     table_add (t, g_strdup (sget (o, "state")));
     table_add (t, opt_int (o, "cpu"));
     table_add (t, g_strdup (sget (o, "placement")));
-    table_add (t, range (o, "request"));
+    {
+      /* MR-30: a fall the guest asked for has not taken effect yet */
+      g_autofree char *req = range (o, "request");
+
+      table_add (t, json_object_get_boolean_member_with_default (o, "held", FALSE)
+                        ? g_strdup_printf ("%s held", req)
+                        : g_steal_pointer (&req));
+    }
     table_add (t, range (o, "granted"));
     table_add (t, range (o, "effective"));
     table_add (t, g_strdup (sget (o, "cgroup")));

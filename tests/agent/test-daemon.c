@@ -155,6 +155,21 @@ check (FhDaemon *d, guint step, const char *what)
     g_error ("step %u (%s): incremental state is not a full recompute's: %s", step, what, why);
 }
 
+/* The daemon reads the fixture under root and writes nothing (backend none). */
+static void
+fixture_config (FhConfig *config)
+{
+  g_free (config->sysfs_root);
+  config->sysfs_root = g_build_filename (root, "sys", NULL);
+  g_free (config->proc_root);
+  config->proc_root = g_build_filename (root, "proc", NULL);
+  g_free (config->cgroup_root);
+  config->cgroup_root = g_build_filename (root, "cgroup", NULL);
+  g_free (config->backend);
+  config->backend = g_strdup ("none");
+  config->check_thread_owner = FALSE;
+}
+
 static void
 test_incremental_random (void)
 {
@@ -170,15 +185,7 @@ test_incremental_random (void)
   root = g_dir_make_tmp ("fh-test-daemon-XXXXXX", &error);
   g_assert_no_error (error);
   make_host ();
-  g_free (config->sysfs_root);
-  config->sysfs_root = g_build_filename (root, "sys", NULL);
-  g_free (config->proc_root);
-  config->proc_root = g_build_filename (root, "proc", NULL);
-  g_free (config->cgroup_root);
-  config->cgroup_root = g_build_filename (root, "cgroup", NULL);
-  g_free (config->backend);
-  config->backend = g_strdup ("none");
-  config->check_thread_owner = FALSE;
+  fixture_config (config);
   {
     /* operator bounds for one VM, per-vCPU placement for another */
     FhVmConfig *vc = g_new0 (FhVmConfig, 1);
@@ -279,10 +286,99 @@ test_incremental_random (void)
   g_clear_pointer (&root, g_free);
 }
 
+/*
+ * MR-30 with MR-17: a fall in a guest's request is held, and the daemon
+ * decides the VM again when the hold lapses, with no record arriving.
+ */
+static void
+test_hold_lapse (void)
+{
+  static const FhGuestHint fg = { VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID, 800,
+                                  1024, 0 };
+  static const FhGuestHint bg = { VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID, 0,
+                                  300, 0 };
+  g_autoptr (GError) error = NULL;
+  FhConfig *config = fh_config_new ();
+  const guint tids[] = { 2001, 2002 };
+  FhDaemon *d;
+  FhVm *vm;
+  FhVcpu *v;
+  gint64 fell, deadline;
+  guint64 updates;
+
+  root = g_dir_make_tmp ("fh-test-daemon-XXXXXX", &error);
+  g_assert_no_error (error);
+  make_host ();
+  put_thread (tids[0], "2", 2, 0, "/machine.slice/b.scope");
+  put_thread (tids[1], "4", 4, 0, "/machine.slice/b.scope");
+  fixture_config (config);
+  config->hold_ms = 40;
+  d = fh_daemon_new (config, &error);
+  g_assert_no_error (error);
+  vm = fh_daemon_test_add_vm (d, "held", tids, G_N_ELEMENTS (tids));
+  v = &vm->vcpus[0];
+  fh_daemon_test_pass (d, TRUE);
+
+  fh_daemon_test_hint (d, vm, 0, &fg);
+  fh_daemon_test_pass (d, FALSE);
+  g_assert_true (v->d.active);
+  g_assert_false (v->d.held);
+  g_assert_cmpuint (d->cpus[2].floor, ==, 800);
+
+  /* the fall: held, CPU 2 keeps the floor and the ceiling */
+  fh_daemon_test_hint (d, vm, 0, &bg);
+  fell = g_get_monotonic_time ();
+  fh_daemon_test_pass (d, FALSE);
+  g_assert_true (v->d.held);
+  g_assert_cmpuint (v->d.req.min, ==, 800);
+  g_assert_cmpuint (v->d.req.max, ==, 1024);
+  g_assert_cmpuint (d->cpus[2].floor, ==, 800);
+  g_assert_cmpuint (d->cpus[2].ceiling, ==, 1024);
+  g_assert_cmpuint (vm->hold_timer, !=, 0);
+
+  /* no record: the daemon's own timer ends the hold */
+  updates = d->updates_total;
+  deadline = fell + 5 * G_USEC_PER_SEC;
+  while (v->d.held && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_false (v->d.held);
+  g_assert_cmpint (g_get_monotonic_time () - fell, >=, 40 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpuint (d->updates_total, >, updates);
+  g_assert_cmpuint (v->d.req.min, ==, 0);
+  g_assert_cmpuint (v->d.req.max, ==, 300);
+  g_assert_cmpuint (d->cpus[2].floor, ==, 0);
+  g_assert_cmpuint (d->cpus[2].ceiling, ==, 300);
+  g_assert_cmpuint (vm->hold_timer, ==, 0);
+
+  /* a VM that goes with a hold pending takes its timer with it */
+  fh_daemon_test_hint (d, vm, 0, &fg);
+  fh_daemon_test_pass (d, FALSE);
+  fh_daemon_test_hint (d, vm, 0, &bg);
+  fh_daemon_test_pass (d, FALSE);
+  g_assert_cmpuint (vm->hold_timer, !=, 0);
+  fh_daemon_test_remove_vm (d, vm);
+  fh_daemon_test_pass (d, FALSE);
+  updates = d->updates_total;
+  deadline = g_get_monotonic_time () + 100 * G_TIME_SPAN_MILLISECOND;
+  while (g_get_monotonic_time () < deadline) {
+    g_main_context_iteration (NULL, FALSE);
+    g_usleep (2000);
+  }
+  g_assert_cmpuint (d->updates_total, ==, updates);
+  fh_daemon_free (d);
+  {
+    g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", root);
+
+    g_assert_cmpint (system (cmd), ==, 0);
+  }
+  g_clear_pointer (&root, g_free);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/daemon/incremental-random", test_incremental_random);
+  g_test_add_func ("/daemon/hold-lapse", test_hold_lapse);
   return g_test_run ();
 }

@@ -605,6 +605,199 @@ test_host_busy (void)
   g_assert_cmpuint (d.cap, ==, 768);
 }
 
+/*
+ * MR-30: a rise at once, a fall once the higher value has not been asked for
+ * hold_us; the three values held apart; the operator's bounds never held.
+ */
+#define HOLD_US (50 * G_TIME_SPAN_MILLISECOND)
+
+static void
+held_at (FhHold *h, gboolean active, FhClamp req, gint64 t)
+{
+  fh_merge_hold_step (h, active, req, t, HOLD_US);
+}
+
+static void
+assert_hold (const FhHold *h, gint64 t, gboolean active, guint min, guint max)
+{
+  FhClamp req;
+
+  g_assert_cmpint (fh_merge_hold_value (h, t, &req), ==, active);
+  if (active) {
+    g_assert_cmpuint (req.min, ==, min);
+    g_assert_cmpuint (req.max, ==, max);
+  }
+}
+
+static void
+test_hold (void)
+{
+  static const FhClamp fg = { 800, 1024 }, bg = { 0, 300 };
+  static const FhGuestHint fg_hint = {
+    VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID, 800, 1024, 0
+  };
+  static const FhGuestHint idle_hint = { VIRTIO_FREQHINT_R_IDLE, 0, 0, 0 };
+  FhChain chain = { { 1024, 1024 }, NULL, 0, FALSE, 1024 };
+  FhHold h = { 0 };
+  FhVcpuDecision d;
+  gint64 t = 1000000;
+
+  /* nothing asked yet: inactive, nothing held */
+  assert_hold (&h, t, FALSE, 0, 0);
+  g_assert_cmpint (fh_merge_hold_next (&h, t), ==, 0);
+
+  /* a rise is at once */
+  held_at (&h, TRUE, bg, t);
+  assert_hold (&h, t, TRUE, 0, 300);
+  held_at (&h, TRUE, fg, t + 1000);
+  assert_hold (&h, t + 1000, TRUE, 800, 1024);
+  g_assert_cmpint (fh_merge_hold_next (&h, t + 1000), ==, 0);
+
+  /* asked steadily, then a fall: held hold_us from the fall, not from the rise */
+  t += 1000000;
+  held_at (&h, TRUE, bg, t);
+  assert_hold (&h, t, TRUE, 800, 1024);
+  assert_hold (&h, t + HOLD_US - 1, TRUE, 800, 1024);
+  g_assert_cmpint (fh_merge_hold_next (&h, t), ==, t + HOLD_US);
+  /* the lapse: what is asked then */
+  assert_hold (&h, t + HOLD_US, TRUE, 0, 300);
+  g_assert_cmpint (fh_merge_hold_next (&h, t + HOLD_US), ==, 0);
+
+  /* a periodic task: each wake-up within the hold keeps the higher values */
+  t += 1000000;
+  held_at (&h, TRUE, fg, t);
+  for (gint64 k = 0; k < 10; k++) {
+    held_at (&h, TRUE, bg, t + k * 20000 + 3000);
+    assert_hold (&h, t + k * 20000 + 19000, TRUE, 800, 1024);
+    held_at (&h, TRUE, fg, t + (k + 1) * 20000);
+  }
+  /* asking the lower again while held does not move the lapse */
+  held_at (&h, TRUE, bg, t + 203000);
+  held_at (&h, TRUE, bg, t + 240000);
+  g_assert_cmpint (fh_merge_hold_next (&h, t + 240000), ==, t + 203000 + HOLD_US);
+  assert_hold (&h, t + 203000 + HOLD_US, TRUE, 0, 300);
+
+  /* going idle: active with the last request until the lapse; the
+   * ceiling never falls under what was last asked */
+  t += 1000000;
+  held_at (&h, TRUE, fg, t);
+  held_at (&h, FALSE, fg, t + 1000);
+  assert_hold (&h, t + 1000, TRUE, 800, 1024);
+  assert_hold (&h, t + 1000 + HOLD_US - 1, TRUE, 800, 1024);
+  assert_hold (&h, t + 1000 + HOLD_US, FALSE, 0, 0);
+  /* a ceiling that fell before the idle lapses first; activity holds the last one asked */
+  t += 1000000;
+  held_at (&h, TRUE, fg, t);
+  held_at (&h, TRUE, bg, t + 1000);
+  held_at (&h, FALSE, bg, t + 30000);
+  assert_hold (&h, t + 1000 + HOLD_US, TRUE, 0, 300);
+  assert_hold (&h, t + 30000 + HOLD_US, FALSE, 0, 0);
+
+  /* each value on its own: the floor lapses before the ceiling that fell later */
+  t += 1000000;
+  h = (FhHold){ 0 };
+  held_at (&h, TRUE, (FhClamp){ 900, 900 }, t);
+  held_at (&h, TRUE, (FhClamp){ 0, 1024 }, t + 1000);
+  held_at (&h, TRUE, (FhClamp){ 0, 200 }, t + 2000);
+  assert_hold (&h, t + 2500, TRUE, 900, 1024);
+  assert_hold (&h, t + 1000 + HOLD_US, TRUE, 0, 1024);
+  assert_hold (&h, t + 2000 + HOLD_US, TRUE, 0, 200);
+
+  /* hold_us 0: a fall is at once */
+  h = (FhHold){ 0 };
+  fh_merge_hold_step (&h, TRUE, fg, t, 0);
+  fh_merge_hold_step (&h, TRUE, bg, t + 1, 0);
+  assert_hold (&h, t + 1, TRUE, 0, 300);
+  g_assert_cmpint (fh_merge_hold_next (&h, t + 1), ==, 0);
+
+  /* in a decision: the held request, marked, under an operator ceiling
+   * applied at once; the record's own request once it lapses */
+  t += 1000000;
+  h = (FhHold){ 0 };
+  fh_merge_hold_step (&h, TRUE, fg, t, HOLD_US);
+  fh_merge_hold_step (&h, FALSE, FH_CLAMP_NONE, t + 1000, HOLD_US);
+  d = fh_merge_vcpu_held (&idle_hint, &h, t + 2000, &chain, (FhClamp){ 0, 512 }, NULL);
+  g_assert_true (d.active);
+  g_assert_true (d.held);
+  g_assert_cmpuint (d.req.min, ==, 800);
+  g_assert_cmpuint (d.eff.min, ==, 512);
+  g_assert_cmpuint (d.eff.max, ==, 512);
+  g_assert_cmpuint (d.cap, ==, 512);
+  d = fh_merge_vcpu_held (&idle_hint, &h, t + 1000 + HOLD_US, &chain, FH_CLAMP_NONE, NULL);
+  g_assert_false (d.active);
+  g_assert_false (d.held);
+  /* without a hold, or with nothing held, the record's decision */
+  fh_merge_hold_step (&h, TRUE, fg, t + 2000000, HOLD_US);
+  d = fh_merge_vcpu_held (&fg_hint, &h, t + 2000000, &chain, FH_CLAMP_NONE, NULL);
+  g_assert_false (d.held);
+  g_assert_cmpuint (d.eff.min, ==, 800);
+}
+
+/*
+ * MR-30 over random requests: what is in force is never below what the
+ * guest asks now nor above the highest it asked within the last hold_us,
+ * and an active request keeps its floor under its ceiling.
+ */
+typedef struct {
+  gint64 t;
+  guint v[FH_HOLD_N]; /* as the hold sees them: inactive asks 0, 0 and its last ceiling */
+} HoldAsk;
+
+static void
+test_hold_random (void)
+{
+  g_autoptr (GRand) r = g_rand_new_with_seed (30);
+  g_autoptr (GArray) asks = g_array_new (FALSE, FALSE, sizeof (HoldAsk));
+  FhHold h = { 0 };
+  guint last_max = 0;
+  gint64 t = 1000000;
+
+  for (guint step = 0; step < 20000; step++) {
+    gboolean active = g_rand_int_range (r, 0, 4) != 0;
+    guint a = g_rand_int_range (r, 0, 1025), b = g_rand_int_range (r, 0, 1025);
+    FhClamp req = { MIN (a, b), MAX (a, b) };
+    HoldAsk ask = { t, { active, active ? req.min : 0, active ? req.max : last_max } };
+    FhClamp now;
+    gboolean in_force;
+
+    if (active)
+      last_max = req.max;
+    fh_merge_hold_step (&h, active, req, t, HOLD_US);
+    g_array_append_val (asks, ask);
+    /* look at the step's time and at a random time before the next */
+    for (guint look = 0; look < 2; look++) {
+      gint64 at = t + (look ? g_rand_int_range (r, 0, 2 * HOLD_US) : 0);
+      guint v[FH_HOLD_N];
+
+      in_force = fh_merge_hold_value (&h, at, &now);
+      v[FH_HOLD_ACTIVE] = in_force;
+      v[FH_HOLD_MIN] = in_force ? now.min : 0;
+      v[FH_HOLD_MAX] = now.max;
+      if (in_force)
+        g_assert_cmpuint (now.min, <=, now.max);
+      for (guint i = 0; i < FH_HOLD_N; i++) {
+        guint high = ask.v[i];
+
+        /* the asks in force at some time in (at - hold_us, at] */
+        for (guint k = asks->len; k-- > 0;) {
+          const HoldAsk *o = &g_array_index (asks, HoldAsk, k);
+
+          high = MAX (high, o->v[i]);
+          if (o->t <= at - HOLD_US)
+            break;
+        }
+        if (i != FH_HOLD_MAX || in_force) {
+          g_assert_cmpuint (v[i], >=, ask.v[i]);
+          g_assert_cmpuint (v[i], <=, high);
+        }
+      }
+      if (look)
+        t = MAX (t, at);
+    }
+    t += g_rand_int_range (r, 1, HOLD_US / 2);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -618,6 +811,8 @@ main (int argc, char **argv)
   g_test_add_func ("/merge/aggregate-policy", test_aggregate_policy);
   g_test_add_func ("/merge/cap", test_cap);
   g_test_add_func ("/merge/host-busy", test_host_busy);
+  g_test_add_func ("/merge/hold", test_hold);
+  g_test_add_func ("/merge/hold-random", test_hold_random);
   g_test_add_func ("/merge/freq", test_freq);
   g_test_add_func ("/merge/freq-quantize", test_freq_quantize);
   return g_test_run ();
