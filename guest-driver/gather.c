@@ -628,6 +628,12 @@ bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep)
 			    cpu, rep);
 }
 
+/* The first CPU from @cpu on with a report to send, nr_cpu_ids if none. */
+unsigned int vfh_gather_next_dirty(struct fh_gather *g, unsigned int cpu)
+{
+	return find_next_bit(g->dirty, nr_cpu_ids, cpu);
+}
+
 void vfh_gather_mark_all_dirty(struct fh_gather *g)
 {
 	unsigned int cpu;

@@ -91,6 +91,7 @@ void vfh_gather_send_begin(struct fh_gather *g, struct fh_send_run *run);
 void vfh_gather_send_end(struct fh_gather *g, const struct fh_send_run *run);
 bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
 void vfh_gather_mark_all_dirty(struct fh_gather *g);
+unsigned int vfh_gather_next_dirty(struct fh_gather *g, unsigned int cpu);
 
 struct fh_vcpu_stats {
 	u64 report;

@@ -93,7 +93,9 @@ fh_buf(struct virtio_freqhint *vi, unsigned int i)
 
 /*
  * Fill @buf (room for max_records) with dirty vCPUs; returns the record
- * count.  ->lock held.  Also the vsock link's (vsock.c).
+ * count, *more when dirty ones are left.  Only the set bits are walked: a
+ * guest of many vCPUs with one that changed costs one record, not a pass
+ * over every possible CPU.  ->lock held.  Also the vsock link's (vsock.c).
  */
 unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 				 struct virtio_freqhint_hints *buf, bool *more)
@@ -104,7 +106,8 @@ unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 	int idx;
 
 	*more = false;
-	for_each_possible_cpu(cpu) {
+	for (cpu = vfh_gather_next_dirty(&vi->gather, 0); cpu < nr_cpu_ids;
+	     cpu = vfh_gather_next_dirty(&vi->gather, cpu + 1)) {
 		if (n == vi->max_records) {
 			*more = true;
 			break;
