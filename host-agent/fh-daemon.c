@@ -105,6 +105,12 @@ fh_vcpu_state (const FhVcpu *v)
   return "active";
 }
 
+gboolean
+fh_vcpu_held (const FhVm *vm, const FhVcpu *v)
+{
+  return fh_merge_hold_next (&v->hold, vm->decided_us) != 0;
+}
+
 const char *
 fh_vm_state_source (const FhVm *vm)
 {

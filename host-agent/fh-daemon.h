@@ -183,6 +183,8 @@ guint64 fh_daemon_rejected_total (FhDaemon *daemon);
 gboolean fh_daemon_check_peer_tids (FhDaemon *daemon, FhConn *conn, const uint32_t *tids, guint n,
                                     FhError *err);
 const char *fh_vcpu_state (const FhVcpu *v);
+/* MR-30: some value of its request was held at the VM's last decision */
+gboolean fh_vcpu_held (const FhVm *vm, const FhVcpu *v);
 /* MR-28: where a VM's state comes from: "guest" (device only), "host", "both". */
 const char *fh_vm_state_source (const FhVm *vm);
 /* "device", "vsock", "hybrid", or "none" for a VM without a connection. */

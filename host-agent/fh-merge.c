@@ -175,10 +175,23 @@ fh_merge_guest_active (const FhGuestHint *hint)
  * stops being asked, so a value asked steadily for a second and then
  * dropped is held hold_us from the drop, not from its first record.
  */
+static guint32
+hold_ms (gint64 us)
+{
+  return (guint32) (us / G_TIME_SPAN_MILLISECOND);
+}
+
+/* ms until the held value lapses, <= 0 once it has */
+static gint32
+hold_left_ms (const FhHold *h, guint i, gint64 now_us)
+{
+  return (gint32) (h->until_ms[i] - hold_ms (now_us));
+}
+
 static gboolean
 hold_in_force (const FhHold *h, guint i, gint64 now_us)
 {
-  return h->asked[i] < h->high[i] && now_us < h->until[i];
+  return h->asked[i] < h->high[i] && hold_left_ms (h, i, now_us) > 0;
 }
 
 static void
@@ -189,7 +202,7 @@ hold_step_one (FhHold *h, guint i, guint16 asked, gint64 now_us, gint64 hold_us)
   if (asked >= h->high[i])
     h->high[i] = asked;
   else if (h->asked[i] == h->high[i])
-    h->until[i] = now_us + hold_us;
+    h->until_ms[i] = hold_ms (now_us) + hold_ms (hold_us);
   h->asked[i] = asked;
 }
 
@@ -224,12 +237,13 @@ fh_merge_hold_value (const FhHold *h, gint64 now_us, FhClamp *req)
 gint64
 fh_merge_hold_next (const FhHold *h, gint64 now_us)
 {
-  gint64 next = 0;
+  gint32 left = 0;
 
   for (guint i = 0; i < FH_HOLD_N; i++)
-    if (hold_in_force (h, i, now_us) && (next == 0 || h->until[i] < next))
-      next = h->until[i];
-  return next;
+    if (hold_in_force (h, i, now_us) && (left == 0 || hold_left_ms (h, i, now_us) < left))
+      left = hold_left_ms (h, i, now_us);
+  /* the lapse is at the start of the millisecond until_ms */
+  return left ? (now_us / G_TIME_SPAN_MILLISECOND + left) * G_TIME_SPAN_MILLISECOND : 0;
 }
 
 FhVcpuDecision
@@ -254,8 +268,6 @@ fh_merge_vcpu_held (const FhGuestHint *hint, const FhHold *hold, gint64 now_us,
     FhClamp req;
     gboolean active = fh_merge_hold_value (hold, now_us, &req);
 
-    /* an inactive vCPU's request is not looked at (MR-6) */
-    d.held = active != d.active || (active && (req.min != d.req.min || req.max != d.req.max));
     d.active = active;
     if (active)
       d.req = req;

@@ -60,7 +60,6 @@ typedef struct {
                       only with min_default, as the kernel holds it (MR-26) */
   gboolean min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
   guint cap;            /* the operator ceiling, held whatever the guest reports (MR-27) */
-  gboolean held;        /* active or req is the hold's, not the latest record's (MR-30) */
 } FhVcpuDecision;
 
 /*
@@ -71,8 +70,11 @@ typedef struct {
 enum { FH_HOLD_ACTIVE, FH_HOLD_MIN, FH_HOLD_MAX, FH_HOLD_N };
 
 typedef struct {
-  gint64 until[FH_HOLD_N]; /* when the held value lapses; meaningful while asked < high */
-  guint16 high[FH_HOLD_N]; /* the value in force while held */
+  /* when the held value lapses, in ms of the caller's clock modulo 2^32,
+   * compared wrap-safely; meaningful while asked < high (24 bytes a vCPU:
+   * issue 29, item 7) */
+  guint32 until_ms[FH_HOLD_N];
+  guint16 high[FH_HOLD_N];  /* the value in force while held */
   guint16 asked[FH_HOLD_N]; /* what the guest asks now */
 } FhHold;
 
@@ -86,7 +88,7 @@ void fh_merge_hold_step (FhHold *hold, gboolean active, FhClamp req, gint64 now_
 /* What is in force at now_us: returns the activity, *req the request. */
 gboolean fh_merge_hold_value (const FhHold *hold, gint64 now_us, FhClamp *req);
 
-/* The earliest lapse after now_us of a value held at now_us, or 0: none. */
+/* The earliest lapse after now_us of a value held at now_us, or 0: none held. */
 gint64 fh_merge_hold_next (const FhHold *hold, gint64 now_us);
 
 /*

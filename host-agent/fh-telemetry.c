@@ -255,7 +255,7 @@ add_vcpu (JsonBuilder *b, FhVm *vm, FhVcpu *v)
   json_builder_end_object (b);
   add_clamp (b, "request", v->d.req);
   /* MR-30: the request or the activity is a held one, not the record's */
-  add_bool (b, "held", v->d.held);
+  add_bool (b, "held", fh_vcpu_held (vm, v));
   add_clamp (b, "host_range", v->d.chain);
   add_clamp (b, "granted", v->d.grant);
   json_builder_set_member_name (b, "perf_headroom");

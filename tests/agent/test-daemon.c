@@ -322,14 +322,14 @@ test_hold_lapse (void)
   fh_daemon_test_hint (d, vm, 0, &fg);
   fh_daemon_test_pass (d, FALSE);
   g_assert_true (v->d.active);
-  g_assert_false (v->d.held);
+  g_assert_false (fh_vcpu_held (vm, v));
   g_assert_cmpuint (d->cpus[2].floor, ==, 800);
 
   /* the fall: held, CPU 2 keeps the floor and the ceiling */
   fh_daemon_test_hint (d, vm, 0, &bg);
   fell = g_get_monotonic_time ();
   fh_daemon_test_pass (d, FALSE);
-  g_assert_true (v->d.held);
+  g_assert_true (fh_vcpu_held (vm, v));
   g_assert_cmpuint (v->d.req.min, ==, 800);
   g_assert_cmpuint (v->d.req.max, ==, 1024);
   g_assert_cmpuint (d->cpus[2].floor, ==, 800);
@@ -339,9 +339,9 @@ test_hold_lapse (void)
   /* no record: the daemon's own timer ends the hold */
   updates = d->updates_total;
   deadline = fell + 5 * G_USEC_PER_SEC;
-  while (v->d.held && g_get_monotonic_time () < deadline)
+  while (fh_vcpu_held (vm, v) && g_get_monotonic_time () < deadline)
     g_main_context_iteration (NULL, TRUE);
-  g_assert_false (v->d.held);
+  g_assert_false (fh_vcpu_held (vm, v));
   g_assert_cmpint (g_get_monotonic_time () - fell, >=, 40 * G_TIME_SPAN_MILLISECOND);
   g_assert_cmpuint (d->updates_total, >, updates);
   g_assert_cmpuint (v->d.req.min, ==, 0);

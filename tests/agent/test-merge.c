@@ -710,26 +710,26 @@ test_hold (void)
   assert_hold (&h, t + 1, TRUE, 0, 300);
   g_assert_cmpint (fh_merge_hold_next (&h, t + 1), ==, 0);
 
-  /* in a decision: the held request, marked, under an operator ceiling
-   * applied at once; the record's own request once it lapses */
+  /* in a decision: the held request under an operator ceiling applied
+   * at once; the record's own request once it lapses */
   t += 1000000;
   h = (FhHold){ 0 };
   fh_merge_hold_step (&h, TRUE, fg, t, HOLD_US);
   fh_merge_hold_step (&h, FALSE, FH_CLAMP_NONE, t + 1000, HOLD_US);
   d = fh_merge_vcpu_held (&idle_hint, &h, t + 2000, &chain, (FhClamp){ 0, 512 }, NULL);
   g_assert_true (d.active);
-  g_assert_true (d.held);
+  g_assert_cmpint (fh_merge_hold_next (&h, t + 2000), ==, t + 1000 + HOLD_US);
   g_assert_cmpuint (d.req.min, ==, 800);
   g_assert_cmpuint (d.eff.min, ==, 512);
   g_assert_cmpuint (d.eff.max, ==, 512);
   g_assert_cmpuint (d.cap, ==, 512);
   d = fh_merge_vcpu_held (&idle_hint, &h, t + 1000 + HOLD_US, &chain, FH_CLAMP_NONE, NULL);
   g_assert_false (d.active);
-  g_assert_false (d.held);
-  /* without a hold, or with nothing held, the record's decision */
+  g_assert_cmpint (fh_merge_hold_next (&h, t + 1000 + HOLD_US), ==, 0);
+  /* with nothing held, the record's decision */
   fh_merge_hold_step (&h, TRUE, fg, t + 2000000, HOLD_US);
   d = fh_merge_vcpu_held (&fg_hint, &h, t + 2000000, &chain, FH_CLAMP_NONE, NULL);
-  g_assert_false (d.held);
+  g_assert_cmpint (fh_merge_hold_next (&h, t + 2000000), ==, 0);
   g_assert_cmpuint (d.eff.min, ==, 800);
 }
 
