@@ -78,7 +78,15 @@ options_hold (const char *options, const char *list)
   return TRUE;
 }
 
-/* The first mount of fstype (with the controllers of list for v1) in /proc/mounts. */
+/*
+ * Where an emulator mounts a v1 hierarchy nobody had mounted (v1_mount()).
+ * Another emulator's such mount is never adopted: it goes when that one
+ * exits, with the groups made through it (a bare tree's test run saw an
+ * emulator lose its groups mid-run that way).
+ */
+#define PRIVATE_MOUNT_PREFIX "fh-dvfs-emu-cgroup-"
+
+/* The first mount of fstype (with the controllers of list for v1) in /proc/mounts, not a private one. */
 static char *
 find_mount (const char *fstype, const char *list)
 {
@@ -91,10 +99,16 @@ find_mount (const char *fstype, const char *list)
   for (guint i = 0; lines[i]; i++) {
     g_auto (GStrv) f = g_strsplit (lines[i], " ", -1);
 
+    g_autofree char *dir = NULL, *base = NULL;
+
     if (g_strv_length (f) < 4 || strcmp (f[2], fstype) != 0)
       continue;
-    if (!list || options_hold (f[3], list))
-      return g_strcompress (f[1]); /* /proc/mounts escapes spaces as \040 */
+    if (list && !options_hold (f[3], list))
+      continue;
+    dir = g_strcompress (f[1]); /* /proc/mounts escapes spaces as \040 */
+    base = g_path_get_basename (dir);
+    if (!g_str_has_prefix (base, PRIVATE_MOUNT_PREFIX))
+      return g_steal_pointer (&dir);
   }
   return NULL;
 }
@@ -111,7 +125,7 @@ v1_mount (FhEmuBandwidth *bw, const char *list, GError **error)
     /* bound to a hierarchy nobody mounted: mount it where only we look */
     g_autoptr (GError) local = NULL;
 
-    dir = g_dir_make_tmp ("fh-dvfs-emu-cgroup-XXXXXX", &local);
+    dir = g_dir_make_tmp (PRIVATE_MOUNT_PREFIX "XXXXXX", &local);
     if (!dir) {
       g_propagate_prefixed_error (error, g_steal_pointer (&local), "cgroup v1 (%s): ", list);
       return NULL;
