@@ -117,6 +117,28 @@ task_state() {
 	grep -E '^(se\.sum_exec_runtime|nr_switches|(effective )?uclamp)' "/proc/$1/sched" 2>/dev/null
 }
 
+# cpu_runners CPU: for a failing check's output, the tasks that ran on
+# CPU over the next second: pid, run time gained (ns) and name, from
+# /proc/PID/sched, busiest first.
+cpu_runners() {
+	fh_rt() {
+		for d in /proc/[0-9]*; do
+			fh_last=$(sed 's/^.*) //' "$d/stat" 2>/dev/null | awk '{ print $37 }')
+			[ "$fh_last" = "$1" ] || continue
+			echo "${d#/proc/}" \
+				"$(sed -n 's/^se\.sum_exec_runtime *: *//p' "$d/sched" 2>/dev/null)" \
+				"$(cat "$d/comm" 2>/dev/null)"
+		done
+	}
+	fh_rt "$1" >/tmp/fh-rt0
+	sleep 1
+	fh_rt "$1" | awk 'NR == FNR { t[$1] = $2; next }
+		($1 in t) && $2 > t[$1] {
+			name = $0; sub(/^[^ ]* [^ ]* /, "", name)
+			printf "%d %.0f %s\n", $1, ($2 - t[$1]) * 1000000, name
+		}' /tmp/fh-rt0 - | sort -k2 -nr | head -8 | sed "s/^/ran on cpu$1: /"
+}
+
 # task_runs_on CPU PID: within 10 s, PID is seen running on CPU (state R,
 # last on CPU) and its run time grows; prints task_state either way.
 task_runs_on() {
