@@ -48,9 +48,11 @@ trap cleanup EXIT
 	--device fh >"$work/qmp.log" 2>&1 &
 helper=$!
 grc=0
-# The CPU type is the one run-guest.sh's default -cpu model makes.
+# The CPU type is the one run-guest.sh's default -cpu model makes.  Each
+# vCPU on its own host thread: QEMU 10.0's single-threaded TCG aborts on
+# device_del of a vCPU ("qemu_thread_join: Resource deadlock avoided").
 "$tdir/run-guest-test.sh" "$kernel" "$expect" "$tdir/hotplug.sh" "$log" \
-	--smp 1,maxcpus=4,sockets=4,cores=1,threads=1 \
+	--tcg-thread multi --smp 1,maxcpus=4,sockets=4,cores=1,threads=1 \
 	--cpu qemu64,vendor=GenuineIntel,family=6,model=85,hypervisor=off -- \
 	-smbios type=1,serial=VMware-freqhint-hotplug \
 	-device qemu64-x86_64-cpu,socket-id=3,core-id=0,thread-id=0,id=coldcpu3 \
