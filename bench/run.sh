@@ -759,9 +759,9 @@ EOF
 if [ "$v_vm" != met ]; then
 cat <<EOF
 
-**Missed** (per VM). Reason: since issue 29 (packed 128-byte \`FhVcpu\`, interned cgroup chains, the VM, its vCPUs and key in
-one allocation, no GLib source per VM) a 16-vCPU VM holds its ~2.3 KiB block, the connection (~0.25 KiB) and its 280-byte buffer,
-two epoll watches, its places in the per-CPU lists and the allocators' headers: 3.6 KiB measured at 1000 VMs by hand (2026-12-05).
+**Missed** (per VM). Reason: a 16-vCPU VM holds its block (the VM, sixteen 136-byte \`FhVcpu\` and its key in one allocation;
+interned cgroup chains), the connection (~0.25 KiB) and its 280-byte buffer, two epoll watches, its places in the per-CPU lists
+and the allocators' headers.  MR-30's hold adds records (24 bytes a vCPU) and a GLib timeout only while a hold runs in the VM.
 What would close it: the connection and its buffer inside the VM's block, and \`FhVmSettings\`/\`FhVm\` counters narrowed;
 \`bench/scale.sh --heaptrack\` shows which.
 EOF

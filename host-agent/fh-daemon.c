@@ -60,6 +60,7 @@ vm_free (FhVm *vm)
     d->n_host_vms--;
   g_clear_pointer (&vm->exit_watch, fh_poller_watch_remove);
   g_clear_handle_id (&vm->hold_timer, g_source_remove);
+  g_free (vm->holds);
   if (vm->dirty)
     g_ptr_array_remove_fast (d->dirty_vms, vm);
   /* Its vCPUs leave their CPUs now: the member lists never hold freed vCPUs. */
@@ -108,7 +109,7 @@ fh_vcpu_state (const FhVcpu *v)
 gboolean
 fh_vcpu_held (const FhVm *vm, const FhVcpu *v)
 {
-  return fh_merge_hold_next (&v->hold, vm->decided_us) != 0;
+  return vm->holds && fh_merge_hold_next (&vm->holds[v - vm->vcpus], vm->decided_us) != 0;
 }
 
 const char *
@@ -750,6 +751,54 @@ vcpu_place (FhDaemon *d, FhVcpu *v)
 }
 
 /*
+ * MR-30 without a hold in force: what the vCPU asked last is what is in
+ * force, its decision.  An inactive vCPU's last ceiling is not kept past
+ * its hold: it starts afresh when it asks again.
+ */
+static void
+vcpu_hold_from_decision (FhHold *h, const FhVcpuDecision *vd)
+{
+  guint16 asked[FH_HOLD_N] = {
+    [FH_HOLD_ACTIVE] = vd->active ? 1 : 0,
+    [FH_HOLD_MIN] = vd->active ? vd->req.min : 0,
+    [FH_HOLD_MAX] = vd->active ? vd->req.max : 0,
+  };
+
+  memset (h, 0, sizeof *h);
+  memcpy (h->asked, asked, sizeof asked);
+  memcpy (h->high, asked, sizeof asked);
+}
+
+/*
+ * Step vCPU j's hold with what it asks now.  The VM keeps hold records
+ * only while one is in force (vm_arm_hold() drops them at the last
+ * lapse): the first fall gives every vCPU its record, from its decision.
+ */
+static const FhHold *
+vcpu_hold_step (FhDaemon *d, FhVm *vm, guint j, const FhGuestHint *hint,
+                const FhMergeParams *params)
+{
+  gint64 hold_us = (gint64) d->config->hold_ms * G_TIME_SPAN_MILLISECOND;
+  gboolean active = fh_merge_guest_active (hint);
+  FhClamp req = fh_merge_guest_request (hint, params);
+  FhHold h;
+
+  if (vm->holds) {
+    fh_merge_hold_step (&vm->holds[j], active, req, vm->decided_us, hold_us);
+    return &vm->holds[j];
+  }
+  vcpu_hold_from_decision (&h, &vm->vcpus[j].d);
+  fh_merge_hold_step (&h, active, req, vm->decided_us, hold_us);
+  if (!fh_merge_hold_next (&h, vm->decided_us))
+    return NULL; /* nothing held: the hint's own request is in force */
+  vm->holds = g_new (FhHold, vm->num_vcpus);
+  for (guint k = 0; k < vm->num_vcpus; k++)
+    vcpu_hold_from_decision (&vm->holds[k], &vm->vcpus[k].d);
+  vm->holds[j] = h;
+  return &vm->holds[j];
+}
+
+/*
  * The merge engine over one vCPU at the VM's decision time; *headroom gets
  * the MR-4 factor used.  step: the decision takes the vCPU's latest record
  * into its hold first (MR-30); a check that only recomputes does not.
@@ -783,10 +832,10 @@ vcpu_decision (FhDaemon *d, FhVm *vm, guint j, gboolean step, double *headroom)
   if (hint->flags == 0 && v->busy)
     hint = &host_busy;
   if (step)
-    fh_merge_hold_step (&v->hold, fh_merge_guest_active (hint),
-                        fh_merge_guest_request (hint, &params), vm->decided_us,
-                        (gint64) d->config->hold_ms * G_TIME_SPAN_MILLISECOND);
-  return fh_merge_vcpu_held (hint, &v->hold, vm->decided_us, &chain, op, &params);
+    return fh_merge_vcpu_held (hint, vcpu_hold_step (d, vm, j, hint, &params), vm->decided_us,
+                               &chain, op, &params);
+  return fh_merge_vcpu_held (hint, vm->holds ? &vm->holds[j] : NULL, vm->decided_us, &chain, op,
+                             &params);
 }
 
 static gboolean
@@ -805,12 +854,15 @@ vm_arm_hold (FhVm *vm)
 {
   gint64 next = 0;
 
-  for (guint j = 0; j < vm->num_vcpus; j++) {
-    gint64 t = fh_merge_hold_next (&vm->vcpus[j].hold, vm->decided_us);
+  for (guint j = 0; vm->holds && j < vm->num_vcpus; j++) {
+    gint64 t = fh_merge_hold_next (&vm->holds[j], vm->decided_us);
 
     if (t && (next == 0 || t < next))
       next = t;
   }
+  /* all lapsed: what each vCPU asks is in force, as its decision says */
+  if (!next)
+    g_clear_pointer (&vm->holds, g_free);
   if (vm->hold_timer && next == vm->hold_due_us)
     return;
   g_clear_handle_id (&vm->hold_timer, g_source_remove);

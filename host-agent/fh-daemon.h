@@ -25,12 +25,11 @@ typedef struct _FhDaemon FhDaemon;
  * memory per VM).
  */
 typedef struct {
-  FhThreadInfo info; /* host view of the thread */
-  FhVcpuDecision d;
-  FhHold hold;          /* MR-30: the guest's request over time */
+  FhThreadInfo info;    /* host view of the thread */
   FhGuestHint hint;     /* latest record; flags 0 = no hint */
-  double perf_headroom; /* the factor used for this vCPU (MR-4) */
+  FhVcpuDecision d;
   guint32 tid;          /* from HELLO; 0 when QEMU did not know it */
+  double perf_headroom; /* the factor used for this vCPU (MR-4) */
   guint32 seq;
   gint32 cpu;           /* placement used, -1 unknown */
   /* Where the vCPU counts in the per-CPU aggregation now (daemon_update()):
@@ -81,7 +80,10 @@ typedef struct {
   guint64 vcpus_frames; /* PA-19: VCPUS applied */
   gboolean dirty;        /* in daemon->dirty_vms: its vCPUs are decided again */
   gint64 decided_us;     /* when its vCPUs were last decided (MR-30's clock) */
-  guint hold_timer;      /* decides it again when a hold lapses (MR-30) */
+  /* MR-30: one per vCPU while a hold is in force in the VM, else NULL
+   * (what is in force then is what is asked, v->d) */
+  FhHold *holds;
+  guint hold_timer;      /* decides it again when a hold lapses */
   gint64 hold_due_us;
   gint64 next_probe_us;  /* the safety net's next re-read of its threads */
   FhPollerWatch *exit_watch; /* the peer's pidfd in the device server's poller */

@@ -52,15 +52,17 @@ typedef struct {
 } FhChain;
 
 typedef struct {
-  gboolean active; /* has a hint, not idle: contributes to its CPU (MR-6) */
-  FhClamp req;     /* the guest's request (MR-3..MR-5) */
-  FhClamp chain;   /* L: effective range of the deepest cgroup level (MR-10) */
-  FhClamp grant;   /* what the vCPU is granted (MR-13) */
-  FhClamp eff;     /* the request restricted by operator, L and sys (MR-11, MR-12); min > max
-                      only with min_default, as the kernel holds it (MR-26) */
-  gboolean min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
-  guint cap;            /* the operator ceiling, held whatever the guest reports (MR-27) */
+  FhClamp req;   /* the guest's request (MR-3..MR-5) */
+  FhClamp chain; /* L: effective range of the deepest cgroup level (MR-10) */
+  FhClamp grant; /* what the vCPU is granted (MR-13) */
+  FhClamp eff;   /* the request restricted by operator, L and sys (MR-11, MR-12); min > max
+                    only with min_default, as the kernel holds it (MR-26) */
+  guint16 cap;   /* the operator ceiling, held whatever the guest reports (MR-27) */
+  guint8 active; /* has a hint, not idle: contributes to its CPU (MR-6) */
+  guint8 min_default; /* eff.min is the kernel's RT default minimum, not a request (MR-26) */
 } FhVcpuDecision;
+/* kept per vCPU and compared with memcmp(): no padding */
+G_STATIC_ASSERT (sizeof (FhVcpuDecision) == 5 * sizeof (FhClamp));
 
 /*
  * MR-30: a fall in what the guest asks waits hold_us after the higher value

@@ -286,6 +286,17 @@ test_incremental_random (void)
   g_clear_pointer (&root, g_free);
 }
 
+/* Run the main loop until v's hold, which fell at fell_us, has lapsed. */
+static void
+wait_hold_lapse (FhVm *vm, FhVcpu *v, gint64 fell_us)
+{
+  gint64 deadline = fell_us + 5 * G_USEC_PER_SEC;
+
+  while (fh_vcpu_held (vm, v) && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_false (fh_vcpu_held (vm, v));
+}
+
 /*
  * MR-30 with MR-17: a fall in a guest's request is held, and the daemon
  * decides the VM again when the hold lapses, with no record arriving.
@@ -297,6 +308,7 @@ test_hold_lapse (void)
                                   1024, 0 };
   static const FhGuestHint bg = { VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID, 0,
                                   300, 0 };
+  static const FhGuestHint idle = { VIRTIO_FREQHINT_R_IDLE, 0, 0, 0 };
   g_autoptr (GError) error = NULL;
   FhConfig *config = fh_config_new ();
   const guint tids[] = { 2001, 2002 };
@@ -323,6 +335,7 @@ test_hold_lapse (void)
   fh_daemon_test_pass (d, FALSE);
   g_assert_true (v->d.active);
   g_assert_false (fh_vcpu_held (vm, v));
+  g_assert_null (vm->holds); /* no records while nothing is held */
   g_assert_cmpuint (d->cpus[2].floor, ==, 800);
 
   /* the fall: held, CPU 2 keeps the floor and the ceiling */
@@ -335,13 +348,11 @@ test_hold_lapse (void)
   g_assert_cmpuint (d->cpus[2].floor, ==, 800);
   g_assert_cmpuint (d->cpus[2].ceiling, ==, 1024);
   g_assert_cmpuint (vm->hold_timer, !=, 0);
+  g_assert_nonnull (vm->holds);
 
   /* no record: the daemon's own timer ends the hold */
   updates = d->updates_total;
-  deadline = fell + 5 * G_USEC_PER_SEC;
-  while (fh_vcpu_held (vm, v) && g_get_monotonic_time () < deadline)
-    g_main_context_iteration (NULL, TRUE);
-  g_assert_false (fh_vcpu_held (vm, v));
+  wait_hold_lapse (vm, v, fell);
   g_assert_cmpint (g_get_monotonic_time () - fell, >=, 40 * G_TIME_SPAN_MILLISECOND);
   g_assert_cmpuint (d->updates_total, >, updates);
   g_assert_cmpuint (v->d.req.min, ==, 0);
@@ -349,6 +360,29 @@ test_hold_lapse (void)
   g_assert_cmpuint (d->cpus[2].floor, ==, 0);
   g_assert_cmpuint (d->cpus[2].ceiling, ==, 300);
   g_assert_cmpuint (vm->hold_timer, ==, 0);
+  g_assert_null (vm->holds); /* dropped at the last lapse */
+
+  /* vCPU 1 goes idle: held active with what it asked, then it lapses;
+   * asking again later it starts afresh, a lower ceiling is no fall */
+  v = &vm->vcpus[1];
+  fh_daemon_test_hint (d, vm, 1, &fg);
+  fh_daemon_test_pass (d, FALSE);
+  fh_daemon_test_hint (d, vm, 1, &idle);
+  fell = g_get_monotonic_time ();
+  fh_daemon_test_pass (d, FALSE);
+  g_assert_true (fh_vcpu_held (vm, v));
+  g_assert_true (v->d.active);
+  g_assert_cmpuint (v->d.req.min, ==, 800);
+  g_assert_cmpuint (d->cpus[4].floor, ==, 800);
+  wait_hold_lapse (vm, v, fell);
+  g_assert_false (v->d.active);
+  g_assert_null (vm->holds);
+  fh_daemon_test_hint (d, vm, 1, &bg);
+  fh_daemon_test_pass (d, FALSE);
+  g_assert_false (fh_vcpu_held (vm, v));
+  g_assert_null (vm->holds);
+  g_assert_cmpuint (v->d.req.max, ==, 300);
+  g_assert_cmpuint (d->cpus[4].ceiling, ==, 300);
 
   /* a VM that goes with a hold pending takes its timer with it */
   fh_daemon_test_hint (d, vm, 0, &fg);
