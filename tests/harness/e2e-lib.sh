@@ -169,8 +169,12 @@ e2e_start_guest() {
 		esac
 	done
 	[ -z "$tag" ] || qemu=(-pidfile "$E2E_DIR/$tag.pid")
+	# Multi-threaded TCG whatever the kernel: the agent places and the
+	# emulated DVFS host slows each vCPU by its own host thread, as QEMU
+	# reports them (query-cpus-fast, the device's vCPU list).
 	"$here/tests/harness/run-guest.sh" --arch "$E2E_ARCH" --kernel "$E2E_KERNEL" --initrd "$E2E_INITRD" \
 		--qemu "$E2E_QEMU" --smp "$E2E_SMP" --timeout "$timeout" --log "$E2E_CONSOLE" --quiet \
+		--tcg-thread multi \
 		"${run[@]}" -- \
 		-name "$E2E_VM_NAME" -uuid "$E2E_VM_UUID" "${qemu[@]}" \
 		-chardev "socket,id=fh0,path=$E2E_DIR/device.sock,reconnect-ms=500" \
