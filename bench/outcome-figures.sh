@@ -13,6 +13,10 @@
 #                                    was off / on the same vCPU
 #   outcome_M_p50_alone_us, _p50_shared_us
 #   outcome_M_requests, _late        requests, and those that started a period late
+#   outcome_M_p99_rounds_us,         p99 and late requests of each round on its
+#   outcome_M_late_rounds            own, in round order (space-separated): a
+#                                    round whose late requests queued behind
+#                                    each other shows apart from the others
 #   outcome_M_skipped                slots already past when the foreground got
 #                                    going (left out, not requests)
 #   outcome_M_energy, _energy_vm     energy of every policy / of the VM's two
@@ -61,11 +65,13 @@ trap 'rm -rf "$tmp"' EXIT
 for m in $modes; do
 	: >"$tmp/all" ; : >"$tmp/alone" ; : >"$tmp/shared"
 	requests=0 late=0 skipped=0 loops=0 energy=0 energy_vm=0 over=0 maxk=0 idn=0 idw=0 idbn=0 idbw=0 sync_err=0
-	fsum=0 fwin=0
-	for step in "$dir"/step-"$m"-*; do
-		[ -e "$step" ] || continue
-		r=${step##*-}
+	fsum=0 fwin=0 p99_rounds='' late_rounds=''
+	for r in $(for f in "$dir"/step-"$m"-*; do [ -e "$f" ] && echo "${f##*-}"; done | sort -n); do
+		step=$dir/step-$m-$r
 		awk '{ print $2 >>"'"$tmp/all"'"; print $2 >>("'"$tmp"'/" ($3 == 1 ? "shared" : "alone")) }' "$dir/req-$m-$r"
+		awk '{ print $2 }' "$dir/req-$m-$r" >"$tmp/round"
+		p99_rounds="${p99_rounds:+$p99_rounds }$(pct "$tmp/round" 0.99)"
+		late_rounds="${late_rounds:+$late_rounds }$(num late "$step")"
 		requests=$((requests + $(num requests "$step")))
 		late=$((late + $(num late "$step")))
 		skipped=$((skipped + $(num skipped "$step")))
@@ -123,6 +129,8 @@ for m in $modes; do
 	echo "${k}_p50_shared_us=$(pct "$tmp/shared" 0.5)"
 	echo "${k}_requests=$requests"
 	echo "${k}_late=$late"
+	echo "${k}_p99_rounds_us=$p99_rounds"
+	echo "${k}_late_rounds=$late_rounds"
 	echo "${k}_skipped=$skipped"
 	echo "${k}_energy=$energy"
 	echo "${k}_energy_vm=$energy_vm"

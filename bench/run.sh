@@ -972,6 +972,19 @@ EOF
 for m in a b c d e; do
 	echo "| ($m) | $(oms $m p50_us) | $(oms $m p99_us) | $(oms $m p50_alone_us) / $(oms $m p99_alone_us) | $(oms $m p50_shared_us) / $(oms $m p99_shared_us) | $(oval $m late) / $(oval $m requests) | $(oval $m energy) | $(oval $m energy_vm) | $(oval $m work_ms) | $(oval $m epw) | $(oval $m epw_vm) | $(calc "$(oval $m mean_khz) / 1e6") | $(calc "$(oval $m identity) * 100" %.1f) % |"
 done
+# per round: "p99 ms (late)" in round order
+o_rounds() {
+	local p l i=1 out=''
+	for p in $(oval "$1" p99_rounds_us); do
+		l=$(oval "$1" late_rounds | cut -d' ' -f"$i")
+		out="${out:+$out, }$(calc "$p / 1000" %.1f) ($l late)"
+		i=$((i + 1))
+	done
+	echo "$out"
+}
+echo
+echo "Each round on its own, foreground p99 in ms (late requests), in round order: $(for m in a b c d e; do printf '(%s) %s; ' "$m" "$(o_rounds $m)"; done | sed 's/; $/./')"
+echo "A round in which one request outlasted its 20 ms slot can queue the next ones behind it; such a round shows here apart from the others."
 cat <<EOF
 
 Energy is taken over each run's workload interval only (the trace's cumulative energy at its end minus at its start, the

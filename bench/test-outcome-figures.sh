@@ -52,6 +52,15 @@ trace() { # MODE: windows of 100 ms from 0 to 2.5 s on policies 0, 2, 4
 }
 trace c >"$T/trace-c-1.tsv"
 trace e >"$T/trace-e-1.tsv"
+# (e) has a round 2 of 10 requests, 1..10 ms, one of them late, with the
+# same trace; rounds 10 and 2 are taken in number order
+for r in 2 10; do
+	printf '%s\n' mode=e round=$r epoch_ns=5000000000 offset_us=996000000 rtt_us=300 \
+		requests=10 late=$((r / 2)) skipped=0 fg_loops=0 bg_loops=0 >"$T/step-e-$r"
+	seq 10 | awk -v r=$r '{ printf "%d %d 0\n", $1 * 20, $1 * 100 * r }' >"$T/req-e-$r"
+	cp "$T/freq-e-1" "$T/freq-e-$r"
+	trace e >"$T/trace-e-$r.tsv"
+done
 "$fig" "$T" >"$T/out"
 
 is outcome_c_p50_us 50000
@@ -75,7 +84,11 @@ is outcome_c_identity 0.800
 is outcome_c_identity_windows 10
 # policy0 at 1.6 GHz is at the cap, not above; policy2 above it in 21 windows
 is outcome_c_over_cap 21
-is outcome_e_over_cap 1
+is outcome_e_over_cap 3
+# per round, in round order: 1..100 ms, 0.2..2 ms, 1..10 ms
+is outcome_e_p99_rounds_us "99000 2000 10000"
+is outcome_e_late_rounds "2 1 5"
+is outcome_c_p99_rounds_us 99000
 is outcome_e_max_khz 2000000
 is outcome_c_sync_err_us 150
 echo "1..$n"
