@@ -204,6 +204,12 @@ hintq_irqs() {
 	awk '/virtio[0-9]+-hintq/ { for (i = 2; $i ~ /^[0-9]+$/; i++) n += $i; f = 1 }
 	     END { print f ? n : "-" }' /proc/interrupts
 }
+# Irq_work self-interrupts, all CPUs (x86's IWI line; "-" elsewhere).
+iwi() {
+	awk '$1 == "IWI:" { for (i = 2; $i ~ /^[0-9]+$/; i++) n += $i; f = 1 }
+	     END { print f ? n : "-" }' /proc/interrupts
+}
+w0=$(iwi)
 t0=$(uptime_ms)
 b0=$(cat "$FH_STATS/buffers_sent")
 r0=$(cat "$FH_STATS/records_sent")
@@ -237,9 +243,10 @@ r1=$(cat "$FH_STATS/records_sent")
 c1=$(cat "$FH_STATS/hintq_callbacks")
 d1=$(cat "$FH_STATS/send_deferred")
 i1=$(hintq_irqs)
+w1=$(iwi)
 t1=$(uptime_ms)
 echo "churn: $((b1 - b0)) buffers, $((r1 - r0)) records in $((t1 - t0)) ms"
-echo "churn: $((c1 - c0)) hintq callbacks, $((d1 - d0)) sends deferred, hintq interrupts $i0 -> $i1"
+echo "churn: $((c1 - c0)) hintq callbacks, $((d1 - d0)) sends deferred, hintq interrupts $i0 -> $i1, irq_work interrupts $w0 -> $w1"
 check "buffers sent during the churn" test $((b1 - b0)) -ge 2
 # The module times its window in jiffies from the jiffy of the last send,
 # so two sends can be a jiffy short of 200 ms apart (4 ms at Debian's
