@@ -463,11 +463,12 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 		 * tasks start a fresh window on the leading edge.
 		 *
 		 * The timer is started here, under the run queue's lock with
-		 * IRQs off, as the scheduler's own hrtick does (hrtick_start()
-		 * from pick_next_task_fair()): the lock order rq->lock ->
-		 * hrtimer base lock is the scheduler's, the timer is pinned
-		 * to this CPU, so no base switch, and its callback never takes
-		 * a run queue's lock.  No irq_work, so no self-IPI.
+		 * IRQs off, as the scheduler's own hrtick (hrtick_start() from
+		 * pick_next_task_fair()) and deadline timers (start_dl_timer())
+		 * are: the lock order rq->lock -> hrtimer base lock is the
+		 * scheduler's, the timer is pinned to this CPU, so there is no
+		 * base to switch, and its callback takes no run queue's lock.
+		 * No irq_work, so no self-IPI.
 		 */
 		v->timer_armed = true;
 		v->win.start = vfh_win_backdate(v->win.start, now,
