@@ -258,17 +258,6 @@ check "buffers batch several vCPUs" test $((r1 - r0)) -gt $((b1 - b0))
 # Nothing is lost to the missing hintq interrupts (below): the sender goes
 # on sending, a send that found the buffer still the device's resumes on
 # its return.  Three busy/idle rounds on vCPU1, each a buffer or two.
-# wait_ge FILE N: until FILE holds N or more (10 s).
-wait_ge() {
-	fh_n=0
-	while [ "$fh_n" -lt 100 ]; do
-		[ "$(cat "$1")" -ge "$2" ] && return 0
-		sleep 0.1
-		fh_n=$((fh_n + 1))
-	done
-	cat "$1"
-	return 1
-}
 bn=$b1
 for round in 1 2 3; do
 	busy 1
