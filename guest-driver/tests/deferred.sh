@@ -20,13 +20,7 @@ sleep 1
 b0=$(cat "$FH_STATS/buffers_sent")
 c0=$(cat "$FH_STATS/hintq_callbacks")
 d0=$(cat "$FH_STATS/send_deferred")
-i=0
-while [ $i -lt 40 ]; do
-	busy $((1 + i % 2))
-	sleep 0.05
-	stop_busy
-	i=$((i + 1))
-done
+churn 40 0.05
 b1=$(cat "$FH_STATS/buffers_sent")
 c1=$(cat "$FH_STATS/hintq_callbacks")
 d1=$(cat "$FH_STATS/send_deferred")

@@ -228,13 +228,7 @@ if [ "$expect" = uclamp ]; then
 		i=$((i + 1))
 	done
 else
-	i=0
-	while [ $i -lt 15 ]; do
-		busy $((1 + i % 2))
-		sleep 0.1
-		stop_busy
-		i=$((i + 1))
-	done
+	churn 15 0.1
 fi
 stop_busy
 sleep 0.5
