@@ -153,6 +153,7 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, cpu_ids_ignored);
 	FH_STAT(st, vi, event_repost_errors);
 	FH_STAT(st, vi, unmapped_cpus);
+	debugfs_create_ulong("hintq_callbacks", 0444, st, &vi->hintq_callbacks);
 	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
 				   &fh_sender_ns_fops);
 }

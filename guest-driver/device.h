@@ -99,6 +99,12 @@ struct virtio_freqhint {
 	struct fh_host host;
 
 	struct fh_stats stats;
+	/*
+	 * hintq callbacks, i.e. used-buffer interrupts that found a used
+	 * buffer (debugfs statistics/); only the vq's interrupt handler
+	 * writes it, one at a time.
+	 */
+	unsigned long hintq_callbacks;
 };
 
 #ifdef FH_BENCH_ANCHOR

@@ -54,6 +54,7 @@
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/isolation.h>
 #include <linux/sched/prio.h>
 #include <linux/sched/signal.h>
 #include <linux/timer.h>
@@ -70,10 +71,14 @@ struct fh_vcpu {
 	struct fh_win win;
 	u64 last_pub;
 	bool timer_armed;
+	/*
+	 * nohz_full (no housekeeping tick): no window timer, windows close at
+	 * context switches (switch_events sources).
+	 */
+	bool tickless;
 
 	bool online;
 	struct hrtimer timer;		/* switch_events sources */
-	struct irq_work arm_work;
 	/* The others: the next window's end, busy or idle (deferrable). */
 	struct timer_list wtimer;
 	struct timer_list wtimer_idle;
@@ -138,6 +143,28 @@ static ktime_t fh_window(const struct fh_gather *g)
 static u64 fh_window_ns(const struct fh_gather *g)
 {
 	return (u64)g->tune.window_ms * NSEC_PER_MSEC;
+}
+
+/*
+ * The window timer's slack: it may fire up to a tick late, so that it
+ * expires with the tick (a tick period always holds a tick while the tick
+ * runs) instead of taking an interrupt of its own; never more than a
+ * quarter of the window.  The window's busy share and clamp weights are
+ * taken over the time it actually spanned, and the timer is forwarded from
+ * its soft expiry, so windows still average window_ms: a window only ends
+ * up to the slack late.
+ */
+static u64 fh_window_slack(const struct fh_gather *g)
+{
+	return min_t(u64, TICK_NSEC, fh_window_ns(g) / 4);
+}
+
+/* Start (or restart) this CPU's window timer: on the CPU, IRQs off. */
+static void fh_start_timer(struct fh_vcpu *v)
+{
+	hrtimer_start_range_ns(&v->timer, fh_window(v->g),
+			       fh_window_slack(v->g),
+			       HRTIMER_MODE_REL_PINNED_HARD);
 }
 
 /* The module's sender counts as idle time (see above). */
@@ -312,8 +339,10 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 		fh_busy_from_idle(v, cpu);
 		return;
 	}
+	if (v->tickless)
+		return;
 	v->timer_armed = true;
-	irq_work_queue(&v->arm_work);
+	fh_start_timer(v);
 }
 
 static enum hrtimer_restart fh_sample_window(struct fh_vcpu *v, u64 now)
@@ -388,18 +417,6 @@ static void fh_window_timer_idle(struct timer_list *t)
 	fh_window_end(v);
 }
 
-static void fh_arm_fn(struct irq_work *work)
-{
-	struct fh_vcpu *v = container_of(work, struct fh_vcpu, arm_work);
-	u64 t0 = local_clock();
-
-	/* Also restarts a queued timer (leading edge: new window). */
-	if (READ_ONCE(v->online) && v->timer_armed)
-		hrtimer_start(&v->timer, fh_window(v->g),
-			      HRTIMER_MODE_REL_PINNED_HARD);
-	fh_charge_own(v, t0);
-}
-
 /*
  * A clamp source event on this CPU: @next starts running (sched_switch),
  * or, without @next, the run queue's aggregate is now @min/@max (the hook;
@@ -417,27 +434,46 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 	v->switches++;
 	vfh_win_charge(&v->win, now);
 	if (next) {
-		if (!fh_track(v, next))
+		if (!fh_track(v, next)) {
+			/*
+			 * nohz_full: the switch to idle (or the sender) closes
+			 * an elapsed window, as the timer would have; it reads
+			 * idle only if the vCPU mostly idled in it.  Switches
+			 * in never close one: the leading edge covers them,
+			 * and a lone task that then runs without a switch
+			 * keeps what was published.
+			 */
+			if (v->tickless &&
+			    now - v->win.start >= fh_window_ns(g))
+				fh_close_window(v, smp_processor_id(), now);
 			return;
+		}
 	} else {
 		/* Not clamped is what the rq holds before uclamp is used. */
 		if (min || max < VIRTIO_FREQHINT_SCALE)
 			fh_saw_uclamp(g);
 		vfh_win_track(&v->win, false, true, min, true, max);
 	}
-	if (!v->timer_armed && g->source->switch_events) {
+	if (!v->timer_armed && !v->tickless && g->source->switch_events) {
 		/*
 		 * Woken from idle: the window keeps the idle stretch since the
 		 * last close (up to FH_IDLE_BACKDATE windows), so a kernel
 		 * thread's blip after a long idle (RCU's grace-period thread,
 		 * say) is weighed against that stretch.  User
 		 * tasks start a fresh window on the leading edge.
-		 * hrtimer_start() under the rq lock is legal but deferred anyway.
+		 *
+		 * The timer is started here, under the run queue's lock with
+		 * IRQs off, as the scheduler's own hrtick (hrtick_start() from
+		 * pick_next_task_fair()) and deadline timers (start_dl_timer())
+		 * are: the lock order rq->lock -> hrtimer base lock is the
+		 * scheduler's, the timer is pinned to this CPU, so there is no
+		 * base to switch, and its callback takes no run queue's lock.
+		 * No irq_work, so no self-IPI.
 		 */
 		v->timer_armed = true;
 		v->win.start = vfh_win_backdate(v->win.start, now,
 						FH_IDLE_BACKDATE * fh_window_ns(g));
-		irq_work_queue(&v->arm_work);
+		fh_start_timer(v);
 	}
 	fh_leading_edge(v, smp_processor_id(), next, now);
 }
@@ -473,10 +509,11 @@ void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 	v->last_pub = now - fh_window_ns(g);
 	if (g->source->switch_events) {
 		fh_track(v, current);
-		v->timer_armed = true;
+		v->tickless = !housekeeping_cpu(cpu, HK_TYPE_TICK);
+		v->timer_armed = !v->tickless;
 		WRITE_ONCE(v->online, true);
-		hrtimer_start(&v->timer, fh_window(g),
-			      HRTIMER_MODE_REL_PINNED_HARD);
+		if (v->timer_armed)
+			fh_start_timer(v);
 	} else {
 		/* No clamp until the hook says otherwise; idle time from now. */
 		vfh_win_track(&v->win, false, false, 0, false, 0);
@@ -492,8 +529,8 @@ void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
+	/* The probe starts the timer only while online, on this CPU. */
 	WRITE_ONCE(v->online, false);
-	irq_work_sync(&v->arm_work);
 	hrtimer_cancel(&v->timer);
 	/*
 	 * Each waits for a running callback, which re-armed one of them only
@@ -675,7 +712,16 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 	}
 	g->tune = *t;
 	g->kick = kick;
-	init_irq_work(&g->kick_work, fh_kick_fn);
+	/*
+	 * Lazy: a publication's send waits for the rate window anyway
+	 * (transport.c), so the kick waits for this CPU's next tick instead
+	 * of raising a self-IPI.  The tick is not stopped while it is pending
+	 * (irq_work_needs_cpu()), and where it already is (nohz_full, or
+	 * nohz idle) irq_work_queue() raises the IPI after all.  On
+	 * PREEMPT_RT, as before, it runs in irq_workd, now woken from the
+	 * tick.  The same on 6.1.
+	 */
+	g->kick_work = IRQ_WORK_INIT_LAZY(fh_kick_fn);
 	for_each_possible_cpu(cpu) {
 		struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
@@ -686,7 +732,6 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 		hrtimer_init(&v->timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_PINNED_HARD);
 		v->timer.function = fh_sample;
-		v->arm_work = IRQ_WORK_INIT_HARD(fh_arm_fn);
 		timer_setup(&v->wtimer, fh_window_timer, TIMER_PINNED);
 		timer_setup(&v->wtimer_idle, fh_window_timer_idle,
 			    TIMER_DEFERRABLE | TIMER_PINNED);
@@ -733,6 +778,11 @@ int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 
 	if (!READ_ONCE(g->uclamp_used) && fh_uclamp_in_use())
 		WRITE_ONCE(g->uclamp_used, true);
+#ifdef FH_BENCH_ANCHOR
+	/* The anchor sends each request at once: no tick's wait. */
+	if (g->every_request)
+		init_irq_work(&g->kick_work, fh_kick_fn);
+#endif
 	g->source = src;
 	ret = src->start(g);
 	if (ret) {

@@ -49,7 +49,7 @@ struct fh_gather {
 	const struct fh_clamp_source *source;
 	void *source_data;		/* the source's own */
 	void (*kick)(struct fh_gather *g);
-	/* Not IRQ_WORK_INIT_HARD: keep the kick out of hardirq on RT. */
+	/* Lazy, never HARD (gather.c): no self-IPI, irq_workd on RT. */
 	struct irq_work kick_work;
 	bool started;
 	/*

@@ -354,10 +354,16 @@ static void fh_cpufreq_fn(struct work_struct *work)
 	vfh_cpufreq_start(vi->cpufreq);
 }
 
+/*
+ * The hintq interrupts only when the sender found no free buffer and asked
+ * for one (transport.c): the buffer it returns lets the next one go.
+ */
 static void fh_hintq_done(struct virtqueue *vq)
 {
-	/* Reclaiming the buffer lets the next one go. */
-	vfh_transport_kick(vq->vdev->priv);
+	struct virtio_freqhint *vi = vq->vdev->priv;
+
+	WRITE_ONCE(vi->hintq_callbacks, vi->hintq_callbacks + 1);
+	vfh_transport_kick(vi);
 }
 
 static void fh_eventq_done(struct virtqueue *vq)

@@ -8,7 +8,8 @@
  * vCPU's latest record and sends it.  Leading edge: a kick when nothing
  * was sent within the last rate window sends at once; kicks within the
  * window are coalesced into one buffer at its end.  At most one buffer is
- * in flight.  Hints are state: a vCPU that changes again before the send
+ * in flight, and it is taken back at the next send, without its
+ * used-buffer interrupt (fh_reclaim()).  Hints are state: a vCPU that changes again before the send
  * is simply read again, nothing queues up.
  *
  * Records carry the device's vCPU index (main.c), resolved when
@@ -139,11 +140,33 @@ unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 	return n;
 }
 
+/*
+ * Take back the buffers the device used.  Their interrupts are off
+ * (DRV-23): a busy guest sends once a window, and the buffer it sent last
+ * is normally back by then, so the interrupt would only wake the sender to
+ * find it.  Only when none is free is the device asked to interrupt once
+ * on its next used buffer (the callback kicks the sender); when it already
+ * used one meanwhile (false return), that one is taken at once.  ->lock
+ * held.
+ */
+static void fh_reclaim(struct virtio_freqhint *vi)
+{
+	struct virtio_freqhint_hints *buf;
+	unsigned int len;
+
+	do {
+		virtqueue_disable_cb(vi->vq);
+		while ((buf = virtqueue_get_buf(vi->vq, &len)))
+			vi->free_bufs |= BIT(((void *)buf - (void *)vi->buf) /
+					     vfh_buf_size(vi->max_records));
+	} while (!vi->free_bufs && !virtqueue_enable_cb_delayed(vi->vq));
+}
+
 static void fh_send(struct virtio_freqhint *vi)
 {
 	struct virtio_freqhint_hints *buf;
 	struct scatterlist sg;
-	unsigned int i, n, len;
+	unsigned int i, n;
 	bool more;
 	int err;
 
@@ -154,9 +177,7 @@ static void fh_send(struct virtio_freqhint *vi)
 	/* Indexes are known once CPU_IDS arrived, which kicks again. */
 	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
 		goto out;
-	while ((buf = virtqueue_get_buf(vi->vq, &len)))
-		vi->free_bufs |= BIT(((void *)buf - (void *)vi->buf) /
-				     vfh_buf_size(vi->max_records));
+	fh_reclaim(vi);
 	if (!vi->free_bufs) {
 		/* The device is inside its own rate window; its callback kicks. */
 		vi->stats.send_deferred++;

@@ -28,6 +28,31 @@ fh_insmod() {
 	insmod "$FH_KO" "$@" && wait_cpufreq_policies
 }
 
+# churn N SECONDS: N short busy runs of SECONDS each, alternating
+# between vCPU1 and vCPU2.
+churn() {
+	fh_c=0
+	while [ "$fh_c" -lt "$1" ]; do
+		busy $((1 + fh_c % 2))
+		sleep "$2"
+		stop_busy
+		fh_c=$((fh_c + 1))
+	done
+}
+
+# wait_ge FILE N: poll every 0.1 s (10 s) until FILE holds a number >= N.
+# Prints the file when it gives up, which check() shows.
+wait_ge() {
+	fh_i=0
+	while [ "$fh_i" -lt 100 ]; do
+		[ "$(cat "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	cat "$1"
+	return 1
+}
+
 # wait_file FILE PATTERN [SECONDS]: poll every 0.1 s until FILE matches the
 # grep -E PATTERN.  Prints the file, which check() shows when it fails.
 wait_file() {
