@@ -111,6 +111,16 @@ struct virtio_freqhint {
 /* Buffers the bench anchor may have in flight (within the queue's 64). */
 #define FH_EVERY_BUFS		16
 extern bool vfh_notify_every_change;
+/*
+ * reporting_off: the module's share of the guest's cost is measured
+ * against it.  The device is bound, its events taken and the cpufreq
+ * driver registered (its requests only stored), but there is no clamp
+ * source and no CPU is sampled, so nothing is published or sent.
+ */
+extern bool vfh_bench_reporting_off;
+#define vfh_reporting_off()	vfh_bench_reporting_off
+#else
+#define vfh_reporting_off()	false
 #endif
 
 /* transport.c: the hintq sender, and the device's sysfs attributes. */

@@ -414,7 +414,8 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 	 * created before this ran starts synthetic and stays so.)
 	 */
 	vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
-	vfh_gather_cpu_online(&vi->gather, cpu);
+	if (!vfh_reporting_off())
+		vfh_gather_cpu_online(&vi->gather, cpu);
 	return 0;
 }
 
@@ -424,7 +425,8 @@ static int fh_cpu_offline(unsigned int cpu, struct hlist_node *node)
 	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
 						 cpuhp_node);
 
-	vfh_gather_cpu_offline(&vi->gather, cpu);
+	if (!vfh_reporting_off())
+		vfh_gather_cpu_offline(&vi->gather, cpu);
 	return 0;
 }
 
@@ -654,7 +656,7 @@ static int fh_start(struct virtio_freqhint *vi)
 {
 	int err;
 
-	err = fh_clamps_start(vi);
+	err = vfh_reporting_off() ? 0 : fh_clamps_start(vi);
 	if (err)
 		return err;
 	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);

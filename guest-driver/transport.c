@@ -53,6 +53,12 @@ module_param_named(notify_every_change, vfh_notify_every_change, bool, 0444);
 MODULE_PARM_DESC(notify_every_change,
 		 "Benchmark anchor: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
 #define fh_every()	vfh_notify_every_change
+
+/* bench/guest's guest-cost anchor: see vfh_reporting_off() (device.h). */
+bool vfh_bench_reporting_off;
+module_param_named(reporting_off, vfh_bench_reporting_off, bool, 0444);
+MODULE_PARM_DESC(reporting_off,
+		 "Benchmark anchor: bound and the cpufreq driver registered, but nothing gathered or sent (default: off)");
 #else
 #define fh_every()	false
 #endif

@@ -26,8 +26,10 @@
 #              (bench/guest/feedback-lib.sh)
 #   final      a steady clamped task on vCPU1: the host's state must match
 #              (final-try per view of the guest, then the guest's decision)
-#   guestcost  ping-pong, hackbench-like load and idle CPU time, with and
-#              without the module, interleaved in this boot
+#   guestcost  ping-pong, hackbench-like load and idle CPU time: no cpufreq
+#              driver, a trivial one, the module with reporting off, the
+#              module; then uclamp accounting on, without and with the
+#              module; interleaved in this boot, before any clamp is set
 #   latency    the responder for bench/fh-bench-latency.c on ttyS2
 . /lib/freqhint/test-lib.sh
 # shellcheck source-path=SCRIPTDIR source=../../tests/harness/step-lib.sh
@@ -86,19 +88,6 @@ if [ "${FREQHINT_BENCH_LATENCY_ONLY:-0}" = 1 ]; then
 fi
 short=${FREQHINT_BENCH_SHORT:-0}
 [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ] || [ "$short" = 1 ] || feedback
-
-# 6. The cost of one clamp change, and of one cpufreq limit change through
-# sysfs, in this guest (vCPU3's policy; restored afterwards).
-# (Not in the other boots: their results would not be kept.)
-if [ "$short" != 1 ] && [ "${FREQHINT_BENCH_BURST_ONLY:-0}" != 1 ]; then
-out=$(/bin/fh-guest-bench cost "${FREQHINT_BENCH_COST_N:-20000}")
-echo "cost: $out"
-pol3=/sys/devices/system/cpu/cpufreq/policy3
-out2=$(/bin/fh-guest-bench sysfs $pol3/scaling_max_freq 5000 \
-	"$(cat $pol3/cpuinfo_max_freq)" "$(($(cat $pol3/cpuinfo_max_freq) / 2))")
-echo "sysfs: $out2"
-check "cost measured" step cost $out $out2
-fi
 
 # 1. Bursty load: tasks waking at mixed periods, some clamped, one whose
 # clamps are changed while it runs.  Run with the driver's default
@@ -165,52 +154,162 @@ reload() {
 	sleep 2
 }
 
-# The guest's cost of the module (issue 30): the same boot with and without
-# it, rounds interleaved, the order flipped each round so that neither state
-# always runs first after a load or an unload.  Per run: a pipe ping-pong
-# between two tasks pinned to vCPU3 (ns per round trip), a hackbench-like
-# load on every vCPU (ms), and the guest's busy CPU time while idle for
-# FREQHINT_BENCH_IDLE_S seconds (/proc/stat user+nice+system+irq+softirq,
-# in USER_HZ ticks summed over the vCPUs); with the module, also its own
-# time over that idle stretch (ns, samplers and sender).
+# The guest's cost of the module (issues 30 and 41), each part apart, in
+# this boot.  What is loaded in each state:
+#   off      no cpufreq driver at all
+#   trivial  bench/guest/trivial-cpufreq: a cpufreq driver that only
+#            records schedutil's requests (schedutil's own cost)
+#   quiet    the anchor build with reporting_off=1: bound, the cpufreq
+#            driver registered, nothing gathered or sent
+#   on       the product module
+# Rounds interleave the four states, each round's order rotated by one so
+# that each state takes each place in turn (after which load or unload).
+# The scheduler's uclamp accounting (sched_uclamp_used) is off until a
+# task first sets a clamp and then stays on until reboot, so these rounds
+# run before anything in this boot sets one; then this shell sets one
+# (uclampset -m 0) and rounds of off and on (uoff, uon) follow, their
+# order flipped each round.  Per run: a pipe ping-pong between two tasks
+# pinned to vCPU3 (ns per round trip) and a hackbench-like load on every
+# vCPU (ms); in off and on of the first rounds also the guest's busy CPU
+# time while idle for FREQHINT_BENCH_IDLE_S seconds (/proc/stat
+# user+nice+system+irq+softirq, in USER_HZ ticks summed over the vCPUs),
+# with the module also its own time over that idle stretch (ns, samplers
+# and sender).  No kprobes meanwhile: they would trap on every request.
+TRIVIAL_KO=/modules/fh_trivial_cpufreq.ko
 busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 own_ns() { echo $(($(sampler_ns) + $(stat_of sender_ns))); }
+# "cpuN ... windows=W ..." of every vCPU, the windows words only.
+windows_now() { grep -o 'windows=[0-9]*' /sys/kernel/debug/virtio_freqhint/vcpus | paste -sd' '; }
 cost_run() {
+	state=$1 tag=${2:-$1}
+	[ "$state" = quiet ] && w0=$(windows_now) q0=$(stat_of buffers_sent)
 	pp=$(/bin/fh-guest-bench pingpong 3 "${FREQHINT_BENCH_PP_N:-5000}") || return 1
 	hb=$(/bin/fh-guest-bench hackbench 4 "${FREQHINT_BENCH_HB_LOOPS:-20}") || return 1
-	[ "$1" = on ] && o0=$(own_ns)
+	if [ "$state" = quiet ]; then
+		# The anchor must cost nothing of what is measured against it.
+		check "reporting_off: no window ran" test "$(windows_now)" = "$w0"
+		check "reporting_off: nothing sent" test "$(stat_of buffers_sent)" = "$q0"
+	fi
+	pp=${pp%% *} hb=${hb%% *}
+	echo "${pp#*=}" >>"/tmp/cost-pp-$tag"
+	echo "${hb#*=}" >>"/tmp/cost-hb-$tag"
+	[ "$tag" = on ] || [ "$tag" = off ] || return 0
+	[ "$tag" = on ] && o0=$(own_ns)
 	b0=$(busy_ticks)
 	sleep "${FREQHINT_BENCH_IDLE_S:-5}"
 	b1=$(busy_ticks)
-	[ "$1" = on ] && echo $(($(own_ns) - o0)) >>/tmp/cost-own-idle
-	pp=${pp%% *} hb=${hb%% *}
-	echo "${pp#*=}" >>/tmp/cost-pp-$1
-	echo "${hb#*=}" >>/tmp/cost-hb-$1
-	echo $((b1 - b0)) >>/tmp/cost-idle-$1
+	[ "$tag" = on ] && echo $(($(own_ns) - o0)) >>/tmp/cost-own-idle
+	echo $((b1 - b0)) >>"/tmp/cost-idle-$tag"
+}
+# Every online CPU has a policy governed by schedutil (up to 10 s).
+wait_schedutil() {
+	i=0
+	while [ $i -lt 100 ]; do
+		missing=
+		for c in /sys/devices/system/cpu/cpu[0-9]*; do
+			[ "$(cat "$c/online" 2>/dev/null || echo 1)" = 1 ] || continue
+			grep -qx schedutil "$c/cpufreq/scaling_governor" 2>/dev/null || missing=1
+		done
+		[ -z "$missing" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+cost_cur=on
+# Leave state $cost_cur for $1.
+cost_state() {
+	[ "$1" = "$cost_cur" ] && return 0
+	case $cost_cur in
+	trivial) check "trivial cpufreq driver unloads" rmmod fh_trivial_cpufreq ;;
+	quiet | on) check "module unloads" rmmod virtio_freqhint ;;
+	esac
+	case $1 in
+	trivial)
+		check "trivial cpufreq driver loads" insmod "$TRIVIAL_KO"
+		check "trivial cpufreq driver under schedutil" wait_schedutil
+		;;
+	quiet)
+		STEP_KO=/modules/anchor/virtio_freqhint.ko
+		step_load_module reporting_off=1
+		STEP_KO=
+		check "reporting_off: schedutil governs" wait_schedutil
+		;;
+	on)
+		step_load_module
+		check "schedutil governs" wait_schedutil
+		;;
+	esac
+	cost_cur=$1
+	sleep 1
 }
 # "a,b,c" of a cost file.
 cost_list() { paste -sd, "/tmp/cost-$1"; }
+# The product module's last word on clamps at load: "reported once one is
+# set" while sched_uclamp_used is off, "reported" once it is on.
+clamps_said() { dmesg | sed -n 's/.*virtio_freqhint.*: clamps \(.*\), perf .*/\1/p' | tail -n 1; }
 guest_cost() {
+	echo 0 >"$TR/events/fhbench/enable"
+	echo '-:fhbench/fhb_fast_switch' >>"$TR/kprobe_events"
+	echo '-:fhbench/fhb_target' >>"$TR/kprobe_events"
+	check "uclamp accounting off before the first rounds" \
+		test "$(clamps_said)" = "reported once one is set"
 	r=0
-	while [ $r -lt "${FREQHINT_BENCH_COST_ROUNDS:-6}" ]; do
-		if [ $((r % 2)) = 0 ]; then
-			check "cost round $r with the module" cost_run on
-			module_off
-			check "cost round $r without" cost_run off
-			module_on
-		else
-			module_off
-			check "cost round $r without" cost_run off
-			module_on
-			check "cost round $r with the module" cost_run on
-		fi
-		sleep 1
+	while [ $r -lt "${FREQHINT_BENCH_COST_ROUNDS:-5}" ]; do
+		set -- off trivial quiet on
+		i=0
+		while [ $i -lt $((r % 4)) ]; do
+			s1=$1
+			shift
+			set -- "$@" "$s1"
+			i=$((i + 1))
+		done
+		for s in "$@"; do
+			cost_state "$s"
+			check "cost round $r: $s" cost_run "$s"
+		done
 		r=$((r + 1))
 	done
+	cost_state on
+	check "uclamp accounting still off after them" \
+		test "$(clamps_said)" = "reported once one is set"
+	check "a clamp turns uclamp accounting on" uclampset -m 0 -p $$
+	r=0
+	while [ $r -lt "${FREQHINT_BENCH_UCLAMP_ROUNDS:-4}" ]; do
+		if [ $((r % 2)) = 0 ]; then set -- on off; else set -- off on; fi
+		for s in "$@"; do
+			cost_state "$s"
+			check "cost round $r with uclamp accounting: $s" cost_run "$s" "u$s"
+		done
+		r=$((r + 1))
+	done
+	cost_state on
+	check "uclamp accounting on after the clamp" test "$(clamps_said)" = reported
+	kprobes
 	check "guest cost measured" step guestcost pp_on="$(cost_list pp-on)" \
 		pp_off="$(cost_list pp-off)" hb_on="$(cost_list hb-on)" hb_off="$(cost_list hb-off)" \
+		pp_trivial="$(cost_list pp-trivial)" hb_trivial="$(cost_list hb-trivial)" \
+		pp_quiet="$(cost_list pp-quiet)" hb_quiet="$(cost_list hb-quiet)" \
+		pp_uon="$(cost_list pp-uon)" pp_uoff="$(cost_list pp-uoff)" \
+		hb_uon="$(cost_list hb-uon)" hb_uoff="$(cost_list hb-uoff)" \
 		idle_on="$(cost_list idle-on)" idle_off="$(cost_list idle-off)" own_idle_ns="$(cost_list own-idle)" idle_seconds="${FREQHINT_BENCH_IDLE_S:-5}" vcpus="$(nproc)"
 }
+
+# Before anything in this boot sets a clamp (the cost step below does).
+[ "$short" = 1 ] || [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ] || guest_cost
+
+# 6. The cost of one clamp change, and of one cpufreq limit change through
+# sysfs, in this guest (vCPU3's policy; restored afterwards).
+# (Not in the other boots: their results would not be kept.)
+if [ "$short" != 1 ] && [ "${FREQHINT_BENCH_BURST_ONLY:-0}" != 1 ]; then
+out=$(/bin/fh-guest-bench cost "${FREQHINT_BENCH_COST_N:-20000}")
+echo "cost: $out"
+pol3=/sys/devices/system/cpu/cpufreq/policy3
+out2=$(/bin/fh-guest-bench sysfs $pol3/scaling_max_freq 5000 \
+	"$(cat $pol3/cpuinfo_max_freq)" "$(($(cat $pol3/cpuinfo_max_freq) / 2))")
+echo "sysfs: $out2"
+check "cost measured" step cost $out $out2
+fi
 
 burst "${FREQHINT_BENCH_TAG:-default}"
 if [ "${FREQHINT_BENCH_BURST_ONLY:-0}" = 1 ]; then
@@ -229,7 +328,6 @@ STEP_KO=
 reload
 check "the product driver has no notify_every_change" \
 	test ! -e /sys/module/virtio_freqhint/parameters/notify_every_change
-[ "$short" = 1 ] || guest_cost
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the

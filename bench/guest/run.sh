@@ -70,19 +70,34 @@ trap e2e_cleanup EXIT
 # Guest side: module, the static benchmark binary, the script.
 printf 'FREQHINT_BENCH_BURST_S=%s\nFREQHINT_BENCH_COST_N=20000\nFREQHINT_BENCH_FEEDBACK_N=%s\n' \
 	"$burst" "$changes" >"$E2E_DIR/env"
+# The guest cost's rounds and idle stretch, if set here (a quick check:
+# FREQHINT_BENCH_COST_ROUNDS=1 FREQHINT_BENCH_UCLAMP_ROUNDS=1).
+for v in FREQHINT_BENCH_COST_ROUNDS FREQHINT_BENCH_UCLAMP_ROUNDS FREQHINT_BENCH_IDLE_S; do
+	[ -z "${!v:-}" ] || printf '%s=%s\n' "$v" "${!v}" >>"$E2E_DIR/env"
+done
 [ -z "$only" ] || printf 'FREQHINT_BENCH_BURST_ONLY=1\nFREQHINT_BENCH_TAG=%s\n' "$only" >>"$E2E_DIR/env"
 [ -z "$nowin" ] || printf 'FREQHINT_BENCH_LATENCY_ONLY=1\n' >>"$E2E_DIR/env"
 [ "$E2E_ARCH" = x86_64 ] || printf 'FREQHINT_BENCH_SHORT=1\n' >>"$E2E_DIR/env"
-# The anchor (notify_every_change) exists only in this build of the module.
+# The anchors (notify_every_change, reporting_off) exist only in this build
+# of the module.
 mkdir -p "$E2E_DIR/anchor"
 FREQHINT_BENCH_ANCHOR=y "$here/guest-driver/tests/build-module.sh" --cached --arch "$E2E_ARCH" uclamp \
 	"$E2E_DIR/anchor/virtio_freqhint.ko" >/dev/null ||
 	die "building the anchor build of virtio_freqhint.ko failed"
+# The guest cost's cpufreq driver that drives nothing (x86 boots only: the
+# arm64 boot is short and has no guest cost).
+trivial=()
+if [ "$E2E_ARCH" = x86_64 ]; then
+	"$here/bench/guest/build-trivial-cpufreq.sh" "$E2E_DIR/fh_trivial_cpufreq.ko" ||
+		die "building bench/guest's trivial cpufreq driver failed"
+	trivial=("$E2E_DIR/fh_trivial_cpufreq.ko:/modules/fh_trivial_cpufreq.ko")
+fi
 e2e_make_initrd "$here/bench/guest/bench-guest.sh" \
 	"$(e2e_static fh-guest-bench "$here/bench/guest/fh-guest-bench.c")" \
 	"$E2E_DIR/env:/etc/freqhint-bench.env" \
 	"$here/bench/guest/load-lib.sh:/lib/freqhint/bench-load.sh" \
-	"$E2E_DIR/anchor/virtio_freqhint.ko:/modules/anchor/virtio_freqhint.ko"
+	"$E2E_DIR/anchor/virtio_freqhint.ko:/modules/anchor/virtio_freqhint.ko" \
+	"${trivial[@]}"
 
 e2e_make_fixture
 # The latency figure is about clamps: the guest governor's perf request is
