@@ -376,26 +376,48 @@ a_machine=
 [ -n "$a_why" ] || a_machine=$'\n| arm64 guest | the same kernel cross-built, 4 vCPUs, virt (GICv3, -cpu max), qemu-system-aarch64 of the same build |'
 [ -z "$a_why" ] || a_rows="| notifications per schedutil request and clamp change → host write on an arm64 guest (§11) | $a_why | the same anchors on arm64 | — | the same targets | — |"
 # The guest's cost of the module (bench-guest.sh guest_cost): medians of
-# the interleaved runs with and without it, and the range of each.
+# the interleaved runs of each state, and the range of each.
 median() {
 	tr , '\n' <<<"$1" | sort -g | awk '{ a[NR] = $1 }
 		END { if (!NR) print "?"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 range() { tr , '\n' <<<"$1" | sort -g | sed -n '1p;$p' | paste -sd'-'; }
-pp_on=$(median "$(val guestcost_pp_on)") pp_off=$(median "$(val guestcost_pp_off)")
-hb_on=$(median "$(val guestcost_hb_on)") hb_off=$(median "$(val guestcost_hb_off)")
-pp_pct=$(calc "($pp_on / $pp_off - 1) * 100" %+.1f)
-hb_pct=$(calc "($hb_on / $hb_off - 1) * 100" %+.1f)
+# Half the anchor runs' range, in % of their median: a difference smaller
+# than that is noise, not a measured cost (or gain).
+spread() { tr , '\n' <<<"$1" | sort -g | awk -v m="$2" '{ a[NR] = $1 } END { printf "%.1f", NR ? (a[NR] - a[1]) / 2 / m * 100 : 0 }'; }
+# Each state's medians (bench-guest.sh guest_cost): off (no cpufreq
+# driver), trivial (a cpufreq driver that only records requests), quiet
+# (the module with reporting_off=1), on (the module); uoff and uon the same
+# as off and on after a clamp turned uclamp accounting on.
+for st in off trivial quiet on uoff uon; do
+	for ld in pp hb; do
+		printf -v "${ld}_$st" %s "$(median "$(val "guestcost_${ld}_$st")")"
+	done
+done
+# cost_pct LOAD VALUE ANCHOR: VALUE's cost against ANCHOR in %, and
+# "(noise ± N %)" from the anchor's runs.
+cost_pct() { calc "($(val "${1}_$2") / $(val "${1}_$3") - 1) * 100" %+.1f; }
+cost_noise() { spread "$(val "guestcost_${1}_$2")" "$(val "${1}_$2")"; }
 cost_rounds=$(tr , '\n' <<<"$(val guestcost_pp_on)" | grep -c . || true)
+ucost_rounds=$(tr , '\n' <<<"$(val guestcost_pp_uon)" | grep -c . || true)
+# The module's own share: on against the module with reporting off.
+pp_pct=$(cost_pct pp on quiet) hb_pct=$(cost_pct hb on quiet)
+pp_spread=$(cost_noise pp quiet) hb_spread=$(cost_noise hb quiet)
+# schedutil's: a trivial cpufreq driver against none.
+pp_su_pct=$(cost_pct pp trivial off) hb_su_pct=$(cost_pct hb trivial off)
+pp_su_spread=$(cost_noise pp off) hb_su_spread=$(cost_noise hb off)
+# The module's cpufreq driver, not gathering, against the trivial one.
+pp_cf_pct=$(cost_pct pp quiet trivial) hb_cf_pct=$(cost_pct hb quiet trivial)
+pp_cf_spread=$(cost_noise pp trivial) hb_cf_spread=$(cost_noise hb trivial)
+# uclamp accounting's: each state with it against the same without.
+pp_uc_off_pct=$(cost_pct pp uoff off) hb_uc_off_pct=$(cost_pct hb uoff off)
+pp_uc_on_pct=$(cost_pct pp uon on) hb_uc_on_pct=$(cost_pct hb uon on)
+# Everything the module brings (the figure before issue 41): on against off.
+pp_all_pct=$(cost_pct pp on off) hb_all_pct=$(cost_pct hb on off)
 # Busy USER_HZ (100/s) ticks while idle, as a share of the vCPUs' time.
 idle_share() { calc "$(median "$(val "guestcost_idle_$1")") / (100 * $(val guestcost_idle_seconds) * $(val guestcost_vcpus)) * 100" %.3f; }
 idle_on_pct=$(idle_share on) idle_off_pct=$(idle_share off)
 idle_mod_pct=$(calc "$idle_on_pct - $idle_off_pct" %.3f)
-# Half the anchor runs' range, in % of their median: a difference smaller
-# than that is noise, not a measured cost (or gain).
-spread() { tr , '\n' <<<"$1" | sort -g | awk -v m="$2" '{ a[NR] = $1 } END { printf "%.1f", NR ? (a[NR] - a[1]) / 2 / m * 100 : 0 }'; }
-pp_spread=$(spread "$(val guestcost_pp_off)" "$pp_off")
-hb_spread=$(spread "$(val guestcost_hb_off)" "$hb_off")
 v_pp=$(verdict "$pp_pct <= 1")
 v_hb=$(verdict "$hb_pct <= 1")
 # The module's own CPU time counted by the module itself (debugfs: the
@@ -498,8 +520,10 @@ Value and anchor were measured in this run, on the same machine, one after the o
 $vs_row
 | virtqueue notifications per schedutil request at a high request rate: $fast_rate requests/s across 4 vCPUs (schedutil's rate limit 0, a floor-1024 task waking every 2 ms per vCPU; §1) | $ratio_fast ($(val device_fast_notifications) for $(val burst_fast_calls)) | $ratio_fastevery: \`notify_every_change=1\` ($(val device_fastevery_notifications) for $(val burst_fastevery_calls)) | $(calc "$ratio_fast / $ratio_fastevery" %.2f) | ≤ 0.1 at ≥ 1000 requests/s | $v_fast |
 | guest clamp change → host write, TCG, $(nproc) cores (§4; clocks related over the serial port, ± $(val latency_clk_err) ms) | p50 $(val latency_clk_p50), p90 $(val latency_clk_p90), p99 $(val latency_clk_p99), max $(val latency_clk_max) ms (n=$(val latency_n)) | every window off: p50 $(val latency_nowin_clk_p50), p90 $(val latency_nowin_clk_p90), p99 $(val latency_nowin_clk_p99), max $(val latency_nowin_clk_max) ms (n=$(val latency_nowin_n), ± $(val latency_nowin_clk_err) ms) | p50 $lat_vs_p50, p99 $lat_vs_p99 | $lat_goal | $v4 |
-| guest cost: pipe ping-pong between two tasks pinned to one vCPU, ns per round trip (§9) | $pp_on (range $(range "$(val guestcost_pp_on)"), n=$cost_rounds) | the same boot, module not loaded: $pp_off (range $(range "$(val guestcost_pp_off)")) | $pp_pct % (noise ± $pp_spread %) | ≤ +1 % | $v_pp |
-| guest cost: hackbench-like load, 4 groups × 20 tasks on all vCPUs, ms (§9) | $hb_on (range $(range "$(val guestcost_hb_on)")) | module not loaded: $hb_off (range $(range "$(val guestcost_hb_off)")) | $hb_pct % (noise ± $hb_spread %) | ≤ +1 % | $v_hb |
+| guest cost, the module's own share: pipe ping-pong between two tasks pinned to one vCPU, ns per round trip (§9) | $pp_on (range $(range "$(val guestcost_pp_on)"), n=$cost_rounds) | the same boot, the module loaded with reporting off: $pp_quiet (range $(range "$(val guestcost_pp_quiet)")) | $pp_pct % (noise ± $pp_spread %) | ≤ +1 % | $v_pp |
+| guest cost, the module's own share: hackbench-like load, 4 groups × 20 tasks on all vCPUs, ms (§9) | $hb_on (range $(range "$(val guestcost_hb_on)")) | reporting off: $hb_quiet (range $(range "$(val guestcost_hb_quiet)")) | $hb_pct % (noise ± $hb_spread %) | ≤ +1 % | $v_hb |
+| schedutil's cost in the guest: a cpufreq driver that only records requests, ping-pong ns / hackbench-like ms (§9) | $pp_trivial / $hb_trivial | no cpufreq driver: $pp_off / $hb_off | $pp_su_pct % (noise ± $pp_su_spread %) / $hb_su_pct % (noise ± $hb_su_spread %) | none (not the module's) | — |
+| uclamp accounting's cost in the guest, turned on by a clamp after the rounds above (§9) | no cpufreq driver $pp_uoff ns / $hb_uoff ms, the module $pp_uon ns / $hb_uon ms (n=$ucost_rounds) | the same states before: $pp_off / $hb_off, $pp_on / $hb_on | no driver $pp_uc_off_pct % / $hb_uc_off_pct %, the module $pp_uc_on_pct % / $hb_uc_on_pct % (noise as the row above) | none (the guest's choice) | — |
 | the module's own CPU time (samplers, sender) per vCPU-second, idle guest (§9) | $own_idle_pct % (the busy-tick difference, a cross-check at one tick's resolution: $idle_mod_pct %) | — | — | ≤ 0.1 % | $v_idlecost |
 | the same, bursty guest: the load of §1 (§9) | $own_burst_pct % (samplers $own_burst_sampler_pct %, sender $own_burst_sender_pct %) | — | — | none set (≤ 0.1 % is the idle target) | — |
 | the windows' share of that latency: value minus the windows-off anchor (§4) | p50 $win_p50 ms, p99 $win_p99 ms (± $win_err ms) | (the anchor above) | — | ≤ 1 ms at p50, ≤ 5 ms at p99 | $v_win |
@@ -840,20 +864,42 @@ cat <<EOF
 
 ## 9. The guest's cost of the module
 
-In the benchmark guest's first boot, after the bursty loads, $cost_rounds rounds each run the same three
-measurements once with \`virtio_freqhint\` loaded and once with it unloaded (\`rmmod\`, so the vCPUs also lose the
-cpufreq driver and schedutil); the order flips every round, so neither state always runs first after a load.
+In the benchmark guest's first boot, before anything in it sets a clamp, $cost_rounds rounds each run the same
+measurements once in each of four states, in an order rotated by one each round (so each state follows each
+load or unload in turn):
+
+- off: no cpufreq driver at all (\`rmmod\`; the figure before issue 41 compared the module against this);
+- trivial: \`bench/guest/trivial-cpufreq\`, a cpufreq driver with a fixed table whose \`fast_switch\` and
+  \`target_index\` only store the value, under schedutil: what schedutil's update hooks cost;
+- reporting off: the module's benchmark build loaded with \`reporting_off=1\`: bound to the device, its cpufreq
+  driver registered, but no clamp source and no sampler (the rounds check that no window ran and nothing was sent);
+- on: the module as shipped.
+
+The scheduler's uclamp accounting (\`sched_uclamp_used\`) stays off until a task first sets a clamp and then stays on
+until reboot, so it can only come last: after those rounds the guest sets a clamp (\`uclampset -m 0\` on its shell;
+the driver's load message confirms the accounting was off before and on after), and $ucost_rounds more rounds run
+off and on, their order flipped each round.  No kprobes are set meanwhile.
 
 - ping-pong: \`fh-guest-bench pingpong 3 N\`, two processes pinned to vCPU3 passing one byte through two pipes;
   each round trip is two wake-ups and two context switches on that vCPU, the path the clamp source adds to.
-  Median $pp_on ns with the module, $pp_off ns without: **$pp_pct %** (target ≤ +1 %: $v_pp).
-  Runs: with $(val guestcost_pp_on); without $(val guestcost_pp_off).
+  The module's own share, on against reporting off: median $pp_on ns against $pp_quiet ns, **$pp_pct %**
+  (noise ± $pp_spread %; target ≤ +1 %: $v_pp).
+  schedutil's, trivial against off: $pp_trivial ns against $pp_off ns, **$pp_su_pct %** (noise ± $pp_su_spread %).
+  The module's cpufreq driver without gathering, reporting off against trivial: **$pp_cf_pct %** (noise ± $pp_cf_spread %).
+  uclamp accounting's: off $pp_uoff ns against $pp_off ns, **$pp_uc_off_pct %**; on $pp_uon ns against $pp_on ns,
+  **$pp_uc_on_pct %**.  Everything together, on against off: $pp_all_pct %.
+  Runs: on $(val guestcost_pp_on); reporting off $(val guestcost_pp_quiet); trivial $(val guestcost_pp_trivial);
+  off $(val guestcost_pp_off); with uclamp accounting off $(val guestcost_pp_uoff), on $(val guestcost_pp_uon).
 - hackbench-like: \`fh-guest-bench hackbench 4 20\`, 4 groups of 10 senders and 10 receivers over pipes on every vCPU.
-  Median $hb_on ms with, $hb_off ms without: **$hb_pct %** (target ≤ +1 %: $v_hb).
-  Runs: with $(val guestcost_hb_on); without $(val guestcost_hb_off).
+  The module's own share: $hb_on ms against $hb_quiet ms, **$hb_pct %** (noise ± $hb_spread %; target ≤ +1 %: $v_hb).
+  schedutil's: $hb_trivial ms against $hb_off ms, **$hb_su_pct %** (noise ± $hb_su_spread %).
+  The module's cpufreq driver without gathering: **$hb_cf_pct %** (noise ± $hb_cf_spread %).
+  uclamp accounting's: off **$hb_uc_off_pct %**, on **$hb_uc_on_pct %**.  Everything together: $hb_all_pct %.
+  Runs: on $(val guestcost_hb_on); reporting off $(val guestcost_hb_quiet); trivial $(val guestcost_hb_trivial);
+  off $(val guestcost_hb_off); with uclamp accounting off $(val guestcost_hb_uoff), on $(val guestcost_hb_uon).
 - idle: the guest's busy time (\`/proc/stat\` user+nice+system+irq+softirq, 10 ms ticks) over
   $(val guestcost_idle_seconds) s with nothing running, as a share of $(val guestcost_vcpus) vCPUs' time:
-  $idle_on_pct % with the module, $idle_off_pct % without; the module's share **$idle_mod_pct %** (target ≤ 0.1 %: $v_idlecost).
+  $idle_on_pct % with the module, $idle_off_pct % without a cpufreq driver; the module's share **$idle_mod_pct %** (target ≤ 0.1 %: $v_idlecost).
   One tick is $(calc "100 / (100 * $(val guestcost_idle_seconds) * $(val guestcost_vcpus))" %.3f) % here: the resolution of this figure.
 - the module's own CPU time, counted by the module (debugfs: each CPU's \`sampler_ns\`, the time in its sampler
   hrtimer and the gatherer's irq_works, and \`statistics/sender_ns\`, the sender thread's runtime), per vCPU-second:
