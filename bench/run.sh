@@ -28,21 +28,24 @@
 #     first build included), host feedback (20 changes 250 ms apart,
 #     a quiet window as long, ~15 s), cost ~10 s, bursty load in four
 #     runs (default, fast, every, fastevery) 4 x 20 s (+ ~30 s of
-#     reloads and settling), guest cost 6 rounds x 2 states x
-#     (ping-pong, hackbench-like, 5 s idle) ~80 s, 200 latency
-#     samples 100-300 ms apart with clock sync ~60 s               ~315 s
+#     reloads and settling), guest cost (issue 41) 4 rounds x 4
+#     states x (ping-pong and hackbench-like ~2 s, a load or unload
+#     and 1 s of settling ~2.5 s) + 5 s idle in 2 of the states, then
+#     4 rounds x 2 states with uclamp accounting on, ~150 s (a try at
+#     load ~2 with 1 + 1 rounds took 32 s), 200 latency samples
+#     100-300 ms apart with clock sync ~60 s                       ~385 s
 #   boot 2, 30 ms window, bursty default mode only                   ~50 s
 #   boot 3, every window off, 200 latency samples                   ~80 s
 #   plots and the report                                             ~5 s
-#   total (x86)                                            ~890 s (~15 min)
+#   total (x86)                                            ~960 s (~16 min)
 #   two arm64 boots unless FREQHINT_ARM64=none (virt, TCG, slower):
 #     boot 1, bursty load in both modes 2 x 15 s, 100 latency
 #     samples ~170 s; boot 2, 100 samples with every window off ~90 s ~260 s
-#   total with arm64                                     ~1150 s (~19 min)
+#   total with arm64                                     ~1220 s (~20 min)
 #   outcome (issue 40, bench/guest/outcome.sh): a 2-vCPU boot ~30 s,
 #     calibration 2 s, 2 rounds x 5 modes x (16 s of workload + agent
 #     restart, clock sync, results ~4 s)                           ~240 s
-#   total with arm64 and the outcome                     ~1390 s (~23 min;
+#   total with arm64 and the outcome                     ~1460 s (~24 min;
 #     issue 40's budget for the whole bench: 25 min on 2 cores)
 #   vsock (issue 39, bench/guest/vsock.sh): a boot with freqhintd and
 #     freqhint-vsockd in the guest, the bursty load once, checks and
@@ -57,8 +60,12 @@
 # count exits exactly (each change is seen alone: a background exit in its
 # window shows as +0.05).  The drain's 40 cycles give ~0.7 s of CPU time
 # in 10 ms ticks (± 1.5 %; 10 cycles, --quick: ± 5 %).  The guest cost's
-# 6 rounds give medians of 6 runs per state; TCG's spread (tens of %
-# between runs on a loaded host) is far above the 1 % target anyway.
+# 4 rounds (6 before issue 41 split it into four states and a second
+# phase; each state now takes each place of the rotation once) give
+# medians of 4 runs per state, the mean of the middle two: about 1.2 times
+# the error of a median of 6, and a noise band (half the range) from 4
+# runs, a little narrower than from 6; TCG's spread (tens of % between
+# runs on a loaded host) is far above the 1 % target anyway.
 # On a loaded machine (a soak, other engineers' guests) the connects and
 # the guests' TCG time stretch; --quick cuts every count for a try-out.
 #

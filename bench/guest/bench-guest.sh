@@ -163,7 +163,8 @@ reload() {
 #            driver registered, nothing gathered or sent
 #   on       the product module
 # Rounds interleave the four states, each round's order rotated by one so
-# that each state takes each place in turn (after which load or unload).
+# that each state takes each place in turn (after which load or unload):
+# 4 rounds (FREQHINT_BENCH_COST_ROUNDS) take every place once.
 # The scheduler's uclamp accounting (sched_uclamp_used) is off until a
 # task first sets a clamp and then stays on until reboot, so these rounds
 # run before anything in this boot sets one; then this shell sets one
@@ -251,7 +252,7 @@ guest_cost() {
 	check "uclamp accounting off before the first rounds" \
 		test "$(clamps_said)" = "reported once one is set"
 	r=0
-	while [ $r -lt "${FREQHINT_BENCH_COST_ROUNDS:-5}" ]; do
+	while [ $r -lt "${FREQHINT_BENCH_COST_ROUNDS:-4}" ]; do
 		set -- off trivial quiet on
 		i=0
 		while [ $i -lt $((r % 4)) ]; do
