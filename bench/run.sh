@@ -419,6 +419,7 @@ pp_cf_spread=$(cost_noise pp trivial) hb_cf_spread=$(cost_noise hb trivial)
 # uclamp accounting's: each state with it against the same without.
 pp_uc_off_pct=$(cost_pct pp uoff off) hb_uc_off_pct=$(cost_pct hb uoff off)
 pp_uc_on_pct=$(cost_pct pp uon on) hb_uc_on_pct=$(cost_pct hb uon on)
+pp_on_spread=$(cost_noise pp on) hb_on_spread=$(cost_noise hb on)
 # Everything the module brings (the figure before issue 41): on against off.
 pp_all_pct=$(cost_pct pp on off) hb_all_pct=$(cost_pct hb on off)
 # Busy USER_HZ (100/s) ticks while idle, as a share of the vCPUs' time.
@@ -530,7 +531,7 @@ $vs_row
 | guest cost, the module's own share: pipe ping-pong between two tasks pinned to one vCPU, ns per round trip (§9) | $pp_on (range $(range "$(val guestcost_pp_on)"), n=$cost_rounds) | the same boot, the module loaded with reporting off: $pp_quiet (range $(range "$(val guestcost_pp_quiet)")) | $pp_pct % (noise ± $pp_spread %) | ≤ +1 % | $v_pp |
 | guest cost, the module's own share: hackbench-like load, 4 groups × 20 tasks on all vCPUs, ms (§9) | $hb_on (range $(range "$(val guestcost_hb_on)")) | reporting off: $hb_quiet (range $(range "$(val guestcost_hb_quiet)")) | $hb_pct % (noise ± $hb_spread %) | ≤ +1 % | $v_hb |
 | schedutil's cost in the guest: a cpufreq driver that only records requests, ping-pong ns / hackbench-like ms (§9) | $pp_trivial / $hb_trivial | no cpufreq driver: $pp_off / $hb_off | $pp_su_pct % (noise ± $pp_su_spread %) / $hb_su_pct % (noise ± $hb_su_spread %) | none (not the module's) | — |
-| uclamp accounting's cost in the guest, turned on by a clamp after the rounds above (§9) | no cpufreq driver $pp_uoff ns / $hb_uoff ms, the module $pp_uon ns / $hb_uon ms (n=$ucost_rounds) | the same states before: $pp_off / $hb_off, $pp_on / $hb_on | no driver $pp_uc_off_pct % / $hb_uc_off_pct %, the module $pp_uc_on_pct % / $hb_uc_on_pct % (noise as the row above) | none (the guest's choice) | — |
+| uclamp accounting's cost in the guest, turned on by a clamp after the rounds above (§9) | no cpufreq driver $pp_uoff ns / $hb_uoff ms, the module $pp_uon ns / $hb_uon ms (n=$ucost_rounds) | the same states before: $pp_off / $hb_off, $pp_on / $hb_on | no driver $pp_uc_off_pct % / $hb_uc_off_pct % (noise as the row above), the module $pp_uc_on_pct % (noise ± $pp_on_spread %) / $hb_uc_on_pct % (noise ± $hb_on_spread %) | none (the guest's choice) | — |
 | the module's own CPU time (samplers, sender) per vCPU-second, idle guest (§9) | $own_idle_pct % (the busy-tick difference, a cross-check at one tick's resolution: $idle_mod_pct %) | — | — | ≤ 0.1 % | $v_idlecost |
 | the same, bursty guest: the load of §1 (§9) | $own_burst_pct % (samplers $own_burst_sampler_pct %, sender $own_burst_sender_pct %) | — | — | none set (≤ 0.1 % is the idle target) | — |
 | the windows' share of that latency: value minus the windows-off anchor (§4) | p50 $win_p50 ms, p99 $win_p99 ms (± $win_err ms) | (the anchor above) | — | ≤ 1 ms at p50, ≤ 5 ms at p99 | $v_win |
@@ -893,15 +894,16 @@ off and on, their order flipped each round.  No kprobes are set meanwhile.
   (noise ± $pp_spread %; target ≤ +1 %: $v_pp).
   schedutil's, trivial against off: $pp_trivial ns against $pp_off ns, **$pp_su_pct %** (noise ± $pp_su_spread %).
   The module's cpufreq driver without gathering, reporting off against trivial: **$pp_cf_pct %** (noise ± $pp_cf_spread %).
-  uclamp accounting's: off $pp_uoff ns against $pp_off ns, **$pp_uc_off_pct %**; on $pp_uon ns against $pp_on ns,
-  **$pp_uc_on_pct %**.  Everything together, on against off: $pp_all_pct %.
+  uclamp accounting's: off $pp_uoff ns against $pp_off ns, **$pp_uc_off_pct %** (noise ± $pp_su_spread %); on $pp_uon ns
+  against $pp_on ns, **$pp_uc_on_pct %** (noise ± $pp_on_spread %).  Everything together, on against off: $pp_all_pct %.
   Runs: on $(val guestcost_pp_on); reporting off $(val guestcost_pp_quiet); trivial $(val guestcost_pp_trivial);
   off $(val guestcost_pp_off); with uclamp accounting off $(val guestcost_pp_uoff), on $(val guestcost_pp_uon).
 - hackbench-like: \`fh-guest-bench hackbench 4 20\`, 4 groups of 10 senders and 10 receivers over pipes on every vCPU.
   The module's own share: $hb_on ms against $hb_quiet ms, **$hb_pct %** (noise ± $hb_spread %; target ≤ +1 %: $v_hb).
   schedutil's: $hb_trivial ms against $hb_off ms, **$hb_su_pct %** (noise ± $hb_su_spread %).
   The module's cpufreq driver without gathering: **$hb_cf_pct %** (noise ± $hb_cf_spread %).
-  uclamp accounting's: off **$hb_uc_off_pct %**, on **$hb_uc_on_pct %**.  Everything together: $hb_all_pct %.
+  uclamp accounting's: off **$hb_uc_off_pct %** (noise ± $hb_su_spread %), on **$hb_uc_on_pct %** (noise ± $hb_on_spread %).
+  Everything together: $hb_all_pct %.
   Runs: on $(val guestcost_hb_on); reporting off $(val guestcost_hb_quiet); trivial $(val guestcost_hb_trivial);
   off $(val guestcost_hb_off); with uclamp accounting off $(val guestcost_hb_uoff), on $(val guestcost_hb_uon).
 - idle: the guest's busy time (\`/proc/stat\` user+nice+system+irq+softirq, 10 ms ticks) over
