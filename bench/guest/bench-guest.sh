@@ -328,6 +328,8 @@ STEP_KO=
 reload
 check "the product driver has no notify_every_change" \
 	test ! -e /sys/module/virtio_freqhint/parameters/notify_every_change
+check "the product driver has no reporting_off" \
+	test ! -e /sys/module/virtio_freqhint/parameters/reporting_off
 sleep 1
 
 # Equal information: after the load, one steady clamped task on vCPU1; the

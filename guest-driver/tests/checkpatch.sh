@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The kernel's checkpatch.pl --strict (from the uclamp test kernel's source, see
-# tests/harness/build-kernel.sh) over the module's C files must report
+# tests/harness/build-kernel.sh) over the module's C files, and over
+# bench/guest's trivial cpufreq driver, must report
 # nothing but the one version check this out-of-tree module needs
 # (cpufreq_driver.exit changed type in 6.11; README.md).
 set -euo pipefail
@@ -14,7 +15,8 @@ src=$("$here/tests/harness/build-kernel.sh" --print-dir)/build/source
 cp=$src/scripts/checkpatch.pl
 [ -f "$cp" ] || die "$cp not found: run scripts/setup.sh"
 cd "$here/guest-driver"
-out=$(perl "$cp" --no-tree -f --terse --strict --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON ./*.c ./*.h |
+out=$(perl "$cp" --no-tree -f --terse --strict --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON ./*.c ./*.h \
+	../bench/guest/trivial-cpufreq/*.c |
 	grep -v ' total: 0 errors, 0 warnings, ' || true)
 if [ -n "$out" ]; then
 	echo "$out"
