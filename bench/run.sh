@@ -396,11 +396,10 @@ spread() { tr , '\n' <<<"$1" | sort -g | awk -v m="$2" '{ a[NR] = $1 } END { pri
 # driver), trivial (a cpufreq driver that only records requests), quiet
 # (the module with reporting_off=1), on (the module); uoff and uon the same
 # as off and on after a clamp turned uclamp accounting on.
-for st in off trivial quiet on uoff uon; do
-	for ld in pp hb; do
-		printf -v "${ld}_$st" %s "$(median "$(val "guestcost_${ld}_$st")")"
-	done
-done
+gmed() { median "$(val "guestcost_$1")"; }
+pp_off=$(gmed pp_off) pp_trivial=$(gmed pp_trivial) pp_quiet=$(gmed pp_quiet) pp_on=$(gmed pp_on)
+hb_off=$(gmed hb_off) hb_trivial=$(gmed hb_trivial) hb_quiet=$(gmed hb_quiet) hb_on=$(gmed hb_on)
+pp_uoff=$(gmed pp_uoff) pp_uon=$(gmed pp_uon) hb_uoff=$(gmed hb_uoff) hb_uon=$(gmed hb_uon)
 # cost_pct LOAD VALUE ANCHOR: VALUE's cost against ANCHOR in %, and
 # "(noise ± N %)" from the anchor's runs.
 cost_pct() { calc "($(val "${1}_$2") / $(val "${1}_$3") - 1) * 100" %+.1f; }
