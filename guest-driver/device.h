@@ -115,7 +115,8 @@ extern bool vfh_notify_every_change;
  * reporting_off: the module's share of the guest's cost is measured
  * against it.  The device is bound, its events taken and the cpufreq
  * driver registered (its requests only stored), but there is no clamp
- * source and no CPU is sampled, so nothing is published or sent.
+ * source and no CPU is sampled, so nothing is published, nor sent after
+ * the link's first buffer.
  */
 extern bool vfh_bench_reporting_off;
 #define vfh_reporting_off()	vfh_bench_reporting_off
