@@ -17,8 +17,9 @@
 #       "T:notifications", host seconds since the same step), with the
 #       lines one notification per request and one per 10 ms window
 #   DIR/BENCHMARKS-guest-cost.png     distributions (CDF) of the ping-pong
-#       round trip and the hackbench-like load's time, module loaded against
-#       not loaded (guestcost_{pp,hb}_{on,off}, interleaved runs of one boot)
+#       round trip and the hackbench-like load's time in each state of the
+#       guest cost (guestcost_{pp,hb}_{on,quiet,trivial,off,uon,uoff},
+#       interleaved runs of one boot)
 #
 # A mode without data is left out of its plot; with no data at all the
 # plot is not written (and the script says so).  The .dat files gnuplot
@@ -130,16 +131,28 @@ else
 	log "no burst series in $res: BENCHMARKS-notifications.png not written"
 fi
 
-# One CDF panel per guest-cost load: "on" and "off" runs of one boot.
+# One CDF panel per guest-cost load: the runs of each state of one boot
+# (bench-guest.sh guest_cost); a state without runs is left out, the
+# module and no cpufreq driver are needed.
 cost_panel() {
-	local load=$1 title=$2 unit=$3 div=$4 on=guestcost_$1_on off=guestcost_$1_off
-	on=${!on:-} off=${!off:-}
-	cdf "${on//,/ }" "$data/cost-$load-on.dat" && cdf "${off//,/ }" "$data/cost-$load-off.dat" || return 1
+	local load=$1 title=$2 unit=$3 div=$4 i v curves=()
+	local states=(on quiet trivial off uon uoff)
+	local titles=('the module' 'the module, reporting off (anchor)' 'a trivial cpufreq driver'
+		'no cpufreq driver' 'the module, uclamp accounting on' 'no cpufreq driver, uclamp accounting on')
+	local styles=('lw 2' 'lw 2 dt 2' 'lw 2 dt 3' 'lw 2 dt 4' 'lw 1' 'lw 1 dt 4')
+	for i in "${!states[@]}"; do
+		v=guestcost_${load}_${states[$i]}
+		v=${!v:-}
+		if cdf "${v//,/ }" "$data/cost-$load-${states[$i]}.dat"; then
+			curves+=("'$data/cost-$load-${states[$i]}.dat' using (\$1 / $div):2 with steps ${styles[$i]} title '${titles[$i]}'")
+		elif [ "$i" = 0 ] || [ "$i" = 3 ]; then
+			return 1
+		fi
+	done
 	cat <<EOP
 set title '$title'
 set xlabel '$unit'
-plot '$data/cost-$load-on.dat' using (\$1 / $div):2 with steps lw 2 title 'module loaded', \\
-     '$data/cost-$load-off.dat' using (\$1 / $div):2 with steps lw 2 dt 2 title 'not loaded (anchor)'
+plot $(IFS=,; echo "${curves[*]}")
 EOP
 }
 if pp=$(cost_panel pp 'Pipe ping-pong, two tasks pinned to vCPU3' 'µs per round trip' 1000) &&

@@ -922,7 +922,7 @@ Under TCG every guest instruction is translated and the host's other work shows 
 summary); a difference smaller than the noise (half the anchor runs' range) is not a measured cost, and a
 "met" beside such a difference only says the medians are within the target.
 
-![guest cost: round trip and hackbench-like load, module loaded against not loaded](BENCHMARKS-guest-cost.png)
+![guest cost: round trip and hackbench-like load in each state](BENCHMARKS-guest-cost.png)
 
 ## 10. Host feedback: guest exits per host change
 
