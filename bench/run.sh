@@ -31,21 +31,21 @@
 #     reloads and settling), guest cost (issue 41) 4 rounds x 4
 #     states x (ping-pong and hackbench-like ~2 s, a load or unload
 #     and 1 s of settling ~2.5 s) + 5 s idle in 2 of the states, then
-#     4 rounds x 2 states with uclamp accounting on, ~150 s (a try at
-#     load ~2 with 1 + 1 rounds took 32 s), 200 latency samples
-#     100-300 ms apart with clock sync ~60 s                       ~385 s
+#     4 rounds x 2 states with uclamp accounting on, ~120 s (118 s
+#     measured at load ~2), 200 latency samples 100-300 ms apart
+#     with clock sync ~60 s                                        ~355 s
 #   boot 2, 30 ms window, bursty default mode only                   ~50 s
 #   boot 3, every window off, 200 latency samples                   ~80 s
 #   plots and the report                                             ~5 s
-#   total (x86)                                            ~960 s (~16 min)
+#   total (x86)                                            ~930 s (~16 min)
 #   two arm64 boots unless FREQHINT_ARM64=none (virt, TCG, slower):
 #     boot 1, bursty load in both modes 2 x 15 s, 100 latency
 #     samples ~170 s; boot 2, 100 samples with every window off ~90 s ~260 s
-#   total with arm64                                     ~1220 s (~20 min)
+#   total with arm64                                     ~1190 s (~20 min)
 #   outcome (issue 40, bench/guest/outcome.sh): a 2-vCPU boot ~30 s,
 #     calibration 2 s, 2 rounds x 5 modes x (16 s of workload + agent
 #     restart, clock sync, results ~4 s)                           ~240 s
-#   total with arm64 and the outcome                     ~1460 s (~24 min;
+#   total with arm64 and the outcome                     ~1430 s (~24 min;
 #     issue 40's budget for the whole bench: 25 min on 2 cores)
 #   vsock (issue 39, bench/guest/vsock.sh): a boot with freqhintd and
 #     freqhint-vsockd in the guest, the bursty load once, checks and
