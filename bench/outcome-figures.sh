@@ -14,7 +14,7 @@
 #   outcome_M_p50_alone_us, _p50_shared_us
 #   outcome_M_requests, _late        requests, and those that started a period late
 #   outcome_M_p99_rounds_us,         p99 and late requests of each round on its
-#   outcome_M_late_rounds            own, in round order (space-separated): a
+#   outcome_M_late_rounds            own, in round order (comma-separated): a
 #                                    round whose late requests queued behind
 #                                    each other shows apart from the others
 #   outcome_M_skipped                slots already past when the foreground got
@@ -70,8 +70,8 @@ for m in $modes; do
 		step=$dir/step-$m-$r
 		awk '{ print $2 >>"'"$tmp/all"'"; print $2 >>("'"$tmp"'/" ($3 == 1 ? "shared" : "alone")) }' "$dir/req-$m-$r"
 		awk '{ print $2 }' "$dir/req-$m-$r" >"$tmp/round"
-		p99_rounds="${p99_rounds:+$p99_rounds }$(pct "$tmp/round" 0.99)"
-		late_rounds="${late_rounds:+$late_rounds }$(num late "$step")"
+		p99_rounds="${p99_rounds:+$p99_rounds,}$(pct "$tmp/round" 0.99)"
+		late_rounds="${late_rounds:+$late_rounds,}$(num late "$step")"
 		requests=$((requests + $(num requests "$step")))
 		late=$((late + $(num late "$step")))
 		skipped=$((skipped + $(num skipped "$step")))

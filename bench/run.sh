@@ -1029,8 +1029,8 @@ done
 # per round: "p99 ms (late)" in round order
 o_rounds() {
 	local p l i=1 out=''
-	for p in $(oval "$1" p99_rounds_us); do
-		l=$(oval "$1" late_rounds | cut -d' ' -f"$i")
+	for p in $(oval "$1" p99_rounds_us | tr , ' '); do
+		l=$(oval "$1" late_rounds | cut -d, -f"$i")
 		out="${out:+$out, }$(calc "$p / 1000" %.1f) ($l late)"
 		i=$((i + 1))
 	done

@@ -86,8 +86,8 @@ is outcome_c_identity_windows 10
 is outcome_c_over_cap 21
 is outcome_e_over_cap 3
 # per round, in round order: 1..100 ms, 0.2..2 ms, 1..10 ms
-is outcome_e_p99_rounds_us "99000 2000 10000"
-is outcome_e_late_rounds "2 1 5"
+is outcome_e_p99_rounds_us 99000,2000,10000
+is outcome_e_late_rounds 2,1,5
 is outcome_c_p99_rounds_us 99000
 is outcome_e_max_khz 2000000
 is outcome_c_sync_err_us 150
