@@ -35,7 +35,8 @@ enum fh_msg_type {
 	FH_MSG_CLOSE	= 7,	/* either direction, last frame */
 	FH_MSG_HOST_FREQ = 8,	/* agent -> device, with FH_F_HOST_FREQ */
 	FH_MSG_VCPUS	= 9,	/* device -> agent, with FH_F_VCPUS */
-	FH_MSG_MAX	= FH_MSG_VCPUS,
+	FH_MSG_CUR_FREQ	= 10,	/* agent -> device, with FH_F_CUR_FREQ */
+	FH_MSG_MAX	= FH_MSG_CUR_FREQ,
 };
 
 /* Feature bits in HELLO (offered) and WELCOME (accepted). */
@@ -43,7 +44,10 @@ enum fh_msg_type {
 #define FH_F_GRANTS	(1u << 1)	/* device relays GRANTS to the guest */
 #define FH_F_HOST_FREQ	(1u << 2)	/* agent sends HOST_FREQ, device relays */
 #define FH_F_VCPUS	(1u << 3)	/* device sends VCPUS after vCPU hot-plug */
-#define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS)
+/* agent sends CUR_FREQ, device relays; needs FH_F_HOST_FREQ (bit 4 is FH_F_RELAY) */
+#define FH_F_CUR_FREQ	(1u << 5)
+#define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS | \
+			 FH_F_CUR_FREQ)
 
 /* Close reasons carried by FH_MSG_CLOSE. */
 enum fh_close_reason {
@@ -141,6 +145,21 @@ struct fh_msg_host_freq {
 	 */
 };
 
+/*
+ * The frequency each vCPU's physical CPU runs at, as the host last sampled
+ * it; sent after HOST_FREQ and when a value changed, at most once per the
+ * agent's sampling interval.
+ */
+struct fh_msg_cur_freq {
+	uint16_t num_vcpus;	/* == num_vcpus of HELLO */
+	uint16_t reserved;	/* must be zero */
+	uint32_t reserved2;	/* must be zero */
+	/*
+	 * uint32_t cur_khz[num_vcpus]: 0 (unknown), or within [min_khz,
+	 * max_khz] of the vCPU's class in the latest HOST_FREQ
+	 */
+};
+
 /* The vCPU thread table again, after a vCPU was hot-plugged or unplugged. */
 struct fh_msg_vcpus {
 	uint16_t num_vcpus;	/* == num_vcpus of HELLO */
@@ -223,6 +242,13 @@ _Static_assert(offsetof(struct virtio_freqhint_feedback, classes) == 16,
 	       "virtio_freqhint_feedback.classes at 16");
 _Static_assert(sizeof(struct virtio_freqhint_feedback) == 624,
 	       "virtio_freqhint_feedback header is 624 bytes");
+_Static_assert(sizeof(struct virtio_freqhint_cur_freq) == 8,
+	       "virtio_freqhint_cur_freq header is 8 bytes");
+/* CUR_FREQ never outgrows the event buffer FEEDBACK sizes. */
+_Static_assert(sizeof(struct virtio_freqhint_cur_freq) + 4 <=
+	       sizeof(struct virtio_freqhint_feedback) +
+	       sizeof(struct virtio_freqhint_vcpu_feedback),
+	       "CUR_FREQ is shorter than FEEDBACK");
 
 _Static_assert(sizeof(struct fh_frame_hdr) == 8, "fh_frame_hdr is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_hello) == 96, "fh_msg_hello is 96 bytes");
@@ -236,6 +262,10 @@ _Static_assert(sizeof(struct fh_grant) == 4, "fh_grant is 4 bytes");
 _Static_assert(sizeof(struct fh_msg_host_freq) == 8,
 	       "fh_msg_host_freq is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_vcpus) == 8, "fh_msg_vcpus is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_cur_freq) == 8,
+	       "fh_msg_cur_freq is 8 bytes");
+_Static_assert(sizeof(struct fh_msg_cur_freq) + 4 * FH_MAX_VCPUS <=
+	       FH_MAX_PAYLOAD, "a full CUR_FREQ fits in a frame");
 _Static_assert(sizeof(struct fh_msg_ping) == 8, "fh_msg_ping is 8 bytes");
 _Static_assert(sizeof(struct fh_msg_close) == 8 + FH_TEXT_MAX,
 	       "fh_msg_close size");

@@ -35,6 +35,11 @@
 #define VIRTIO_FREQHINT_F_HOST_FREQ	2
 /* The event queue's first buffer is CPU_IDS: each vCPU's firmware id. */
 #define VIRTIO_FREQHINT_F_CPU_ID	3
+/*
+ * The event queue carries CUR_FREQ messages: the frequency each vCPU's
+ * physical CPU runs at; needs F_HOST_FREQ.
+ */
+#define VIRTIO_FREQHINT_F_CUR_FREQ	4
 
 /*
  * Virtqueue indices.  The event queue (device -> driver) exists when
@@ -82,6 +87,7 @@
 /* Message types: event queue (device -> driver). */
 #define VIRTIO_FREQHINT_MSG_CPU_IDS	2
 #define VIRTIO_FREQHINT_MSG_FEEDBACK	3
+#define VIRTIO_FREQHINT_MSG_CUR_FREQ	4
 
 /* virtio_freqhint_record.flags */
 #define VIRTIO_FREQHINT_R_MIN_VALID	(1 << 0)	/* clamp_min carries a value */
@@ -176,6 +182,19 @@ struct virtio_freqhint_feedback {
 	__le16 num_freq_classes;	/* 0 .. MAX_FREQ_CLASSES; 0 without F_HOST_FREQ */
 	struct virtio_freqhint_freq_class classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
 	struct virtio_freqhint_vcpu_feedback vcpus[];	/* by vCPU index */
+};
+
+/*
+ * Event buffer: the frequency, in kHz, at which the physical CPU each vCPU
+ * last ran on was running when the host last looked; 0 where the host does
+ * not know.  A value other than 0 lies within [min_khz, max_khz] of the
+ * vCPU's class in the latest FEEDBACK snapshot the device wrote.
+ */
+struct virtio_freqhint_cur_freq {
+	__le16 msg_type;	/* VIRTIO_FREQHINT_MSG_CUR_FREQ */
+	__le16 num_vcpus;	/* == config num_vcpus */
+	__le32 seq;		/* increments with each message, from 1 after reset */
+	__le32 cur_khz[];	/* by vCPU index */
 };
 
 #endif /* _LINUX_VIRTIO_FREQHINT_H */
