@@ -69,9 +69,9 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 		fh_show_value(m, "perf", st.report,
 			      VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
-		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu sender_runs=%lu\n",
+		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu sender_runs=%lu remote=%d\n",
 			   st.busy, st.switches, st.windows, st.publishes,
-			   st.leading, st.own_ns, st.sender_runs);
+			   st.leading, st.own_ns, st.sender_runs, st.remote);
 	}
 	return 0;
 }

@@ -21,6 +21,13 @@
  *    that never switches out is still seen, and stops while the CPU idles;
  *    the next switch-in re-arms it.
  *
+ * On nohz_full CPUs neither takes a timer of the module's there.  The
+ * sched_switch source closes their windows at context switches.  The
+ * idle-time source closes them from a housekeeping CPU ("remote windows",
+ * below), which it can because it needs nothing of the CPU but its idle
+ * time.  The hook source keeps its per-CPU timer there: its clamp weights
+ * are charged on the CPU itself.
+ *
  * Clamps are reported only once the scheduler aggregates them, which it
  * does from the first clamp anyone sets (sched_uclamp_used, not exported):
  * the module never sets one itself, and tells that uclamp is in use from
@@ -78,6 +85,11 @@ struct fh_vcpu {
 	bool tickless;
 
 	bool online;
+	/*
+	 * Its windows close on a housekeeping CPU (remote windows), under
+	 * the gatherer's remote_lock; set and cleared by its hotplug.
+	 */
+	bool remote;
 	struct hrtimer timer;		/* switch_events sources */
 	/* The others: the next window's end, busy or idle (deferrable). */
 	struct timer_list wtimer;
@@ -274,7 +286,8 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
 	struct fh_win_result r;
 
 	v->windows++;
-	if (!v->g->source->switch_events)
+	/* A remote window's busy time is in already (fh_remote_close()). */
+	if (!v->g->source->switch_events && !v->remote)
 		fh_busy_from_idle(v, cpu);
 	vfh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
@@ -418,6 +431,75 @@ static void fh_window_timer_idle(struct timer_list *t)
 }
 
 /*
+ * Remote windows: nohz_full CPUs under the idle-time source.  Such a CPU
+ * runs its one task without a tick, and a window timer of its own would
+ * interrupt it every window, which is what nohz_full is there to avoid.
+ * The idle-time source needs nothing of the CPU itself: its idle time can
+ * be read from any CPU (get_cpu_idle_time()), there are no clamps, and the
+ * cpufreq driver stores its perf value with WRITE_ONCE().  So one timer on
+ * a housekeeping CPU closes the windows of all of them.
+ *
+ * Their windows run on the idle time's own clock (ktime, in us), the same
+ * on every CPU, not on local_clock(), which is per CPU.  Nothing needs the
+ * idle task's switch count here (vfh_win_busy_from_idle()): the interrupts
+ * that make an emulated idle vCPU look busy are first of all its window
+ * timer's, which these CPUs do not take, and the module's sender, an
+ * unbound kthread, is kept on housekeeping CPUs by nohz_full.
+ *
+ * The timer is not deferrable: a busy nohz_full CPU beside idle
+ * housekeeping CPUs is the case that matters, and a deferrable timer
+ * would wait for a housekeeping CPU to wake.  It costs one timer a window
+ * on one housekeeping CPU while any nohz_full CPU is online.
+ */
+static bool fh_remote_cpu(const struct fh_gather *g, unsigned int cpu)
+{
+	return g->source == &vfh_clamp_idle &&
+	       !housekeeping_cpu(cpu, HK_TYPE_TICK);
+}
+
+/* Under remote_lock; from @cpu's hotplug or from the timer itself. */
+static void fh_remote_arm(struct fh_gather *g)
+{
+	if (timer_pending(&g->remote_timer))
+		return;
+	g->remote_timer.expires = jiffies + msecs_to_jiffies(g->tune.window_ms);
+	add_timer_on(&g->remote_timer, housekeeping_any_cpu(HK_TYPE_TIMER));
+}
+
+/* Sample @cpu's idle time; returns the sample's time in ns. */
+static u64 fh_remote_sample(struct fh_vcpu *v, unsigned int cpu)
+{
+	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
+
+	v->win.busy_ns = vfh_win_busy_from_idle(wall - v->wall_us,
+						idle - v->idle_us,
+						false, false, 0, 0);
+	v->wall_us = wall;
+	v->idle_us = idle;
+	return wall * NSEC_PER_USEC;
+}
+
+static void fh_remote_windows(struct timer_list *t)
+{
+	struct fh_gather *g = from_timer(g, t, remote_timer);
+	unsigned long flags;
+	unsigned int cpu;
+	u64 t0;
+
+	spin_lock_irqsave(&g->remote_lock, flags);
+	t0 = local_clock();
+	for_each_cpu(cpu, g->remote_cpus) {
+		struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+
+		fh_close_window(v, cpu, fh_remote_sample(v, cpu));
+	}
+	if (!cpumask_empty(g->remote_cpus))
+		fh_remote_arm(g);
+	fh_charge_own(this_cpu_ptr(g->vcpus), t0);
+	spin_unlock_irqrestore(&g->remote_lock, flags);
+}
+
+/*
  * A clamp source event on this CPU: @next starts running (sched_switch),
  * or, without @next, the run queue's aggregate is now @min/@max (the hook;
  * busy and idle come from idle time, so the time is charged whole).
@@ -514,6 +596,16 @@ void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 		WRITE_ONCE(v->online, true);
 		if (v->timer_armed)
 			fh_start_timer(v);
+	} else if (fh_remote_cpu(g, cpu)) {
+		/* No clamps; idle time from now, on the idle time's clock. */
+		vfh_win_track(&v->win, false, false, 0, false, 0);
+		spin_lock(&g->remote_lock);
+		vfh_win_reset(&v->win, fh_remote_sample(v, cpu));
+		v->remote = true;
+		WRITE_ONCE(v->online, true);
+		cpumask_set_cpu(cpu, g->remote_cpus);
+		fh_remote_arm(g);
+		spin_unlock(&g->remote_lock);
 	} else {
 		/* No clamp until the hook says otherwise; idle time from now. */
 		vfh_win_track(&v->win, false, false, 0, false, 0);
@@ -528,7 +620,16 @@ void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
 void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 {
 	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+	unsigned long flags;
 
+	/* Out of the remote windows: the closer no longer touches @v. */
+	if (v->remote) {
+		spin_lock_irqsave(&g->remote_lock, flags);
+		cpumask_clear_cpu(cpu, g->remote_cpus);
+		WRITE_ONCE(v->online, false);
+		WRITE_ONCE(v->remote, false);
+		spin_unlock_irqrestore(&g->remote_lock, flags);
+	}
 	/* The probe starts the timer only while online, on this CPU. */
 	WRITE_ONCE(v->online, false);
 	hrtimer_cancel(&v->timer);
@@ -686,6 +787,7 @@ void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
 
 	st->report = atomic64_read(&v->report);
 	st->online = READ_ONCE(v->online);
+	st->remote = READ_ONCE(v->remote);
 	st->busy = READ_ONCE(v->busy);
 	st->own_ns = READ_ONCE(v->own_ns);
 	st->switches = READ_ONCE(v->switches);
@@ -706,7 +808,8 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 
 	g->vcpus = alloc_percpu(struct fh_vcpu);
 	g->dirty = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
-	if (!g->vcpus || !g->dirty) {
+	if (!g->vcpus || !g->dirty ||
+	    !zalloc_cpumask_var(&g->remote_cpus, GFP_KERNEL)) {
 		vfh_gather_destroy(g);
 		return -ENOMEM;
 	}
@@ -722,6 +825,8 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 	 * tick.  The same on 6.1.
 	 */
 	g->kick_work = IRQ_WORK_INIT_LAZY(fh_kick_fn);
+	spin_lock_init(&g->remote_lock);
+	timer_setup(&g->remote_timer, fh_remote_windows, TIMER_PINNED);
 	for_each_possible_cpu(cpu) {
 		struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
@@ -741,6 +846,7 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 
 void vfh_gather_destroy(struct fh_gather *g)
 {
+	free_cpumask_var(g->remote_cpus);
 	bitmap_free(g->dirty);
 	g->dirty = NULL;
 	free_percpu(g->vcpus);
@@ -801,6 +907,8 @@ void vfh_gather_stop(struct fh_gather *g)
 		return;
 	WRITE_ONCE(g->started, false);
 	g->source->stop(g);
+	/* No CPU is left in the remote windows: it does not re-arm. */
+	timer_delete_sync(&g->remote_timer);
 	irq_work_sync(&g->kick_work);
 }
 

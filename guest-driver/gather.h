@@ -14,7 +14,10 @@
 #ifndef _FREQHINT_GATHER_H
 #define _FREQHINT_GATHER_H
 
+#include <linux/cpumask.h>
 #include <linux/irq_work.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/types.h>
 
 #include "freqhint.h"
@@ -52,6 +55,14 @@ struct fh_gather {
 	/* Lazy, never HARD (gather.c): no self-IPI, irq_workd on RT. */
 	struct irq_work kick_work;
 	bool started;
+	/*
+	 * nohz_full CPUs under the idle-time source: their windows are closed
+	 * from a housekeeping CPU (gather.c, "remote windows"), so the module
+	 * never interrupts them.
+	 */
+	cpumask_var_t remote_cpus;
+	spinlock_t remote_lock;		/* the closer against their hotplug */
+	struct timer_list remote_timer;
 	/*
 	 * The scheduler aggregates clamps: someone in the guest set one
 	 * (sched_uclamp_used, which only the first clamp request turns on).
@@ -96,6 +107,7 @@ unsigned int vfh_gather_next_dirty(struct fh_gather *g, unsigned int cpu);
 struct fh_vcpu_stats {
 	u64 report;
 	bool online;
+	bool remote;		/* its windows close on a housekeeping CPU */
 	u32 busy;		/* of the last closed window, per 1024 */
 	u64 own_ns;		/* sampler and irq_works on this CPU */
 	unsigned long switches;

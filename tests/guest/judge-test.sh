@@ -18,6 +18,7 @@ cases=(
 	"oops-arm64  FAIL  kernel reported: .*Unable to handle kernel NULL pointer"
 	"stall-arm64 FAIL  kernel reported: .*Call trace:"
 	"kcsan    FAIL  kernel reported: .*BUG: KCSAN: data-race in fh_sample"
+	"check-failed FAIL  1 check\\(s\\) failed: FREQHINT-CHECK: FAIL - something else"
 )
 bad=0
 for c in "${cases[@]}"; do

@@ -278,6 +278,10 @@ if [ "$outgoing" = 0 ]; then
 		fail+=("wanted one FREQHINT-TEST-RESULT: PASS line, got: $(echo "${results:-none}" | paste -sd ';')")
 	grep -q "FREQHINT-INIT: poweroff" "$log" || fail+=("/init did not reach poweroff")
 fi
+# A failed check fails the run, whether or not the test ended with
+# done_testing (a script that forgot it exits 0 after a failed check).
+failed=$(tr -d '\r' <"$log" | grep -c '^FREQHINT-CHECK: FAIL' || true)
+[ "$failed" = 0 ] || fail+=("$failed check(s) failed: $(tr -d '\r' <"$log" | grep -m1 '^FREQHINT-CHECK: FAIL')")
 alarm=$(tr -d '\r' <"$log" |
 	grep -E '\] (WARNING:|BUG:|Oops|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected|Unable to handle kernel|Internal error:|Call trace:)|^FREQHINT-KMEMLEAK: [0-9]+ leaks' |
 	sed -n 1,5p || true)
