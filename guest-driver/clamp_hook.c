@@ -44,8 +44,12 @@ void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
 
 static int fh_hook_start(struct fh_gather *g)
 {
-	if (!IS_ENABLED(CONFIG_UCLAMP_TASK) || !IS_ENABLED(FH_HAVE_UPDATE_UCLAMP))
+	if (!IS_ENABLED(CONFIG_UCLAMP_TASK))
 		return -ENODEV;
+#ifndef FH_HAVE_UPDATE_UCLAMP
+	/* Out of tree, built against a kernel without the hook (Kbuild). */
+	return -ENODEV;
+#endif
 	/* Marks the source live for vfh_clamp_hook_update(). */
 	WRITE_ONCE(g->source_data, g);
 	return 0;

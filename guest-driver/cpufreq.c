@@ -180,8 +180,8 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	mutex_lock(&cf->lock);
 	policy->driver_data = c;
 	fh_init_freq(policy, c);
-#if defined(CONFIG_GENERIC_ARCH_TOPOLOGY) && \
-	LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+#ifndef FH_COMPAT_NO_FREQ_REF
 	/*
 	 * arm64, riscv: arch_topology records the frequency that frequency
 	 * invariance and schedutil scale against (capacity_freq_ref) once,
@@ -190,6 +190,7 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	 * the old maximum (the synthetic 1024000 kHz).
 	 */
 	per_cpu(capacity_freq_ref, policy->cpu) = c->freq.max_khz;
+#endif
 #endif
 	policy->cpuinfo.transition_latency = 0;
 	/* Every version's default, written down: the host rate-limits anyway. */
@@ -248,8 +249,7 @@ static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
 	fh_request(policy, FH_CPUFREQ_NONE);
 }
 
-/* ->exit() returns void since 6.11. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifndef FH_COMPAT_EXIT_INT
 static void fh_cpufreq_exit(struct cpufreq_policy *policy)
 {
 	fh_cpufreq_teardown(policy);

@@ -10,8 +10,8 @@
  *   main.c          the virtio driver -> device.h, gather.h, cpufreq.h
  *   transport.c     hintq sender, sysfs    -> gather.h
  *   debugfs.c       debug view, statistics -> gather.h
- *   clamp_switch.c  a clamp source         -> gather.h
  *   clamp_hook.c    a clamp source         -> gather.h
+ *   (out of tree, a second clamp source: gather.h)
  *   gather.c        per-vCPU sampling      -> freqhint.h
  *   cpufreq.c       the cpufreq driver     -> cpufreq.h only
  *   window.c, event.c                      -> freqhint.h only

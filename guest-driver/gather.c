@@ -12,8 +12,8 @@
  *    run queue's clamp aggregate when it changes.  Nothing runs on a
  *    context switch, and an idle vCPU takes no timer interrupt from the
  *    module: the timer waits for the CPU's next wakeup.
- *  - The sched_switch source (clamp_switch.c, DKMS builds on uclamp
- *    kernels without the hook) reports every task that starts running;
+ *  - The sched_switch source (out of tree only, gather.h: DKMS builds
+ *    on uclamp kernels without the hook) reports every task that starts running;
  *    its effective clamps are read from task_struct->uclamp[]
  *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and
  *    for runnable tasks when a cgroup or system limit changes).  A per-CPU

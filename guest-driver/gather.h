@@ -129,13 +129,13 @@ void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
 			   unsigned long util_min, unsigned long util_max);
 /* gather.c: no clamps, busy and idle from idle time (no uclamp). */
 extern const struct fh_clamp_source vfh_clamp_idle;
+#ifdef FH_CLAMP_SWITCH
 /*
  * clamp_switch.c: a sched_switch probe reading each task's clamps, for
  * uclamp kernels without the hook.  Built out of tree only (Kbuild): it
  * attaches to an unexported tracepoint by name, so it is never part of
  * the driver in tree.
  */
-#ifdef FH_CLAMP_SWITCH
 extern const struct fh_clamp_source vfh_clamp_switch;
 #define FH_SWITCH_SOURCE	(&vfh_clamp_switch)
 #else

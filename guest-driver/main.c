@@ -435,7 +435,7 @@ static int fh_find_vqs(struct virtio_freqhint *vi)
 	struct virtqueue *vqs[2];
 	unsigned int nvqs = vi->event_buf[0] ? 2 : 1;
 	int err;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifndef FH_COMPAT_FIND_VQS_NAMES
 	struct virtqueue_info info[] = {
 		{ "hintq", fh_hintq_done },
 		{ "eventq", fh_eventq_done },

@@ -16,20 +16,6 @@
  * the CPU came online and kept, so the "no hint" record of a CPU that was
  * just unplugged still finds its index.  With VIRTIO_FREQHINT_F_CPU_ID
  * nothing is sent before the device's CPU_IDS message arrived.
- *
- * notify_every_change (bench/guest only; built with FH_BENCH_ANCHOR,
- * never in the product driver): the anchor the coalescing is judged
- * against.  Linux's virtual-cpufreq driver
- * (drivers/cpufreq/virtual-cpufreq.c) writes every frequency schedutil
- * picks (.fast_switch, and .target) to a per-vCPU set_perf MMIO register,
- * from the vCPU itself (dvfs_possible_from_any_cpu is false): one trap per
- * request, which crosvm's device turns into a sched_setattr() of that
- * vCPU thread.  In this mode every publication of a vCPU's report (gather.c
- * also publishes each change of the governor's request at once) is sent
- * at once, without the rate window, and notifies the device even while it
- * asked for no notifications; FH_EVERY_BUFS buffers may be in flight so
- * that the device's own window does not merge sends.  Publications that
- * arrive while the sender runs still share its buffer.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -48,6 +34,21 @@
 #include "device.h"
 
 #ifdef FH_BENCH_ANCHOR
+/*
+ * notify_every_change (bench/guest only; built with FH_BENCH_ANCHOR,
+ * never in the product driver): the anchor the coalescing is judged
+ * against.  Linux's virtual-cpufreq driver
+ * (drivers/cpufreq/virtual-cpufreq.c) writes every frequency schedutil
+ * picks (.fast_switch, and .target) to a per-vCPU set_perf MMIO register,
+ * from the vCPU itself (dvfs_possible_from_any_cpu is false): one trap per
+ * request, which crosvm's device turns into a sched_setattr() of that
+ * vCPU thread.  In this mode every publication of a vCPU's report (gather.c
+ * also publishes each change of the governor's request at once) is sent
+ * at once, without the rate window, and notifies the device even while it
+ * asked for no notifications; FH_EVERY_BUFS buffers may be in flight so
+ * that the device's own window does not merge sends.  Publications that
+ * arrive while the sender runs still share its buffer.
+ */
 bool vfh_notify_every_change;
 module_param_named(notify_every_change, vfh_notify_every_change, bool, 0444);
 MODULE_PARM_DESC(notify_every_change,
