@@ -1369,11 +1369,12 @@ static int virtio_freqhint_post_load(void *opaque, int version_id)
     fh->feedback_pending = true;
     fh->feedback_sent_valid = false;
     /*
-     * The source's values stay there: the driver learns this host's
-     * (none until its agent samples) after the first snapshot.
+     * The source's values stay there: a driver that was told any learns
+     * this host's (none until its agent samples) after the first snapshot.
      */
+    memset(fh->cur_freq_sent, 0, fh->num_vcpus * sizeof(uint32_t));
+    fh->cur_freq_sent_valid = fh->cur_freq_seq == 0;
     fh->cur_freq_pending = true;
-    fh->cur_freq_sent_valid = false;
     return 0;
 }
 

@@ -1077,6 +1077,11 @@ static void test_agent_protocol(void *obj, void *data,
     assert_running(qts);
 }
 
+static void agent_send_host_freq(void);
+static void agent_send_cur_freq(uint32_t khz0, uint32_t khz1);
+static uint32_t cur_freq_expect(QTestState *qts, QVirtioFreqHint *fh,
+                                uint32_t khz0, uint32_t khz1, bool step);
+
 /*
  * Migration carries the guest's hints and the configuration; the
  * destination's agent gets the whole state once the VM runs there.
@@ -1121,6 +1126,11 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     feedback_recv(src, fh, &f, true);
     g_assert_cmpuint(f.seq, ==, 3);
     g_assert_cmpuint(f.op_floor, ==, 100);
+    agent_send_host_freq();
+    feedback_recv(src, fh, &f, true);
+    g_assert_cmpuint(f.seq, ==, 4);
+    agent_send_cur_freq(1000000, 2500000);
+    g_assert_cmpuint(cur_freq_expect(src, fh, 1000000, 2500000, true), ==, 1);
     /* The kick opens a rate window, and the migration happens inside it. */
     wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 2, r, 2)));
     qtest_clock_step(src, FORWARD_MS * MS);
@@ -1164,8 +1174,10 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 1024);
     qobject_unref(stats);
     pci->pdev->bus->qts = dst;
-    g_assert_cmpuint(feedback_expect_defaults(dst, fh, false, false), ==, 4);
-    g_assert_cmpuint(feedback_expect_defaults(dst, fh, true, true), ==, 5);
+    g_assert_cmpuint(feedback_expect_defaults(dst, fh, false, false), ==, 5);
+    /* The source's values stayed there too; CUR_FREQ's seq came along. */
+    g_assert_cmpuint(cur_freq_expect(dst, fh, 0, 0, false), ==, 2);
+    g_assert_cmpuint(feedback_expect_defaults(dst, fh, true, true), ==, 6);
     pci->pdev->bus->qts = src;
 
     /*
@@ -1878,6 +1890,14 @@ static void cur_freq_frame(CurFreqFrame *f, uint32_t khz0, uint32_t khz1)
         .h = { .num_vcpus = cpu_to_le16(NUM_VCPUS) },
         .cur_khz = { cpu_to_le32(khz0), cpu_to_le32(khz1) },
     };
+}
+
+static void agent_send_host_freq(void)
+{
+    HostFreqFrame hf;
+    size_t len = host_freq_frame(&hf, 2);
+
+    agent_send(FH_MSG_HOST_FREQ, &hf, len);
 }
 
 static void agent_send_cur_freq(uint32_t khz0, uint32_t khz1)
@@ -2741,7 +2761,7 @@ static void test_virtio_status(void *obj, void *data, QGuestAllocator *t_alloc)
 
         named += g_str_has_prefix(f, "VIRTIO_FREQHINT_F_");
     }
-    g_assert_cmpint(named, ==, 4);
+    g_assert_cmpint(named, ==, 5);
     /* Bit 30 is QEMU's VIRTIO_F_BAD_FEATURE; no device bit is unnamed. */
     g_assert_cmphex(qdict_get_try_int(host, "unknown-dev-features", 0) &
                     0xffffff, ==, 0);
@@ -2749,6 +2769,7 @@ static void test_virtio_status(void *obj, void *data, QGuestAllocator *t_alloc)
 
     hmp = qtest_hmp(qts, "info virtio-status %s", path);
     g_assert_nonnull(strstr(hmp, "VIRTIO_FREQHINT_F_CPU_ID"));
+    g_assert_nonnull(strstr(hmp, "VIRTIO_FREQHINT_F_CUR_FREQ"));
     assert_running(qts);
 }
 
