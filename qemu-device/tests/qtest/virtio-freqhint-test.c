@@ -2026,6 +2026,12 @@ static void test_cur_freq(void *obj, void *data, QGuestAllocator *t_alloc)
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
     event_assert_none(qts, fh);
     g_assert_cmpint(get_stat(qts, "cur-freq-seq"), ==, 2);
+
+    /* A new agent: the old values do not come back with its classes. */
+    cur_freq_setup(qts, fh, false);
+    event_assert_none(qts, fh);
+    agent_send_cur_freq(0, 2000000);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 0, 2000000, false), ==, 3);
     assert_running(qts);
 }
 
