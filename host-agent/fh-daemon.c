@@ -652,6 +652,23 @@ send_grants (FhVm *vm)
   }
 }
 
+/* The VM's HOST_FREQ as it stands, encoded into frame (0: none), and its hash. */
+static size_t
+host_freq_now (FhDaemon *d, FhVm *vm, FhHostFreq *hf, uint8_t *frame, guint64 *hash)
+{
+  size_t n;
+
+  memset (hf, 0, sizeof *hf);
+  hf->num_classes = (uint16_t) d->host->n_freq_classes;
+  hf->num_vcpus = (uint16_t) vm->num_vcpus;
+  memcpy (hf->classes, d->host->freq_classes, sizeof hf->classes);
+  for (guint i = 0; i < vm->num_vcpus; i++)
+    hf->freq_class[i] = vm->vcpus[i].freq_class;
+  n = fh_encode_host_freq (frame, FH_FRAME_MAX, hf);
+  *hash = frame_hash (frame, n);
+  return n;
+}
+
 /* PA-18: sent when its content changes, never because of hints. */
 static void
 send_host_freq (FhDaemon *d, FhVm *vm)
@@ -663,14 +680,7 @@ send_host_freq (FhDaemon *d, FhVm *vm)
 
   if (!(vm->features & FH_F_HOST_FREQ))
     return;
-  memset (&hf, 0, sizeof hf);
-  hf.num_classes = (uint16_t) d->host->n_freq_classes;
-  hf.num_vcpus = (uint16_t) vm->num_vcpus;
-  memcpy (hf.classes, d->host->freq_classes, sizeof hf.classes);
-  for (guint i = 0; i < vm->num_vcpus; i++)
-    hf.freq_class[i] = vm->vcpus[i].freq_class;
-  n = fh_encode_host_freq (frame, sizeof frame, &hf);
-  hash = frame_hash (frame, n);
+  n = host_freq_now (d, vm, &hf, frame, &hash);
   if (n == 0 || (vm->host_freq_sent && hash == vm->host_freq_hash))
     return;
   if (fh_conn_send_host_freq (vm->conn, &hf)) {
@@ -699,14 +709,7 @@ send_cur_freq (FhDaemon *d, FhVm *vm)
 
   if (!(vm->features & FH_F_CUR_FREQ) || !vm->host_freq_sent || !d->policy_cur_khz)
     return;
-  memset (&hf, 0, sizeof hf);
-  hf.num_classes = (uint16_t) d->host->n_freq_classes;
-  hf.num_vcpus = (uint16_t) vm->num_vcpus;
-  memcpy (hf.classes, d->host->freq_classes, sizeof hf.classes);
-  for (guint i = 0; i < vm->num_vcpus; i++)
-    hf.freq_class[i] = vm->vcpus[i].freq_class;
-  n = fh_encode_host_freq (frame, sizeof frame, &hf);
-  if (n == 0 || frame_hash (frame, n) != vm->host_freq_hash)
+  if (host_freq_now (d, vm, &hf, frame, &hash) == 0 || hash != vm->host_freq_hash)
     return;
   cf.num_vcpus = (uint16_t) vm->num_vcpus;
   for (guint i = 0; i < vm->num_vcpus; i++) {

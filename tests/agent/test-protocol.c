@@ -440,6 +440,20 @@ test_welcome_grants_close (void)
 
 /* PA-18: HOST_FREQ layout (8 + 76 x classes + vCPUs) and every DEV-4 rule. */
 /* PD-20, PA-26: CUR_FREQ's layout and the checks against the latest HOST_FREQ */
+/* Two classes (a table, a continuous range) for three vCPUs, the third without one. */
+static void
+two_classes (FhHostFreq *hf)
+{
+  memset (hf, 0, sizeof *hf);
+  hf->num_classes = 2;
+  hf->num_vcpus = 3;
+  hf->classes[0] = (FhFreqClass){ 800000, 3200000, 128, 3, { 800000, 1600000, 3200000 } };
+  hf->classes[1] = (FhFreqClass){ 400000, 2000000, 51, 0, { 0 } };
+  hf->freq_class[0] = 0;
+  hf->freq_class[1] = 1;
+  hf->freq_class[2] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+}
+
 static void
 test_cur_freq (void)
 {
@@ -449,14 +463,7 @@ test_cur_freq (void)
   FhFrame f;
   size_t n;
 
-  memset (&hf, 0, sizeof hf);
-  hf.num_classes = 2;
-  hf.num_vcpus = 3;
-  hf.classes[0] = (FhFreqClass){ 800000, 3200000, 128, 0, { 0 } };
-  hf.classes[1] = (FhFreqClass){ 400000, 2000000, 51, 0, { 0 } };
-  hf.freq_class[0] = 0;
-  hf.freq_class[1] = 1;
-  hf.freq_class[2] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+  two_classes (&hf);
   memset (&cf, 0, sizeof cf);
   cf.num_vcpus = 3;
   cf.cur_khz[0] = 3200000;
@@ -533,14 +540,7 @@ test_host_freq (void)
   FhFrame f;
   size_t n;
 
-  memset (&hf, 0, sizeof hf);
-  hf.num_classes = 2;
-  hf.num_vcpus = 3;
-  hf.classes[0] = (FhFreqClass){ 800000, 3200000, 128, 3, { 800000, 1600000, 3200000 } };
-  hf.classes[1] = (FhFreqClass){ 400000, 2000000, 51, 0, { 0 } };
-  hf.freq_class[0] = 0;
-  hf.freq_class[1] = 1;
-  hf.freq_class[2] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+  two_classes (&hf);
   n = fh_encode_host_freq (buf, sizeof buf, &hf);
   g_assert_cmpuint (n, ==, 8 + 8 + 2 * 76 + 3);
   /* byte layout: header, then class 0 at 16, class 1 at 92, classes at 168 */
