@@ -13,36 +13,8 @@
 # guest runs: what the driver does with it is the guest tests' part.
 set -euo pipefail
 
-build=$1
-# meson passes the file build-qemu.sh --print-build wrote.
-[ -f "$build" ] && build=$(cat "$build")
-freqhintd=$2
-freqhintctl=$3
-mkfixture=$4
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "agent-cur-freq-test: $*" >&2
-	tail -n 20 "$tmp"/*.log >&2 2>/dev/null || true
-	exit 1
-}
-# until_ok SECONDS CMD...: CMD succeeds within SECONDS.
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
-ctl() { "$freqhintctl" --socket "$tmp/ctl.sock" --json "$@"; }
+test_name=agent-cur-freq-test
+. "$(dirname "$0")/agent-test-lib.sh"
 pol=$tmp/fx/sys/devices/system/cpu/cpufreq
 # set_cur KHZ: every policy of the fixture runs at KHZ now.
 set_cur() {
@@ -50,15 +22,7 @@ set_cur() {
 	for p in "$pol"/policy*; do echo "$1" >"$p/scaling_cur_freq"; done
 }
 
-"$mkfixture" host "$tmp/fx"
-printf '[cpufreq]\ncur_freq_interval_ms=20\n' >"$tmp/freqhintd.conf"
-"$freqhintd" --foreground --config "$tmp/freqhintd.conf" --backend none \
-	--sysfs-root "$tmp/fx/sys" --proc-root /proc --cgroup-root /sys/fs/cgroup \
-	--socket "$tmp/dev.sock" --control-socket "$tmp/ctl.sock" \
-	--state-dir "$tmp/state" --libvirt-uri none --no-metrics \
-	>"$tmp/freqhintd.log" 2>&1 &
-pids+=($!)
-until_ok 30 ctl status || fail "freqhintd does not answer"
+start_freqhintd $'[cpufreq]\ncur_freq_interval_ms=20\n'
 
 # start_machine NAME DEVICE_OPTIONS: a q35 machine with two vCPUs; its QMP
 # socket is $tmp/qmp-NAME.sock.
@@ -104,8 +68,5 @@ until_ok 30 cur_is fh-cur 2000000 || fail "2.0 GHz did not reach fh-cur"
 cur_is fh-off 0 || fail "fh-off holds $(stats fh-off | jq -c '[.vcpus[]."cur-khz"]')"
 [ "$(vm fh-off .cur_freq_frames)" = 0 ] || fail "CUR_FREQ to a device without the feature"
 
-kill -TERM "${pids[0]}"
-wait "${pids[0]}" || fail "freqhintd exited with status $?"
-! grep -qE 'AddressSanitizer|runtime error|CRITICAL' "$tmp/freqhintd.log" ||
-	fail "sanitizer report in freqhintd's log"
+stop_freqhintd
 echo "agent-cur-freq ok"
