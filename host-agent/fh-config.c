@@ -70,6 +70,8 @@ fh_config_new (void)
   c->cpufreq_min_write_interval_ms = 50;
   /* 100 MHz: the P-state ratio step of intel_pstate and amd-pstate. */
   c->cpufreq_quantum_khz = 100000;
+  /* 4.4c: ten samples a second, a governor's own time scale. */
+  c->cur_freq_interval_ms = 100;
   c->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vm_config_free);
   return c;
 }
@@ -109,7 +111,8 @@ static const char *const daemon_keys[] = {
   "check_thread_owner", "libvirt_state_dir", "require_libvirt", "relay_user", NULL,
 };
 static const char *const merge_keys[] = { "perf_as_floor", "perf_headroom", "perf_only", "hold_ms", NULL };
-static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz", NULL };
+static const char *const cpufreq_keys[] = { "min_write_interval_ms", "quantum_khz",
+                                             "cur_freq_interval_ms", NULL };
 static const char *const libvirt_keys[] = { "mirror_ceiling", NULL };
 static const char *const metrics_keys[] = {
   "enabled", "address", "port", "max_connections", "timeout_ms", NULL,
@@ -601,6 +604,8 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_uint (&src, kf, "cpufreq", "min_write_interval_ms", 0, 10000,
                   &c->cpufreq_min_write_interval_ms, error) ||
       !take_uint (&src, kf, "cpufreq", "quantum_khz", 0, 1000000, &c->cpufreq_quantum_khz, error) ||
+      !take_uint (&src, kf, "cpufreq", "cur_freq_interval_ms", 0, 60000, &c->cur_freq_interval_ms,
+                  error) ||
       !take_ids (&src, kf, "allowed_uids", c->allowed_uids, error) ||
       !take_ids (&src, kf, "allowed_gids", c->allowed_gids, error) ||
       !take_bool (&src, kf, "metrics", "enabled", &metrics_enabled, error) ||
@@ -611,6 +616,11 @@ fh_config_load (FhConfig *c, const char *path, gboolean required, GError **error
       !take_bool (&src, kf, "merge", "perf_only", &c->perf_only, error))
     return FALSE;
   c->metrics_port = metrics_enabled ? (int) port : -1;
+  if (c->cur_freq_interval_ms > 0 && c->cur_freq_interval_ms < 10) {
+    cfg_error (error, &src, "cpufreq", "cur_freq_interval_ms",
+               "%u is neither 0 (off) nor in 10..60000", c->cur_freq_interval_ms);
+    return FALSE;
+  }
   {
     /* octal, like chmod(1) */
     g_autofree char *mode = g_key_file_get_value (kf, "daemon", "socket_mode", NULL);

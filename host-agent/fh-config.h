@@ -73,6 +73,7 @@ typedef struct {
   guint hold_ms;        /* [merge] hold_ms: a fall in the guest's request waits (MR-30) */
   guint cpufreq_min_write_interval_ms; /* [cpufreq] min_write_interval_ms */
   guint cpufreq_quantum_khz;           /* [cpufreq] quantum_khz, 0: off */
+  guint cur_freq_interval_ms; /* [cpufreq] cur_freq_interval_ms: CUR_FREQ sampling, 0: off */
   GHashTable *vms;      /* key -> FhVmConfig */
   gboolean mirror_ceiling; /* [libvirt] mirror_ceiling: write ceilings to vcpuN groups (LM-12) */
 } FhConfig;

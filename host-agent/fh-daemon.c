@@ -386,6 +386,9 @@ relay_still_maps (const FhVm *vm, const FhHostVm *e)
   return e->vsock_cid == vm->relay_cid;
 }
 
+static void cur_freq_start (FhDaemon *d);
+static void send_cur_freq (FhDaemon *d, FhVm *vm);
+
 static gboolean
 on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
 {
@@ -487,6 +490,8 @@ on_hello (FhConn *conn, const FhHello *hello, FhError *err, gpointer data)
     vm->next_probe_us = g_get_monotonic_time () + period / 2 +
                         (gint64) (g_random_double () * (double) (period / 2));
   }
+  if (vm->features & FH_F_CUR_FREQ)
+    cur_freq_start (d);
   /* After WELCOME has gone out: GRANTS follow it. */
   queue_full (d);
   return TRUE;
@@ -647,6 +652,23 @@ send_grants (FhVm *vm)
   }
 }
 
+/* The VM's HOST_FREQ as it stands, encoded into frame (0: none), and its hash. */
+static size_t
+host_freq_now (FhDaemon *d, FhVm *vm, FhHostFreq *hf, uint8_t *frame, guint64 *hash)
+{
+  size_t n;
+
+  memset (hf, 0, sizeof *hf);
+  hf->num_classes = (uint16_t) d->host->n_freq_classes;
+  hf->num_vcpus = (uint16_t) vm->num_vcpus;
+  memcpy (hf->classes, d->host->freq_classes, sizeof hf->classes);
+  for (guint i = 0; i < vm->num_vcpus; i++)
+    hf->freq_class[i] = vm->vcpus[i].freq_class;
+  n = fh_encode_host_freq (frame, FH_FRAME_MAX, hf);
+  *hash = frame_hash (frame, n);
+  return n;
+}
+
 /* PA-18: sent when its content changes, never because of hints. */
 static void
 send_host_freq (FhDaemon *d, FhVm *vm)
@@ -658,21 +680,94 @@ send_host_freq (FhDaemon *d, FhVm *vm)
 
   if (!(vm->features & FH_F_HOST_FREQ))
     return;
-  memset (&hf, 0, sizeof hf);
-  hf.num_classes = (uint16_t) d->host->n_freq_classes;
-  hf.num_vcpus = (uint16_t) vm->num_vcpus;
-  memcpy (hf.classes, d->host->freq_classes, sizeof hf.classes);
-  for (guint i = 0; i < vm->num_vcpus; i++)
-    hf.freq_class[i] = vm->vcpus[i].freq_class;
-  n = fh_encode_host_freq (frame, sizeof frame, &hf);
-  hash = frame_hash (frame, n);
+  n = host_freq_now (d, vm, &hf, frame, &hash);
   if (n == 0 || (vm->host_freq_sent && hash == vm->host_freq_hash))
     return;
   if (fh_conn_send_host_freq (vm->conn, &hf)) {
     vm->host_freq_hash = hash;
     vm->host_freq_sent = TRUE;
     vm->host_freq_frames++;
+    /* PA-26: values that refer to the classes the device now has */
+    send_cur_freq (d, vm);
   }
+}
+
+/*
+ * PA-26: the vCPUs' current frequencies, when they changed since the last
+ * CUR_FREQ, and only against the classes of the HOST_FREQ the device has
+ * (a class change not sent yet waits for its HOST_FREQ, which calls this).
+ */
+static void
+send_cur_freq (FhDaemon *d, FhVm *vm)
+{
+  static FhHostFreq hf; /* the main loop is single-threaded */
+  static FhCurFreq cf;
+  static uint8_t frame[FH_FRAME_MAX];
+  gboolean known = FALSE;
+  size_t n;
+  guint64 hash;
+
+  if (!(vm->features & FH_F_CUR_FREQ) || !vm->host_freq_sent || !d->policy_cur_khz)
+    return;
+  if (host_freq_now (d, vm, &hf, frame, &hash) == 0 || hash != vm->host_freq_hash)
+    return;
+  cf.num_vcpus = (uint16_t) vm->num_vcpus;
+  for (guint i = 0; i < vm->num_vcpus; i++) {
+    const FhVcpu *v = &vm->vcpus[i];
+
+    cf.cur_khz[i] = fh_host_cur_khz (d->host, d->policy_cur_khz, v->cpu, v->freq_class);
+    known |= cf.cur_khz[i] != 0;
+  }
+  n = fh_encode_cur_freq (frame, sizeof frame, &cf, &hf);
+  hash = frame_hash (frame, n);
+  /* The device starts from "unknown": nothing to say until a value is known. */
+  if (n == 0 || (vm->cur_freq_sent ? hash == vm->cur_freq_hash : !known))
+    return;
+  if (fh_conn_send_cur_freq (vm->conn, &cf, &hf)) {
+    vm->cur_freq_hash = hash;
+    vm->cur_freq_sent = TRUE;
+    vm->cur_freq_frames++;
+  }
+}
+
+/* 4.4c: sample every policy once, then tell each VM that takes it what changed. */
+static gboolean
+cur_freq_tick (gpointer data)
+{
+  FhDaemon *d = data;
+  g_autoptr (GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter it;
+  gpointer value;
+
+  g_hash_table_iter_init (&it, d->vms);
+  while (g_hash_table_iter_next (&it, NULL, &value)) {
+    FhVm *vm = value;
+
+    if (vm->conn && (vm->features & FH_F_CUR_FREQ))
+      g_ptr_array_add (keys, g_strdup (vm->key));
+  }
+  if (keys->len == 0) {
+    d->cur_freq_timer = 0;
+    return G_SOURCE_REMOVE;
+  }
+  d->policy_cur_khz = g_renew (guint, d->policy_cur_khz, MAX (d->host->policies->len, 1));
+  fh_host_sample_cur_freq (d->host, &d->paths, d->policy_cur_khz);
+  /* keys: sending may close, and free, a VM */
+  for (guint i = 0; i < keys->len; i++) {
+    FhVm *vm = g_hash_table_lookup (d->vms, g_ptr_array_index (keys, i));
+
+    if (vm && vm->conn)
+      send_cur_freq (d, vm);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+/* A VM took FH_F_CUR_FREQ: sample from the next tick on (it stops with the last such VM). */
+static void
+cur_freq_start (FhDaemon *d)
+{
+  if (!d->cur_freq_timer && d->config->cur_freq_interval_ms)
+    d->cur_freq_timer = g_timeout_add (d->config->cur_freq_interval_ms, cur_freq_tick, d);
 }
 
 /* cpu_flags */
@@ -1683,6 +1778,7 @@ fh_daemon_start (FhDaemon *d, GError **error)
     .max_prehello_per_group = d->config->max_prehello_per_group,
     .socket_mode = d->config->socket_mode,
     .relay_uid = d->config->relay_uid,
+    .cur_freq = d->config->cur_freq_interval_ms > 0,
     .peer_allowed = peer_allowed,
   };
   static const FhDeviceCallbacks cb = {
@@ -1739,6 +1835,8 @@ fh_daemon_free (FhDaemon *d)
   if (!d)
     return;
   g_clear_handle_id (&d->poll_timer, g_source_remove);
+  g_clear_handle_id (&d->cur_freq_timer, g_source_remove);
+  g_free (d->policy_cur_khz);
   g_clear_handle_id (&d->update_idle, g_source_remove);
   g_clear_handle_id (&d->cg_events_idle, g_source_remove);
   g_clear_pointer (&d->device, fh_device_server_free);

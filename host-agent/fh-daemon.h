@@ -77,6 +77,9 @@ typedef struct {
   guint64 host_freq_hash; /* PA-18: of the HOST_FREQ frame last sent */
   gboolean host_freq_sent;
   guint64 host_freq_frames;
+  guint64 cur_freq_hash; /* PA-26: of the CUR_FREQ frame last sent */
+  gboolean cur_freq_sent;
+  guint64 cur_freq_frames;
   guint64 vcpus_frames; /* PA-19: VCPUS applied */
   gboolean dirty;        /* in daemon->dirty_vms: its vCPUs are decided again */
   gint64 decided_us;     /* when its vCPUs were last decided (MR-30's clock) */
@@ -148,6 +151,9 @@ struct _FhDaemon {
   guint n_vcpus;             /* of all connected VMs (max_vcpus) */
   gint64 last_trim_us;
   int metrics_port; /* -1: disabled; set by main for telemetry */
+  /* 4.4c: scaling_cur_freq sampling, while a VM accepted FH_F_CUR_FREQ */
+  guint cur_freq_timer;
+  guint *policy_cur_khz; /* host->policies->len: the latest sample, 0 unknown */
   /* called after every update (freqhintd: LM-12 ceiling mirroring) */
   FhDaemonNotify notify;
   gpointer notify_data;

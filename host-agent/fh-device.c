@@ -34,7 +34,7 @@
 
 /* Sending is GRANTS (<= 1032 B), WELCOME, PING: 64 KiB is many seconds of backlog. */
 #define SEND_QUEUE_MAX (64 * 1024)
-#define FH_AGENT_FEATURES (FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS)
+#define FH_AGENT_FEATURES (FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS | FH_F_CUR_FREQ)
 
 typedef enum {
   CONN_AWAIT_HELLO,
@@ -341,6 +341,20 @@ fh_conn_send_host_freq (FhConn *conn, const FhHostFreq *hf)
   return conn_queue (conn, frame, n, "HOST_FREQ");
 }
 
+gboolean
+fh_conn_send_cur_freq (FhConn *conn, const FhCurFreq *cf, const FhHostFreq *hf)
+{
+  uint8_t frame[FH_FRAME_MAX];
+  size_t n;
+
+  if (conn->closing || conn->state == CONN_AWAIT_HELLO || !(conn->features & FH_F_CUR_FREQ))
+    return FALSE;
+  n = fh_encode_cur_freq (frame, sizeof frame, cf, hf);
+  if (n == 0)
+    return FALSE;
+  return conn_queue (conn, frame, n, "CUR_FREQ");
+}
+
 static guint
 keepalive_tick_ms (FhDeviceServer *server)
 {
@@ -486,6 +500,9 @@ handle_frame (FhConn *conn, const FhFrame *f)
       conn->num_vcpus = hello.num_vcpus;
       /* FH_F_RELAY: the daemon's hello callback decides who may offer it (4.1a) */
       conn->features = hello.features & (FH_AGENT_FEATURES | FH_F_RELAY);
+      /* 4.7: CUR_FREQ only with HOST_FREQ, and only from an agent that samples */
+      if (!(conn->features & FH_F_HOST_FREQ) || !server->params.cur_freq)
+        conn->features &= ~FH_F_CUR_FREQ;
       {
         /* The name is the peer's bytes (PA-6). */
         g_autofree char *name = fh_text_sanitize (hello.name, -1);

@@ -45,6 +45,8 @@ typedef struct {
   /* The vsock front end's uid ((uid_t) -1: none): exempt from the per-process,
    * per-uid and per-group bounds, which would count all its guests as one peer */
   uid_t relay_uid;
+  /* The daemon samples current frequencies: FH_F_CUR_FREQ may be accepted (4.4c) */
+  gboolean cur_freq;
   /* peer check: return TRUE to accept (fd: the connection, for SO_PEERGROUPS) */
   gboolean (*peer_allowed) (int fd, uid_t uid, gid_t gid, gpointer data);
 } FhDeviceParams;
@@ -77,6 +79,8 @@ void fh_conn_close (FhConn *conn, uint16_t reason, const char *fmt, ...) G_GNUC_
 gboolean fh_conn_send_grants (FhConn *conn, const FhGrants *grants);
 /* PA-18; only when FH_F_HOST_FREQ was accepted (FALSE otherwise). */
 gboolean fh_conn_send_host_freq (FhConn *conn, const FhHostFreq *hf);
+/* PA-26; only when FH_F_CUR_FREQ was accepted; hf: the HOST_FREQ last sent. */
+gboolean fh_conn_send_cur_freq (FhConn *conn, const FhCurFreq *cf, const FhHostFreq *hf);
 void fh_conn_set_data (FhConn *conn, gpointer data);
 gpointer fh_conn_get_data (FhConn *conn);
 pid_t fh_conn_peer_pid (FhConn *conn);

@@ -53,6 +53,34 @@ read_uint (const char *path, guint *value, GError **error)
   return TRUE;
 }
 
+void
+fh_host_sample_cur_freq (const FhHost *host, const FhPaths *paths, guint *policy_khz)
+{
+  for (guint i = 0; i < host->policies->len; i++) {
+    const FhPolicy *p = g_ptr_array_index (host->policies, i);
+    g_autofree char *path =
+        fh_path (paths, FH_ROOT_SYSFS, "devices/system/cpu/cpufreq/policy%u/scaling_cur_freq", p->id);
+
+    if (!read_uint (path, &policy_khz[i], NULL))
+      policy_khz[i] = 0;
+  }
+}
+
+guint32
+fh_host_cur_khz (const FhHost *host, const guint *policy_khz, gint cpu, guint8 freq_class)
+{
+  const FhFreqClass *c;
+  gint pol;
+
+  if (cpu < 0 || (guint) cpu >= host->n_cpus || freq_class >= host->n_freq_classes)
+    return 0;
+  pol = host->cpu_policy[cpu];
+  if (pol < 0 || policy_khz[pol] == 0)
+    return 0;
+  c = &host->freq_classes[freq_class];
+  return CLAMP (policy_khz[pol], c->min_khz, c->max_khz);
+}
+
 static gint
 cmp_policy (gconstpointer a, gconstpointer b)
 {

@@ -70,6 +70,17 @@ void fh_host_build_freq_classes (FhHost *host, guint quantum_khz);
 gint fh_cmp_uint (gconstpointer a, gconstpointer b);
 guint8 fh_host_freq_class_of (const FhHost *host, const char *allowed_list, gint cpu);
 
+/*
+ * 4.4c: each policy's scaling_cur_freq into policy_khz (host->policies->len
+ * entries, by index), 0 where it cannot be read.
+ */
+void fh_host_sample_cur_freq (const FhHost *host, const FhPaths *paths, guint *policy_khz);
+/*
+ * PA-26: the current frequency of a vCPU on cpu in class freq_class, from
+ * policy_khz: 0 when unknown (no class, no CPU, no policy, no sample), else
+ * the sample clamped into the class's range.
+ */
+guint32 fh_host_cur_khz (const FhHost *host, const guint *policy_khz, gint cpu, guint8 freq_class);
 /* CPUs and cpufreq policies; a host without cpufreq has no policies. */
 gboolean fh_host_load (FhHost *host, const FhPaths *paths, GError **error);
 /* Re-read /proc/sys/kernel/sched_util_clamp_* (and _min_rt_default); TRUE when they changed. */

@@ -30,6 +30,7 @@ static const char *const msg_names[] = {
   [FH_MSG_HELLO] = "HELLO",   [FH_MSG_WELCOME] = "WELCOME", [FH_MSG_HINTS] = "HINTS",
   [FH_MSG_GRANTS] = "GRANTS", [FH_MSG_PING] = "PING",       [FH_MSG_PONG] = "PONG",
   [FH_MSG_CLOSE] = "CLOSE",   [FH_MSG_HOST_FREQ] = "HOST_FREQ", [FH_MSG_VCPUS] = "VCPUS",
+  [FH_MSG_CUR_FREQ] = "CUR_FREQ",
 };
 
 const char *
@@ -506,6 +507,50 @@ fh_decode_vcpus (const FhFrame *frame, uint16_t num_vcpus, FhVcpus *out, FhError
 }
 
 bool
+fh_cur_freq_ok (const FhHostFreq *hf, uint8_t k, uint32_t khz)
+{
+  if (khz == 0)
+    return true;
+  return k < hf->num_classes && khz >= hf->classes[k].min_khz && khz <= hf->classes[k].max_khz;
+}
+
+bool
+fh_decode_cur_freq (const FhFrame *frame, uint16_t num_vcpus, const FhHostFreq *hf,
+                    FhCurFreq *out, FhError *err)
+{
+  const uint8_t *p = frame->payload;
+
+  if (!hf) {
+    fh_error_set (err, FH_CLOSE_PROTOCOL, "CUR_FREQ before HOST_FREQ");
+    return false;
+  }
+  if (frame->msg_type != FH_MSG_CUR_FREQ || frame->len < sizeof (struct fh_msg_cur_freq)) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "CUR_FREQ of %u bytes", frame->len);
+    return false;
+  }
+  out->num_vcpus = fh_get_le16 (p);
+  if (fh_get_le16 (p + 2) != 0 || fh_get_le32 (p + 4) != 0) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "CUR_FREQ reserved fields are non-zero");
+    return false;
+  }
+  if (out->num_vcpus != num_vcpus ||
+      frame->len != sizeof (struct fh_msg_cur_freq) + 4 * (size_t) out->num_vcpus) {
+    fh_error_set (err, FH_CLOSE_MALFORMED, "CUR_FREQ of %u bytes with %u vCPUs (HELLO: %u)",
+                  frame->len, out->num_vcpus, num_vcpus);
+    return false;
+  }
+  for (unsigned i = 0; i < out->num_vcpus; i++) {
+    out->cur_khz[i] = fh_get_le32 (p + sizeof (struct fh_msg_cur_freq) + 4 * i);
+    if (!fh_cur_freq_ok (hf, hf->freq_class[i], out->cur_khz[i])) {
+      fh_error_set (err, FH_CLOSE_MALFORMED, "CUR_FREQ vCPU %u: %u kHz outside class %u", i,
+                    out->cur_khz[i], hf->freq_class[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool
 fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err)
 {
   if ((frame->msg_type != FH_MSG_PING && frame->msg_type != FH_MSG_PONG) ||
@@ -734,6 +779,26 @@ fh_encode_vcpus (uint8_t *out, size_t out_size, const FhVcpus *vcpus)
   fh_put_le16 (p, vcpus->num_vcpus);
   for (unsigned i = 0; i < vcpus->num_vcpus; i++)
     fh_put_le32 (p + sizeof (struct fh_msg_vcpus) + 4 * i, vcpus->tids[i]);
+  return FH_FRAME_HDR_SIZE + len;
+}
+
+size_t
+fh_encode_cur_freq (uint8_t *out, size_t out_size, const FhCurFreq *cf, const FhHostFreq *hf)
+{
+  size_t len = sizeof (struct fh_msg_cur_freq) + 4 * (size_t) cf->num_vcpus;
+  uint8_t *p;
+
+  if (cf->num_vcpus > FH_MAX_VCPUS || cf->num_vcpus == 0 || cf->num_vcpus != hf->num_vcpus)
+    return 0;
+  for (unsigned i = 0; i < cf->num_vcpus; i++)
+    if (!fh_cur_freq_ok (hf, hf->freq_class[i], cf->cur_khz[i]))
+      return 0;
+  p = begin_frame (out, out_size, FH_MSG_CUR_FREQ, len);
+  if (!p)
+    return 0;
+  fh_put_le16 (p, cf->num_vcpus);
+  for (unsigned i = 0; i < cf->num_vcpus; i++)
+    fh_put_le32 (p + sizeof (struct fh_msg_cur_freq) + 4 * i, cf->cur_khz[i]);
   return FH_FRAME_HDR_SIZE + len;
 }
 

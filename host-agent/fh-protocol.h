@@ -118,6 +118,15 @@ typedef struct {
   uint8_t freq_class[FH_MAX_VCPUS];
 } FhHostFreq;
 
+/*
+ * CUR_FREQ (agent -> device, PA-26): per vCPU the frequency of its host
+ * CPU, 0 when unknown, else within its class of the latest HOST_FREQ.
+ */
+typedef struct {
+  uint16_t num_vcpus;
+  uint32_t cur_khz[FH_MAX_VCPUS];
+} FhCurFreq;
+
 /* VCPUS (device -> agent, PA-19): the vCPU thread table after hot-plug. */
 typedef struct {
   uint16_t num_vcpus;
@@ -151,6 +160,14 @@ bool fh_decode_grants (const FhFrame *frame, uint16_t num_vcpus, FhGrants *out, 
 /* num_vcpus is HELLO's: HOST_FREQ and VCPUS must carry the same count. */
 bool fh_decode_host_freq (const FhFrame *frame, uint16_t num_vcpus, FhHostFreq *out, FhError *err);
 bool fh_decode_vcpus (const FhFrame *frame, uint16_t num_vcpus, FhVcpus *out, FhError *err);
+/*
+ * PD-20: hf is the latest HOST_FREQ of the connection (NULL: none yet,
+ * FH_CLOSE_PROTOCOL); every value 0 or within its vCPU's class there.
+ */
+bool fh_decode_cur_freq (const FhFrame *frame, uint16_t num_vcpus, const FhHostFreq *hf,
+                         FhCurFreq *out, FhError *err);
+/* PD-20's check of one value: 0, or within the range of class k of hf. */
+bool fh_cur_freq_ok (const FhHostFreq *hf, uint8_t k, uint32_t khz);
 /* A class as DEV-4 wants it: 0 < min <= max, 1 <= perf_step <= 1024, table ascending in range. */
 bool fh_freq_class_check (const FhFreqClass *c, FhError *err);
 bool fh_decode_ping (const FhFrame *frame, uint64_t *cookie, FhError *err);
@@ -184,6 +201,9 @@ size_t fh_encode_grants (uint8_t *out, size_t out_size, const FhGrants *grants);
 /* 0 also when a class or a vCPU's class is invalid: the agent never sends what the device would refuse. */
 size_t fh_encode_host_freq (uint8_t *out, size_t out_size, const FhHostFreq *hf);
 size_t fh_encode_vcpus (uint8_t *out, size_t out_size, const FhVcpus *vcpus);
+/* 0 also when a value is outside its vCPU's class in hf (the HOST_FREQ the device has). */
+size_t fh_encode_cur_freq (uint8_t *out, size_t out_size, const FhCurFreq *cf,
+                           const FhHostFreq *hf);
 size_t fh_encode_ping (uint8_t *out, size_t out_size, uint16_t msg_type, uint64_t cookie);
 size_t fh_encode_close (uint8_t *out, size_t out_size, uint16_t reason, const char *text);
 /* A raw frame with any header values, for tests that must break the rules. */

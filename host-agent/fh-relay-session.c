@@ -57,6 +57,15 @@ struct _FhRelaySession {
   gint64 last_fb_us;
   guint fb_timer;
 
+  /* CUR_FREQ (6.8a): the agent's latest values, checked against its latest
+   * HOST_FREQ (hf, NULL before one), and what the guest was last told */
+  FhHostFreq *hf;
+  uint32_t *cur_khz, *cur_sent;
+  uint32_t cur_seq;
+  gboolean cur_dirty;
+  gint64 last_cur_us;
+  guint cur_timer;
+
   /* rate bounds, per second since period_us */
   gint64 period_us;
   guint64 msgs, records, bytes;
@@ -119,6 +128,7 @@ session_end (FhRelaySession *s, FhRelayEnd end, const char *fmt, ...)
   close (s->gfd);
   g_clear_handle_id (&s->forward_timer, g_source_remove);
   g_clear_handle_id (&s->fb_timer, g_source_remove);
+  g_clear_handle_id (&s->cur_timer, g_source_remove);
   s->params->done (s, end, why, s->params->data);
   g_byte_array_unref (s->gout);
   g_byte_array_unref (s->aout);
@@ -127,6 +137,9 @@ session_end (FhRelaySession *s, FhRelayEnd end, const char *fmt, ...)
   g_free (s->vcpus);
   g_free (s->dirty);
   g_free (s->fb);
+  g_free (s->hf);
+  g_free (s->cur_khz);
+  g_free (s->cur_sent);
   g_free (s);
 }
 
@@ -270,13 +283,76 @@ feedback_send (FhRelaySession *s)
   return n == 0 || to_guest (s, frame, n);
 }
 
+static gboolean on_cur_timer (gpointer data);
+
+/*
+ * DEV-41 as the device keeps it: a CUR_FREQ when what the guest may see
+ * changed, at most one per window on the leading edge, never while a
+ * snapshot is due, each value 0 or within its class of the guest's
+ * snapshot (classes that changed since the agent sampled make it 0).
+ */
+static gboolean
+cur_freq_send (FhRelaySession *s)
+{
+  static uint8_t frame[FH_VSOCK_FRAME_MAX]; /* the main loop is single-threaded */
+  static uint32_t vals[FH_MAX_VCPUS];
+  gint64 now = g_get_monotonic_time ();
+  size_t n;
+
+  if (!s->cur_dirty || !(s->features & (1u << VIRTIO_FREQHINT_F_CUR_FREQ)) || s->fb_dirty ||
+      s->gout->len || s->cur_timer)
+    return TRUE;
+  for (guint i = 0; i < s->num_cpus; i++) {
+    uint8_t k = s->fb->freq_class[i];
+
+    vals[i] = k < s->fb->num_classes && s->cur_khz[i] >= s->fb->classes[k].min_khz &&
+                      s->cur_khz[i] <= s->fb->classes[k].max_khz
+                  ? s->cur_khz[i]
+                  : 0;
+  }
+  if (memcmp (vals, s->cur_sent, s->num_cpus * sizeof (uint32_t)) == 0) {
+    s->cur_dirty = FALSE;
+    return TRUE;
+  }
+  if (now - s->last_cur_us < window_us ()) {
+    s->cur_timer = g_timeout_add ((guint) ((s->last_cur_us + window_us () - now) / 1000) + 1,
+                                  on_cur_timer, s);
+    return TRUE;
+  }
+  n = fh_vsock_encode_cur_freq (frame, sizeof frame, s->cur_seq + 1, s->num_cpus, vals);
+  if (n == 0)
+    return TRUE;
+  s->cur_seq++;
+  memcpy (s->cur_sent, vals, s->num_cpus * sizeof (uint32_t));
+  s->cur_dirty = FALSE;
+  s->last_cur_us = now;
+  return to_guest (s, frame, n);
+}
+
+/* What the guest is owed: the snapshot first, then CUR_FREQ. */
+static gboolean
+guest_events (FhRelaySession *s)
+{
+  return feedback_send (s) && cur_freq_send (s);
+}
+
+static gboolean
+on_cur_timer (gpointer data)
+{
+  FhRelaySession *s = data;
+
+  s->cur_timer = 0;
+  cur_freq_send (s);
+  return G_SOURCE_REMOVE;
+}
+
 static gboolean
 on_fb_timer (gpointer data)
 {
   FhRelaySession *s = data;
 
   s->fb_timer = 0;
-  feedback_send (s);
+  guest_events (s);
   return G_SOURCE_REMOVE;
 }
 
@@ -395,6 +471,8 @@ agent_connect (FhRelaySession *s, const FhVsockHello *gh)
   if ((gh->features & (1u << VIRTIO_FREQHINT_F_FEEDBACK)) &&
       (gh->features & (1u << VIRTIO_FREQHINT_F_HOST_FREQ)))
     hello.features |= FH_F_HOST_FREQ;
+  if (s->features & (1u << VIRTIO_FREQHINT_F_CUR_FREQ))
+    hello.features |= FH_F_CUR_FREQ;
   hello.relay_transport = s->peer.transport;
   hello.relay_cid = s->peer.cid;
   hello.qemu_pid = s->peer.pid;
@@ -424,6 +502,8 @@ agent_welcome (FhRelaySession *s, const FhFrame *f, uint32_t offered)
     s->features &= ~((1u << VIRTIO_FREQHINT_F_FEEDBACK) | (1u << VIRTIO_FREQHINT_F_HOST_FREQ));
   if (!(w.features & FH_F_HOST_FREQ))
     s->features &= ~(1u << VIRTIO_FREQHINT_F_HOST_FREQ);
+  if (!(w.features & FH_F_CUR_FREQ) || !(s->features & (1u << VIRTIO_FREQHINT_F_HOST_FREQ)))
+    s->features &= ~(1u << VIRTIO_FREQHINT_F_CUR_FREQ);
   n = fh_vsock_encode_config (frame, sizeof frame, s->features, s->num_cpus);
   if (!to_guest (s, frame, n))
     return FALSE;
@@ -433,7 +513,7 @@ agent_welcome (FhRelaySession *s, const FhFrame *f, uint32_t offered)
   s->last_fb_us = 0;
   s->resend_full = TRUE;
   g_message ("%s: served (%u vCPUs, features 0x%x)", s->desc, s->num_cpus, s->features);
-  return feedback_send (s);
+  return guest_events (s);
 }
 
 static gboolean
@@ -447,7 +527,8 @@ agent_frame (FhRelaySession *s, const FhFrame *f)
   case FH_MSG_WELCOME:
     if (s->state != STATE_WELCOME)
       break;
-    return agent_welcome (s, f, FH_F_RELAY | FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ);
+    return agent_welcome (s, f,
+                          FH_F_RELAY | FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_CUR_FREQ);
   case FH_MSG_GRANTS:
     if (s->state != STATE_RUNNING)
       break;
@@ -457,7 +538,7 @@ agent_frame (FhRelaySession *s, const FhFrame *f)
     s->fb->operator_ceiling = grants.operator_ceiling;
     memcpy (s->fb->grants, grants.grants, s->num_cpus * sizeof (FhGrant));
     s->fb_dirty = TRUE;
-    return feedback_send (s);
+    return guest_events (s);
   case FH_MSG_HOST_FREQ:
     if (s->state != STATE_RUNNING || !(s->agent_features & FH_F_HOST_FREQ))
       break;
@@ -469,7 +550,22 @@ agent_frame (FhRelaySession *s, const FhFrame *f)
       memcpy (s->fb->freq_class, hf.freq_class, s->num_cpus);
       s->fb_dirty = TRUE;
     }
-    return feedback_send (s);
+    if (!s->hf)
+      s->hf = g_new (FhHostFreq, 1);
+    *s->hf = hf;
+    s->cur_dirty = TRUE;
+    return guest_events (s);
+  case FH_MSG_CUR_FREQ: {
+    static FhCurFreq cf;
+
+    if (s->state != STATE_RUNNING || !(s->agent_features & FH_F_CUR_FREQ))
+      break;
+    if (!fh_decode_cur_freq (f, s->num_cpus, s->hf, &cf, &err))
+      goto bad;
+    memcpy (s->cur_khz, cf.cur_khz, s->num_cpus * sizeof (uint32_t));
+    s->cur_dirty = TRUE;
+    return guest_events (s);
+  }
   case FH_MSG_PING: {
     uint8_t frame[32];
     uint64_t cookie;
@@ -546,11 +642,15 @@ guest_hello (FhRelaySession *s, const FhFrame *f)
   s->features = gh.features & FH_VSOCK_HOST_FEATURES;
   if (!(s->features & (1u << VIRTIO_FREQHINT_F_FEEDBACK)))
     s->features &= ~(1u << VIRTIO_FREQHINT_F_HOST_FREQ);
+  if (!(s->features & (1u << VIRTIO_FREQHINT_F_HOST_FREQ)))
+    s->features &= ~(1u << VIRTIO_FREQHINT_F_CUR_FREQ);
   s->vcpus = g_new0 (FhRecord, s->num_cpus);
   for (guint i = 0; i < s->num_cpus; i++)
     s->vcpus[i].vcpu = (uint16_t) i;
   s->dirty = g_new0 (guint8, s->num_cpus);
   s->fb = g_new0 (FhVsockFeedback, 1);
+  s->cur_khz = g_new0 (uint32_t, s->num_cpus);
+  s->cur_sent = g_new0 (uint32_t, s->num_cpus);
   feedback_defaults (s);
   s->state = STATE_WELCOME;
   return agent_connect (s, &gh);
@@ -619,7 +719,7 @@ on_guest (int fd, GIOCondition cond, gpointer data)
       session_end (s, FH_RELAY_END_EOF, "the guest's socket failed: %s", g_strerror (errno));
       return G_SOURCE_REMOVE;
     }
-    if (s->gout->len == 0 && !feedback_send (s))
+    if (s->gout->len == 0 && !guest_events (s))
       return G_SOURCE_REMOVE;
   }
   if (!(cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)))

@@ -189,6 +189,7 @@ fh_telemetry_vms (FhDaemon *d)
     add_int (b, "hints_frames", vm->hints_frames);
     add_int (b, "hints_records", vm->hints_records);
     add_int (b, "grants_frames", vm->grants_frames);
+    add_int (b, "cur_freq_frames", vm->cur_freq_frames);
     json_builder_end_object (b);
   }
   json_builder_end_array (b);

@@ -199,3 +199,23 @@ fh_vsock_encode_feedback (uint8_t *out, size_t out_size, const FhVsockFeedback *
   }
   return FH_VSOCK_FRAME_HDR + len;
 }
+
+size_t
+fh_vsock_encode_cur_freq (uint8_t *out, size_t out_size, uint32_t seq, uint16_t num_vcpus,
+                          const uint32_t *cur_khz)
+{
+  size_t len = sizeof (struct virtio_freqhint_cur_freq) + 4 * (size_t) num_vcpus;
+  uint8_t *p;
+
+  if (num_vcpus > FH_MAX_VCPUS)
+    return 0;
+  p = begin (out, out_size, len);
+  if (!p)
+    return 0;
+  fh_put_le16 (p, VIRTIO_FREQHINT_MSG_CUR_FREQ);
+  fh_put_le16 (p + 2, num_vcpus);
+  fh_put_le32 (p + 4, seq);
+  for (unsigned i = 0; i < num_vcpus; i++)
+    fh_put_le32 (p + sizeof (struct virtio_freqhint_cur_freq) + 4 * i, cur_khz[i]);
+  return FH_VSOCK_FRAME_HDR + len;
+}

@@ -21,7 +21,7 @@
 /* The features the host accepts: no CPU_ID (the host does not know the guest's firmware ids). */
 #define FH_VSOCK_HOST_FEATURES                                                                    \
   ((1u << VIRTIO_FREQHINT_F_PERF) | (1u << VIRTIO_FREQHINT_F_FEEDBACK) |                         \
-   (1u << VIRTIO_FREQHINT_F_HOST_FREQ))
+   (1u << VIRTIO_FREQHINT_F_HOST_FREQ) | (1u << VIRTIO_FREQHINT_F_CUR_FREQ))
 
 typedef struct {
   uint16_t version;
@@ -74,3 +74,6 @@ size_t fh_vsock_feedback_size (uint16_t num_vcpus);
 size_t fh_vsock_encode_config (uint8_t *out, size_t out_size, uint32_t features,
                                uint16_t num_vcpus);
 size_t fh_vsock_encode_feedback (uint8_t *out, size_t out_size, const FhVsockFeedback *fb);
+/* A CUR_FREQ message (6.8a) of num_vcpus values; 0 when it does not fit. */
+size_t fh_vsock_encode_cur_freq (uint8_t *out, size_t out_size, uint32_t seq, uint16_t num_vcpus,
+                                 const uint32_t *cur_khz);

@@ -64,6 +64,12 @@ struct FreqHintAgent {
     bool vcpus_pending;         /* a VCPUS frame the socket did not take */
     uint64_t pong_cookie;
     VirtIOFreqHintGrant *grants; /* a GRANTS frame's, num_vcpus of them */
+    /* The latest valid HOST_FREQ of this session, to check CUR_FREQ by. */
+    bool have_host_freq;
+    uint16_t num_classes;
+    VirtIOFreqHintClass classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+    uint8_t *freq_class;        /* num_vcpus */
+    uint32_t *cur_khz;          /* a CUR_FREQ frame's, num_vcpus */
     uint8_t rx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
     uint8_t tx_buf[sizeof(struct fh_frame_hdr) + FH_MAX_PAYLOAD];
 };
@@ -83,6 +89,9 @@ static uint32_t fh_agent_offered_features(FreqHintAgent *a)
     }
     if (a->parent_obj.features & FREQHINT_BACKEND_HOST_FREQ) {
         f |= FH_F_HOST_FREQ;
+    }
+    if (a->parent_obj.features & FREQHINT_BACKEND_CUR_FREQ) {
+        f |= FH_F_CUR_FREQ;
     }
     /* vCPU hot-plug without starting over. */
     return f | FH_F_VCPUS;
@@ -232,6 +241,7 @@ static void fh_agent_new_session(FreqHintAgent *a, FreqHintAgentState state)
     a->vcpus_pending = false;
     a->features = 0;
     a->keepalive_ms = 0;
+    a->have_host_freq = false;
 }
 
 /* Idempotent: a disconnect we asked for also raises CHR_EVENT_CLOSED. */
@@ -371,6 +381,11 @@ static bool fh_agent_handle_welcome(FreqHintAgent *a, const uint8_t *p,
         fh_agent_close(a, FH_CLOSE_MALFORMED, "bad WELCOME");
         return false;
     }
+    if ((features & FH_F_CUR_FREQ) && !(features & FH_F_HOST_FREQ)) {
+        fh_agent_close(a, FH_CLOSE_MALFORMED,
+                       "FH_F_CUR_FREQ accepted without FH_F_HOST_FREQ");
+        return false;
+    }
     if (keepalive_ms < FH_KEEPALIVE_MIN_MS ||
         keepalive_ms > FH_KEEPALIVE_MAX_MS) {
         fh_agent_close(a, FH_CLOSE_MALFORMED, "keepalive_ms out of range");
@@ -491,8 +506,50 @@ static bool fh_agent_handle_host_freq(FreqHintAgent *a, const uint8_t *p,
             return false;
         }
     }
+    a->have_host_freq = true;
+    a->num_classes = n;
+    memcpy(a->classes, classes, n * sizeof(classes[0]));
+    memcpy(a->freq_class, freq_class, a->parent_obj.num_vcpus);
     a->parent_obj.ops->set_host_freq(a->parent_obj.opaque, n, classes,
                                      freq_class);
+    return true;
+}
+
+/*
+ * Each value 0 or within the range of its vCPU's class in the latest
+ * HOST_FREQ; checked as a whole before the device sees any of it.
+ */
+static bool fh_agent_handle_cur_freq(FreqHintAgent *a, const uint8_t *p,
+                                     uint32_t len)
+{
+    uint16_t n = a->parent_obj.num_vcpus;
+
+    if (!a->have_host_freq) {
+        fh_agent_close(a, FH_CLOSE_PROTOCOL, "CUR_FREQ before HOST_FREQ");
+        return false;
+    }
+    if (len < sizeof(struct fh_msg_cur_freq) ||
+        fh_get_le16(p + offsetof(struct fh_msg_cur_freq, num_vcpus)) != n ||
+        fh_get_le16(p + offsetof(struct fh_msg_cur_freq, reserved)) ||
+        fh_get_le32(p + offsetof(struct fh_msg_cur_freq, reserved2)) ||
+        len != sizeof(struct fh_msg_cur_freq) + n * sizeof(uint32_t)) {
+        fh_agent_close(a, FH_CLOSE_MALFORMED, "bad CUR_FREQ");
+        return false;
+    }
+    p += sizeof(struct fh_msg_cur_freq);
+    for (int i = 0; i < n; i++) {
+        uint32_t khz = fh_get_le32(p + 4 * i);
+        uint8_t k = a->freq_class[i];
+
+        if (khz && (k >= a->num_classes || khz < a->classes[k].min_khz ||
+                    khz > a->classes[k].max_khz)) {
+            fh_agent_close(a, FH_CLOSE_MALFORMED,
+                           "cur_khz outside its vCPU's class");
+            return false;
+        }
+        a->cur_khz[i] = khz;
+    }
+    a->parent_obj.ops->set_cur_freq(a->parent_obj.opaque, a->cur_khz);
     return true;
 }
 
@@ -532,6 +589,12 @@ static bool fh_agent_dispatch(FreqHintAgent *a, uint16_t type,
             return false;
         }
         return fh_agent_handle_host_freq(a, p, len);
+    case FH_MSG_CUR_FREQ:
+        if (!(a->features & FH_F_CUR_FREQ)) {
+            fh_agent_close(a, FH_CLOSE_PROTOCOL, "CUR_FREQ not accepted");
+            return false;
+        }
+        return fh_agent_handle_cur_freq(a, p, len);
     case FH_MSG_PING:
     case FH_MSG_PONG:
         if (len != sizeof(struct fh_msg_ping)) {
@@ -793,6 +856,8 @@ static bool fh_agent_attach(FreqHintBackend *b, Error **errp)
     }
     a->state = FREQHINT_LINK_DOWN;
     a->grants = g_new(VirtIOFreqHintGrant, b->num_vcpus);
+    a->freq_class = g_new(uint8_t, b->num_vcpus);
+    a->cur_khz = g_new(uint32_t, b->num_vcpus);
     a->timeout_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fh_agent_timeout, a);
     a->cpu_listener.realize = fh_agent_cpu_changed;
     a->cpu_listener.unrealize = fh_agent_cpu_changed;
@@ -828,6 +893,10 @@ static void fh_agent_detach(FreqHintBackend *b)
     a->timeout_timer = NULL;
     g_free(a->grants);
     a->grants = NULL;
+    g_free(a->freq_class);
+    a->freq_class = NULL;
+    g_free(a->cur_khz);
+    a->cur_khz = NULL;
 }
 
 static char *fh_agent_get_chardev(Object *obj, Error **errp)

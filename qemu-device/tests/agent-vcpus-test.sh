@@ -11,36 +11,8 @@
 # it sends in GRANTS must reach the device for the last vCPU.
 set -euo pipefail
 
-build=$1
-# meson passes the file build-qemu.sh --print-build wrote.
-[ -f "$build" ] && build=$(cat "$build")
-freqhintd=$2
-freqhintctl=$3
-mkfixture=$4
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "agent-vcpus-test: $*" >&2
-	tail -n 20 "$tmp"/*.log >&2 2>/dev/null || true
-	exit 1
-}
-# until SECONDS CMD...: CMD succeeds within SECONDS.
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
-ctl() { "$freqhintctl" --socket "$tmp/ctl.sock" --json "$@"; }
+test_name=agent-vcpus-test
+. "$(dirname "$0")/agent-test-lib.sh"
 # jq_is WANT FILTER CTL_ARGS...: freqhintctl's answer, filtered, is WANT.
 jq_is() {
 	local want=$1 filter=$2
@@ -48,15 +20,7 @@ jq_is() {
 	[ "$(ctl "$@" | jq -r "$filter")" = "$want" ]
 }
 
-"$mkfixture" host "$tmp/fx"
-printf '[vm fh-max]\nceiling=50\n' >"$tmp/freqhintd.conf"
-"$freqhintd" --foreground --config "$tmp/freqhintd.conf" --backend none \
-	--sysfs-root "$tmp/fx/sys" --proc-root /proc --cgroup-root /sys/fs/cgroup \
-	--socket "$tmp/dev.sock" --control-socket "$tmp/ctl.sock" \
-	--state-dir "$tmp/state" --libvirt-uri none --no-metrics \
-	>"$tmp/freqhintd.log" 2>&1 &
-pids+=($!)
-until_ok 30 ctl status || fail "freqhintd does not answer"
+start_freqhintd $'[vm fh-max]\nceiling=50\n'
 
 # run_machine ARCH VCPUS MACHINE_OPTIONS...
 run_machine() {
@@ -97,8 +61,5 @@ run_machine x86_64 1024 -machine q35
 if [ -x "$build/qemu-system-aarch64" ]; then
 	run_machine aarch64 512 -machine virt,gic-version=3 -cpu max
 fi
-kill -TERM "${pids[0]}"
-wait "${pids[0]}" || fail "freqhintd exited with status $?"
-! grep -qE 'AddressSanitizer|runtime error|CRITICAL' "$tmp/freqhintd.log" ||
-	fail "sanitizer report in freqhintd's log"
+stop_freqhintd
 echo "agent-vcpus ok"

@@ -8,7 +8,7 @@ out=$("$build/qemu-system-x86_64" -device help)
 grep -q '^name "virtio-freqhint-pci", bus PCI' <<<"$out" ||
 	{ echo "virtio-freqhint-pci not in -device help" >&2; exit 1; }
 props=$("$build/qemu-system-x86_64" -device virtio-freqhint-pci,help)
-for p in backend rate-window-ms x-forward-interval-ms perf feedback host-freq cpu-id perf-step idle-share; do
+for p in backend rate-window-ms x-forward-interval-ms perf feedback host-freq cpu-id cur-freq perf-step idle-share; do
 	grep -q "^  $p=" <<<"$props" || { echo "no property $p" >&2; exit 1; }
 done
 # One way to configure it: the chardev belongs to -object freqhint-agent.

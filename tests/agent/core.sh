@@ -369,5 +369,65 @@ case_host_freq_vcpus() {
 	expect_file "$POL/policy4/scaling_min_freq" 800000
 }
 
+# --- agent protocol: CUR_FREQ (PA-26) ------------------------------------------
+
+# cur_freq_is ID REGEX: the client's last CUR_FREQ line matches
+cur_freq_is() { grep '^cur-freq' "$T/client-$1.out" | tail -1 | grep -E "$2" >/dev/null; }
+expect_cur_freq() {
+	eventually cur_freq_is "$1" "$2" ||
+		fail "client $1: last CUR_FREQ is '$(grep '^cur-freq' "$T/client-$1.out" | tail -1)', want /$2/"
+}
+cur_freq_count() { grep -c '^cur-freq' "$T/client-$1.out"; }
+# no frame while nothing changes
+cur_freq_quiet() {
+	local n
+	n=$(cur_freq_count "$1")
+	sleep 0.3
+	[ "$(cur_freq_count "$1")" = "$n" ] || fail "client $1: CUR_FREQ sent without a change"
+}
+
+case_cur_freq() {
+	fixture; thread 2301 2 2; thread 2302 6 6; thread 2303 4 4; thread 2304 2 2
+	echo 400000 >"$POL/policy4/cpuinfo_min_freq"           # a class of its own
+	cat >>"$T/freqhintd.conf" <<-EOC
+	[cpufreq]
+	cur_freq_interval_ms=20
+	EOC
+	start_daemon cpufreq
+	LIVE_ARGS="--features perf,grants,host-freq,cur-freq" \
+		live_vm a vm-a $U1 2301,2302,2303 0:-:1024
+	grep -q '^welcome features=0x27 ' "$T/client-a.out" || fail "CUR_FREQ not accepted"
+	# every policy of the fixture runs at 1.6 GHz: one frame after HOST_FREQ, none after
+	expect_cur_freq a '^cur-freq khz=1600000,1600000,1600000$'
+	grep -q '^bad-' "$T/client-a.out" && fail "a frame the device would refuse: $(grep '^bad-' "$T/client-a.out")"
+	[ "$(grep -m1 -n '^host-freq' "$T/client-a.out" | cut -d: -f1)" -lt \
+	  "$(grep -m1 -n '^cur-freq' "$T/client-a.out" | cut -d: -f1)" ] || fail "CUR_FREQ before HOST_FREQ"
+	cur_freq_quiet a
+	[ "$(cur_freq_count a)" = 1 ] || fail "CUR_FREQ frames: $(cur_freq_count a), want 1"
+	# the DVFS of policy 2 moves: vCPU 0's value follows, the others stay
+	echo 2400000 >"$POL/policy2/scaling_cur_freq"
+	expect_cur_freq a '^cur-freq khz=2400000,1600000,1600000$'
+	echo 800000 >"$POL/policy6/scaling_cur_freq"
+	echo 400000 >"$POL/policy4/scaling_cur_freq"
+	expect_cur_freq a '^cur-freq khz=2400000,800000,400000$'
+	cur_freq_quiet a
+	# unreadable: unknown
+	rm "$POL/policy6/scaling_cur_freq"
+	expect_cur_freq a '^cur-freq khz=2400000,0,400000$'
+	# a guest without the feature, and one offering it without HOST_FREQ, get none
+	LIVE_ARGS="--features perf,grants,host-freq" live_vm b vm-b $U2 2304 0:-:1024
+	LIVE_ARGS="--features perf,grants,cur-freq" live_vm c vm-c $U3 0 0:-:1024
+	grep -q '^welcome features=0x7 ' "$T/client-b.out" || fail "b: $(grep welcome "$T/client-b.out")"
+	grep -q '^welcome features=0x3 ' "$T/client-c.out" || fail "c: CUR_FREQ accepted without HOST_FREQ"
+	echo 3200000 >"$POL/policy2/scaling_cur_freq"
+	expect_cur_freq a '^cur-freq khz=3200000,0,400000$'
+	cur_freq_quiet a
+	# each frame says something new (two writes may fall in one interval or two)
+	[ -z "$(grep '^cur-freq' "$T/client-a.out" | uniq -d)" ] || fail "the same CUR_FREQ twice in a row"
+	[ "$(cur_freq_count b)" = 0 ] || fail "CUR_FREQ to a VM without the feature"
+	[ "$(cur_freq_count c)" = 0 ] || fail "CUR_FREQ to a VM without HOST_FREQ"
+	expect_jq '.[] | select(.name=="vm-a") | .cur_freq_frames' "$(cur_freq_count a)" vms
+}
+
 # integration.sh runs the case named in $1 with its helpers.
 source "$(dirname "${BASH_SOURCE[0]}")/integration.sh"

@@ -11,7 +11,8 @@
  *
  * --stdin reads commands, one a line:  "hint SPEC..."  (partial HINTS),
  * "full SPEC..." (FULL HINTS), "vcpus TID,..." (VCPUS), "close" (send CLOSE and
- * exit), "sleep MS".  HOST_FREQ frames are printed as "host-freq ...".
+ * exit), "sleep MS".  HOST_FREQ frames are printed as "host-freq ...", CUR_FREQ
+ * frames as "cur-freq ...".
  *
  * --malformed KIND sends one bad frame (see --help) and then waits for the
  * agent's CLOSE; the exit status says whether its reason matched
@@ -194,11 +195,14 @@ print_grants (const FhFrame *f, uint16_t num_vcpus)
   fflush (stdout);
 }
 
+/* The latest valid HOST_FREQ: CUR_FREQ is checked against it (PD-20). */
+static FhHostFreq hf;
+static gboolean have_hf;
+
 /* "host-freq classes=N K:MIN..MAX/STEP/NFREQS[:F1,F2,...] ... vcpus=C0,C1,..." (PA-18) */
 static void
 print_host_freq (const FhFrame *f, uint16_t num_vcpus)
 {
-  static FhHostFreq hf;
   FhError err;
 
   if (!fh_decode_host_freq (f, num_vcpus, &hf, &err)) {
@@ -217,6 +221,26 @@ print_host_freq (const FhFrame *f, uint16_t num_vcpus)
   printf (" vcpus=");
   for (unsigned i = 0; i < hf.num_vcpus; i++)
     printf ("%s%u", i ? "," : "", hf.freq_class[i]);
+  printf ("\n");
+  fflush (stdout);
+  have_hf = TRUE;
+}
+
+/* "cur-freq khz=K0,K1,..." (PA-26), checked as the device would */
+static void
+print_cur_freq (const FhFrame *f, uint16_t num_vcpus)
+{
+  static FhCurFreq cf;
+  FhError err;
+
+  if (!fh_decode_cur_freq (f, num_vcpus, have_hf ? &hf : NULL, &cf, &err)) {
+    printf ("bad-cur-freq %s\n", err.text);
+    fflush (stdout);
+    return;
+  }
+  printf ("cur-freq khz=");
+  for (unsigned i = 0; i < cf.num_vcpus; i++)
+    printf ("%s%u", i ? "," : "", cf.cur_khz[i]);
   printf ("\n");
   fflush (stdout);
 }
@@ -247,6 +271,9 @@ handle_agent_frame (FhTestClient *c, const FhFrame *f, uint16_t num_vcpus, gbool
       return 0;
     case FH_MSG_HOST_FREQ:
       print_host_freq (f, num_vcpus);
+      return 0;
+    case FH_MSG_CUR_FREQ:
+      print_cur_freq (f, num_vcpus);
       return 0;
     case FH_MSG_CLOSE: {
       FhClose cl;
@@ -429,7 +456,7 @@ main (int argc, char **argv)
     { "tids", 't', 0, G_OPTION_ARG_STRING, &tids, "Comma-separated vCPU thread ids", "TID,..." },
     { "pid", 0, 0, G_OPTION_ARG_INT, &pid, "qemu_pid in HELLO (default our pid)", "PID" },
     { "features", 0, 0, G_OPTION_ARG_STRING, &features,
-      "Offered features: perf,grants,host-freq,vcpus (default perf,grants; \"none\" for none)",
+      "Offered features: perf,grants,host-freq,vcpus,cur-freq (default perf,grants; \"none\" for none)",
       "LIST" },
     { "hint", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &hints,
       "vcpu:min:max[:perf][:idle] or vcpu:none; '-' for an invalid field", "SPEC" },
@@ -509,6 +536,8 @@ main (int argc, char **argv)
       hello.features |= FH_F_HOST_FREQ;
     if (strstr (features, "vcpus"))
       hello.features |= FH_F_VCPUS;
+    if (strstr (features, "cur-freq"))
+      hello.features |= FH_F_CUR_FREQ;
   }
   hello.qemu_pid = pid ? (uint32_t) pid : (uint32_t) getpid ();
   if (relay_cid >= 0 || relay_path) {

@@ -8,6 +8,7 @@
  *   config features=0x7 num_vcpus=2 window=10
  *   ready
  *   feedback seq=1 flags=0x1 op=0..1024 0:0..1024/255 1:0..1024/255
+ *   cur-freq seq=1 khz=1600000,0          (with --cur-freq)
  *   closed after 12 ms
  *
  * and it can be hostile on purpose (--flood, --malformed, --no-read,
@@ -110,6 +111,22 @@ print_feedback (const uint8_t *m, uint32_t len)
   printf ("%s\n", s->str);
 }
 
+static void
+print_cur_freq (const uint8_t *m, uint32_t len)
+{
+  uint16_t nv = fh_get_le16 (m + 2);
+  g_autoptr (GString) s = g_string_new (NULL);
+
+  if (len != 8 + 4 * (uint32_t) nv) {
+    printf ("bad cur-freq of %u bytes for %u vCPUs\n", len, nv);
+    return;
+  }
+  g_string_printf (s, "cur-freq seq=%u khz=", fh_get_le32 (m + 4));
+  for (guint i = 0; i < nv; i++)
+    g_string_append_printf (s, "%s%u", i ? "," : "", fh_get_le32 (m + 8 + 4 * i));
+  printf ("%s\n", s->str);
+}
+
 /*
  * Wait up to timeout_ms for a message.  1: one in *m, *len (valid until the
  * next call); 0: timeout; -1: the host closed (printed).
@@ -175,6 +192,8 @@ drain (int ms)
       return TRUE;
     if (fh_get_le16 (m) == VIRTIO_FREQHINT_MSG_FEEDBACK)
       print_feedback (m, len);
+    else if (fh_get_le16 (m) == VIRTIO_FREQHINT_MSG_CUR_FREQ)
+      print_cur_freq (m, len);
     else
       printf ("message type %u of %u bytes\n", fh_get_le16 (m), len);
     fflush (stdout);
@@ -254,7 +273,7 @@ main (int argc, char **argv)
   gboolean use_stdin = FALSE, no_read = FALSE, silent = FALSE, flood = FALSE, flood_full = FALSE;
   g_autofree char *pidfile = NULL;
   int vcpu_threads = 0, bind_port = -1, burst = 0;
-  gboolean reconnect = FALSE;
+  gboolean reconnect = FALSE, cur_freq = FALSE;
   gint64 as_uid = -1;
   int version = FREQHINT_VSOCK_VERSION;
   const GOptionEntry entries[] = {
@@ -269,6 +288,7 @@ main (int argc, char **argv)
     { "hold", 0, 0, G_OPTION_ARG_INT, &hold_ms, "then read for MS and exit (default: until closed)",
       "MS" },
     { "version", 0, 0, G_OPTION_ARG_INT, &version, "HELLO version (default 1)", "N" },
+    { "cur-freq", 0, 0, G_OPTION_ARG_NONE, &cur_freq, "offer VIRTIO_FREQHINT_F_CUR_FREQ too", NULL },
     { "silent", 0, 0, G_OPTION_ARG_NONE, &silent, "connect and send nothing", NULL },
     { "connections", 0, 0, G_OPTION_ARG_INT, &connections,
       "with --silent: open N connections, print how many the host left open", "N" },
@@ -365,7 +385,8 @@ main (int argc, char **argv)
   fh_put_le16 (m, FREQHINT_VSOCK_MSG_HELLO);
   fh_put_le16 (m + 2, (uint16_t) version);
   fh_put_le32 (m + 4, (1u << VIRTIO_FREQHINT_F_PERF) | (1u << VIRTIO_FREQHINT_F_FEEDBACK) |
-                          (1u << VIRTIO_FREQHINT_F_HOST_FREQ));
+                          (1u << VIRTIO_FREQHINT_F_HOST_FREQ) |
+                          (cur_freq ? 1u << VIRTIO_FREQHINT_F_CUR_FREQ : 0));
   fh_put_le16 (m + 8, (uint16_t) vcpus);
   if (g_strcmp0 (malformed, "hello-reserved") == 0)
     m[15] = 1;

@@ -162,6 +162,67 @@ test_host_load (void)
   fh_paths_clear (&p);
 }
 
+/*
+ * PA-26: one sample per policy, and each vCPU's value from its CPU's
+ * policy, clamped into its class; 0 wherever something is unknown.
+ */
+static void
+test_cur_freq (void)
+{
+  FhPaths p;
+  g_autoptr (FhHost) h = fh_host_new ();
+  g_autoptr (GError) error = NULL;
+  guint khz[2];
+  char *top = root;
+
+  /* a tree of its own: the other tests' policies have tables */
+  root = g_build_filename (top, "cur-freq", NULL);
+  put ("sys/devices/system/cpu/online", "0-4\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/affected_cpus", "0 1\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_min_freq", "800000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq", "3000000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy0/scaling_cur_freq", "2400000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/affected_cpus", "2 3\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/cpuinfo_min_freq", "400000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/cpuinfo_max_freq", "2000000\n");
+  put ("sys/devices/system/cpu/cpufreq/policy2/scaling_cur_freq", "garbage\n");
+  put ("proc/sys/kernel/sched_util_clamp_min", "1024\n");
+  put ("proc/sys/kernel/sched_util_clamp_max", "1024\n");
+  paths_for (&p);
+  g_assert_true (fh_host_load (h, &p, &error));
+  g_assert_no_error (error);
+  fh_host_build_freq_classes (h, 100000);
+  g_assert_cmpuint (h->n_freq_classes, ==, 2);
+  g_assert_cmpuint (h->cpu_class[0], ==, 0);
+  g_assert_cmpuint (h->cpu_class[2], ==, 1);
+
+  fh_host_sample_cur_freq (h, &p, khz);
+  g_assert_cmpuint (khz[0], ==, 2400000);
+  g_assert_cmpuint (khz[1], ==, 0); /* unreadable: unknown */
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 1, 0), ==, 2400000);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 3, 1), ==, 0);
+  /* no class, no CPU, a CPU without a policy: unknown */
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 1, VIRTIO_FREQHINT_NO_FREQ_CLASS), ==, 0);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, -1, 0), ==, 0);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 4, 0), ==, 0);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 5, 0), ==, 0);
+  /* a thread allowed on both classes has the wider: the sample is clamped into it */
+  put ("sys/devices/system/cpu/cpufreq/policy2/scaling_cur_freq", "1800000\n");
+  fh_host_sample_cur_freq (h, &p, khz);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 2, 1), ==, 1800000);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 2, 0), ==, 1800000);
+  put ("sys/devices/system/cpu/cpufreq/policy2/scaling_cur_freq", "400000\n");
+  fh_host_sample_cur_freq (h, &p, khz);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 2, 0), ==, 800000);
+  /* a boost frequency above cpuinfo_max_freq is clamped to the class's maximum */
+  put ("sys/devices/system/cpu/cpufreq/policy0/scaling_cur_freq", "3500000\n");
+  fh_host_sample_cur_freq (h, &p, khz);
+  g_assert_cmpuint (fh_host_cur_khz (h, khz, 0, 0), ==, 3000000);
+  fh_paths_clear (&p);
+  g_free (root);
+  root = top;
+}
+
 static void
 test_probe_v2 (void)
 {
@@ -394,6 +455,11 @@ test_config_strict (void)
     { "[daemon]\nbackend=cpufrq\n", "2: [daemon] backend: \"cpufrq\" is not a backend" },
     { "[daemon]\npoll_interval_ms=10s\n", "2: [daemon] poll_interval_ms: \"10s\" is not an integer" },
     { "[daemon]\nsocket_mode=rw\n", "2: [daemon] socket_mode: \"rw\"" },
+    /* 4.4c: 0 turns sampling off; a rate faster than 10 ms is refused */
+    { "[cpufreq]\ncur_freq_interval_ms=5\n",
+      "2: [cpufreq] cur_freq_interval_ms: 5 is neither 0 (off) nor in 10..60000" },
+    { "[cpufreq]\ncur_freq_interval_ms=60001\n",
+      "2: [cpufreq] cur_freq_interval_ms: \"60001\" is not an integer in 0..60000" },
     { "[vm a]\nfloor=101\n", "2: [vm a] floor: " },
     { "[vm a]\npidfile=/run/a.pid\nunit=a.scope\n", "3: [vm a] unit: a VM's process is named by pidfile= or unit=, not both" },
     { "[vm a]\npidfile=run/a.pid\n", "2: [vm a] pidfile: \"run/a.pid\" is not an absolute path" },
@@ -572,6 +638,7 @@ main (int argc, char **argv)
   g_assert_nonnull (root);
   g_test_add_func ("/host/paths", test_paths);
   g_test_add_func ("/host/load", test_host_load);
+  g_test_add_func ("/host/cur-freq", test_cur_freq);
   g_test_add_func ("/host/probe-v2", test_probe_v2);
   g_test_add_func ("/host/probe-v1", test_probe_v1);
   g_test_add_func ("/host/levels-interned", test_levels_interned);

@@ -439,6 +439,99 @@ test_welcome_grants_close (void)
 }
 
 /* PA-18: HOST_FREQ layout (8 + 76 x classes + vCPUs) and every DEV-4 rule. */
+/* PD-20, PA-26: CUR_FREQ's layout and the checks against the latest HOST_FREQ */
+/* Two classes (a table, a continuous range) for three vCPUs, the third without one. */
+static void
+two_classes (FhHostFreq *hf)
+{
+  memset (hf, 0, sizeof *hf);
+  hf->num_classes = 2;
+  hf->num_vcpus = 3;
+  hf->classes[0] = (FhFreqClass){ 800000, 3200000, 128, 3, { 800000, 1600000, 3200000 } };
+  hf->classes[1] = (FhFreqClass){ 400000, 2000000, 51, 0, { 0 } };
+  hf->freq_class[0] = 0;
+  hf->freq_class[1] = 1;
+  hf->freq_class[2] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+}
+
+static void
+test_cur_freq (void)
+{
+  static FhHostFreq hf;
+  static FhCurFreq cf, out;
+  FhError err;
+  FhFrame f;
+  size_t n;
+
+  two_classes (&hf);
+  memset (&cf, 0, sizeof cf);
+  cf.num_vcpus = 3;
+  cf.cur_khz[0] = 3200000;
+  cf.cur_khz[1] = 400000;
+  n = fh_encode_cur_freq (buf, sizeof buf, &cf, &hf);
+  g_assert_cmpuint (n, ==, 8 + 8 + 3 * 4);
+  g_assert_cmpuint (buf[4], ==, FH_MSG_CUR_FREQ);
+  g_assert_cmpuint (buf[8], ==, 3); /* num_vcpus */
+  g_assert_cmpuint (buf[16] | buf[17] << 8 | buf[18] << 16, ==, 3200000);
+  g_assert_cmpuint (buf[20] | buf[21] << 8 | buf[22] << 16, ==, 400000);
+  g_assert_cmpuint (buf[24] | buf[25] | buf[26] | buf[27], ==, 0);
+  g_assert_cmpstr (fh_msg_type_name (FH_MSG_CUR_FREQ), ==, "CUR_FREQ");
+  f = parse_ok (buf, n);
+  g_assert_true (fh_decode_cur_freq (&f, 3, &hf, &out, &err));
+  g_assert_cmpuint (out.num_vcpus, ==, 3);
+  g_assert_cmpuint (out.cur_khz[0], ==, 3200000);
+  g_assert_cmpuint (out.cur_khz[1], ==, 400000);
+  g_assert_cmpuint (out.cur_khz[2], ==, 0);
+
+  /* Before any HOST_FREQ: a protocol error, whatever the frame */
+  g_assert_false (fh_decode_cur_freq (&f, 3, NULL, &out, &err));
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_PROTOCOL);
+  /* HELLO said 4 */
+  g_assert_false (fh_decode_cur_freq (&f, 4, &hf, &out, &err));
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_MALFORMED);
+  buf[10] = 1; /* reserved */
+  g_assert_false (fh_decode_cur_freq (&f, 3, &hf, &out, &err));
+  buf[10] = 0;
+  buf[15] = 1; /* reserved2 */
+  g_assert_false (fh_decode_cur_freq (&f, 3, &hf, &out, &err));
+  buf[15] = 0;
+  g_assert_true (fh_decode_cur_freq (&f, 3, &hf, &out, &err));
+  f.len--; /* length must be exact */
+  g_assert_false (fh_decode_cur_freq (&f, 3, &hf, &out, &err));
+  g_assert_cmpuint (err.reason, ==, FH_CLOSE_MALFORMED);
+
+  /* Values: each outside its class, or for a vCPU without one, is refused */
+  {
+    static const struct {
+      guint vcpu;
+      guint32 khz;
+    } bad[] = {
+      { 0, 799999 }, { 0, 3200001 }, { 1, 399999 }, { 1, 2000001 }, { 2, 1000000 },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+      static FhCurFreq c;
+
+      c = cf;
+      c.cur_khz[bad[i].vcpu] = bad[i].khz;
+      g_assert_cmpuint (fh_encode_cur_freq (buf, sizeof buf, &c, &hf), ==, 0);
+      cf.cur_khz[bad[i].vcpu] = 0;
+      n = fh_encode_cur_freq (buf, sizeof buf, &cf, &hf);
+      g_assert_cmpuint (n, >, 0);
+      fh_put_le32 (buf + 16 + 4 * bad[i].vcpu, bad[i].khz);
+      f = parse_ok (buf, n);
+      g_assert_false (fh_decode_cur_freq (&f, 3, &hf, &out, &err));
+      g_assert_cmpuint (err.reason, ==, FH_CLOSE_MALFORMED);
+      cf.cur_khz[0] = 3200000;
+      cf.cur_khz[1] = 400000;
+      cf.cur_khz[2] = 0;
+    }
+  }
+  /* The count must match the classes' (HELLO's) */
+  cf.num_vcpus = 2;
+  g_assert_cmpuint (fh_encode_cur_freq (buf, sizeof buf, &cf, &hf), ==, 0);
+}
+
 static void
 test_host_freq (void)
 {
@@ -447,14 +540,7 @@ test_host_freq (void)
   FhFrame f;
   size_t n;
 
-  memset (&hf, 0, sizeof hf);
-  hf.num_classes = 2;
-  hf.num_vcpus = 3;
-  hf.classes[0] = (FhFreqClass){ 800000, 3200000, 128, 3, { 800000, 1600000, 3200000 } };
-  hf.classes[1] = (FhFreqClass){ 400000, 2000000, 51, 0, { 0 } };
-  hf.freq_class[0] = 0;
-  hf.freq_class[1] = 1;
-  hf.freq_class[2] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+  two_classes (&hf);
   n = fh_encode_host_freq (buf, sizeof buf, &hf);
   g_assert_cmpuint (n, ==, 8 + 8 + 2 * 76 + 3);
   /* byte layout: header, then class 0 at 16, class 1 at 92, classes at 168 */
@@ -918,6 +1004,7 @@ main (int argc, char **argv)
   g_test_add_func ("/protocol/hints", test_hints);
   g_test_add_func ("/protocol/max-vcpus", test_max_vcpus);
   g_test_add_func ("/protocol/host-freq", test_host_freq);
+  g_test_add_func ("/protocol/cur-freq", test_cur_freq);
   g_test_add_func ("/protocol/vcpus", test_vcpus);
   g_test_add_func ("/protocol/welcome-grants-close", test_welcome_grants_close);
   g_test_add_func ("/protocol/names", test_names);

@@ -122,6 +122,51 @@ vsock_uds=$T/fc.vsock"
 	stop_daemon
 }
 
+# CUR_FREQ over the front end (VS-26): a guest that offers
+# VIRTIO_FREQHINT_F_CUR_FREQ gets freqhintd's values as CUR_FREQ messages
+# with the front end's own seq, after the snapshot with the classes, only
+# on change; a guest that does not offer it gets none.
+case_cur_freq() {
+	held_peer a
+	held_peer b
+	EXTRA_CONF="[vm chv]
+pidfile=$T/chv.pid
+vsock_uds=$T/chv.vsock
+[vm fc]
+pidfile=$T/fc.pid
+vsock_uds=$T/fc.vsock
+[cpufreq]
+cur_freq_interval_ms=20"
+	vsock_fixture
+	process "$PEER_a"; vcpu_thread "$PEER_a" 7001 2 vcpu0; vcpu_thread "$PEER_a" 7002 6 vcpu1
+	echo "$PEER_a" >"$T/chv.pid"
+	process "$PEER_b"; vcpu_thread "$PEER_b" 7101 4 "fc_vcpu 0"
+	echo "$PEER_b" >"$T/fc.pid"
+	start_daemon cpufreq
+	start_vsockd
+	go a --unix "$T/chv.vsock_853" --vcpus 2 --cur-freq --hint 0:300:1024
+	go b --unix "$T/fc.vsock_853" --vcpus 1 --hint 0:300:1024
+	eventually grep -q '^ready' "$T/client-a.out" || fail "a: no CONFIG"
+	eventually grep -q '^ready' "$T/client-b.out" || fail "b: no CONFIG"
+	grep -q '^config features=0x17 ' "$T/client-a.out" || fail "a: $(grep config "$T/client-a.out")"
+	grep -q '^config features=0x7 ' "$T/client-b.out" || fail "b: $(grep config "$T/client-b.out")"
+	eventually grep -q '^cur-freq seq=1 khz=1600000,1600000$' "$T/client-a.out" ||
+		fail "a: no CUR_FREQ: $(grep -v '^feedback' "$T/client-a.out")"
+	[ "$(grep -m1 -n '^feedback .*classes=[1-9]' "$T/client-a.out" | cut -d: -f1)" -lt \
+	  "$(grep -m1 -n '^cur-freq' "$T/client-a.out" | cut -d: -f1)" ] || fail "CUR_FREQ before the classes"
+	echo 2400000 >"$POL/policy2/scaling_cur_freq"
+	eventually grep -q '^cur-freq seq=2 khz=2400000,1600000$' "$T/client-a.out" ||
+		fail "a: $(grep '^cur-freq' "$T/client-a.out" | tail -1), want 2400000,1600000"
+	sleep 0.3
+	[ "$(grep -c '^cur-freq' "$T/client-a.out")" = 2 ] || fail "a: CUR_FREQ without a change"
+	[ "$(grep -c '^cur-freq' "$T/client-b.out")" = 0 ] || fail "b: CUR_FREQ without the feature"
+	grep -q '^bad\|^message type' "$T/client-a.out" && fail "a: $(grep '^bad\|^message type' "$T/client-a.out")"
+	expect_jq '.[] | select(.name=="chv") | .cur_freq_frames' 2 vms
+	kill "$PEER_a" "$PEER_b"
+	stop_vsockd
+	stop_daemon
+}
+
 # The device's coalescing and rate window (spec §5.3, VS-18): 150 changes
 # of one vCPU back to back reach freqhintd as at most one frame per 10 ms
 # window (plus the leading edge and the FULL state), and the last one wins.

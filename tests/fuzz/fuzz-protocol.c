@@ -19,6 +19,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   static FhHello hello;
   static FhHints hints;
   static FhGrants grants;
+  static FhHostFreq last_hf; /* PD-20: CUR_FREQ is checked against it */
+  bool have_hf = false;
   uint16_t num_vcpus;
   uint32_t features;
   size_t off = 2;
@@ -62,6 +64,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     {
       static FhHostFreq hf;
       static FhVcpus vc;
+      static FhCurFreq cf;
 
       /* PA-18, PA-19: what decodes is valid and encodes to the same bytes */
       if (fh_decode_host_freq (&f, num_vcpus, &hf, &err)) {
@@ -69,6 +72,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
           if (!fh_freq_class_check (&hf.classes[i], NULL))
             __builtin_trap ();
         if (fh_encode_host_freq (out, sizeof out, &hf) != frame_size ||
+            memcmp (out, data + off, frame_size) != 0)
+          __builtin_trap ();
+        last_hf = hf;
+        have_hf = true;
+      }
+      /* PD-20: what decodes is within the latest classes and encodes to the same bytes */
+      if (fh_decode_cur_freq (&f, num_vcpus, have_hf ? &last_hf : NULL, &cf, &err)) {
+        for (unsigned i = 0; i < cf.num_vcpus; i++)
+          if (!fh_cur_freq_ok (&last_hf, last_hf.freq_class[i], cf.cur_khz[i]))
+            __builtin_trap ();
+        if (fh_encode_cur_freq (out, sizeof out, &cf, &last_hf) != frame_size ||
             memcmp (out, data + off, frame_size) != 0)
           __builtin_trap ();
       }

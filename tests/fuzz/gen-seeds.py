@@ -13,7 +13,7 @@ import os
 import struct
 import sys
 
-HELLO, WELCOME, HINTS, GRANTS, PING, PONG, CLOSE, HOST_FREQ, VCPUS = range(1, 10)
+HELLO, WELCOME, HINTS, GRANTS, PING, PONG, CLOSE, HOST_FREQ, VCPUS, CUR_FREQ = range(1, 11)
 VERSION = 2         # FH_PROTO_VERSION
 MAX_VCPUS = 1024    # FH_MAX_VCPUS
 MIN_V, MAX_V, PERF_V, IDLE = 1, 2, 4, 8
@@ -64,6 +64,9 @@ def protocol_seeds():
         struct.pack('<I', f) for f in table + [0] * (16 - len(table)))
     cls1 = struct.pack('<IIHH', 400000, 2000000, 51, 0) + bytes(64)
     yield 'host-freq', conn(2, False) + frame(HOST_FREQ, struct.pack('<HHI', 2, 2, 0) + cls0 + cls1 + bytes([1, 0xff]))
+    # PD-20: HOST_FREQ, then each vCPU's current frequency in its class (or 0)
+    yield 'cur-freq', conn(2, False) + frame(HOST_FREQ, struct.pack('<HHI', 2, 2, 0) + cls0 + cls1 + bytes([1, 0xff])) + frame(
+        CUR_FREQ, struct.pack('<HHIII', 2, 0, 0, 1200000, 0))
     # PA-19: the vCPU table after an unplug
     yield 'vcpus', conn(2, False) + hello(2, features=15) + frame(VCPUS, struct.pack('<HHIII', 2, 0, 0, 1000, 0))
     yield 'one-vcpu-no-features', conn(1, False) + hello(1, b'', 0, [0]) + hints([record(0, MIN_V, 1024)])

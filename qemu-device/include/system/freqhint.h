@@ -41,6 +41,7 @@ typedef struct VirtIOFreqHintClass {
 #define FREQHINT_BACKEND_PERF       (1u << 0)
 #define FREQHINT_BACKEND_GRANTS     (1u << 1)
 #define FREQHINT_BACKEND_HOST_FREQ  (1u << 2)
+#define FREQHINT_BACKEND_CUR_FREQ   (1u << 3)
 
 /*
  * Feedback in: the backend's calls into its device.  None of them comes
@@ -60,6 +61,11 @@ typedef struct FreqHintBackendOps {
     void (*set_host_freq)(void *opaque, uint16_t num_classes,
                           const VirtIOFreqHintClass *classes,
                           const uint8_t *freq_class);
+    /*
+     * Per vCPU, the frequency in kHz its physical CPU runs at: 0 or within
+     * its class of the latest set_host_freq (validated).
+     */
+    void (*set_cur_freq)(void *opaque, const uint32_t *cur_khz);
 } FreqHintBackendOps;
 
 struct FreqHintBackend {

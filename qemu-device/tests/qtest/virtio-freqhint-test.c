@@ -41,9 +41,10 @@
 #define F_FEEDBACK          (1ull << VIRTIO_FREQHINT_F_FEEDBACK)
 #define F_HOST_FREQ         (1ull << VIRTIO_FREQHINT_F_HOST_FREQ)
 #define F_CPU_ID            (1ull << VIRTIO_FREQHINT_F_CPU_ID)
+#define F_CUR_FREQ          (1ull << VIRTIO_FREQHINT_F_CUR_FREQ)
 #define F_VERSION_1         (1ull << VIRTIO_F_VERSION_1)
 #define F_ALL               (F_PERF | F_FEEDBACK | F_HOST_FREQ | F_CPU_ID | \
-                             F_VERSION_1)
+                             F_CUR_FREQ | F_VERSION_1)
 /* Bytes of a FEEDBACK message, and of the event buffers the device asks for */
 #define FEEDBACK_LEN(n)     (624 + 8 * (n))
 
@@ -1076,6 +1077,11 @@ static void test_agent_protocol(void *obj, void *data,
     assert_running(qts);
 }
 
+static void agent_send_host_freq(void);
+static void agent_send_cur_freq(uint32_t khz0, uint32_t khz1);
+static uint32_t cur_freq_expect(QTestState *qts, QVirtioFreqHint *fh,
+                                uint32_t khz0, uint32_t khz1, bool step);
+
 /*
  * Migration carries the guest's hints and the configuration; the
  * destination's agent gets the whole state once the VM runs there.
@@ -1120,6 +1126,11 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     feedback_recv(src, fh, &f, true);
     g_assert_cmpuint(f.seq, ==, 3);
     g_assert_cmpuint(f.op_floor, ==, 100);
+    agent_send_host_freq();
+    feedback_recv(src, fh, &f, true);
+    g_assert_cmpuint(f.seq, ==, 4);
+    agent_send_cur_freq(1000000, 2500000);
+    g_assert_cmpuint(cur_freq_expect(src, fh, 1000000, 2500000, true), ==, 1);
     /* The kick opens a rate window, and the migration happens inside it. */
     wait_used(src, fh, submit(src, fh, buf, build_batch(buf, 2, r, 2)));
     qtest_clock_step(src, FORWARD_MS * MS);
@@ -1163,8 +1174,10 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *t_alloc)
     g_assert_cmpint(qdict_get_int(stats, "operator-ceiling"), ==, 1024);
     qobject_unref(stats);
     pci->pdev->bus->qts = dst;
-    g_assert_cmpuint(feedback_expect_defaults(dst, fh, false, false), ==, 4);
-    g_assert_cmpuint(feedback_expect_defaults(dst, fh, true, true), ==, 5);
+    g_assert_cmpuint(feedback_expect_defaults(dst, fh, false, false), ==, 5);
+    /* The source's values stayed there too; CUR_FREQ's seq came along. */
+    g_assert_cmpuint(cur_freq_expect(dst, fh, 0, 0, false), ==, 2);
+    g_assert_cmpuint(feedback_expect_defaults(dst, fh, true, true), ==, 6);
     pci->pdev->bus->qts = src;
 
     /*
@@ -1773,7 +1786,7 @@ static void test_host_freq(void *obj, void *data, QGuestAllocator *t_alloc)
     }
 
     /* Not accepted: not valid at all. */
-    agent->accept_features = FH_F_ALL & ~FH_F_HOST_FREQ;
+    agent->accept_features = FH_F_ALL & ~FH_F_HOST_FREQ & ~FH_F_CUR_FREQ;
     agent_handshake(qts, true);
     len = host_freq_frame(&f, 1);
     agent_send(FH_MSG_HOST_FREQ, &f, len);
@@ -1844,7 +1857,7 @@ static void test_host_freq_not_negotiated(void *obj, void *data,
 
     /* Start over as a driver without the feature. */
     qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
-    driver_reinit(fh, F_ALL & ~F_HOST_FREQ, 4, 0);
+    driver_reinit(fh, F_ALL & ~F_HOST_FREQ & ~F_CUR_FREQ, 4, 0);
     g_free(cpu_ids_recv(qts, fh));
     g_assert_cmpuint(feedback_expect_defaults(qts, fh, true, false), ==, 1);
 
@@ -1863,6 +1876,281 @@ static void test_host_freq_not_negotiated(void *obj, void *data,
     g_assert_cmpuint(f.op_floor, ==, 100);
     g_assert_cmpuint(f.num_classes, ==, 0);
     g_assert_cmphex(f.freq_class[0], ==, VIRTIO_FREQHINT_NO_FREQ_CLASS);
+}
+
+/* A CUR_FREQ frame for NUM_VCPUS vCPUs. */
+typedef struct {
+    struct fh_msg_cur_freq h;
+    uint32_t cur_khz[NUM_VCPUS];
+} CurFreqFrame;
+
+static void cur_freq_frame(CurFreqFrame *f, uint32_t khz0, uint32_t khz1)
+{
+    *f = (CurFreqFrame) {
+        .h = { .num_vcpus = cpu_to_le16(NUM_VCPUS) },
+        .cur_khz = { cpu_to_le32(khz0), cpu_to_le32(khz1) },
+    };
+}
+
+static void agent_send_host_freq(void)
+{
+    HostFreqFrame hf;
+    size_t len = host_freq_frame(&hf, 2);
+
+    agent_send(FH_MSG_HOST_FREQ, &hf, len);
+}
+
+static void agent_send_cur_freq(uint32_t khz0, uint32_t khz1)
+{
+    CurFreqFrame f;
+
+    cur_freq_frame(&f, khz0, khz1);
+    agent_send(FH_MSG_CUR_FREQ, &f, sizeof(f));
+}
+
+/* Expect a CUR_FREQ of @khz0, @khz1 (6.8a); returns its seq. */
+static uint32_t cur_freq_expect(QTestState *qts, QVirtioFreqHint *fh,
+                                uint32_t khz0, uint32_t khz1, bool step)
+{
+    uint32_t len;
+    g_autofree uint8_t *p = event_recv(qts, fh, &len, step);
+
+    g_assert_cmpuint(lduw_le_p(p), ==, VIRTIO_FREQHINT_MSG_CUR_FREQ);
+    g_assert_cmpuint(len, ==, 8 + 4 * num_vcpus);
+    g_assert_cmpuint(lduw_le_p(p + 2), ==, num_vcpus);
+    g_assert_cmpuint(ldl_le_p(p + 8), ==, khz0);
+    g_assert_cmpuint(ldl_le_p(p + 12), ==, khz1);
+    return ldl_le_p(p + 4);
+}
+
+/*
+ * The agent is up and has sent HOST_FREQ: vCPU 0 in class 1 (400000 ..
+ * 2000000 kHz), vCPU 1 in class 0 (800000 .. 3000000), or without a
+ * class if @no_class1.  The driver has the snapshot.
+ */
+static void cur_freq_setup(QTestState *qts, QVirtioFreqHint *fh,
+                           bool no_class1)
+{
+    HostFreqFrame hf;
+    Feedback fb;
+    size_t len = host_freq_frame(&hf, 2);
+
+    if (no_class1) {
+        ((uint8_t *)&hf)[len - 1] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
+    }
+    agent_handshake(qts, true);
+    g_assert_cmphex(agent->features & FH_F_CUR_FREQ, ==, FH_F_CUR_FREQ);
+    feedback_recv(qts, fh, &fb, true);
+    g_assert_cmphex(fb.flags, ==, VIRTIO_FREQHINT_FB_ACTIVE);
+    agent_send(FH_MSG_HOST_FREQ, &hf, len);
+    feedback_recv(qts, fh, &fb, true);
+    g_assert_cmpuint(fb.num_classes, ==, 2);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+}
+
+/*
+ * PD-20, DEV-41: the agent's current frequencies reach the driver in
+ * CUR_FREQ messages, only on change, at most one per rate window, never
+ * ahead of a due snapshot, all 0 when the agent goes; seq restarts at 1
+ * after a reset, and the host's values stay.
+ */
+static void test_cur_freq(void *obj, void *data, QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    GrantsFrame gf;
+    Feedback fb;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    events_initial(qts, fh);
+    cur_freq_setup(qts, fh, false);
+
+    /* Leading edge: at once, without the clock moving. */
+    agent_send_cur_freq(1000000, 2500000);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 1000000, 2500000, false), ==,
+                     1);
+
+    /* The same values are no news. */
+    agent_send_cur_freq(1000000, 2500000);
+    agent_ping(1);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+
+    /* Changes in a row: the first at once, the latest a window on. */
+    agent_send_cur_freq(1100000, 2500000);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 1100000, 2500000, false), ==,
+                     2);
+    agent_send_cur_freq(1200000, 2500000);
+    agent_send_cur_freq(1300000, 0);
+    agent_ping(2);
+    event_assert_none(qts, fh);
+    qtest_clock_step(qts, RATE_WINDOW_MS * MS);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 1300000, 0, false), ==, 3);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "cur-freq"), ==, 3);
+
+    /*
+     * A snapshot due but held by its window holds a CUR_FREQ whose own
+     * window is open: the snapshot goes first.
+     */
+    grants_frame(&gf, 100, 900, 200, 800);
+    agent_send(FH_MSG_GRANTS, &gf, sizeof(gf));
+    feedback_recv(qts, fh, &fb, false);
+    g_assert_cmpuint(fb.op_floor, ==, 100);
+    grants_frame(&gf, 200, 900, 200, 800);
+    agent_send(FH_MSG_GRANTS, &gf, sizeof(gf));
+    agent_send_cur_freq(1400000, 3000000);
+    agent_ping(3);
+    event_assert_none(qts, fh);
+    feedback_recv(qts, fh, &fb, true);
+    g_assert_cmpuint(fb.op_floor, ==, 200);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 1400000, 3000000, false), ==,
+                     4);
+
+    /* A reset: seq from 1, after the first snapshot; the values stay. */
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    driver_reinit(fh, F_ALL, 4, 0);
+    g_free(cpu_ids_recv(qts, fh));
+    feedback_recv(qts, fh, &fb, false);
+    g_assert_cmpuint(fb.seq, ==, 1);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 1400000, 3000000, false), ==,
+                     1);
+
+    /* The agent goes: FB_ACTIVE clear, then every value 0. */
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    close(agent->fd);
+    agent->fd = -1;
+    feedback_expect_defaults(qts, fh, false, true);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 0, 0, true), ==, 2);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "cur-freq-seq"), ==, 2);
+
+    /* A new agent: the old values do not come back with its classes. */
+    cur_freq_setup(qts, fh, false);
+    event_assert_none(qts, fh);
+    agent_send_cur_freq(0, 2000000);
+    g_assert_cmpuint(cur_freq_expect(qts, fh, 0, 2000000, false), ==, 3);
+    assert_running(qts);
+}
+
+/*
+ * DEV-21, DEV-41: an invalid CUR_FREQ closes the agent link with the
+ * reason HOST_FREQ's would, and no value of it reaches the driver.
+ */
+static void test_cur_freq_invalid(void *obj, void *data,
+                                  QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    CurFreqFrame f;
+    struct {
+        const char *what;
+        unsigned int off;
+        unsigned int size;      /* 2 or 4 bytes at off */
+        uint32_t val;
+        int len_delta;
+        bool no_class1;         /* vCPU 1 without a class */
+        bool no_host_freq;      /* before any HOST_FREQ */
+        uint16_t reason;
+    } bad[] = {
+        { "num_vcpus", 0, 2, NUM_VCPUS + 1 },
+        { "reserved", 2, 2, 1 },
+        { "reserved2", 4, 4, 1 },
+        { "short", 0, 0, 0, -1 },
+        { "long", 0, 0, 0, 4 },
+        { "below the class", 8, 4, 399999 },
+        { "above the class", 12, 4, 3000001 },
+        { "vCPU without a class", 0, 0, 0, 0, true },
+        { "before HOST_FREQ", 0, 0, 0, 0, false, true, FH_CLOSE_PROTOCOL },
+    };
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    events_initial(qts, fh);
+
+    for (int i = 0; i < ARRAY_SIZE(bad); i++) {
+        uint8_t *b = (uint8_t *)&f;
+        size_t len = sizeof(f) + bad[i].len_delta;
+        g_autofree uint8_t *buf = g_malloc0(len);
+
+        g_test_message("bad CUR_FREQ: %s", bad[i].what);
+        if (bad[i].no_host_freq) {
+            agent_handshake(qts, true);
+            feedback_expect_defaults(qts, fh, true, true);
+        } else {
+            cur_freq_setup(qts, fh, bad[i].no_class1);
+        }
+        cur_freq_frame(&f, 1000000, 2500000);
+        if (bad[i].size == 4) {
+            stl_le_p(b + bad[i].off, bad[i].val);
+        } else if (bad[i].size == 2) {
+            stw_le_p(b + bad[i].off, bad[i].val);
+        }
+        memcpy(buf, &f, MIN(len, sizeof(f)));
+        agent_send(FH_MSG_CUR_FREQ, buf, len);
+        agent_expect_close(bad[i].reason ? bad[i].reason
+                                         : FH_CLOSE_MALFORMED);
+        /* Nothing of it was taken: the driver never hears of a value. */
+        feedback_expect_defaults(qts, fh, false, true);
+        qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+        event_assert_none(qts, fh);
+        g_assert_cmpint(get_stat(qts, "cur-freq"), ==, 0);
+    }
+
+    /* Not accepted: not valid at all. */
+    agent->accept_features = FH_F_ALL & ~FH_F_CUR_FREQ;
+    cur_freq_setup(qts, fh, false);
+    agent_send_cur_freq(1000000, 2500000);
+    agent_expect_close(FH_CLOSE_PROTOCOL);
+    feedback_expect_defaults(qts, fh, false, true);
+
+    /* PD-12: FH_F_CUR_FREQ needs FH_F_HOST_FREQ on the link too. */
+    agent->accept_features = FH_F_ALL & ~FH_F_HOST_FREQ;
+    agent_welcome(qts, true);
+    agent_expect_close(FH_CLOSE_MALFORMED);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "cur-freq"), ==, 0);
+    assert_running(qts);
+}
+
+/*
+ * DEV-41: a driver that did not negotiate VIRTIO_FREQHINT_F_CUR_FREQ gets
+ * no CUR_FREQ; the agent's values are taken all the same.
+ */
+static void test_cur_freq_not_negotiated(void *obj, void *data,
+                                         QGuestAllocator *t_alloc)
+{
+    QVirtioFreqHint *fh = obj;
+    QTestState *qts = global_qtest;
+    QDict *stats;
+    QList *vcpus;
+
+    g_test_queue_destroy(agent_cleanup, NULL);
+    events_initial(qts, fh);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    driver_reinit(fh, F_ALL & ~F_CUR_FREQ, 4, 0);
+    events_initial(qts, fh);
+    cur_freq_setup(qts, fh, false);
+
+    agent_send_cur_freq(1000000, 2500000);
+    agent_ping(1);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
+    g_assert_cmpint(get_stat(qts, "cur-freq"), ==, 0);
+    stats = get_stats(qts);
+    vcpus = qdict_get_qlist(stats, "vcpus");
+    g_assert_cmpint(qdict_get_int(qobject_to(QDict, qlist_peek(vcpus)),
+                                  "cur-khz"), ==, 1000000);
+    qobject_unref(stats);
+
+    /* And none when the agent goes: only the snapshot. */
+    close(agent->fd);
+    agent->fd = -1;
+    feedback_expect_defaults(qts, fh, false, true);
+    qtest_clock_step(qts, 2 * RATE_WINDOW_MS * MS);
+    event_assert_none(qts, fh);
 }
 
 /* Make a buffer available whose head descriptor is out of the ring. */
@@ -2427,9 +2715,10 @@ static bool try_features(QVirtioDevice *vdev, uint64_t features)
 }
 
 /*
- * DEV-1, DEV-28 (issue 26 bug 7): FEATURES_OK fails for a driver without
- * VIRTIO_F_VERSION_1 and for HOST_FREQ without FEEDBACK, on any transport
- * (the check is the device's, not the PCI proxy's).
+ * DEV-1, DEV-28 (issue 26 bug 7), DEV-40: FEATURES_OK fails for a driver
+ * without VIRTIO_F_VERSION_1, for HOST_FREQ without FEEDBACK and for
+ * CUR_FREQ without HOST_FREQ, on any transport (the check is the
+ * device's, not the PCI proxy's).
  */
 static void test_features_refused(void *obj, void *data,
                                   QGuestAllocator *t_alloc)
@@ -2440,7 +2729,11 @@ static void test_features_refused(void *obj, void *data,
     g_test_queue_destroy(agent_cleanup, NULL);
     g_assert_false(try_features(vdev, F_ALL & ~F_VERSION_1));
     g_assert_false(try_features(vdev, F_ALL & ~F_FEEDBACK));
-    g_assert_true(try_features(vdev, F_ALL & ~F_HOST_FREQ & ~F_FEEDBACK));
+    g_assert_false(try_features(vdev, F_ALL & ~F_HOST_FREQ));
+    g_assert_false(try_features(vdev, F_ALL & ~F_HOST_FREQ & ~F_FEEDBACK));
+    g_assert_true(try_features(vdev, F_ALL & ~F_HOST_FREQ & ~F_FEEDBACK &
+                                     ~F_CUR_FREQ));
+    g_assert_true(try_features(vdev, F_ALL & ~F_CUR_FREQ));
     g_assert_true(try_features(vdev, F_VERSION_1));
     g_assert_true(try_features(vdev, F_ALL));
     g_assert_false(get_stat_bool(global_qtest, "broken"));
@@ -2474,7 +2767,7 @@ static void test_virtio_status(void *obj, void *data, QGuestAllocator *t_alloc)
 
         named += g_str_has_prefix(f, "VIRTIO_FREQHINT_F_");
     }
-    g_assert_cmpint(named, ==, 4);
+    g_assert_cmpint(named, ==, 5);
     /* Bit 30 is QEMU's VIRTIO_F_BAD_FEATURE; no device bit is unnamed. */
     g_assert_cmphex(qdict_get_try_int(host, "unknown-dev-features", 0) &
                     0xffffff, ==, 0);
@@ -2482,6 +2775,7 @@ static void test_virtio_status(void *obj, void *data, QGuestAllocator *t_alloc)
 
     hmp = qtest_hmp(qts, "info virtio-status %s", path);
     g_assert_nonnull(strstr(hmp, "VIRTIO_FREQHINT_F_CPU_ID"));
+    g_assert_nonnull(strstr(hmp, "VIRTIO_FREQHINT_F_CUR_FREQ"));
     assert_running(qts);
 }
 
@@ -3239,6 +3533,11 @@ static void register_virtio_freqhint_test(void)
     qos_add_test("leading-edge", "virtio-freqhint", test_leading_edge, &opts);
     qos_add_test("grants-not-accepted", "virtio-freqhint",
                  test_grants_not_accepted, &opts);
+    qos_add_test("cur-freq", "virtio-freqhint", test_cur_freq, &opts);
+    qos_add_test("cur-freq-invalid", "virtio-freqhint", test_cur_freq_invalid,
+                 &opts);
+    qos_add_test("cur-freq-not-negotiated", "virtio-freqhint",
+                 test_cur_freq_not_negotiated, &opts);
     qos_add_test("host-freq-not-negotiated", "virtio-freqhint",
                  test_host_freq_not_negotiated, &opts);
     qos_add_test("broken-withdraws", "virtio-freqhint", test_broken_withdraws,
@@ -3317,7 +3616,8 @@ static void register_virtio_freqhint_test(void)
     }
 
     opts.arg = (void *)"-global virtio-freqhint-device.feedback=off "
-                       "-global virtio-freqhint-device.host-freq=off";
+                       "-global virtio-freqhint-device.host-freq=off "
+                       "-global virtio-freqhint-device.cur-freq=off";
     qos_add_test("feedback-off", "virtio-freqhint", test_feedback_off, &opts);
     opts.arg = NULL;
     opts.before = agent_before;

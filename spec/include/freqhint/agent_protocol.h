@@ -44,7 +44,10 @@ enum fh_msg_type {
 #define FH_F_GRANTS	(1u << 1)	/* device relays GRANTS to the guest */
 #define FH_F_HOST_FREQ	(1u << 2)	/* agent sends HOST_FREQ, device relays */
 #define FH_F_VCPUS	(1u << 3)	/* device sends VCPUS after vCPU hot-plug */
-/* agent sends CUR_FREQ, device relays; needs FH_F_HOST_FREQ (bit 4 is FH_F_RELAY) */
+/*
+ * agent sends CUR_FREQ, device relays; needs FH_F_HOST_FREQ (bit 4 is
+ * FH_F_RELAY)
+ */
 #define FH_F_CUR_FREQ	(1u << 5)
 #define FH_F_ALL	(FH_F_PERF | FH_F_GRANTS | FH_F_HOST_FREQ | FH_F_VCPUS | \
 			 FH_F_CUR_FREQ)

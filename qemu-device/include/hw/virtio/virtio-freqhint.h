@@ -39,6 +39,7 @@ typedef struct VirtIOFreqHintStats {
     uint64_t agent_connects;    /* completed handshakes */
     uint64_t feedback;          /* FEEDBACK snapshots written to the eventq */
     uint64_t snapshots;         /* snapshots built (to write or compare) */
+    uint64_t cur_freq;          /* CUR_FREQ messages written to the eventq */
 } VirtIOFreqHintStats;
 
 struct VirtIOFreqHint {
@@ -65,6 +66,7 @@ struct VirtIOFreqHint {
     uint32_t feedback_seq;      /* seq of the last snapshot written */
     bool cpu_ids_pending;       /* CPU_IDS not yet written since DRIVER_OK */
     bool feedback_pending;      /* a snapshot waits for rate and buffer */
+    uint32_t cur_freq_seq;      /* seq of the last CUR_FREQ written */
 
     /*
      * Host state, deliberately not migrated: the destination's own agent
@@ -76,6 +78,7 @@ struct VirtIOFreqHint {
     uint16_t num_freq_classes;
     VirtIOFreqHintClass freq_classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
     uint8_t *freq_class;        /* per vCPU index */
+    uint32_t *cur_khz;          /* per vCPU index; 0: unknown */
 
     /* Migration: the source's constants, compared in post_load. */
     uint64_t mig_host_features;
@@ -106,6 +109,12 @@ struct VirtIOFreqHint {
     /* The last snapshot written, seq zeroed: what the driver knows. */
     uint8_t *feedback_sent;
     bool feedback_sent_valid;
+    /* CUR_FREQ: what the driver was last told, and what waits for it. */
+    uint8_t *cur_freq_sent;     /* cur_khz[] as written, little endian */
+    bool cur_freq_sent_valid;
+    bool cur_freq_pending;
+    int64_t last_cur_freq_ms;
+    QEMUTimer *cur_freq_timer;
     VirtIOFreqHintStats stats;
 };
 
