@@ -165,9 +165,10 @@ static unsigned int fh_cpufreq_get(unsigned int cpu)
  * host does not know it, the governor's last request over the same: what
  * cpufreq's own invariance (arch_set_freq_scale() at each frequency
  * change) wrote before the source was set, so that the source changes
- * nothing until the host says something.  Not 1024: that would take the
- * vCPU to run at max_khz and make its utilization look as small as it
- * can, the one direction that starves a vCPU of the frequency it needs.
+ * nothing until the host says something.  Not 1024: that would switch the
+ * vCPU to non-invariant accounting (utilization as raw busy time, too
+ * high whenever the host runs below max_khz) until the first value, and
+ * back after each reset.
  * The source is registered only while the driver is (->init to ->exit),
  * so the driver's data is this driver's.
  */
