@@ -12,6 +12,7 @@
 #include <kunit/visibility.h>
 #include <linux/export.h>
 #include <linux/minmax.h>
+#include <linux/stddef.h>
 #include <linux/string.h>
 
 #include "freqhint.h"
@@ -24,6 +25,9 @@ static_assert(sizeof(struct virtio_freqhint_freq_class) == 76);
 static_assert(sizeof(struct virtio_freqhint_vcpu_feedback) == 8);
 static_assert(sizeof(struct virtio_freqhint_feedback) == 624);
 static_assert(sizeof(struct virtio_freqhint_cur_freq) == 8);
+/* fh_head_why() reads both as two le16s. */
+static_assert(offsetof(struct virtio_freqhint_cpu_ids, num_vcpus) == 2);
+static_assert(offsetof(struct virtio_freqhint_cur_freq, num_vcpus) == 2);
 
 static size_t fh_cpu_ids_size(unsigned int num_vcpus)
 {
@@ -200,17 +204,37 @@ bool vfh_seq_newer(u32 seq, u32 last)
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_seq_newer);
 
+/*
+ * The header both CPU_IDS and CUR_FREQ start with (le16 msg_type, le16
+ * num_vcpus), and their length @len against @size: NULL if they hold,
+ * else why not (@len_why, @type_why: the message's own words).
+ */
+static const char *fh_head_why(const void *buf, size_t len, size_t size,
+			       u16 type, u16 num_vcpus, const char *len_why,
+			       const char *type_why)
+{
+	const __le16 *head = buf;
+
+	if (len != size)
+		return len_why;
+	if (le16_to_cpu(head[0]) != type)
+		return type_why;
+	if (le16_to_cpu(head[1]) != num_vcpus)
+		return "num_vcpus differs from the configuration";
+	return NULL;
+}
+
 /* A CPU_IDS message of @len bytes: NULL if usable, else why not. */
 const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 {
 	const struct virtio_freqhint_cpu_ids *m = buf;
+	const char *why;
 
-	if (len != fh_cpu_ids_size(num_vcpus))
-		return "CPU_IDS length";
-	if (le16_to_cpu(m->msg_type) != VIRTIO_FREQHINT_MSG_CPU_IDS)
-		return "not a CPU_IDS";
-	if (le16_to_cpu(m->num_vcpus) != num_vcpus)
-		return "num_vcpus differs from the configuration";
+	why = fh_head_why(buf, len, fh_cpu_ids_size(num_vcpus),
+			  VIRTIO_FREQHINT_MSG_CPU_IDS, num_vcpus,
+			  "CPU_IDS length", "not a CPU_IDS");
+	if (why)
+		return why;
 	if (memchr_inv(m->reserved, 0, sizeof(m->reserved)))
 		return "reserved field not zero";
 	return NULL;
@@ -255,15 +279,9 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_find);
  */
 const char *vfh_cur_freq_why(const void *buf, size_t len, u16 num_vcpus)
 {
-	const struct virtio_freqhint_cur_freq *m = buf;
-
-	if (len != fh_cur_freq_size(num_vcpus))
-		return "CUR_FREQ length";
-	if (le16_to_cpu(m->msg_type) != VIRTIO_FREQHINT_MSG_CUR_FREQ)
-		return "not a CUR_FREQ";
-	if (le16_to_cpu(m->num_vcpus) != num_vcpus)
-		return "num_vcpus differs from the configuration";
-	return NULL;
+	return fh_head_why(buf, len, fh_cur_freq_size(num_vcpus),
+			   VIRTIO_FREQHINT_MSG_CUR_FREQ, num_vcpus,
+			   "CUR_FREQ length", "not a CUR_FREQ");
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_cur_freq_why);
 
