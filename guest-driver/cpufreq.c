@@ -433,7 +433,9 @@ void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
  * CPUFREQ_NEED_UPDATE_LIMITS: ->get makes the core set policy->cur to
  * the host's frequency (cpufreq_verify_current_freq() when a governor
  * starts), and a governor's request equal to policy->cur would then not
- * reach the driver, leaving the host the previous one.
+ * reach the driver, leaving the host the previous one.  The price:
+ * schedutil then passes every update, not only changes, to
+ * ->fast_switch (a store each; publication waits for a new level).
  */
 void vfh_cpufreq_use_cur(struct fh_cpufreq *cf)
 {
