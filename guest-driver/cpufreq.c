@@ -30,9 +30,14 @@
  * governor and user limits.  Grants only move the QoS limits.  The table
  * lives in per-CPU storage allocated at probe: nothing is allocated after.
  *
- * No ->get: a vCPU's frequency cannot be read, and cpuinfo_cur_freq must
+ * ->get only with VIRTIO_FREQHINT_F_CUR_FREQ (vfh_cpufreq_use_cur()):
+ * without it a vCPU's frequency cannot be read, and cpuinfo_cur_freq must
  * not exist then (Documentation/admin-guide/pm/cpufreq.rst); the core
- * keeps policy->cur, which scaling_cur_freq shows.  ->online/->offline
+ * keeps policy->cur, which scaling_cur_freq shows.  With it, ->get is the
+ * frequency the host last sampled on the physical CPU the vCPU ran on,
+ * as virtual-cpufreq's ->get reads its host's, and that frequency is the
+ * scheduler's frequency-invariance source where the kernel takes one
+ * from a driver (arm64: fh_cpufreq_fie_tick()).  ->online/->offline
  * keep a policy, its table and its QoS requests across CPU hotplug.
  * dvfs_possible_from_any_cpu stays false: a request is that vCPU's own
  * report, so schedutil makes it on the vCPU itself.
@@ -59,11 +64,32 @@
 #include <linux/pm_qos.h>
 #include <linux/slab.h>
 #include <linux/version.h>
+#include <linux/sched.h>
 #ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
 #include <linux/arch_topology.h>
 #endif
 
 #include "cpufreq.h"
+
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+#ifndef FH_COMPAT_NO_SCALE_FREQ_VIRT
+#define FH_SCALE_FREQ_SOURCE	SCALE_FREQ_SOURCE_VIRT
+#else
+/*
+ * Kernels before SCALE_FREQ_SOURCE_VIRT (6.12 and older; Kbuild detects
+ * it out of tree).  The value only names the source, so that clearing it
+ * removes this driver's and no other: topology_set_scale_freq_source()
+ * replaces any source but SCALE_FREQ_SOURCE_ARCH (the CPU's own activity
+ * counters, which rightly win over a host's sample), and
+ * topology_clear_scale_freq_source() clears only the source it is given.
+ * The one other SCALE_FREQ_SOURCE_CPPC user is cppc_cpufreq, which sets
+ * and clears it only from its own policies' ->init and ->exit, while it
+ * is the system's cpufreq driver; this driver sets it only while it is,
+ * and there is one such driver at a time, so the two never meet.
+ */
+#define FH_SCALE_FREQ_SOURCE	SCALE_FREQ_SOURCE_CPPC
+#endif
+#endif
 
 struct fh_cpu {
 	struct fh_cpufreq *cf;
@@ -75,6 +101,15 @@ struct fh_cpu {
 	struct freq_qos_request max_req;
 	u16 floor;
 	u16 ceiling;
+	/*
+	 * Read without a lock (->get, the tick), each written with one store:
+	 * the host's current frequency (0: unknown), and the frequency the
+	 * governor last asked for.
+	 */
+	u32 cur_khz;
+	u32 req_khz;
+	bool fie;		/* the policy is the CPU's invariance source */
+	unsigned long fie_ticks;	/* fh_cpufreq_fie_tick() runs, on the CPU */
 };
 
 struct fh_cpufreq {
@@ -85,6 +120,10 @@ struct fh_cpufreq {
 	struct mutex lock;
 	struct fh_cpu __percpu *cpus;
 	bool registered;
+	bool use_cur;		/* VIRTIO_FREQHINT_F_CUR_FREQ: ->get, invariance */
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+	struct scale_freq_data sfd;
+#endif
 };
 
 static void fh_request(struct cpufreq_policy *policy, unsigned int perf)
@@ -98,8 +137,86 @@ static void fh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
 {
 	struct fh_cpu *c = policy->driver_data;
 
+	WRITE_ONCE(c->req_khz, khz);
 	fh_request(policy, vfh_khz_to_perf(&c->freq, khz));
 }
+
+/*
+ * ->get (with VIRTIO_FREQHINT_F_CUR_FREQ): the host's current frequency
+ * for @cpu.  While the host does not know it, the frequency the governor
+ * last asked for, which is policy->cur: ->get must not return 0, since
+ * the core then fails the policy's creation and warns in
+ * cpufreq_update_policy().
+ */
+static unsigned int fh_cpufreq_get(unsigned int cpu)
+{
+	struct fh_cpufreq *cf = cpufreq_get_driver_data();
+	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+
+	return READ_ONCE(c->cur_khz) ?: READ_ONCE(c->req_khz);
+}
+
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+/*
+ * The scheduler's tick on this CPU (hard irq), while this driver's policy
+ * is the CPU's frequency-invariance source: arch_freq_scale is the host's
+ * current frequency over the frequency that capacity refers to
+ * (capacity_freq_ref, set to max_khz in ->init), at most 1024.  While the
+ * host does not know it, the governor's last request over the same: what
+ * cpufreq's own invariance (arch_set_freq_scale() at each frequency
+ * change) wrote before the source was set, so that the source changes
+ * nothing until the host says something.  Not 1024: that would switch the
+ * vCPU to non-invariant accounting (utilization as raw busy time, too
+ * high whenever the host runs below max_khz) until the first value, and
+ * back after each reset.
+ * The source is registered only while the driver is (->init to ->exit),
+ * so the driver's data is this driver's.
+ */
+static void fh_cpufreq_fie_tick(void)
+{
+	struct fh_cpufreq *cf = cpufreq_get_driver_data();
+	struct fh_cpu *c = this_cpu_ptr(cf->cpus);
+	u64 khz = READ_ONCE(c->cur_khz) ?: READ_ONCE(c->req_khz);
+	u64 scale = div_u64(khz << SCHED_CAPACITY_SHIFT, c->freq.max_khz);
+
+	this_cpu_write(arch_freq_scale, min_t(u64, scale, SCHED_CAPACITY_SCALE));
+	WRITE_ONCE(c->fie_ticks, c->fie_ticks + 1);
+}
+
+/* Through the policy's lifetime (->init to ->exit), with CUR_FREQ. */
+static void fh_fie_start(struct fh_cpufreq *cf, struct cpufreq_policy *policy,
+			 struct fh_cpu *c)
+{
+	if (!cf->use_cur)
+		return;
+	topology_set_scale_freq_source(&cf->sfd, cpumask_of(policy->cpu));
+	c->fie = true;
+}
+
+static void fh_fie_stop(struct cpufreq_policy *policy, struct fh_cpu *c)
+{
+	if (!c->fie)
+		return;
+	/* It waits until no tick runs the callback any more. */
+	topology_clear_scale_freq_source(FH_SCALE_FREQ_SOURCE,
+					 cpumask_of(policy->cpu));
+	c->fie = false;
+}
+#else
+/*
+ * x86 and the rest: the kernel takes no frequency-invariance source from
+ * a driver (x86's is APERF/MPERF or nothing), so perf stays relative to
+ * the vCPU's current frequency there.
+ */
+static void fh_fie_start(struct fh_cpufreq *cf, struct cpufreq_policy *policy,
+			 struct fh_cpu *c)
+{
+}
+
+static void fh_fie_stop(struct cpufreq_policy *policy, struct fh_cpu *c)
+{
+}
+#endif
 
 /* Called from scheduler context: a store, nothing else; no notification. */
 static unsigned int fh_cpufreq_fast_switch(struct cpufreq_policy *policy,
@@ -203,6 +320,7 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	 * is below max_khz when the host's table ends there.
 	 */
 	policy->cur = vfh_freq_top(&c->freq);
+	WRITE_ONCE(c->req_khz, policy->cur);
 	fh_request(policy, VIRTIO_FREQHINT_SCALE);
 
 	ret = freq_qos_add_request(&policy->constraints, &c->min_req,
@@ -221,6 +339,7 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 		fh_request(policy, FH_CPUFREQ_NONE);
 		return ret;
 	}
+	fh_fie_start(cf, policy, c);
 	return 0;
 }
 
@@ -239,6 +358,7 @@ static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
 {
 	struct fh_cpu *c = policy->driver_data;
 
+	fh_fie_stop(policy, c);
 	mutex_lock(&c->cf->lock);
 	if (freq_qos_request_active(&c->max_req))
 		freq_qos_remove_request(&c->max_req);
@@ -304,6 +424,46 @@ void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 	c->ceiling = min_t(unsigned int, ceiling, VIRTIO_FREQHINT_SCALE);
 	fh_update_qos(c);
 	mutex_unlock(&cf->lock);
+}
+
+/*
+ * VIRTIO_FREQHINT_F_CUR_FREQ was negotiated: ->get and, on arm64, the
+ * invariance source.  Before vfh_cpufreq_start().
+ *
+ * CPUFREQ_NEED_UPDATE_LIMITS: ->get makes the core set policy->cur to
+ * the host's frequency (cpufreq_verify_current_freq() when a governor
+ * starts), and a governor's request equal to policy->cur would then not
+ * reach the driver, leaving the host the previous one.  The price:
+ * schedutil then passes every update, not only changes, to
+ * ->fast_switch (a store each; publication waits for a new level).
+ */
+void vfh_cpufreq_use_cur(struct fh_cpufreq *cf)
+{
+	cf->use_cur = true;
+	cf->driver.get = fh_cpufreq_get;
+	cf->driver.flags |= CPUFREQ_NEED_UPDATE_LIMITS;
+}
+
+/* The host's current frequency for @cpu, 0: unknown.  Any context. */
+void vfh_cpufreq_set_cur(struct fh_cpufreq *cf, unsigned int cpu,
+			 unsigned int khz)
+{
+	WRITE_ONCE(per_cpu_ptr(cf->cpus, cpu)->cur_khz, khz);
+}
+
+/* What debugfs shows of @cpu's current frequency and invariance. */
+void vfh_cpufreq_cur_info(struct fh_cpufreq *cf, unsigned int cpu,
+			  struct fh_cur_info *info)
+{
+	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+
+	info->cur_khz = READ_ONCE(c->cur_khz);
+	info->fie_ticks = READ_ONCE(c->fie_ticks);
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+	info->freq_scale = READ_ONCE(per_cpu(arch_freq_scale, cpu));
+#else
+	info->freq_scale = 0;
+#endif
 }
 
 /*
@@ -378,6 +538,10 @@ struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 #endif
 	cf->driver.attr = fh_cpufreq_attr;
 	cf->driver.driver_data = cf;
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+	cf->sfd.source = FH_SCALE_FREQ_SOURCE;
+	cf->sfd.set_freq_scale = fh_cpufreq_fie_tick;
+#endif
 	return cf;
 }
 

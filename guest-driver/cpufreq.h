@@ -55,6 +55,19 @@ void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
 void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
 			    unsigned int floor, unsigned int ceiling);
 
+/* What debugfs shows of a CPU's current frequency (cpufreq.c). */
+struct fh_cur_info {
+	u32 cur_khz;		/* the host's, 0: unknown */
+	unsigned long freq_scale;	/* arch_freq_scale (arm64), else 0 */
+	unsigned long fie_ticks;	/* ticks that ran the invariance source */
+};
+
+void vfh_cpufreq_use_cur(struct fh_cpufreq *cf);
+void vfh_cpufreq_set_cur(struct fh_cpufreq *cf, unsigned int cpu,
+			 unsigned int khz);
+void vfh_cpufreq_cur_info(struct fh_cpufreq *cf, unsigned int cpu,
+			  struct fh_cur_info *info);
+
 /* scale.c: pure kHz <-> capacity helpers, KUnit-tested. */
 struct fh_levels;
 

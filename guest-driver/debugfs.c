@@ -23,12 +23,23 @@
  * index order on one line (a seq_file: up to 65535 vCPUs do not fit a
  * sysfs page).
  *
+ * virtio_freqhint/cur_freq exists with VIRTIO_FREQHINT_F_CUR_FREQ, one line
+ * per possible CPU:
+ *   cpu<N> cur_khz=<the host's, 0: unknown> freq_scale=<> fie_ticks=<>
+ * freq_scale is the kernel's arch_freq_scale for the CPU (arm64; 0
+ * elsewhere), fie_ticks how many of its ticks ran the driver's
+ * frequency-invariance source (arm64): not 0 means the scheduler took the
+ * source.  Built in, a last line invariant=<0|1> says whether
+ * topology_scale_freq_invariant() holds (not exported to modules).
+ *
  * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
  * (device.h): buffers and records sent, sends deferred by the device's
  * own window, send errors, FEEDBACK snapshots applied, invalid and stale,
  * invalid events, CPU_IDS messages after the first (ignored), event
  * buffers the queue refused to take back (each offered again at the next
- * event or send), records dropped for a CPU without a device index;
+ * event or send), records dropped for a CPU without a device index,
+ * CUR_FREQ messages applied, invalid (dropped whole) and stale, and the
+ * values of applied ones taken as unknown for lying outside their class;
  * sender_ns is the sender's (the worker thread's) CPU time so far.  With
  * sampler_ns they are the module's own CPU time off the scheduler's path.
  *
@@ -38,6 +49,10 @@
 #include <linux/debugfs.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
+
+#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
+#include <linux/arch_topology.h>
+#endif
 
 #include "device.h"
 
@@ -114,6 +129,24 @@ static int fh_granted_ceiling_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fh_granted_ceiling);
 
+static int fh_cur_freq_show(struct seq_file *m, void *unused)
+{
+	struct virtio_freqhint *vi = m->private;
+	struct fh_cur_info info;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		vfh_cpufreq_cur_info(vi->cpufreq, cpu, &info);
+		seq_printf(m, "cpu%u cur_khz=%u freq_scale=%lu fie_ticks=%lu\n",
+			   cpu, info.cur_khz, info.freq_scale, info.fie_ticks);
+	}
+#if defined(CONFIG_GENERIC_ARCH_TOPOLOGY) && !defined(MODULE)
+	seq_printf(m, "invariant=%d\n", topology_scale_freq_invariant());
+#endif
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fh_cur_freq);
+
 /* The worker outlives the debugfs files (probe and remove, main.c). */
 static int fh_sender_ns_get(void *data, u64 *val)
 {
@@ -141,6 +174,9 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 			    &fh_granted_floor_fops);
 	debugfs_create_file("granted_ceiling", 0444, vi->debugfs, vi,
 			    &fh_granted_ceiling_fops);
+	if (vi->has_cur_freq)
+		debugfs_create_file("cur_freq", 0444, vi->debugfs, vi,
+				    &fh_cur_freq_fops);
 	st = debugfs_create_dir("statistics", vi->debugfs);
 	FH_STAT(st, vi, buffers_sent);
 	FH_STAT(st, vi, records_sent);
@@ -153,6 +189,10 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, cpu_ids_ignored);
 	FH_STAT(st, vi, event_repost_errors);
 	FH_STAT(st, vi, unmapped_cpus);
+	FH_STAT(st, vi, cur_freq_applied);
+	FH_STAT(st, vi, cur_freq_invalid);
+	FH_STAT(st, vi, cur_freq_stale);
+	FH_STAT(st, vi, cur_freq_out_of_class);
 	debugfs_create_ulong("hintq_callbacks", 0444, st, &vi->hintq_callbacks);
 	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
 				   &fh_sender_ns_fops);

@@ -40,6 +40,10 @@ struct fh_stats {
 	unsigned long cpu_ids_ignored;
 	unsigned long event_repost_errors;
 	unsigned long unmapped_cpus;
+	unsigned long cur_freq_applied;
+	unsigned long cur_freq_invalid;
+	unsigned long cur_freq_stale;
+	unsigned long cur_freq_out_of_class;
 };
 
 struct virtio_freqhint {
@@ -75,6 +79,7 @@ struct virtio_freqhint {
 	bool has_feedback;	/* F_FEEDBACK */
 	bool has_host_freq;	/* F_HOST_FREQ */
 	bool has_cpu_id;	/* F_CPU_ID */
+	bool has_cur_freq;	/* F_CUR_FREQ */
 	u32 event_buf_size;
 	void *event_buf[FH_EVENT_BUFS];	/* event_buf_size each, NULL without eventq */
 	void *event_snap;	/* the message being read, copied out of its buffer */
@@ -94,6 +99,12 @@ struct virtio_freqhint {
 	u64 *fw_id;		/* [nr_cpu_ids], read on each CPU */
 	unsigned long *fw_known;	/* bitmap [nr_cpu_ids] */
 	int *index;		/* [nr_cpu_ids], -1: no device index */
+	/*
+	 * The latest applied CUR_FREQ (0: unknown) and its seq, 0 after each
+	 * reset or connection; [num_vcpus], NULL without F_CUR_FREQ.
+	 */
+	u32 *cur_khz;
+	u32 cur_seq;
 
 	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
 	struct fh_host host;

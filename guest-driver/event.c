@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * virtio_freqhint: the device's configuration and the event queue's
- * messages (CPU_IDS, FEEDBACK), checked against the v1 ABI.  Pure: no
+ * messages (CPU_IDS, FEEDBACK, CUR_FREQ), checked against the v1 ABI.  Pure: no
  * device access, no locks, no allocation, so it can be unit-tested
  * (virtio_freqhint_test.c) with any bytes.
  *
@@ -12,6 +12,7 @@
 #include <kunit/visibility.h>
 #include <linux/export.h>
 #include <linux/minmax.h>
+#include <linux/stddef.h>
 #include <linux/string.h>
 
 #include "freqhint.h"
@@ -23,6 +24,10 @@ static_assert(sizeof(struct virtio_freqhint_cpu_ids) == 8);
 static_assert(sizeof(struct virtio_freqhint_freq_class) == 76);
 static_assert(sizeof(struct virtio_freqhint_vcpu_feedback) == 8);
 static_assert(sizeof(struct virtio_freqhint_feedback) == 624);
+static_assert(sizeof(struct virtio_freqhint_cur_freq) == 8);
+/* fh_head_why() reads both as two le16s. */
+static_assert(offsetof(struct virtio_freqhint_cpu_ids, num_vcpus) == 2);
+static_assert(offsetof(struct virtio_freqhint_cur_freq, num_vcpus) == 2);
 
 static size_t fh_cpu_ids_size(unsigned int num_vcpus)
 {
@@ -35,9 +40,15 @@ static size_t fh_feedback_size(unsigned int num_vcpus)
 	       num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
 }
 
+static size_t fh_cur_freq_size(unsigned int num_vcpus)
+{
+	return sizeof(struct virtio_freqhint_cur_freq) + num_vcpus * sizeof(__le32);
+}
+
 /*
  * The configuration, read once at probe (@c in host order).  @eventq: the
- * event queue exists, so event_buf_size must hold either message.
+ * event queue exists, so event_buf_size must hold each message (CUR_FREQ,
+ * 8 + 4 bytes a vCPU, is shorter than FEEDBACK).
  * reserved is ignored: a later device may use it behind a feature.
  * Returns NULL if the device is one to talk to, else why not.
  */
@@ -193,17 +204,37 @@ bool vfh_seq_newer(u32 seq, u32 last)
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_seq_newer);
 
+/*
+ * The header both CPU_IDS and CUR_FREQ start with (le16 msg_type, le16
+ * num_vcpus), and their length @len against @size: NULL if they hold,
+ * else why not (@len_why, @type_why: the message's own words).
+ */
+static const char *fh_head_why(const void *buf, size_t len, size_t size,
+			       u16 type, u16 num_vcpus, const char *len_why,
+			       const char *type_why)
+{
+	const __le16 *head = buf;
+
+	if (len != size)
+		return len_why;
+	if (le16_to_cpu(head[0]) != type)
+		return type_why;
+	if (le16_to_cpu(head[1]) != num_vcpus)
+		return "num_vcpus differs from the configuration";
+	return NULL;
+}
+
 /* A CPU_IDS message of @len bytes: NULL if usable, else why not. */
 const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 {
 	const struct virtio_freqhint_cpu_ids *m = buf;
+	const char *why;
 
-	if (len != fh_cpu_ids_size(num_vcpus))
-		return "CPU_IDS length";
-	if (le16_to_cpu(m->msg_type) != VIRTIO_FREQHINT_MSG_CPU_IDS)
-		return "not a CPU_IDS";
-	if (le16_to_cpu(m->num_vcpus) != num_vcpus)
-		return "num_vcpus differs from the configuration";
+	why = fh_head_why(buf, len, fh_cpu_ids_size(num_vcpus),
+			  VIRTIO_FREQHINT_MSG_CPU_IDS, num_vcpus,
+			  "CPU_IDS length", "not a CPU_IDS");
+	if (why)
+		return why;
 	if (memchr_inv(m->reserved, 0, sizeof(m->reserved)))
 		return "reserved field not zero";
 	return NULL;
@@ -241,3 +272,43 @@ int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id)
 	return -ENOENT;
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_find);
+
+/*
+ * A CUR_FREQ message of @len bytes (6.8a): NULL if it can be taken, else
+ * why it is dropped whole.  Its values are checked one by one when taken.
+ */
+const char *vfh_cur_freq_why(const void *buf, size_t len, u16 num_vcpus)
+{
+	return fh_head_why(buf, len, fh_cur_freq_size(num_vcpus),
+			   VIRTIO_FREQHINT_MSG_CUR_FREQ, num_vcpus,
+			   "CUR_FREQ length", "not a CUR_FREQ");
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_cur_freq_why);
+
+/*
+ * A checked CUR_FREQ into @khz[@num_vcpus], against the classes of the
+ * latest applied snapshot @h: a value other than 0 outside its vCPU's
+ * class (or for a vCPU without one) is taken as 0, unknown, not clamped
+ * (DRV-40).  Returns how many values were so taken.
+ */
+unsigned int vfh_cur_freq_take(u32 *khz, const struct fh_host *h,
+			       const struct virtio_freqhint_cur_freq *m,
+			       u16 num_vcpus)
+{
+	unsigned int i, bad = 0;
+
+	for (i = 0; i < num_vcpus; i++) {
+		u32 v = le32_to_cpu(m->cur_khz[i]);
+		u8 c = h->freq_class[i];
+
+		if (v && (c >= h->num_freq_classes ||
+			  v < h->classes[c].min_khz ||
+			  v > h->classes[c].max_khz)) {
+			v = 0;
+			bad++;
+		}
+		khz[i] = v;
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(vfh_cur_freq_take);

@@ -196,6 +196,11 @@ void vfh_feedback_take(struct fh_host *h,
 		       const struct virtio_freqhint_feedback *fb,
 		       u16 num_vcpus);
 
+const char *vfh_cur_freq_why(const void *buf, size_t len, u16 num_vcpus);
+unsigned int vfh_cur_freq_take(u32 *khz, const struct fh_host *h,
+			       const struct virtio_freqhint_cur_freq *m,
+			       u16 num_vcpus);
+
 unsigned long vfh_send_delay(unsigned long now, unsigned long last,
 			     unsigned long window);
 

@@ -17,8 +17,9 @@
  * Device side (virtio-freqhint v1): a 16-byte configuration read once at
  * probe; hintq (driver -> device) carries the records; eventq (device ->
  * driver, with F_FEEDBACK or F_CPU_ID) carries CPU_IDS, each vCPU index's
- * firmware id, once after DRIVER_OK, and FEEDBACK snapshots of the host's
- * grants, operator bounds and frequency classes.
+ * firmware id, once after DRIVER_OK, FEEDBACK snapshots of the host's
+ * grants, operator bounds and frequency classes, and (F_CUR_FREQ) CUR_FREQ,
+ * the frequency each vCPU's physical CPU runs at.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -105,6 +106,61 @@ static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 	else if (vi->have_ids && test_bit(cpu, vi->fw_known))
 		vi->index[cpu] = vfh_cpu_ids_find(vi->cpu_ids, vi->num_vcpus,
 						  vi->fw_id[cpu]);
+}
+
+/*
+ * @cpu's current frequency from the latest CUR_FREQ to the cpufreq driver
+ * (->lock held): when CUR_FREQ or CPU_IDS arrives, when the CPU comes
+ * online (its index may be new) and when the values are forgotten.
+ */
+static void fh_push_cur_cpu(struct virtio_freqhint *vi, unsigned int cpu)
+{
+	int idx = vi->index[cpu];
+
+	if (!vi->has_cur_freq)
+		return;
+	vfh_cpufreq_set_cur(vi->cpufreq, cpu, idx < 0 ? 0 : vi->cur_khz[idx]);
+}
+
+static void fh_push_cur(struct virtio_freqhint *vi)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		fh_push_cur_cpu(vi, cpu);
+}
+
+/*
+ * A reset or a connection (->lock held): the host's sequence restarts and
+ * what it said before is no longer known.
+ */
+static void fh_cur_forget(struct virtio_freqhint *vi)
+{
+	vi->cur_seq = 0;
+	if (!vi->has_cur_freq)
+		return;
+	memset(vi->cur_khz, 0, vi->num_vcpus * sizeof(*vi->cur_khz));
+	fh_push_cur(vi);
+}
+
+/*
+ * A checked CUR_FREQ (->lock held), if newer than the last one applied:
+ * each value against the classes of the latest applied snapshot, those
+ * out of class unknown (DRV-40).  It describes: nothing but the current
+ * frequency the cpufreq driver reports follows from it (DRV-41).
+ */
+static void fh_cur_freq(struct virtio_freqhint *vi,
+			const struct virtio_freqhint_cur_freq *m)
+{
+	if (!vfh_seq_newer(le32_to_cpu(m->seq), vi->cur_seq)) {
+		vi->stats.cur_freq_stale++;
+		return;
+	}
+	vi->cur_seq = le32_to_cpu(m->seq);
+	vi->stats.cur_freq_out_of_class +=
+		vfh_cur_freq_take(vi->cur_khz, &vi->host, m, vi->num_vcpus);
+	vi->stats.cur_freq_applied++;
+	fh_push_cur(vi);
 }
 
 /* No agent, no snapshot yet: the host's defaults. */
@@ -202,6 +258,7 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 			vi->have_ids = true;
 			for_each_possible_cpu(cpu)
 				fh_map_cpu(vi, cpu);
+			fh_push_cur(vi);
 			*ids = true;
 			return true;
 		}
@@ -225,6 +282,18 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 		/* The previous state stays. */
 		vi->stats.feedback_invalid++;
 		dev_warn_ratelimited(dev, "FEEDBACK dropped: %s\n", why);
+		return false;
+	} else if (le16_to_cpu(m->msg_type) == VIRTIO_FREQHINT_MSG_CUR_FREQ) {
+		why = vi->has_cur_freq ?
+		      vfh_cur_freq_why(buf, len, vi->num_vcpus) :
+		      "CUR_FREQ without F_CUR_FREQ";
+		if (!why) {
+			fh_cur_freq(vi, buf);
+			return true;
+		}
+		/* The previous values stay. */
+		vi->stats.cur_freq_invalid++;
+		dev_warn_ratelimited(dev, "CUR_FREQ dropped: %s\n", why);
 		return false;
 	}
 	vi->stats.events_invalid++;
@@ -397,6 +466,7 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 		set_bit(cpu, vi->fw_known);
 	}
 	fh_map_cpu(vi, cpu);
+	fh_push_cur_cpu(vi, cpu);
 	fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 	/*
 	 * Its grants and class: the policy may be new (hot-added CPU).
@@ -465,6 +535,7 @@ static void fh_device_up(struct virtio_freqhint *vi)
 	mutex_lock(&vi->lock);
 	/* The device's snapshot numbers restart at 1 after a reset. */
 	vi->host.seq = 0;
+	fh_cur_forget(vi);
 	vi->have_ids = false;
 	vi->event_unposted = vi->evq ? GENMASK(FH_EVENT_BUFS - 1, 0) : 0;
 	mutex_unlock(&vi->lock);
@@ -611,6 +682,8 @@ static int fh_setup(struct virtio_freqhint *vi)
 	vi->cpufreq = vfh_cpufreq_create(&fh_cpufreq_ops, vi);
 	if (!vi->cpufreq)
 		goto err_gather;
+	if (vi->has_cur_freq)
+		vfh_cpufreq_use_cur(vi->cpufreq);
 	err = vfh_transport_start(vi);
 	if (err)
 		goto err_cpufreq;
@@ -736,6 +809,7 @@ static void fh_free(struct virtio_freqhint *vi)
 	bitmap_free(vi->fw_known);
 	kfree(vi->fw_id);
 	kfree(vi->cpu_ids);
+	kfree(vi->cur_khz);
 	for (i = 0; i < FH_EVENT_BUFS; i++)
 		kfree(vi->event_buf[i]);
 	kfree(vi->event_snap);
@@ -759,6 +833,12 @@ static int fh_alloc(struct virtio_freqhint *vi)
 	vi->fw_id = kcalloc(nr_cpu_ids, sizeof(*vi->fw_id), GFP_KERNEL);
 	vi->fw_known = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
 	vi->index = kcalloc(nr_cpu_ids, sizeof(*vi->index), GFP_KERNEL);
+	if (vi->has_cur_freq) {
+		vi->cur_khz = kcalloc(vi->num_vcpus, sizeof(*vi->cur_khz),
+				      GFP_KERNEL);
+		if (!vi->cur_khz)
+			return -ENOMEM;
+	}
 #ifdef FH_BENCH_ANCHOR
 	vi->num_bufs = vfh_notify_every_change ? FH_EVERY_BUFS : 1;
 	vi->gather.every_request = vfh_notify_every_change;
@@ -806,6 +886,9 @@ static int virtfh_validate(struct virtio_device *vdev)
 	/* Frequency classes travel in FEEDBACK snapshots only. */
 	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK))
 		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_HOST_FREQ);
+	/* Current frequencies are checked against those classes (DRV-39). */
+	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ))
+		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_CUR_FREQ);
 	return 0;
 }
 
@@ -825,6 +908,9 @@ static struct virtio_freqhint *fh_new(struct device *dev, u32 features)
 	vi->has_host_freq = vi->has_feedback &&
 			    (features & BIT(VIRTIO_FREQHINT_F_HOST_FREQ));
 	vi->has_cpu_id = features & BIT(VIRTIO_FREQHINT_F_CPU_ID);
+	/* ... and current frequencies are checked against them. */
+	vi->has_cur_freq = vi->has_host_freq &&
+			   (features & BIT(VIRTIO_FREQHINT_F_CUR_FREQ));
 	kthread_init_work(&vi->event_work, fh_event_fn);
 	kthread_init_work(&vi->apply_work, fh_apply_fn);
 	INIT_DELAYED_WORK(&vi->cpufreq_work, fh_cpufreq_fn);
@@ -865,7 +951,7 @@ static u32 fh_negotiated(struct virtio_device *vdev)
 	unsigned int bit;
 	u32 f = 0;
 
-	for (bit = VIRTIO_FREQHINT_F_PERF; bit <= VIRTIO_FREQHINT_F_CPU_ID; bit++)
+	for (bit = VIRTIO_FREQHINT_F_PERF; bit <= VIRTIO_FREQHINT_F_CUR_FREQ; bit++)
 		if (virtio_has_feature(vdev, bit))
 			f |= BIT(bit);
 	return f;
@@ -906,13 +992,14 @@ static int virtfh_probe(struct virtio_device *vdev)
 	fh_bound = vi;
 	mutex_unlock(&fh_probe_lock);
 	vfh_debugfs_init(vi);
-	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies, vCPU indexes by %s\n",
+	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies%s, vCPU indexes by %s\n",
 		 !IS_ENABLED(CONFIG_UCLAMP_TASK) ?
 		 "not available (no CONFIG_UCLAMP_TASK)" :
 		 READ_ONCE(vi->gather.uclamp_used) ? "reported" :
 		 "reported once one is set",
 		 vi->has_perf ? "reported" : "not available",
 		 vi->has_host_freq ? "host" : "synthetic",
+		 vi->has_cur_freq ? " and current frequency" : "",
 		 vi->has_cpu_id ? "firmware id" : "Linux CPU number");
 	return 0;
 
@@ -983,6 +1070,7 @@ void vfh_link_up(struct virtio_freqhint *vi)
 {
 	mutex_lock(&vi->lock);
 	vi->host.seq = 0;
+	fh_cur_forget(vi);
 	vi->have_ids = false;
 	mutex_unlock(&vi->lock);
 	vfh_transport_link(vi, true);
@@ -995,9 +1083,13 @@ void vfh_link_down(struct virtio_freqhint *vi)
 	vfh_transport_link(vi, false);
 	vfh_transport_stop(vi);
 	kthread_cancel_work_sync(&vi->apply_work);
+	/* No host says what its CPUs run at until the next connection. */
+	mutex_lock(&vi->lock);
+	fh_cur_forget(vi);
+	mutex_unlock(&vi->lock);
 }
 
-/* One CPU_IDS or FEEDBACK message; false if it was invalid. */
+/* One CPU_IDS, FEEDBACK or CUR_FREQ message; false if it was invalid. */
 bool vfh_link_message(struct virtio_freqhint *vi, const void *msg,
 		      unsigned int len)
 {
@@ -1062,6 +1154,7 @@ static unsigned int features[] = {
 	VIRTIO_FREQHINT_F_FEEDBACK,
 	VIRTIO_FREQHINT_F_HOST_FREQ,
 	VIRTIO_FREQHINT_F_CPU_ID,
+	VIRTIO_FREQHINT_F_CUR_FREQ,
 };
 
 static const struct virtio_device_id id_table[] = {

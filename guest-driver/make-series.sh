@@ -50,6 +50,7 @@ gcc -O2 -o "$work/unifdef" "$pristine/scripts/unifdef.c" 2>/dev/null ||
 # Out of tree only: undefined in tree.  The clamp hook: always there.
 defs=(-UFH_BENCH_ANCHOR -UFH_CLAMP_SWITCH -UFH_COMPAT_EXIT_INT
       -UFH_COMPAT_FIND_VQS_NAMES -UFH_COMPAT_NO_FREQ_REF
+      -UFH_COMPAT_NO_SCALE_FREQ_VIRT
       -DFH_HAVE_UPDATE_UCLAMP)
 
 # strip SRC DST: SRC without the out-of-tree branches.  unifdef exits 1

@@ -721,6 +721,109 @@ static void fh_test_seq(struct kunit *test)
 	/* Across the wrap. */
 	KUNIT_EXPECT_TRUE(test, vfh_seq_newer(2, 0xfffffffe));
 	KUNIT_EXPECT_FALSE(test, vfh_seq_newer(0xfffffffe, 2));
+	/*
+	 * FEEDBACK's and CUR_FREQ's counts restart at 1 after a reset: a
+	 * driver that kept its last one would take the new 1 as stale.
+	 */
+	KUNIT_EXPECT_FALSE(test, vfh_seq_newer(1, 40));
+}
+
+/* CUR_FREQ (6.8a): what is dropped whole. */
+struct fh_test_cur {
+	struct virtio_freqhint_cur_freq h;
+	__le32 khz[FH_TEST_VCPUS];
+	__le32 more;		/* a used length one value too long */
+};
+
+static void fh_test_cur_init(struct fh_test_cur *m)
+{
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	m->h.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_CUR_FREQ);
+	m->h.num_vcpus = cpu_to_le16(FH_TEST_VCPUS);
+	m->h.seq = cpu_to_le32(1);
+	for (i = 0; i < FH_TEST_VCPUS; i++)
+		m->khz[i] = cpu_to_le32(2400000);
+}
+
+static void fh_test_cur_freq_check(struct kunit *test)
+{
+	size_t len = sizeof(struct virtio_freqhint_cur_freq) +
+		     FH_TEST_VCPUS * sizeof(__le32);
+	struct fh_test_cur m;
+
+	fh_test_cur_init(&m);
+	KUNIT_EXPECT_EQ(test, len, 8 + 4 * FH_TEST_VCPUS);
+	KUNIT_EXPECT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
+	/* Short by a byte, by a value, only the header, one value long. */
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len - 1, FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len - 4, FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, 8, FH_TEST_VCPUS));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len + 4, FH_TEST_VCPUS));
+	/* num_vcpus of another configuration, with its length. */
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len - 4, 3));
+	m.h.num_vcpus = cpu_to_le16(3);
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
+	fh_test_cur_init(&m);
+	m.h.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_FEEDBACK);
+	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
+	/* Every value is one the driver may judge: none is a reason to drop. */
+	fh_test_cur_init(&m);
+	m.khz[0] = cpu_to_le32(U32_MAX);
+	m.khz[1] = 0;
+	KUNIT_EXPECT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
+}
+
+/* Values against the classes of the latest snapshot (DRV-40). */
+static void fh_test_cur_freq_take(struct kunit *test)
+{
+	struct fh_grant grants[FH_TEST_VCPUS] = {};
+	u8 freq_class[FH_TEST_VCPUS] = { 0, 1, 0, VIRTIO_FREQHINT_NO_FREQ_CLASS };
+	struct fh_host *h;
+	struct fh_test_cur m;
+	u32 khz[FH_TEST_VCPUS];
+
+	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	h->grants = grants;
+	h->freq_class = freq_class;
+	h->num_freq_classes = 2;
+	h->classes[0] = (struct fh_freq){ .min_khz = 800000, .max_khz = 3200000 };
+	h->classes[1] = (struct fh_freq){ .min_khz = 1000000, .max_khz = 2000000 };
+
+	fh_test_cur_init(&m);
+	m.khz[0] = cpu_to_le32(800000);		/* class 0's min */
+	m.khz[1] = cpu_to_le32(2000000);	/* class 1's max */
+	m.khz[2] = 0;				/* unknown */
+	m.khz[3] = 0;				/* no class, unknown */
+	KUNIT_EXPECT_EQ(test, vfh_cur_freq_take(khz, h, &m.h, FH_TEST_VCPUS), 0U);
+	KUNIT_EXPECT_EQ(test, khz[0], 800000U);
+	KUNIT_EXPECT_EQ(test, khz[1], 2000000U);
+	KUNIT_EXPECT_EQ(test, khz[2], 0U);
+	KUNIT_EXPECT_EQ(test, khz[3], 0U);
+
+	/* Out of class: unknown, not clamped; the others still apply. */
+	m.khz[0] = cpu_to_le32(799999);		/* below class 0 */
+	m.khz[1] = cpu_to_le32(2400000);	/* in class 0, above class 1 */
+	m.khz[2] = cpu_to_le32(3200000);
+	m.khz[3] = cpu_to_le32(1000000);	/* a value without a class */
+	KUNIT_EXPECT_EQ(test, vfh_cur_freq_take(khz, h, &m.h, FH_TEST_VCPUS), 3U);
+	KUNIT_EXPECT_EQ(test, khz[0], 0U);
+	KUNIT_EXPECT_EQ(test, khz[1], 0U);
+	KUNIT_EXPECT_EQ(test, khz[2], 3200000U);
+	KUNIT_EXPECT_EQ(test, khz[3], 0U);
+
+	/* A class index the snapshot no longer has (fewer classes now). */
+	h->num_freq_classes = 1;
+	m.khz[1] = cpu_to_le32(1500000);
+	m.khz[3] = 0;
+	KUNIT_EXPECT_EQ(test, vfh_cur_freq_take(khz, h, &m.h, FH_TEST_VCPUS), 2U);
+	KUNIT_EXPECT_EQ(test, khz[1], 0U);
+	/* No snapshot with classes: every value other than 0 is out. */
+	h->num_freq_classes = 0;
+	KUNIT_EXPECT_EQ(test, vfh_cur_freq_take(khz, h, &m.h, FH_TEST_VCPUS), 3U);
+	KUNIT_EXPECT_EQ(test, khz[2], 0U);
 }
 
 /* 64-bit firmware ids: an arm64 MPIDR with Aff3 is not its low 32 bits. */
@@ -1103,6 +1206,8 @@ static struct kunit_case fh_test_cases[] = {
 	KUNIT_CASE(fh_test_feedback_check),
 	KUNIT_CASE(fh_test_feedback_take_bounded),
 	KUNIT_CASE(fh_test_seq),
+	KUNIT_CASE(fh_test_cur_freq_check),
+	KUNIT_CASE(fh_test_cur_freq_take),
 	KUNIT_CASE(fh_test_cpu_ids),
 	KUNIT_CASE(fh_test_cpu_ids_first),
 	KUNIT_CASE(fh_test_send_delay),

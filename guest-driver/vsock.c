@@ -64,7 +64,8 @@ MODULE_PARM_DESC(vsock_cid,
 #define FH_VS_FEATURES	(BIT(VIRTIO_FREQHINT_F_PERF) |			\
 			 BIT(VIRTIO_FREQHINT_F_FEEDBACK) |		\
 			 BIT(VIRTIO_FREQHINT_F_HOST_FREQ) |		\
-			 BIT(VIRTIO_FREQHINT_F_CPU_ID))
+			 BIT(VIRTIO_FREQHINT_F_CPU_ID) |		\
+			 BIT(VIRTIO_FREQHINT_F_CUR_FREQ))
 
 /* The first retry within 1 s, then doubling up to 60 s apart. */
 #define FH_VS_BACKOFF_MIN	(HZ / 2)
@@ -403,7 +404,8 @@ static bool fh_vs_message(struct fh_vsock *vs, unsigned int len)
 	if (vs->state == FH_VS_HELLO)
 		return fh_vs_config(vs, len);
 	if (type != VIRTIO_FREQHINT_MSG_CPU_IDS &&
-	    type != VIRTIO_FREQHINT_MSG_FEEDBACK) {
+	    type != VIRTIO_FREQHINT_MSG_FEEDBACK &&
+	    type != VIRTIO_FREQHINT_MSG_CUR_FREQ) {
 		dev_warn(vs->dev, "message type %u from the host refused\n",
 			 type);
 		return false;

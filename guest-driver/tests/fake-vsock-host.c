@@ -8,6 +8,7 @@
  *
  *   fh-fake-vsock-host [-n VCPUS] [-a ACCEPT] [-c CEILING] [-k FRAMES]
  *                 [-u FRAMES] [-b BAD] [-s MS] [-B BYTES] [-p PORT]
+ *                 [-f FIFO]
  *     -n   num_vcpus in CONFIG (default 4); CPU_IDS gives index i the
  *          APIC ID i (QEMU's q35)
  *     -a   the features accepted, of those HELLO offered (default 0xf)
@@ -22,15 +23,22 @@
  *          "silent" (no CONFIG at all)
  *     -s   after 10 HINTS messages, read nothing for MS ms (a slow host)
  *     -B   the connections' receive buffer (SO_VM_SOCKETS_BUFFER_SIZE)
+ *     -f   read CUR_FREQ requests from FIFO, one a line, and send each to
+ *          the connection of the moment: "SEQ KHZ0 KHZ1 ... [short]", the
+ *          message's seq and a value for each vCPU index (missing ones 0);
+ *          "short" sends it one byte short.  Accept CUR_FREQ (0x10) with -a.
  * (-s and -B are not used by vsock-fakehost.sh: over vsock_loopback, a
  * 6.12.95 receiver that reads nothing drops the driver's small packets by
  * its per-packet overhead long before the driver's credit runs out, so a
  * stalled host tests the kernel's accounting, not the driver.)
  * Lines: CONNECT n, HELLO version= features= num_cpus=, REC n vcpu= flags=
- * min= max= perf= seq=, CLOSED n frames= span_us= min_gap_us=, ERROR ....
+ * min= max= perf= seq=, CUR_FREQ n seq= len=, CLOSED n frames= span_us=
+ * min_gap_us=, ERROR ....
  * Exits on SIGTERM.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +54,7 @@
 static unsigned int nvcpus = 4, accept_mask = 0xf, ceiling = 768;
 static unsigned int close_after, update_after, stall_ms;
 static const char *bad;
+static int fifo = -1;
 
 static uint64_t now_us(void)
 {
@@ -130,6 +139,76 @@ static int send_feedback(int fd, uint32_t seq, unsigned int ceil, int host_freq,
 	return ret;
 }
 
+/* One request line from -f's FIFO: a CUR_FREQ to the driver. */
+static int send_cur_freq(int fd, unsigned int conn, char *line)
+{
+	size_t len = sizeof(struct virtio_freqhint_cur_freq) + 4 * nvcpus;
+	struct virtio_freqhint_cur_freq *m = calloc(1, len);
+	char *tok, *save;
+	unsigned int i = 0;
+	int ret;
+
+	m->msg_type = htole16(VIRTIO_FREQHINT_MSG_CUR_FREQ);
+	m->num_vcpus = htole16(nvcpus);
+	tok = strtok_r(line, " \t\n", &save);
+	m->seq = htole32(tok ? strtoul(tok, NULL, 0) : 0);
+	while ((tok = strtok_r(NULL, " \t\n", &save))) {
+		if (!strcmp(tok, "short"))
+			len--;
+		else if (i < nvcpus)
+			m->cur_khz[i++] = htole32(strtoul(tok, NULL, 0));
+	}
+	ret = send_frame(fd, m, len);
+	printf("CUR_FREQ %u seq=%u len=%zu\n", conn, le32toh(m->seq), len);
+	fflush(stdout);
+	free(m);
+	return ret;
+}
+
+/* The requests waiting in -f's FIFO, each line sent. */
+static int fifo_requests(int fd, unsigned int conn)
+{
+	static char line[1024];
+	static size_t have;
+	ssize_t n;
+	char *nl;
+
+	n = read(fifo, line + have, sizeof(line) - 1 - have);
+	if (n <= 0)
+		return 0;
+	have += n;
+	line[have] = 0;
+	while ((nl = strchr(line, '\n'))) {
+		size_t used = nl + 1 - line;
+
+		*nl = 0;
+		if (send_cur_freq(fd, conn, line))
+			return -1;
+		memmove(line, nl + 1, have - used + 1);
+		have -= used;
+	}
+	return 0;
+}
+
+/* Until a frame from the driver can be read: -f's requests meanwhile. */
+static int wait_frame(int fd, unsigned int conn)
+{
+	struct pollfd p[2] = {
+		{ .fd = fd, .events = POLLIN },
+		{ .fd = fifo, .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(p, fifo < 0 ? 1 : 2, -1) < 0)
+			return errno == EINTR ? 0 : -1;
+		if (fifo >= 0 && (p[1].revents & POLLIN) &&
+		    fifo_requests(fd, conn))
+			return -1;
+		if (p[0].revents)
+			return 0;
+	}
+}
+
 static void serve(int fd, unsigned int conn, int misbehave)
 {
 	static unsigned char buf[FREQHINT_VSOCK_MAX_FRAME];
@@ -196,7 +275,7 @@ static void serve(int fd, unsigned int conn, int misbehave)
 			      !!(feats & (1u << VIRTIO_FREQHINT_F_HOST_FREQ)),
 			      misbehave && !strcmp(bad, "short"));
 	fflush(stdout);
-	while ((len = read_frame(fd, buf)) > 0) {
+	while (!wait_frame(fd, conn) && (len = read_frame(fd, buf)) > 0) {
 		struct virtio_freqhint_hints *m = (void *)buf;
 		uint64_t t = now_us();
 		unsigned int n;
@@ -254,7 +333,7 @@ int main(int argc, char **argv)
 
 	unsigned long long bufsize = 0;
 
-	while ((opt = getopt(argc, argv, "n:a:c:k:u:b:s:B:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:a:c:k:u:b:s:B:p:f:")) != -1) {
 		switch (opt) {
 		case 'n': nvcpus = strtoul(optarg, NULL, 0); break;
 		case 'a': accept_mask = strtoul(optarg, NULL, 0); break;
@@ -265,6 +344,14 @@ int main(int argc, char **argv)
 		case 's': stall_ms = strtoul(optarg, NULL, 0); break;
 		case 'B': bufsize = strtoull(optarg, NULL, 0); break;
 		case 'p': addr.svm_port = strtoul(optarg, NULL, 0); break;
+		case 'f':
+			/* O_RDWR: never EOF, and the open does not wait for a writer. */
+			fifo = open(optarg, O_RDWR | O_NONBLOCK);
+			if (fifo < 0) {
+				printf("ERROR %s: %s\n", optarg, strerror(errno));
+				return 1;
+			}
+			break;
 		default: return 2;
 		}
 	}

@@ -24,21 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-kdir=$("$here/tests/harness/fetch-stock-kernel.sh" --print-dir)
-release=$(cat "$kdir/release")
-mods=()
-for m in vsock vmw_vsock_virtio_transport_common vsock_loopback; do
-	f=$(find "/lib/modules/$release/kernel/net/vmw_vsock" -name "$m.ko*" | head -n1)
-	[ -n "$f" ] || die "$m not found for $release (Debian's linux-image package)"
-	case "$f" in
-		*.xz) xz -dc "$f" >"$work/$m.ko" ;;
-		*.zst) zstd -qdc "$f" >"$work/$m.ko" ;;
-		*) cp "$f" "$work/$m.ko" ;;
-	esac
-	mods+=(--module "$work/$m.ko")
-done
-gcc -static -O2 -Wall -Wextra -Werror -Wno-sign-compare -I "$here/spec/include" \
-	-o "$work/fh-fake-vsock-host" "$tdir/fake-vsock-host.c"
+opts=$("$tdir/vsock-loopback.sh" "$work")
+mapfile -t mods <<<"$opts"
 
 # When the guest says so, a virtio-freqhint device is hot-plugged (the
 # project's QEMU): the module must let it take over from vsock.

@@ -55,7 +55,7 @@ full_state() {
 start_peer -b version -u 30 -k 120
 check "insmod virtio_freqhint vsock_cid=1 (no device: vsock)" insmod "$FH_KO" vsock_cid=1
 check_output "HELLO: version 1, every feature, 4 possible CPUs" \
-	'^HELLO version=1 features=0xf num_cpus=4 reserved=zero$' \
+	'^HELLO version=1 features=0x1f num_cpus=4 reserved=zero$' \
 	wait_file "$P" '^HELLO' 10
 check "a CONFIG of version 2 is refused, the driver reconnects" \
 	wait_file "$P" '^CONNECT 2$' 10
