@@ -63,6 +63,10 @@ demo_response stock -
 busy=$!
 settle
 check "busy vCPU1's governor request raises its host CPU's floor" step perf-floor vcpu=1
+# The host's frequency, as the host samples it, reaches the guest: a
+# stock guest has no other way to know it.
+host_cur_freq 2400000
+host_cur_freq 1200000
 
 # 2. The operator caps the VM at 50%: the floor follows the cap, and the
 # guest's cpufreq shows the ceiling it is granted.

@@ -34,6 +34,9 @@ uclampset -m 800 -M 1024 /bin/busy --cpu 1 --duty 20 &
 busy=$!
 settle
 check "floor 800 on vCPU1 reaches vCPU1's host CPU only" step floor vcpu=1 min=800
+# The host's frequency, as the host samples it, reaches the guest.
+host_cur_freq 2400000
+host_cur_freq 1200000
 demo_response floor "$busy" uclampset -m 800
 
 # 2. The operator caps the VM at 50%: the floor follows the cap.

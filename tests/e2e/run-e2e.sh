@@ -114,6 +114,18 @@ while next_step; do
 	floor)
 		policy2_floor "$(snap_up "$(cap_to_khz 800)" 2)" "vCPU1's floor 800" 10
 		;;
+	host-cur-freq)
+		# vCPU1 runs on fixture CPU 2 (policy2): its frequency is what
+		# freqhintd samples (cur_freq_interval_ms) and the device relays.
+		khz=
+		for a in "${step_args[@]}"; do [ "${a%%=*}" = khz ] && khz=${a#*=}; done
+		echo "$khz" >"$(pdir 2)/scaling_cur_freq"
+		if eventually 10 device_cur_khz 1 "$khz"; then
+			verdict OK
+		else
+			verdict "expected the device's vCPU1 cur-khz $khz within 10 s of policy2's scaling_cur_freq; saw $(qom_stats | jq -c '[.vcpus[]["cur-khz"]]')"
+		fi
+		;;
 	operator-ceiling)
 		# Operator config changes: stop the agent cleanly (it must restore
 		# every file before it exits: MR-20), start it with the VM capped at 50%.

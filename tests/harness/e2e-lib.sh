@@ -482,6 +482,12 @@ device_vcpu_near() {
 		'((.vcpus[$i]["clamp-min"] - $lo) | fabs) < $t and .vcpus[$i]["clamp-max"] == $hi'
 }
 
+# device_cur_khz VCPU KHZ: the device holds KHZ as VCPU's host frequency
+# (the agent's latest CUR_FREQ).
+device_cur_khz() {
+	qom_stats | jq -e --argjson i "$1" --argjson k "$2" '.vcpus[$i]["cur-khz"] == $k' >/dev/null
+}
+
 # The slowest of N freqhintctl answers, in ms.
 agent_response_ms() {
 	local i t0 t1 worst=0

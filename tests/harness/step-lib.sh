@@ -14,6 +14,8 @@
 #                        module parameters) and binds to the device ($dev:
 #                        its sysfs directory), then waits for its cpufreq
 #                        policies (wait_cpufreq_policies)
+#   host_cur_freq KHZ    the host's CPU under vCPU1 runs at KHZ: the guest
+#                        sees it (below)
 
 step_open() {
 	step_tty=/dev/ttyS1
@@ -77,4 +79,34 @@ demo_response() {
 	# shellcheck disable=SC2086 # key=value words
 	step demo-fg label="$demo_label" ${demo_out#fg } >/dev/null
 	[ "$demo_pause" = - ] || kill -CONT "$demo_pause"
+}
+
+# host_cur_freq KHZ: the host's CPU under vCPU1 now runs at KHZ (the host
+# writes it into the fixture policy when it judges the step; freqhintd
+# samples it and the device relays it, VIRTIO_FREQHINT_F_CUR_FREQ).  The
+# guest's cpuinfo_cur_freq of vCPU1 shows it, and on arm64, where the
+# driver is the scheduler's frequency-invariance source, vCPU1's
+# arch_freq_scale becomes KHZ of the host's 3.2 GHz.  vCPU1 must be busy
+# then: the scale is written at its ticks.
+host_cur_freq() {
+	check "the host's CPU under vCPU1 runs at $1 kHz" step host-cur-freq vcpu=1 khz="$1"
+	check "vCPU1's cpuinfo_cur_freq shows the host's $1 kHz" \
+		step_poll /sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_cur_freq "^$1\$"
+	[ "$(uname -m)" = aarch64 ] || return 0
+	check "vCPU1's arch_freq_scale is $(($1 * 1024 / 3200000)) ($1 of 3200000 kHz)" \
+		step_poll /sys/kernel/debug/virtio_freqhint/cur_freq \
+		"^cpu1 cur_khz=$1 freq_scale=$(($1 * 1024 / 3200000)) "
+}
+
+# step_poll FILE PATTERN: FILE matches the grep -E PATTERN within 10 s;
+# prints the file last read.
+step_poll() {
+	step_i=0
+	while [ "$step_i" -lt 100 ]; do
+		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
+		sleep 0.1
+		step_i=$((step_i + 1))
+	done
+	cat "$1"
+	return 1
 }
