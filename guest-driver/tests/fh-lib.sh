@@ -53,19 +53,6 @@ wait_ge() {
 	return 1
 }
 
-# wait_file FILE PATTERN [SECONDS]: poll every 0.1 s until FILE matches the
-# grep -E PATTERN.  Prints the file, which check() shows when it fails.
-wait_file() {
-	fh_i=0
-	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
-		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
-		sleep 0.1
-		fh_i=$((fh_i + 1))
-	done
-	cat "$1"
-	return 1
-}
-
 # sampler_ns: the module's time in samplers and irq_works, all CPUs (ns).
 sampler_ns() {
 	tr ' ' '\n' <"$FH_DBG" | sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'

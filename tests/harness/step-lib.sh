@@ -91,22 +91,10 @@ demo_response() {
 host_cur_freq() {
 	check "the host's CPU under vCPU1 runs at $1 kHz" step host-cur-freq vcpu=1 khz="$1"
 	check "vCPU1's cpuinfo_cur_freq shows the host's $1 kHz" \
-		step_poll /sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_cur_freq "^$1\$"
+		wait_file /sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_cur_freq "^$1\$"
 	[ "$(uname -m)" = aarch64 ] || return 0
 	check "vCPU1's arch_freq_scale is $(($1 * 1024 / 3200000)) ($1 of 3200000 kHz)" \
-		step_poll /sys/kernel/debug/virtio_freqhint/cur_freq \
+		wait_file /sys/kernel/debug/virtio_freqhint/cur_freq \
 		"^cpu1 cur_khz=$1 freq_scale=$(($1 * 1024 / 3200000)) "
 }
 
-# step_poll FILE PATTERN: FILE matches the grep -E PATTERN within 10 s;
-# prints the file last read.
-step_poll() {
-	step_i=0
-	while [ "$step_i" -lt 100 ]; do
-		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
-		sleep 0.1
-		step_i=$((step_i + 1))
-	done
-	cat "$1"
-	return 1
-}

@@ -9,6 +9,7 @@
 #   done_testing                          exit 0 iff every check passed
 #   wait_cpufreq_policies                 after loading virtio_freqhint: wait
 #                                          for its cpufreq policies, if any
+#   wait_file FILE PATTERN [SECONDS]      FILE matches PATTERN within SECONDS
 # Each check prints "FREQHINT-CHECK: ok|FAIL - what" on the console; a
 # failing one also prints the command's output.
 
@@ -81,4 +82,17 @@ wait_cpufreq_policies() {
 		fh_i=$((fh_i + 1))
 	done
 	return 0
+}
+
+# wait_file FILE PATTERN [SECONDS]: poll every 0.1 s until FILE matches the
+# grep -E PATTERN.  Prints the file, which check() shows when it fails.
+wait_file() {
+	fh_i=0
+	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
+		grep -qE -- "$2" "$1" 2>/dev/null && { cat "$1"; return 0; }
+		sleep 0.1
+		fh_i=$((fh_i + 1))
+	done
+	cat "$1"
+	return 1
 }
