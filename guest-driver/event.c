@@ -288,8 +288,9 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_cur_freq_why);
 /*
  * A checked CUR_FREQ into @khz[@num_vcpus], against the classes of the
  * latest applied snapshot @h: a value other than 0 outside its vCPU's
- * class (or for a vCPU without one) is taken as 0, unknown, not clamped
- * (DRV-40).  Returns how many values were so taken.
+ * class (or for a vCPU without one) is taken as 0, unknown, not clamped,
+ * as the device specification asks.  Returns how many values were so
+ * taken.
  */
 unsigned int vfh_cur_freq_take(u32 *khz, const struct vfh_host *h,
 			       const struct virtio_freqhint_cur_freq *m,

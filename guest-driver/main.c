@@ -146,8 +146,8 @@ static void vfh_cur_forget(struct virtio_freqhint *vi)
 /*
  * A checked CUR_FREQ (->lock held), if newer than the last one applied:
  * each value against the classes of the latest applied snapshot, those
- * out of class unknown (DRV-40).  It describes: nothing but the current
- * frequency the cpufreq driver reports follows from it (DRV-41).
+ * out of class unknown.  It describes, never bounds: nothing but the
+ * current frequency the cpufreq driver reports follows from it.
  */
 static void vfh_cur_freq(struct virtio_freqhint *vi,
 			 const struct virtio_freqhint_cur_freq *m)
@@ -886,7 +886,7 @@ static int vfh_validate(struct virtio_device *vdev)
 	/* Frequency classes travel in FEEDBACK snapshots only. */
 	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK))
 		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_HOST_FREQ);
-	/* Current frequencies are checked against those classes (DRV-39). */
+	/* Current frequencies are checked against those classes. */
 	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ))
 		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_CUR_FREQ);
 	return 0;

@@ -148,8 +148,8 @@ unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 }
 
 /*
- * Take back the buffers the device used.  Their interrupts are off
- * (DRV-23): a busy guest sends once a window, and the buffer it sent last
+ * Take back the buffers the device used.  Their interrupts are off: a
+ * busy guest sends once a window, and the buffer it sent last
  * is normally back by then, so the interrupt would only wake the sender to
  * find it.  Only when none is free is the device asked to interrupt once
  * on its next used buffer (the callback kicks the sender); when it already

@@ -775,7 +775,7 @@ static void vfh_test_cur_freq_check(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
 }
 
-/* Values against the classes of the latest snapshot (DRV-40). */
+/* Values against the classes of the latest snapshot. */
 static void vfh_test_cur_freq_take(struct kunit *test)
 {
 	struct vfh_grant grants[FH_TEST_VCPUS] = {};
