@@ -560,7 +560,7 @@ Other figures:
 How: the guest runs eight tasks for $(val burst_default_guest_seconds) s that wake at periods from 1 ms to 110 ms and spin 10..55 % of each period; three run under \`uclampset\` (-m 600; -M 300; -m 900 -M 1024), one
 under -m 200, and one has its floor changed with \`uclampset -p\` every 250 ms.
 *Requests* are schedutil's calls into the driver's cpufreq callbacks, counted by kprobes on
-\`fh_cpufreq_fast_switch\` and \`fh_cpufreq_target\` (\`kprobe_profile\` hits): each is one frequency change of one vCPU's policy,
+\`vfh_cpufreq_fast_switch\` and \`vfh_cpufreq_target\` (\`kprobe_profile\` hits): each is one frequency change of one vCPU's policy,
 which a trap-per-change design (Linux virtual-cpufreq + crosvm) turns into one MMIO trap (a vmexit) and one host \`sched_setattr\`.
 *Notifications* are the kicks the virtio-freqhint device handled (\`qom-get x-stats\` → \`notifications\`, sampled by the host before and after):
 the vmexits freqhint costs. The driver sent $(val burst_default_buffers) buffers carrying $(val burst_default_records) records; the device

@@ -33,7 +33,7 @@
 #include "gather.h"
 
 /* From the cpufreq driver's ->update_uclamp (main.c): on @cpu, IRQs off. */
-void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
+void vfh_clamp_hook_update(struct vfh_gather *g, unsigned int cpu,
 			   unsigned long util_min, unsigned long util_max)
 {
 	if (!READ_ONCE(g->source_data) || cpu != smp_processor_id())
@@ -42,7 +42,7 @@ void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
 			    min_t(unsigned long, util_max, VIRTIO_FREQHINT_SCALE));
 }
 
-static int fh_hook_start(struct fh_gather *g)
+static int vfh_hook_start(struct vfh_gather *g)
 {
 	if (!IS_ENABLED(CONFIG_UCLAMP_TASK))
 		return -ENODEV;
@@ -55,7 +55,7 @@ static int fh_hook_start(struct fh_gather *g)
 	return 0;
 }
 
-static void fh_hook_stop(struct fh_gather *g)
+static void vfh_hook_stop(struct vfh_gather *g)
 {
 	WRITE_ONCE(g->source_data, NULL);
 	/*
@@ -66,8 +66,8 @@ static void fh_hook_stop(struct fh_gather *g)
 	synchronize_rcu();
 }
 
-const struct fh_clamp_source vfh_clamp_hook = {
+const struct vfh_clamp_source vfh_clamp_hook = {
 	.name	= "cpufreq_uclamp",
-	.start	= fh_hook_start,
-	.stop	= fh_hook_stop,
+	.start	= vfh_hook_start,
+	.stop	= vfh_hook_stop,
 };

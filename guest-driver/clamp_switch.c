@@ -27,47 +27,47 @@
 
 #include "gather.h"
 
-static void fh_sched_switch(void *data, bool preempt, struct task_struct *prev,
-			    struct task_struct *next, unsigned int prev_state)
+static void vfh_sched_switch(void *data, bool preempt, struct task_struct *prev,
+			     struct task_struct *next, unsigned int prev_state)
 {
 	vfh_gather_switch(data, next);
 }
 
 static_assert(__builtin_types_compatible_p(typeof(register_trace_sched_switch) *,
-					   int (*)(typeof(fh_sched_switch) *, void *)),
-	      "fh_sched_switch does not match trace_sched_switch()");
+					   int (*)(typeof(vfh_sched_switch) *, void *)),
+	      "vfh_sched_switch does not match trace_sched_switch()");
 
-static void fh_find_switch(struct tracepoint *tp, void *priv)
+static void vfh_find_switch(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "sched_switch"))
 		*(struct tracepoint **)priv = tp;
 }
 
-static int fh_switch_start(struct fh_gather *g)
+static int vfh_switch_start(struct vfh_gather *g)
 {
 	struct tracepoint *tp = NULL;
 
 	if (!IS_ENABLED(CONFIG_UCLAMP_TASK))
 		return -ENODEV;
-	for_each_kernel_tracepoint(fh_find_switch, &tp);
+	for_each_kernel_tracepoint(vfh_find_switch, &tp);
 	if (!tp) {
 		pr_err("sched_switch tracepoint not found\n");
 		return -ENODEV;
 	}
 	g->source_data = tp;
-	return tracepoint_probe_register(tp, (void *)fh_sched_switch, g);
+	return tracepoint_probe_register(tp, (void *)vfh_sched_switch, g);
 }
 
-static void fh_switch_stop(struct fh_gather *g)
+static void vfh_switch_stop(struct vfh_gather *g)
 {
-	tracepoint_probe_unregister(g->source_data, (void *)fh_sched_switch, g);
+	tracepoint_probe_unregister(g->source_data, (void *)vfh_sched_switch, g);
 	/* No probe runs past this: gather state may go away. */
 	tracepoint_synchronize_unregister();
 }
 
-const struct fh_clamp_source vfh_clamp_switch = {
+const struct vfh_clamp_source vfh_clamp_switch = {
 	.name		= "sched_switch",
 	.switch_events	= true,
-	.start		= fh_switch_start,
-	.stop		= fh_switch_stop,
+	.start		= vfh_switch_start,
+	.stop		= vfh_switch_stop,
 };

@@ -37,13 +37,13 @@
  * frequency the host last sampled on the physical CPU the vCPU ran on,
  * as virtual-cpufreq's ->get reads its host's, and that frequency is the
  * scheduler's frequency-invariance source where the kernel takes one
- * from a driver (arm64: fh_cpufreq_fie_tick()).  ->online/->offline
+ * from a driver (arm64: vfh_cpufreq_fie_tick()).  ->online/->offline
  * keep a policy, its table and its QoS requests across CPU hotplug.
  * dvfs_possible_from_any_cpu stays false: a request is that vCPU's own
  * report, so schedutil makes it on the vCPU itself.
  *
  * The cpufreq core has one driver per system; the driver's data
- * (cpufreq_get_driver_data()) is its struct fh_cpufreq, so no state lives
+ * (cpufreq_get_driver_data()) is its struct vfh_cpufreq, so no state lives
  * at file scope.
  *
  * Transition notifications: .target (the governors' slow path) brackets
@@ -91,10 +91,10 @@
 #endif
 #endif
 
-struct fh_cpu {
-	struct fh_cpufreq *cf;
-	struct fh_freq want;	/* the host's latest, for the next ->init */
-	struct fh_freq freq;	/* the live policy's, fixed from ->init to ->exit */
+struct vfh_cpu {
+	struct vfh_cpufreq *cf;
+	struct vfh_freq want;	/* the host's latest, for the next ->init */
+	struct vfh_freq freq;	/* the live policy's, fixed from ->init to ->exit */
 	bool live;
 	struct cpufreq_frequency_table table[VIRTIO_FREQHINT_MAX_FREQS + 1];
 	struct freq_qos_request min_req;
@@ -109,16 +109,16 @@ struct fh_cpu {
 	u32 cur_khz;
 	u32 req_khz;
 	bool fie;		/* the policy is the CPU's invariance source */
-	unsigned long fie_ticks;	/* fh_cpufreq_fie_tick() runs, on the CPU */
+	unsigned long fie_ticks;	/* vfh_cpufreq_fie_tick() runs, on the CPU */
 };
 
-struct fh_cpufreq {
+struct vfh_cpufreq {
 	struct cpufreq_driver driver;
-	const struct fh_cpufreq_ops *ops;
+	const struct vfh_cpufreq_ops *ops;
 	void *data;
 	/* Serialises frequencies and limits with adding/removing QoS requests. */
 	struct mutex lock;
-	struct fh_cpu __percpu *cpus;
+	struct vfh_cpu __percpu *cpus;
 	bool registered;
 	bool use_cur;		/* VIRTIO_FREQHINT_F_CUR_FREQ: ->get, invariance */
 #ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
@@ -126,19 +126,19 @@ struct fh_cpufreq {
 #endif
 };
 
-static void fh_request(struct cpufreq_policy *policy, unsigned int perf)
+static void vfh_request(struct cpufreq_policy *policy, unsigned int perf)
 {
-	struct fh_cpu *c = policy->driver_data;
+	struct vfh_cpu *c = policy->driver_data;
 
 	c->cf->ops->request(c->cf->data, policy->cpu, perf);
 }
 
-static void fh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
+static void vfh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
 {
-	struct fh_cpu *c = policy->driver_data;
+	struct vfh_cpu *c = policy->driver_data;
 
 	WRITE_ONCE(c->req_khz, khz);
-	fh_request(policy, vfh_khz_to_perf(&c->freq, khz));
+	vfh_request(policy, vfh_khz_to_perf(&c->freq, khz));
 }
 
 /*
@@ -148,10 +148,10 @@ static void fh_set_khz(struct cpufreq_policy *policy, unsigned int khz)
  * the core then fails the policy's creation and warns in
  * cpufreq_update_policy().
  */
-static unsigned int fh_cpufreq_get(unsigned int cpu)
+static unsigned int vfh_cpufreq_get(unsigned int cpu)
 {
-	struct fh_cpufreq *cf = cpufreq_get_driver_data();
-	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+	struct vfh_cpufreq *cf = cpufreq_get_driver_data();
+	struct vfh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
 	return READ_ONCE(c->cur_khz) ?: READ_ONCE(c->req_khz);
 }
@@ -172,10 +172,10 @@ static unsigned int fh_cpufreq_get(unsigned int cpu)
  * The source is registered only while the driver is (->init to ->exit),
  * so the driver's data is this driver's.
  */
-static void fh_cpufreq_fie_tick(void)
+static void vfh_cpufreq_fie_tick(void)
 {
-	struct fh_cpufreq *cf = cpufreq_get_driver_data();
-	struct fh_cpu *c = this_cpu_ptr(cf->cpus);
+	struct vfh_cpufreq *cf = cpufreq_get_driver_data();
+	struct vfh_cpu *c = this_cpu_ptr(cf->cpus);
 	u64 khz = READ_ONCE(c->cur_khz) ?: READ_ONCE(c->req_khz);
 	u64 scale = div_u64(khz << SCHED_CAPACITY_SHIFT, c->freq.max_khz);
 
@@ -184,8 +184,8 @@ static void fh_cpufreq_fie_tick(void)
 }
 
 /* Through the policy's lifetime (->init to ->exit), with CUR_FREQ. */
-static void fh_fie_start(struct fh_cpufreq *cf, struct cpufreq_policy *policy,
-			 struct fh_cpu *c)
+static void vfh_fie_start(struct vfh_cpufreq *cf, struct cpufreq_policy *policy,
+			  struct vfh_cpu *c)
 {
 	if (!cf->use_cur)
 		return;
@@ -193,7 +193,7 @@ static void fh_fie_start(struct fh_cpufreq *cf, struct cpufreq_policy *policy,
 	c->fie = true;
 }
 
-static void fh_fie_stop(struct cpufreq_policy *policy, struct fh_cpu *c)
+static void vfh_fie_stop(struct cpufreq_policy *policy, struct vfh_cpu *c)
 {
 	if (!c->fie)
 		return;
@@ -208,21 +208,21 @@ static void fh_fie_stop(struct cpufreq_policy *policy, struct fh_cpu *c)
  * a driver (x86's is APERF/MPERF or nothing), so perf stays relative to
  * the vCPU's current frequency there.
  */
-static void fh_fie_start(struct fh_cpufreq *cf, struct cpufreq_policy *policy,
-			 struct fh_cpu *c)
+static void vfh_fie_start(struct vfh_cpufreq *cf, struct cpufreq_policy *policy,
+			  struct vfh_cpu *c)
 {
 }
 
-static void fh_fie_stop(struct cpufreq_policy *policy, struct fh_cpu *c)
+static void vfh_fie_stop(struct cpufreq_policy *policy, struct vfh_cpu *c)
 {
 }
 #endif
 
 /* Called from scheduler context: a store, nothing else; no notification. */
-static unsigned int fh_cpufreq_fast_switch(struct cpufreq_policy *policy,
-					   unsigned int target_freq)
+static unsigned int vfh_cpufreq_fast_switch(struct cpufreq_policy *policy,
+					    unsigned int target_freq)
 {
-	fh_set_khz(policy, target_freq);
+	vfh_set_khz(policy, target_freq);
 	return target_freq;
 }
 
@@ -232,17 +232,17 @@ static unsigned int fh_cpufreq_fast_switch(struct cpufreq_policy *policy,
  * on as they are.  No policy is given: the driver's data is the system's
  * driver's, which is this one while the callback can run.
  */
-static void fh_cpufreq_update_uclamp(unsigned int cpu, unsigned long util_min,
-				     unsigned long util_max)
+static void vfh_cpufreq_update_uclamp(unsigned int cpu, unsigned long util_min,
+				      unsigned long util_max)
 {
-	struct fh_cpufreq *cf = cpufreq_get_driver_data();
+	struct vfh_cpufreq *cf = cpufreq_get_driver_data();
 
 	cf->ops->uclamp(cf->data, cpu, util_min, util_max);
 }
 #endif
 
-static int fh_cpufreq_target(struct cpufreq_policy *policy,
-			     unsigned int target_freq, unsigned int relation)
+static int vfh_cpufreq_target(struct cpufreq_policy *policy,
+			      unsigned int target_freq, unsigned int relation)
 {
 	struct cpufreq_freqs freqs;
 
@@ -250,12 +250,12 @@ static int fh_cpufreq_target(struct cpufreq_policy *policy,
 	freqs.new = clamp(target_freq, policy->min, policy->max);
 	freqs.flags = 0;
 	cpufreq_freq_transition_begin(policy, &freqs);
-	fh_set_khz(policy, freqs.new);
+	vfh_set_khz(policy, freqs.new);
 	cpufreq_freq_transition_end(policy, &freqs, 0);
 	return 0;
 }
 
-static int fh_cpufreq_verify(struct cpufreq_policy_data *policy)
+static int vfh_cpufreq_verify(struct cpufreq_policy_data *policy)
 {
 	if (policy->freq_table)
 		return cpufreq_frequency_table_verify(policy, policy->freq_table);
@@ -267,7 +267,7 @@ static int fh_cpufreq_verify(struct cpufreq_policy_data *policy)
  * ->init: take the host's latest frequencies for this policy's lifetime.
  * The core validates and sorts the table after ->init returns.
  */
-static void fh_init_freq(struct cpufreq_policy *policy, struct fh_cpu *c)
+static void vfh_init_freq(struct cpufreq_policy *policy, struct vfh_cpu *c)
 {
 	unsigned int i;
 
@@ -288,15 +288,15 @@ static void fh_init_freq(struct cpufreq_policy *policy, struct fh_cpu *c)
 	c->live = true;
 }
 
-static int fh_cpufreq_init(struct cpufreq_policy *policy)
+static int vfh_cpufreq_init(struct cpufreq_policy *policy)
 {
-	struct fh_cpufreq *cf = cpufreq_get_driver_data();
-	struct fh_cpu *c = per_cpu_ptr(cf->cpus, policy->cpu);
+	struct vfh_cpufreq *cf = cpufreq_get_driver_data();
+	struct vfh_cpu *c = per_cpu_ptr(cf->cpus, policy->cpu);
 	int ret;
 
 	mutex_lock(&cf->lock);
 	policy->driver_data = c;
-	fh_init_freq(policy, c);
+	vfh_init_freq(policy, c);
 #ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
 #ifndef FH_COMPAT_NO_FREQ_REF
 	/*
@@ -321,7 +321,7 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 	 */
 	policy->cur = vfh_freq_top(&c->freq);
 	WRITE_ONCE(c->req_khz, policy->cur);
-	fh_request(policy, VIRTIO_FREQHINT_SCALE);
+	vfh_request(policy, VIRTIO_FREQHINT_SCALE);
 
 	ret = freq_qos_add_request(&policy->constraints, &c->min_req,
 				   FREQ_QOS_MIN,
@@ -336,29 +336,29 @@ static int fh_cpufreq_init(struct cpufreq_policy *policy)
 		c->live = false;
 	mutex_unlock(&cf->lock);
 	if (ret < 0) {
-		fh_request(policy, FH_CPUFREQ_NONE);
+		vfh_request(policy, FH_CPUFREQ_NONE);
 		return ret;
 	}
-	fh_fie_start(cf, policy, c);
+	vfh_fie_start(cf, policy, c);
 	return 0;
 }
 
 /* The policy, its table and its limits stay while the CPU is offline. */
-static int fh_cpufreq_online(struct cpufreq_policy *policy)
+static int vfh_cpufreq_online(struct cpufreq_policy *policy)
 {
 	return 0;
 }
 
-static int fh_cpufreq_offline(struct cpufreq_policy *policy)
+static int vfh_cpufreq_offline(struct cpufreq_policy *policy)
 {
 	return 0;
 }
 
-static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
+static void vfh_cpufreq_teardown(struct cpufreq_policy *policy)
 {
-	struct fh_cpu *c = policy->driver_data;
+	struct vfh_cpu *c = policy->driver_data;
 
-	fh_fie_stop(policy, c);
+	vfh_fie_stop(policy, c);
 	mutex_lock(&c->cf->lock);
 	if (freq_qos_request_active(&c->max_req))
 		freq_qos_remove_request(&c->max_req);
@@ -366,28 +366,28 @@ static void fh_cpufreq_teardown(struct cpufreq_policy *policy)
 		freq_qos_remove_request(&c->min_req);
 	c->live = false;
 	mutex_unlock(&c->cf->lock);
-	fh_request(policy, FH_CPUFREQ_NONE);
+	vfh_request(policy, FH_CPUFREQ_NONE);
 }
 
 #ifndef FH_COMPAT_EXIT_INT
-static void fh_cpufreq_exit(struct cpufreq_policy *policy)
+static void vfh_cpufreq_exit(struct cpufreq_policy *policy)
 {
-	fh_cpufreq_teardown(policy);
+	vfh_cpufreq_teardown(policy);
 }
 #else
-static int fh_cpufreq_exit(struct cpufreq_policy *policy)
+static int vfh_cpufreq_exit(struct cpufreq_policy *policy)
 {
-	fh_cpufreq_teardown(policy);
+	vfh_cpufreq_teardown(policy);
 	return 0;
 }
 #endif
 
-static struct freq_attr *fh_cpufreq_attr[] = {
+static struct freq_attr *vfh_cpufreq_attr[] = {
 	&cpufreq_freq_attr_scaling_available_freqs,
 	NULL
 };
 
-static void fh_update_qos(struct fh_cpu *c)
+static void vfh_update_qos(struct vfh_cpu *c)
 {
 	if (freq_qos_request_active(&c->min_req))
 		freq_qos_update_request(&c->min_req,
@@ -401,10 +401,10 @@ static void fh_update_qos(struct fh_cpu *c)
  * The host's frequencies for @cpu (process context): what its next policy
  * starts with.  A live policy keeps its own until it is created again.
  */
-void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
-			  const struct fh_freq *f)
+void vfh_cpufreq_set_freq(struct vfh_cpufreq *cf, unsigned int cpu,
+			  const struct vfh_freq *f)
 {
-	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+	struct vfh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
 	mutex_lock(&cf->lock);
 	c->want = *f;
@@ -414,15 +414,15 @@ void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
 }
 
 /* The host's floor and ceiling for @cpu (0..1024) as the policy's limits. */
-void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_set_limits(struct vfh_cpufreq *cf, unsigned int cpu,
 			    unsigned int floor, unsigned int ceiling)
 {
-	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+	struct vfh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
 	mutex_lock(&cf->lock);
 	c->floor = min_t(unsigned int, floor, VIRTIO_FREQHINT_SCALE);
 	c->ceiling = min_t(unsigned int, ceiling, VIRTIO_FREQHINT_SCALE);
-	fh_update_qos(c);
+	vfh_update_qos(c);
 	mutex_unlock(&cf->lock);
 }
 
@@ -437,25 +437,25 @@ void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
  * schedutil then passes every update, not only changes, to
  * ->fast_switch (a store each; publication waits for a new level).
  */
-void vfh_cpufreq_use_cur(struct fh_cpufreq *cf)
+void vfh_cpufreq_use_cur(struct vfh_cpufreq *cf)
 {
 	cf->use_cur = true;
-	cf->driver.get = fh_cpufreq_get;
+	cf->driver.get = vfh_cpufreq_get;
 	cf->driver.flags |= CPUFREQ_NEED_UPDATE_LIMITS;
 }
 
 /* The host's current frequency for @cpu, 0: unknown.  Any context. */
-void vfh_cpufreq_set_cur(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_set_cur(struct vfh_cpufreq *cf, unsigned int cpu,
 			 unsigned int khz)
 {
 	WRITE_ONCE(per_cpu_ptr(cf->cpus, cpu)->cur_khz, khz);
 }
 
 /* What debugfs shows of @cpu's current frequency and invariance. */
-void vfh_cpufreq_cur_info(struct fh_cpufreq *cf, unsigned int cpu,
-			  struct fh_cur_info *info)
+void vfh_cpufreq_cur_info(struct vfh_cpufreq *cf, unsigned int cpu,
+			  struct vfh_cur_info *info)
 {
-	struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+	struct vfh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
 	info->cur_khz = READ_ONCE(c->cur_khz);
 	info->fie_ticks = READ_ONCE(c->fie_ticks);
@@ -471,7 +471,7 @@ void vfh_cpufreq_cur_info(struct fh_cpufreq *cf, unsigned int cpu,
  * the policies start with.  Not being the system's cpufreq driver is not
  * an error: clamps and idle do not need the governor.
  */
-void vfh_cpufreq_start(struct fh_cpufreq *cf)
+void vfh_cpufreq_start(struct vfh_cpufreq *cf)
 {
 	const char *other = cpufreq_get_current_driver();
 	int ret;
@@ -490,7 +490,7 @@ void vfh_cpufreq_start(struct fh_cpufreq *cf)
 	WRITE_ONCE(cf->registered, true);
 }
 
-void vfh_cpufreq_stop(struct fh_cpufreq *cf)
+void vfh_cpufreq_stop(struct vfh_cpufreq *cf)
 {
 	if (!cf->registered)
 		return;
@@ -499,16 +499,16 @@ void vfh_cpufreq_stop(struct fh_cpufreq *cf)
 }
 
 /* Probe: every CPU starts synthetic, without limits. */
-struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
-				      void *data)
+struct vfh_cpufreq *vfh_cpufreq_create(const struct vfh_cpufreq_ops *ops,
+				       void *data)
 {
-	struct fh_cpufreq *cf;
+	struct vfh_cpufreq *cf;
 	unsigned int cpu;
 
 	cf = kzalloc(sizeof(*cf), GFP_KERNEL);
 	if (!cf)
 		return NULL;
-	cf->cpus = alloc_percpu(struct fh_cpu);
+	cf->cpus = alloc_percpu(struct vfh_cpu);
 	if (!cf->cpus) {
 		kfree(cf);
 		return NULL;
@@ -517,7 +517,7 @@ struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 	cf->ops = ops;
 	cf->data = data;
 	for_each_possible_cpu(cpu) {
-		struct fh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
+		struct vfh_cpu *c = per_cpu_ptr(cf->cpus, cpu);
 
 		c->cf = cf;
 		vfh_freq_synthetic(&c->freq);
@@ -526,27 +526,27 @@ struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
 	}
 	strscpy(cf->driver.name, "virtio-freqhint", sizeof(cf->driver.name));
 	cf->driver.flags = CPUFREQ_CONST_LOOPS;
-	cf->driver.init = fh_cpufreq_init;
-	cf->driver.exit = fh_cpufreq_exit;
-	cf->driver.online = fh_cpufreq_online;
-	cf->driver.offline = fh_cpufreq_offline;
-	cf->driver.verify = fh_cpufreq_verify;
-	cf->driver.target = fh_cpufreq_target;
-	cf->driver.fast_switch = fh_cpufreq_fast_switch;
+	cf->driver.init = vfh_cpufreq_init;
+	cf->driver.exit = vfh_cpufreq_exit;
+	cf->driver.online = vfh_cpufreq_online;
+	cf->driver.offline = vfh_cpufreq_offline;
+	cf->driver.verify = vfh_cpufreq_verify;
+	cf->driver.target = vfh_cpufreq_target;
+	cf->driver.fast_switch = vfh_cpufreq_fast_switch;
 #ifdef FH_HAVE_UPDATE_UCLAMP
-	cf->driver.update_uclamp = fh_cpufreq_update_uclamp;
+	cf->driver.update_uclamp = vfh_cpufreq_update_uclamp;
 #endif
-	cf->driver.attr = fh_cpufreq_attr;
+	cf->driver.attr = vfh_cpufreq_attr;
 	cf->driver.driver_data = cf;
 #ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
 	cf->sfd.source = FH_SCALE_FREQ_SOURCE;
-	cf->sfd.set_freq_scale = fh_cpufreq_fie_tick;
+	cf->sfd.set_freq_scale = vfh_cpufreq_fie_tick;
 #endif
 	return cf;
 }
 
 /* After vfh_cpufreq_stop(). */
-void vfh_cpufreq_destroy(struct fh_cpufreq *cf)
+void vfh_cpufreq_destroy(struct vfh_cpufreq *cf)
 {
 	if (!cf)
 		return;

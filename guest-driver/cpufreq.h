@@ -16,14 +16,14 @@
 #include <linux/virtio_freqhint.h>
 
 /* Frequencies of one vCPU as its policy shows them (kHz). */
-struct fh_freq {
+struct vfh_freq {
 	u32 min_khz;
 	u32 max_khz;
 	u16 n;			/* 0: continuous range */
 	u32 khz[VIRTIO_FREQHINT_MAX_FREQS];
 };
 
-struct fh_cpufreq_ops {
+struct vfh_cpufreq_ops {
 	/*
 	 * The governor's request for @cpu, 1..1024 of the policy's highest
 	 * frequency (the class's max_khz), or FH_CPUFREQ_NONE when @cpu has
@@ -42,39 +42,39 @@ struct fh_cpufreq_ops {
 
 #define FH_CPUFREQ_NONE		U16_MAX
 
-struct fh_cpufreq;
+struct vfh_cpufreq;
 
-struct fh_cpufreq *vfh_cpufreq_create(const struct fh_cpufreq_ops *ops,
-				      void *data);
-void vfh_cpufreq_start(struct fh_cpufreq *cf);
-void vfh_cpufreq_stop(struct fh_cpufreq *cf);
-void vfh_cpufreq_destroy(struct fh_cpufreq *cf);
+struct vfh_cpufreq *vfh_cpufreq_create(const struct vfh_cpufreq_ops *ops,
+				       void *data);
+void vfh_cpufreq_start(struct vfh_cpufreq *cf);
+void vfh_cpufreq_stop(struct vfh_cpufreq *cf);
+void vfh_cpufreq_destroy(struct vfh_cpufreq *cf);
 
-void vfh_cpufreq_set_freq(struct fh_cpufreq *cf, unsigned int cpu,
-			  const struct fh_freq *f);
-void vfh_cpufreq_set_limits(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_set_freq(struct vfh_cpufreq *cf, unsigned int cpu,
+			  const struct vfh_freq *f);
+void vfh_cpufreq_set_limits(struct vfh_cpufreq *cf, unsigned int cpu,
 			    unsigned int floor, unsigned int ceiling);
 
 /* What debugfs shows of a CPU's current frequency (cpufreq.c). */
-struct fh_cur_info {
+struct vfh_cur_info {
 	u32 cur_khz;		/* the host's, 0: unknown */
 	unsigned long freq_scale;	/* arch_freq_scale (arm64), else 0 */
 	unsigned long fie_ticks;	/* ticks that ran the invariance source */
 };
 
-void vfh_cpufreq_use_cur(struct fh_cpufreq *cf);
-void vfh_cpufreq_set_cur(struct fh_cpufreq *cf, unsigned int cpu,
+void vfh_cpufreq_use_cur(struct vfh_cpufreq *cf);
+void vfh_cpufreq_set_cur(struct vfh_cpufreq *cf, unsigned int cpu,
 			 unsigned int khz);
-void vfh_cpufreq_cur_info(struct fh_cpufreq *cf, unsigned int cpu,
-			  struct fh_cur_info *info);
+void vfh_cpufreq_cur_info(struct vfh_cpufreq *cf, unsigned int cpu,
+			  struct vfh_cur_info *info);
 
 /* scale.c: pure kHz <-> capacity helpers, KUnit-tested. */
-struct fh_levels;
+struct vfh_levels;
 
-void vfh_freq_synthetic(struct fh_freq *f);
-unsigned int vfh_freq_top(const struct fh_freq *f);
-unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap);
-unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz);
-void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l);
+void vfh_freq_synthetic(struct vfh_freq *f);
+unsigned int vfh_freq_top(const struct vfh_freq *f);
+unsigned int vfh_cap_to_khz(const struct vfh_freq *f, unsigned int cap);
+unsigned int vfh_khz_to_perf(const struct vfh_freq *f, unsigned int khz);
+void vfh_freq_levels(const struct vfh_freq *f, u16 step, struct vfh_levels *l);
 
 #endif /* _FREQHINT_CPUFREQ_H */

@@ -32,7 +32,7 @@
  * source.  Built in, a last line invariant=<0|1> says whether
  * topology_scale_freq_invariant() holds (not exported to modules).
  *
- * virtio_freqhint/statistics/ has one file per counter of struct fh_stats
+ * virtio_freqhint/statistics/ has one file per counter of struct vfh_stats
  * (device.h): buffers and records sent, sends deferred by the device's
  * own window, send errors, FEEDBACK snapshots applied, invalid and stale,
  * invalid events, CPU_IDS messages after the first (ignored), event
@@ -56,8 +56,8 @@
 
 #include "device.h"
 
-static void fh_show_value(struct seq_file *m, const char *name, u64 rep,
-			  u16 flag, u64 value)
+static void vfh_show_value(struct seq_file *m, const char *name, u64 rep,
+			   u16 flag, u64 value)
 {
 	if (FIELD_GET(FH_REP_FLAGS, rep) & flag)
 		seq_printf(m, " %s=%llu", name, value);
@@ -65,10 +65,10 @@ static void fh_show_value(struct seq_file *m, const char *name, u64 rep,
 		seq_printf(m, " %s=-", name);
 }
 
-static int fh_vcpus_show(struct seq_file *m, void *unused)
+static int vfh_vcpus_show(struct seq_file *m, void *unused)
 {
 	struct virtio_freqhint *vi = m->private;
-	struct fh_vcpu_stats st;
+	struct vfh_vcpu_stats st;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
@@ -77,12 +77,12 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 			   READ_ONCE(vi->index[cpu]), st.online,
 			   !!(FIELD_GET(FH_REP_FLAGS, st.report) &
 			      VIRTIO_FREQHINT_R_IDLE));
-		fh_show_value(m, "min", st.report, VIRTIO_FREQHINT_R_MIN_VALID,
-			      FIELD_GET(FH_REP_MIN, st.report));
-		fh_show_value(m, "max", st.report, VIRTIO_FREQHINT_R_MAX_VALID,
-			      FIELD_GET(FH_REP_MAX, st.report));
-		fh_show_value(m, "perf", st.report,
-			      VIRTIO_FREQHINT_R_PERF_VALID,
+		vfh_show_value(m, "min", st.report, VIRTIO_FREQHINT_R_MIN_VALID,
+			       FIELD_GET(FH_REP_MIN, st.report));
+		vfh_show_value(m, "max", st.report, VIRTIO_FREQHINT_R_MAX_VALID,
+			       FIELD_GET(FH_REP_MAX, st.report));
+		vfh_show_value(m, "perf", st.report,
+			       VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
 		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu sender_runs=%lu remote=%d\n",
 			   st.busy, st.switches, st.windows, st.publishes,
@@ -90,18 +90,18 @@ static int fh_vcpus_show(struct seq_file *m, void *unused)
 	}
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(fh_vcpus);
+DEFINE_SHOW_ATTRIBUTE(vfh_vcpus);
 
-static int fh_clamp_source_show(struct seq_file *m, void *unused)
+static int vfh_clamp_source_show(struct seq_file *m, void *unused)
 {
 	struct virtio_freqhint *vi = m->private;
 
 	seq_printf(m, "%s\n", vfh_gather_source(&vi->gather));
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(fh_clamp_source);
+DEFINE_SHOW_ATTRIBUTE(vfh_clamp_source);
 
-static void fh_show_grants(struct seq_file *m, bool ceiling)
+static void vfh_show_grants(struct seq_file *m, bool ceiling)
 {
 	struct virtio_freqhint *vi = m->private;
 	unsigned int i;
@@ -115,24 +115,24 @@ static void fh_show_grants(struct seq_file *m, bool ceiling)
 	seq_putc(m, '\n');
 }
 
-static int fh_granted_floor_show(struct seq_file *m, void *unused)
+static int vfh_granted_floor_show(struct seq_file *m, void *unused)
 {
-	fh_show_grants(m, false);
+	vfh_show_grants(m, false);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(fh_granted_floor);
+DEFINE_SHOW_ATTRIBUTE(vfh_granted_floor);
 
-static int fh_granted_ceiling_show(struct seq_file *m, void *unused)
+static int vfh_granted_ceiling_show(struct seq_file *m, void *unused)
 {
-	fh_show_grants(m, true);
+	vfh_show_grants(m, true);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(fh_granted_ceiling);
+DEFINE_SHOW_ATTRIBUTE(vfh_granted_ceiling);
 
-static int fh_cur_freq_show(struct seq_file *m, void *unused)
+static int vfh_cur_freq_show(struct seq_file *m, void *unused)
 {
 	struct virtio_freqhint *vi = m->private;
-	struct fh_cur_info info;
+	struct vfh_cur_info info;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
@@ -145,17 +145,17 @@ static int fh_cur_freq_show(struct seq_file *m, void *unused)
 #endif
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(fh_cur_freq);
+DEFINE_SHOW_ATTRIBUTE(vfh_cur_freq);
 
 /* The worker outlives the debugfs files (probe and remove, main.c). */
-static int fh_sender_ns_get(void *data, u64 *val)
+static int vfh_sender_ns_get(void *data, u64 *val)
 {
 	struct virtio_freqhint *vi = data;
 
 	*val = READ_ONCE(vi->worker->task->se.sum_exec_runtime);
 	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(fh_sender_ns_fops, fh_sender_ns_get, NULL, "%llu\n");
+DEFINE_DEBUGFS_ATTRIBUTE(vfh_sender_ns_fops, vfh_sender_ns_get, NULL, "%llu\n");
 
 #define FH_STAT(dir, vi, name) \
 	debugfs_create_ulong(#name, 0444, dir, &(vi)->stats.name)
@@ -167,16 +167,16 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 
 	/* One device per guest (main.c), so one fixed name. */
 	vi->debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("vcpus", 0444, vi->debugfs, vi, &fh_vcpus_fops);
+	debugfs_create_file("vcpus", 0444, vi->debugfs, vi, &vfh_vcpus_fops);
 	debugfs_create_file("clamp_source", 0444, vi->debugfs, vi,
-			    &fh_clamp_source_fops);
+			    &vfh_clamp_source_fops);
 	debugfs_create_file("granted_floor", 0444, vi->debugfs, vi,
-			    &fh_granted_floor_fops);
+			    &vfh_granted_floor_fops);
 	debugfs_create_file("granted_ceiling", 0444, vi->debugfs, vi,
-			    &fh_granted_ceiling_fops);
+			    &vfh_granted_ceiling_fops);
 	if (vi->has_cur_freq)
 		debugfs_create_file("cur_freq", 0444, vi->debugfs, vi,
-				    &fh_cur_freq_fops);
+				    &vfh_cur_freq_fops);
 	st = debugfs_create_dir("statistics", vi->debugfs);
 	FH_STAT(st, vi, buffers_sent);
 	FH_STAT(st, vi, records_sent);
@@ -195,7 +195,7 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	FH_STAT(st, vi, cur_freq_out_of_class);
 	debugfs_create_ulong("hintq_callbacks", 0444, st, &vi->hintq_callbacks);
 	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
-				   &fh_sender_ns_fops);
+				   &vfh_sender_ns_fops);
 }
 
 void vfh_debugfs_exit(struct virtio_freqhint *vi)

@@ -28,7 +28,7 @@ struct virtqueue;
 #define FH_EVENT_BUFS		4
 
 /* What the driver counts (debugfs statistics/, under ->lock). */
-struct fh_stats {
+struct vfh_stats {
 	unsigned long buffers_sent;
 	unsigned long records_sent;
 	unsigned long send_deferred;
@@ -51,11 +51,11 @@ struct virtio_freqhint {
 	struct device *dev;		/* for messages: vdev's, or vsock.c's */
 	struct virtqueue *vq;		/* hintq */
 	struct virtqueue *evq;		/* eventq, NULL without one */
-	struct fh_gather gather;
-	struct fh_cpufreq *cpufreq;
+	struct vfh_gather gather;
+	struct vfh_cpufreq *cpufreq;
 	struct hlist_node cpuhp_node;	/* the CPU hotplug instance */
 	struct dentry *debugfs;
-	/* Gathering: from fh_start() to fh_stop() (probe/restore, freeze/remove). */
+	/* Gathering: from vfh_start() to vfh_stop() (probe/restore, freeze/remove). */
 	bool started;
 
 	/* The sender and the event handler share one kthread worker. */
@@ -83,7 +83,7 @@ struct virtio_freqhint {
 	u32 event_buf_size;
 	void *event_buf[FH_EVENT_BUFS];	/* event_buf_size each, NULL without eventq */
 	void *event_snap;	/* the message being read, copied out of its buffer */
-	struct fh_tuning tune;
+	struct vfh_tuning tune;
 	unsigned int num_bufs;	/* 1, or FH_EVERY_BUFS (bench anchor) */
 
 	/* Everything below is protected by ->lock. */
@@ -107,9 +107,9 @@ struct virtio_freqhint {
 	u32 cur_seq;
 
 	/* The latest applied FEEDBACK snapshot (no-agent defaults before). */
-	struct fh_host host;
+	struct vfh_host host;
 
-	struct fh_stats stats;
+	struct vfh_stats stats;
 	/*
 	 * hintq callbacks, i.e. used-buffer interrupts that found a used
 	 * buffer (debugfs statistics/); only the vq's interrupt handler
@@ -152,9 +152,9 @@ extern const struct attribute_group *vfh_groups[];
  * the state built from the host's configuration, the link going up and
  * down, and the host's CPU_IDS and FEEDBACK messages.
  */
-struct fh_config;
+struct vfh_config;
 struct virtio_freqhint *vfh_link_create(struct device *dev,
-					const struct fh_config *c,
+					const struct vfh_config *c,
 					u32 features,
 					void (*send)(struct virtio_freqhint *vi));
 void vfh_link_destroy(struct virtio_freqhint *vi);

@@ -25,22 +25,22 @@ static_assert(sizeof(struct virtio_freqhint_freq_class) == 76);
 static_assert(sizeof(struct virtio_freqhint_vcpu_feedback) == 8);
 static_assert(sizeof(struct virtio_freqhint_feedback) == 624);
 static_assert(sizeof(struct virtio_freqhint_cur_freq) == 8);
-/* fh_head_why() reads both as two le16s. */
+/* vfh_head_why() reads both as two le16s. */
 static_assert(offsetof(struct virtio_freqhint_cpu_ids, num_vcpus) == 2);
 static_assert(offsetof(struct virtio_freqhint_cur_freq, num_vcpus) == 2);
 
-static size_t fh_cpu_ids_size(unsigned int num_vcpus)
+static size_t vfh_cpu_ids_size(unsigned int num_vcpus)
 {
 	return sizeof(struct virtio_freqhint_cpu_ids) + num_vcpus * sizeof(__le64);
 }
 
-static size_t fh_feedback_size(unsigned int num_vcpus)
+static size_t vfh_feedback_size(unsigned int num_vcpus)
 {
 	return sizeof(struct virtio_freqhint_feedback) +
 	       num_vcpus * sizeof(struct virtio_freqhint_vcpu_feedback);
 }
 
-static size_t fh_cur_freq_size(unsigned int num_vcpus)
+static size_t vfh_cur_freq_size(unsigned int num_vcpus)
 {
 	return sizeof(struct virtio_freqhint_cur_freq) + num_vcpus * sizeof(__le32);
 }
@@ -52,7 +52,7 @@ static size_t fh_cur_freq_size(unsigned int num_vcpus)
  * reserved is ignored: a later device may use it behind a feature.
  * Returns NULL if the device is one to talk to, else why not.
  */
-const char *vfh_config_why(const struct fh_config *c, bool eventq)
+const char *vfh_config_why(const struct vfh_config *c, bool eventq)
 {
 	if (!c->num_vcpus)
 		return "num_vcpus is 0";
@@ -65,8 +65,8 @@ const char *vfh_config_why(const struct fh_config *c, bool eventq)
 	if (c->idle_share > VIRTIO_FREQHINT_SCALE)
 		return "idle_share out of range";
 	if (eventq &&
-	    (c->event_buf_size < fh_cpu_ids_size(c->num_vcpus) ||
-	     c->event_buf_size < fh_feedback_size(c->num_vcpus) ||
+	    (c->event_buf_size < vfh_cpu_ids_size(c->num_vcpus) ||
+	     c->event_buf_size < vfh_feedback_size(c->num_vcpus) ||
 	     c->event_buf_size > FH_EVENT_BUF_MAX))
 		return "event_buf_size out of range";
 	return NULL;
@@ -79,7 +79,7 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_config_why);
  * range of frequency QoS), a perf step, and at most MAX_FREQS frequencies,
  * strictly ascending within [min, max], zero after the last.
  */
-static bool fh_class_valid(const struct virtio_freqhint_freq_class *fc)
+static bool vfh_class_valid(const struct virtio_freqhint_freq_class *fc)
 {
 	u32 min = le32_to_cpu(fc->min_khz), max = le32_to_cpu(fc->max_khz);
 	u16 step = le16_to_cpu(fc->perf_step), n = le16_to_cpu(fc->num_freqs);
@@ -116,7 +116,7 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 	u16 nclasses, of, oc;
 	unsigned int i;
 
-	if (len != fh_feedback_size(num_vcpus))
+	if (len != vfh_feedback_size(num_vcpus))
 		return "FEEDBACK length";
 	if (le16_to_cpu(fb->msg_type) != VIRTIO_FREQHINT_MSG_FEEDBACK)
 		return "not a FEEDBACK";
@@ -132,7 +132,7 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 	if (nclasses > (host_freq ? VIRTIO_FREQHINT_MAX_FREQ_CLASSES : 0))
 		return "num_freq_classes out of range";
 	for (i = 0; i < nclasses; i++)
-		if (!fh_class_valid(&fb->classes[i]))
+		if (!vfh_class_valid(&fb->classes[i]))
 			return "frequency class out of range";
 	if (memchr_inv(&fb->classes[nclasses], 0,
 		       (VIRTIO_FREQHINT_MAX_FREQ_CLASSES - nclasses) *
@@ -154,8 +154,8 @@ const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_feedback_why);
 
-static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
-			       struct fh_freq *f)
+static void vfh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
+				struct vfh_freq *f)
 {
 	unsigned int i;
 
@@ -173,7 +173,7 @@ static void fh_freq_from_class(const struct virtio_freqhint_freq_class *fc,
  * are still bounded by the arrays, so that a snapshot taken unchecked
  * cannot write past them.
  */
-void vfh_feedback_take(struct fh_host *h,
+void vfh_feedback_take(struct vfh_host *h,
 		       const struct virtio_freqhint_feedback *fb,
 		       u16 num_vcpus)
 {
@@ -186,7 +186,7 @@ void vfh_feedback_take(struct fh_host *h,
 	h->num_freq_classes = min_t(u16, le16_to_cpu(fb->num_freq_classes),
 				    VIRTIO_FREQHINT_MAX_FREQ_CLASSES);
 	for (i = 0; i < h->num_freq_classes; i++) {
-		fh_freq_from_class(&fb->classes[i], &h->classes[i]);
+		vfh_freq_from_class(&fb->classes[i], &h->classes[i]);
 		h->class_step[i] = le16_to_cpu(fb->classes[i].perf_step);
 	}
 	for (i = 0; i < num_vcpus; i++) {
@@ -209,8 +209,8 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_seq_newer);
  * num_vcpus), and their length @len against @size: NULL if they hold,
  * else why not (@len_why, @type_why: the message's own words).
  */
-static const char *fh_head_why(const void *buf, size_t len, size_t size,
-			       u16 type, u16 num_vcpus, const char *len_why,
+static const char *vfh_head_why(const void *buf, size_t len, size_t size,
+				u16 type, u16 num_vcpus, const char *len_why,
 			       const char *type_why)
 {
 	const __le16 *head = buf;
@@ -230,8 +230,8 @@ const char *vfh_cpu_ids_why(const void *buf, size_t len, u16 num_vcpus)
 	const struct virtio_freqhint_cpu_ids *m = buf;
 	const char *why;
 
-	why = fh_head_why(buf, len, fh_cpu_ids_size(num_vcpus),
-			  VIRTIO_FREQHINT_MSG_CPU_IDS, num_vcpus,
+	why = vfh_head_why(buf, len, vfh_cpu_ids_size(num_vcpus),
+			   VIRTIO_FREQHINT_MSG_CPU_IDS, num_vcpus,
 			  "CPU_IDS length", "not a CPU_IDS");
 	if (why)
 		return why;
@@ -279,7 +279,7 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_cpu_ids_find);
  */
 const char *vfh_cur_freq_why(const void *buf, size_t len, u16 num_vcpus)
 {
-	return fh_head_why(buf, len, fh_cur_freq_size(num_vcpus),
+	return vfh_head_why(buf, len, vfh_cur_freq_size(num_vcpus),
 			   VIRTIO_FREQHINT_MSG_CUR_FREQ, num_vcpus,
 			   "CUR_FREQ length", "not a CUR_FREQ");
 }
@@ -288,10 +288,11 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_cur_freq_why);
 /*
  * A checked CUR_FREQ into @khz[@num_vcpus], against the classes of the
  * latest applied snapshot @h: a value other than 0 outside its vCPU's
- * class (or for a vCPU without one) is taken as 0, unknown, not clamped
- * (DRV-40).  Returns how many values were so taken.
+ * class (or for a vCPU without one) is taken as 0, unknown, not clamped,
+ * as the device specification asks.  Returns how many values were so
+ * taken.
  */
-unsigned int vfh_cur_freq_take(u32 *khz, const struct fh_host *h,
+unsigned int vfh_cur_freq_take(u32 *khz, const struct vfh_host *h,
 			       const struct virtio_freqhint_cur_freq *m,
 			       u16 num_vcpus)
 {

@@ -40,7 +40,7 @@
 #define FH_REP_PERF		GENMASK_ULL(32, 22)
 #define FH_REP_FLAGS		GENMASK_ULL(36, 33)
 
-static inline u64 fh_rep_pack(u16 flags, u16 min, u16 max, u16 perf)
+static inline u64 vfh_rep_pack(u16 flags, u16 min, u16 max, u16 perf)
 {
 	return FIELD_PREP(FH_REP_MIN, min) | FIELD_PREP(FH_REP_MAX, max) |
 	       FIELD_PREP(FH_REP_PERF, perf) | FIELD_PREP(FH_REP_FLAGS, flags);
@@ -65,17 +65,17 @@ static inline u64 fh_rep_pack(u16 flags, u16 min, u16 max, u16 perf)
  * bit set concurrently, that bit stays set and the next pass sends the
  * report.  See tests/fh-publish.litmus.
  */
-static inline void fh_slot_publish(atomic64_t *rep, unsigned long *dirty,
-				   unsigned int bit, u64 val)
+static inline void vfh_slot_publish(atomic64_t *rep, unsigned long *dirty,
+				    unsigned int bit, u64 val)
 {
 	atomic64_set(rep, val);
-	/* Report before bit; pairs with test_and_clear_bit() in fh_slot_take(). */
+	/* Report before bit; pairs with test_and_clear_bit() in vfh_slot_take(). */
 	smp_mb__before_atomic();
 	set_bit(bit, dirty);
 }
 
-static inline bool fh_slot_take(atomic64_t *rep, unsigned long *dirty,
-				unsigned int bit, u64 *val)
+static inline bool vfh_slot_take(atomic64_t *rep, unsigned long *dirty,
+				 unsigned int bit, u64 *val)
 {
 	if (!test_and_clear_bit(bit, dirty))
 		return false;
@@ -84,7 +84,7 @@ static inline bool fh_slot_take(atomic64_t *rep, unsigned long *dirty,
 }
 
 /* Tuning: from the device's configuration (window, idle share, step). */
-struct fh_tuning {
+struct vfh_tuning {
 	unsigned int window_ms;		/* 1..1000 */
 	unsigned int idle_share;	/* of 1024: busy share still idle */
 	unsigned int min_share;		/* of 1024: weight a clamp needs */
@@ -95,7 +95,7 @@ struct fh_tuning {
 #define FH_BUCKETS	16
 enum { FH_MIN, FH_MAX, FH_NR_CLAMPS };
 
-struct fh_win {
+struct vfh_win {
 	u64 start;
 	u64 seg_start;
 	u64 busy_ns;
@@ -106,19 +106,19 @@ struct fh_win {
 	bool cur_idle;
 };
 
-struct fh_win_result {
+struct vfh_win_result {
 	u16 min;
 	u16 max;
 	u32 busy;		/* per 1024 of the window */
 	bool idle;
 };
 
-void vfh_win_reset(struct fh_win *w, u64 now);
-void vfh_win_charge(struct fh_win *w, u64 now);
-void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
+void vfh_win_reset(struct vfh_win *w, u64 now);
+void vfh_win_charge(struct vfh_win *w, u64 now);
+void vfh_win_track(struct vfh_win *w, bool idle, bool has_min, u16 min,
 		   bool has_max, u16 max);
-void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
-		   struct fh_win_result *r);
+void vfh_win_close(const struct vfh_win *w, u64 now, const struct vfh_tuning *t,
+		   struct vfh_win_result *r);
 u64 vfh_win_backdate(u64 start, u64 now, u64 span);
 u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_quiet,
 			   bool is_quiet, unsigned long idle_sw,
@@ -128,7 +128,7 @@ u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_quiet,
  * A vCPU's host levels in capacity units: thr[i] is the highest perf that
  * the host serves with its i-th table frequency; without a table, step.
  */
-struct fh_levels {
+struct vfh_levels {
 	u16 step;
 	u8 n;
 	u16 thr[VIRTIO_FREQHINT_MAX_FREQS];
@@ -137,18 +137,18 @@ struct fh_levels {
 /* Static unless KUnit tests them (VISIBLE_IF_KUNIT, window.c). */
 #if IS_ENABLED(CONFIG_KUNIT)
 unsigned int vfh_win_bucket(u16 value);
-bool vfh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val);
+bool vfh_perf_changes_level(const struct vfh_levels *l, u16 old, u16 val);
 #endif
-bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l);
+bool vfh_rep_needs_publish(u64 old, u64 rep, const struct vfh_levels *l);
 
 #define FH_PERF_NONE		U16_MAX	/* no request known for the vCPU */
 
-u64 vfh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf);
+u64 vfh_rep_from_window(const struct vfh_win_result *r, u16 valid, u16 perf);
 void vfh_record_fill(struct virtio_freqhint_record *r, u64 rep, u16 vcpu,
 		     u32 seq, bool has_perf);
 
 /* event.c: the configuration and the event queue's messages, checked. */
-struct fh_config {
+struct vfh_config {
 	u16 num_vcpus;
 	u16 max_records;
 	u16 rate_window_ms;
@@ -161,7 +161,7 @@ struct fh_config {
 /* Largest event buffer the driver allocates (num_vcpus 65535 fits). */
 #define FH_EVENT_BUF_MAX	(1024 * 1024)
 
-const char *vfh_config_why(const struct fh_config *c, bool eventq);
+const char *vfh_config_why(const struct vfh_config *c, bool eventq);
 const char *vfh_feedback_why(const void *buf, size_t len, u16 num_vcpus,
 			     bool host_freq);
 bool vfh_seq_newer(u32 seq, u32 last);
@@ -170,7 +170,7 @@ bool vfh_cpu_ids_take(u64 *ids, bool have_ids,
 		      const struct virtio_freqhint_cpu_ids *m, u16 num_vcpus);
 int vfh_cpu_ids_find(const u64 *ids, unsigned int n, u64 id);
 
-struct fh_grant {
+struct vfh_grant {
 	u16 floor;
 	u16 ceiling;
 };
@@ -180,24 +180,24 @@ struct fh_grant {
  * The arrays indexed by a count from the message come last, so that
  * nothing written through an index can reach the pointers.
  */
-struct fh_host {
+struct vfh_host {
 	u32 seq;
 	bool agent;
 	u16 operator_floor;
 	u16 operator_ceiling;
-	struct fh_grant *grants;	/* [num_vcpus] */
+	struct vfh_grant *grants;	/* [num_vcpus] */
 	u8 *freq_class;			/* [num_vcpus] */
 	u16 num_freq_classes;
 	u16 class_step[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
-	struct fh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
+	struct vfh_freq classes[VIRTIO_FREQHINT_MAX_FREQ_CLASSES];
 };
 
-void vfh_feedback_take(struct fh_host *h,
+void vfh_feedback_take(struct vfh_host *h,
 		       const struct virtio_freqhint_feedback *fb,
 		       u16 num_vcpus);
 
 const char *vfh_cur_freq_why(const void *buf, size_t len, u16 num_vcpus);
-unsigned int vfh_cur_freq_take(u32 *khz, const struct fh_host *h,
+unsigned int vfh_cur_freq_take(u32 *khz, const struct vfh_host *h,
 			       const struct virtio_freqhint_cur_freq *m,
 			       u16 num_vcpus);
 

@@ -45,7 +45,7 @@
  *
  * Everything here that runs in scheduler context (probe) or hardirq
  * (sampler) touches only this CPU's state with IRQs off, publishes with
- * fh_slot_publish() and defers the rest to irq_work.  Nothing allocates,
+ * vfh_slot_publish() and defers the rest to irq_work.  Nothing allocates,
  * sleeps or takes a lock besides what irq_work_queue() and hrtimer code
  * take.
  */
@@ -71,11 +71,11 @@
 /* Idle windows a window woken from idle may reach back over. */
 #define FH_IDLE_BACKDATE	4
 
-struct fh_vcpu {
-	struct fh_gather *g;
+struct vfh_vcpu {
+	struct vfh_gather *g;
 
 	/* Window accounting: this CPU only, IRQs off or hardirq. */
-	struct fh_win win;
+	struct vfh_win win;
 	u64 last_pub;
 	bool timer_armed;
 	/*
@@ -115,7 +115,7 @@ struct fh_vcpu {
 	unsigned long sender_runs_close;
 	u64 sender_ns_close;
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
-	struct fh_levels levels;
+	struct vfh_levels levels;
 	atomic64_t report;	/* last published record */
 
 	u32 busy;
@@ -133,26 +133,26 @@ struct fh_vcpu {
  * The benchmark reads it (debugfs sampler_ns); the clock costs a few ns a
  * window, never a context switch.
  */
-static void fh_charge_own(struct fh_vcpu *v, u64 t0)
+static void vfh_charge_own(struct vfh_vcpu *v, u64 t0)
 {
 	v->own_ns += local_clock() - t0;
 }
 
-static void fh_kick_fn(struct irq_work *work)
+static void vfh_kick_fn(struct irq_work *work)
 {
-	struct fh_gather *g = container_of(work, struct fh_gather, kick_work);
+	struct vfh_gather *g = container_of(work, struct vfh_gather, kick_work);
 	u64 t0 = local_clock();
 
 	g->kick(g);
-	fh_charge_own(this_cpu_ptr(g->vcpus), t0);
+	vfh_charge_own(this_cpu_ptr(g->vcpus), t0);
 }
 
-static ktime_t fh_window(const struct fh_gather *g)
+static ktime_t vfh_window(const struct vfh_gather *g)
 {
 	return ms_to_ktime(g->tune.window_ms);
 }
 
-static u64 fh_window_ns(const struct fh_gather *g)
+static u64 vfh_window_ns(const struct vfh_gather *g)
 {
 	return (u64)g->tune.window_ms * NSEC_PER_MSEC;
 }
@@ -166,35 +166,35 @@ static u64 fh_window_ns(const struct fh_gather *g)
  * its soft expiry, so windows still average window_ms: a window only ends
  * up to the slack late.
  */
-static u64 fh_window_slack(const struct fh_gather *g)
+static u64 vfh_window_slack(const struct vfh_gather *g)
 {
-	return min_t(u64, TICK_NSEC, fh_window_ns(g) / 4);
+	return min_t(u64, TICK_NSEC, vfh_window_ns(g) / 4);
 }
 
 /* Start (or restart) this CPU's window timer: on the CPU, IRQs off. */
-static void fh_start_timer(struct fh_vcpu *v)
+static void vfh_start_timer(struct vfh_vcpu *v)
 {
-	hrtimer_start_range_ns(&v->timer, fh_window(v->g),
-			       fh_window_slack(v->g),
+	hrtimer_start_range_ns(&v->timer, vfh_window(v->g),
+			       vfh_window_slack(v->g),
 			       HRTIMER_MODE_REL_PINNED_HARD);
 }
 
 /* The module's sender counts as idle time (see above). */
-static bool fh_quiet_task(const struct fh_gather *g, struct task_struct *p)
+static bool vfh_quiet_task(const struct vfh_gather *g, struct task_struct *p)
 {
 	return is_idle_task(p) || p == READ_ONCE(g->sender);
 }
 
-static void fh_saw_uclamp(struct fh_gather *g)
+static void vfh_saw_uclamp(struct vfh_gather *g)
 {
 	if (!READ_ONCE(g->uclamp_used))
 		WRITE_ONCE(g->uclamp_used, true);
 }
 
 /* Track @p's clamps; returns false if @p counts as idle. */
-static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
+static bool vfh_track(struct vfh_vcpu *v, struct task_struct *p)
 {
-	bool idle = fh_quiet_task(v->g, p);
+	bool idle = vfh_quiet_task(v->g, p);
 	bool has_min = false, has_max = false;
 	u16 lo = 0, hi = VIRTIO_FREQHINT_SCALE;
 
@@ -213,14 +213,14 @@ static bool fh_track(struct fh_vcpu *v, struct task_struct *p)
 		has_max = cmax.active;
 		hi = cmax.value;
 		if (has_min || has_max)
-			fh_saw_uclamp(v->g);
+			vfh_saw_uclamp(v->g);
 	}
 #endif
 	vfh_win_track(&v->win, idle, has_min, lo, has_max, hi);
 	return !idle;
 }
 
-static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
+static void vfh_publish(struct vfh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
 {
 	u64 old = atomic64_read(&v->report);
 
@@ -228,12 +228,12 @@ static void fh_publish(struct fh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
 		return;
 	v->publishes++;
 	v->last_pub = now;
-	fh_slot_publish(&v->report, v->g->dirty, cpu, rep);
+	vfh_slot_publish(&v->report, v->g->dirty, cpu, rep);
 	irq_work_queue(&v->g->kick_work);
 }
 
 /* Clamps are valid once the scheduler aggregates them (see above). */
-static u16 fh_valid_flags(const struct fh_gather *g)
+static u16 vfh_valid_flags(const struct vfh_gather *g)
 {
 	return IS_ENABLED(CONFIG_UCLAMP_TASK) && READ_ONCE(g->uclamp_used) ?
 	       VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID : 0;
@@ -255,10 +255,10 @@ static u16 fh_valid_flags(const struct fh_gather *g)
  * taken out: our own sending must not make a vCPU busy, which would send
  * again.
  */
-static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
+static void vfh_busy_from_idle(struct vfh_vcpu *v, unsigned int cpu)
 {
 	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
-	bool quiet = fh_quiet_task(v->g, current);
+	bool quiet = vfh_quiet_task(v->g, current);
 	unsigned long sw;
 	u64 busy;
 
@@ -281,18 +281,18 @@ static void fh_busy_from_idle(struct fh_vcpu *v, unsigned int cpu)
 }
 
 /* Close the window ending at @now; returns whether the vCPU was idle. */
-static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
+static bool vfh_close_window(struct vfh_vcpu *v, unsigned int cpu, u64 now)
 {
-	struct fh_win_result r;
+	struct vfh_win_result r;
 
 	v->windows++;
-	/* A remote window's busy time is in already (fh_remote_close()). */
+	/* A remote window's busy time is in already (vfh_remote_close()). */
 	if (!v->g->source->switch_events && !v->remote)
-		fh_busy_from_idle(v, cpu);
+		vfh_busy_from_idle(v, cpu);
 	vfh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
-	fh_publish(v, cpu, vfh_rep_from_window(&r, fh_valid_flags(v->g),
-					       READ_ONCE(v->perf)), now);
+	vfh_publish(v, cpu, vfh_rep_from_window(&r, vfh_valid_flags(v->g),
+						READ_ONCE(v->perf)), now);
 	vfh_win_reset(&v->win, now);
 	return r.idle;
 }
@@ -305,12 +305,12 @@ static bool fh_close_window(struct fh_vcpu *v, unsigned int cpu, u64 now)
  * least @p's minimum.  Decreases wait for the window's end, as do kernel
  * threads (housekeeping).
  */
-static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
-			    struct task_struct *p, u64 now)
+static void vfh_leading_edge(struct vfh_vcpu *v, unsigned int cpu,
+			     struct task_struct *p, u64 now)
 {
 	u64 old = atomic64_read(&v->report);
 	u16 oflags = FIELD_GET(FH_REP_FLAGS, old);
-	u16 flags = fh_valid_flags(v->g), perf = READ_ONCE(v->perf);
+	u16 flags = vfh_valid_flags(v->g), perf = READ_ONCE(v->perf);
 	u16 lo = v->win.cur_has[FH_MIN] ? v->win.cur_val[FH_MIN] : 0;
 	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
 					  VIRTIO_FREQHINT_SCALE;
@@ -318,7 +318,7 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 	/* Without @p (the hook), only a raised minimum proves a user task. */
 	if (p && ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO))
 		return;
-	if (now - v->last_pub < fh_window_ns(v->g))
+	if (now - v->last_pub < vfh_window_ns(v->g))
 		return;
 	if (oflags & (VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_PERF_VALID)) {
 		/* Active: only a raised minimum is certain. */
@@ -338,27 +338,27 @@ static void fh_leading_edge(struct fh_vcpu *v, unsigned int cpu,
 			perf = 0;
 		if (!flags)
 			return;
-		if (!fh_valid_flags(v->g)) {
+		if (!vfh_valid_flags(v->g)) {
 			lo = 0;
 			hi = 0;
 		}
 	}
 	v->leading++;
-	fh_publish(v, cpu, fh_rep_pack(flags, lo, hi, perf), now);
+	vfh_publish(v, cpu, vfh_rep_pack(flags, lo, hi, perf), now);
 	/* The window restarts with @p; the sampler is restarted to match. */
 	vfh_win_reset(&v->win, now);
 	if (!v->g->source->switch_events) {
 		/* A deferrable timer_list: moved here, not restarted. */
-		fh_busy_from_idle(v, cpu);
+		vfh_busy_from_idle(v, cpu);
 		return;
 	}
 	if (v->tickless)
 		return;
 	v->timer_armed = true;
-	fh_start_timer(v);
+	vfh_start_timer(v);
 }
 
-static enum hrtimer_restart fh_sample_window(struct fh_vcpu *v, u64 now)
+static enum hrtimer_restart vfh_sample_window(struct vfh_vcpu *v, u64 now)
 {
 	unsigned int cpu = smp_processor_id();
 	bool busy_now;
@@ -368,23 +368,23 @@ static enum hrtimer_restart fh_sample_window(struct fh_vcpu *v, u64 now)
 		return HRTIMER_NORESTART;
 	}
 	vfh_win_charge(&v->win, now);
-	busy_now = fh_track(v, current);
-	if (fh_close_window(v, cpu, now) && !busy_now) {
+	busy_now = vfh_track(v, current);
+	if (vfh_close_window(v, cpu, now) && !busy_now) {
 		/* Stay quiet while idle; the next switch-in re-arms. */
 		v->timer_armed = false;
 		return HRTIMER_NORESTART;
 	}
-	hrtimer_forward_now(&v->timer, fh_window(v->g));
+	hrtimer_forward_now(&v->timer, vfh_window(v->g));
 	return HRTIMER_RESTART;
 }
 
-static enum hrtimer_restart fh_sample(struct hrtimer *timer)
+static enum hrtimer_restart vfh_sample(struct hrtimer *timer)
 {
-	struct fh_vcpu *v = container_of(timer, struct fh_vcpu, timer);
+	struct vfh_vcpu *v = container_of(timer, struct vfh_vcpu, timer);
 	u64 t0 = local_clock();
-	enum hrtimer_restart ret = fh_sample_window(v, t0);
+	enum hrtimer_restart ret = vfh_sample_window(v, t0);
 
-	fh_charge_own(v, t0);
+	vfh_charge_own(v, t0);
 	return ret;
 }
 
@@ -395,13 +395,13 @@ static enum hrtimer_restart fh_sample(struct hrtimer *timer)
  * idle vCPU, and the first window after the idle stretch spans it and
  * reads idle.  Softirq on this CPU: IRQs off against the hook.
  */
-static void fh_arm_window(struct fh_vcpu *v, bool idle)
+static void vfh_arm_window(struct vfh_vcpu *v, bool idle)
 {
 	mod_timer(idle ? &v->wtimer_idle : &v->wtimer,
 		  jiffies + msecs_to_jiffies(v->g->tune.window_ms));
 }
 
-static void fh_window_end(struct fh_vcpu *v)
+static void vfh_window_end(struct vfh_vcpu *v)
 {
 	unsigned long flags;
 	u64 t0;
@@ -410,24 +410,24 @@ static void fh_window_end(struct fh_vcpu *v)
 	t0 = local_clock();
 	if (READ_ONCE(v->online)) {
 		vfh_win_charge(&v->win, t0);
-		fh_arm_window(v, fh_close_window(v, smp_processor_id(), t0));
+		vfh_arm_window(v, vfh_close_window(v, smp_processor_id(), t0));
 	}
-	fh_charge_own(v, t0);
+	vfh_charge_own(v, t0);
 	local_irq_restore(flags);
 }
 
-static void fh_window_timer(struct timer_list *t)
+static void vfh_window_timer(struct timer_list *t)
 {
-	struct fh_vcpu *v = from_timer(v, t, wtimer);
+	struct vfh_vcpu *v = from_timer(v, t, wtimer);
 
-	fh_window_end(v);
+	vfh_window_end(v);
 }
 
-static void fh_window_timer_idle(struct timer_list *t)
+static void vfh_window_timer_idle(struct timer_list *t)
 {
-	struct fh_vcpu *v = from_timer(v, t, wtimer_idle);
+	struct vfh_vcpu *v = from_timer(v, t, wtimer_idle);
 
-	fh_window_end(v);
+	vfh_window_end(v);
 }
 
 /*
@@ -451,14 +451,14 @@ static void fh_window_timer_idle(struct timer_list *t)
  * would wait for a housekeeping CPU to wake.  It costs one timer a window
  * on one housekeeping CPU while any nohz_full CPU is online.
  */
-static bool fh_remote_cpu(const struct fh_gather *g, unsigned int cpu)
+static bool vfh_remote_cpu(const struct vfh_gather *g, unsigned int cpu)
 {
 	return g->source == &vfh_clamp_idle &&
 	       !housekeeping_cpu(cpu, HK_TYPE_TICK);
 }
 
 /* Under remote_lock; from @cpu's hotplug or from the timer itself. */
-static void fh_remote_arm(struct fh_gather *g)
+static void vfh_remote_arm(struct vfh_gather *g)
 {
 	if (timer_pending(&g->remote_timer))
 		return;
@@ -467,7 +467,7 @@ static void fh_remote_arm(struct fh_gather *g)
 }
 
 /* Sample @cpu's idle time; returns the sample's time in ns. */
-static u64 fh_remote_sample(struct fh_vcpu *v, unsigned int cpu)
+static u64 vfh_remote_sample(struct vfh_vcpu *v, unsigned int cpu)
 {
 	u64 wall, idle = get_cpu_idle_time(cpu, &wall, 0);
 
@@ -479,9 +479,9 @@ static u64 fh_remote_sample(struct fh_vcpu *v, unsigned int cpu)
 	return wall * NSEC_PER_USEC;
 }
 
-static void fh_remote_windows(struct timer_list *t)
+static void vfh_remote_windows(struct timer_list *t)
 {
-	struct fh_gather *g = from_timer(g, t, remote_timer);
+	struct vfh_gather *g = from_timer(g, t, remote_timer);
 	unsigned long flags;
 	unsigned int cpu;
 	u64 t0;
@@ -489,13 +489,13 @@ static void fh_remote_windows(struct timer_list *t)
 	spin_lock_irqsave(&g->remote_lock, flags);
 	t0 = local_clock();
 	for_each_cpu(cpu, g->remote_cpus) {
-		struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+		struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
-		fh_close_window(v, cpu, fh_remote_sample(v, cpu));
+		vfh_close_window(v, cpu, vfh_remote_sample(v, cpu));
 	}
 	if (!cpumask_empty(g->remote_cpus))
-		fh_remote_arm(g);
-	fh_charge_own(this_cpu_ptr(g->vcpus), t0);
+		vfh_remote_arm(g);
+	vfh_charge_own(this_cpu_ptr(g->vcpus), t0);
 	spin_unlock_irqrestore(&g->remote_lock, flags);
 }
 
@@ -504,10 +504,10 @@ static void fh_remote_windows(struct timer_list *t)
  * or, without @next, the run queue's aggregate is now @min/@max (the hook;
  * busy and idle come from idle time, so the time is charged whole).
  */
-static void fh_event(struct fh_gather *g, struct task_struct *next,
-		     u16 min, u16 max)
+static void vfh_event(struct vfh_gather *g, struct task_struct *next,
+		      u16 min, u16 max)
 {
-	struct fh_vcpu *v = this_cpu_ptr(g->vcpus);
+	struct vfh_vcpu *v = this_cpu_ptr(g->vcpus);
 	u64 now;
 
 	if (!READ_ONCE(v->online))
@@ -516,7 +516,7 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 	v->switches++;
 	vfh_win_charge(&v->win, now);
 	if (next) {
-		if (!fh_track(v, next)) {
+		if (!vfh_track(v, next)) {
 			/*
 			 * nohz_full: the switch to idle (or the sender) closes
 			 * an elapsed window, as the timer would have; it reads
@@ -526,14 +526,14 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 			 * keeps what was published.
 			 */
 			if (v->tickless &&
-			    now - v->win.start >= fh_window_ns(g))
-				fh_close_window(v, smp_processor_id(), now);
+			    now - v->win.start >= vfh_window_ns(g))
+				vfh_close_window(v, smp_processor_id(), now);
 			return;
 		}
 	} else {
 		/* Not clamped is what the rq holds before uclamp is used. */
 		if (min || max < VIRTIO_FREQHINT_SCALE)
-			fh_saw_uclamp(g);
+			vfh_saw_uclamp(g);
 		vfh_win_track(&v->win, false, true, min, true, max);
 	}
 	if (!v->timer_armed && !v->tickless && g->source->switch_events) {
@@ -554,72 +554,72 @@ static void fh_event(struct fh_gather *g, struct task_struct *next,
 		 */
 		v->timer_armed = true;
 		v->win.start = vfh_win_backdate(v->win.start, now,
-						FH_IDLE_BACKDATE * fh_window_ns(g));
-		fh_start_timer(v);
+						FH_IDLE_BACKDATE * vfh_window_ns(g));
+		vfh_start_timer(v);
 	}
-	fh_leading_edge(v, smp_processor_id(), next, now);
+	vfh_leading_edge(v, smp_processor_id(), next, now);
 }
 
 /* The clamp source: @next starts running on this CPU. */
-void vfh_gather_switch(struct fh_gather *g, struct task_struct *next)
+void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next)
 {
-	fh_event(g, next, 0, 0);
+	vfh_event(g, next, 0, 0);
 }
 
 /* The clamp hook: this CPU's run queue's new aggregate (IRQs off). */
-void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max)
+void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max)
 {
-	fh_event(g, NULL, min, max);
+	vfh_event(g, NULL, min, max);
 }
 
 /* The clamp source in use, "none" before the start or after the stop. */
-const char *vfh_gather_source(const struct fh_gather *g)
+const char *vfh_gather_source(const struct vfh_gather *g)
 {
 	return READ_ONCE(g->started) ? g->source->name : "none";
 }
 
 /* From the owner's CPU hotplug callback (AP state: it runs on @cpu). */
-void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu)
+void vfh_gather_cpu_online(struct vfh_gather *g, unsigned int cpu)
 {
-	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+	struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 	unsigned long flags;
 	u64 now;
 
 	local_irq_save(flags);
 	now = local_clock();
 	vfh_win_reset(&v->win, now);
-	v->last_pub = now - fh_window_ns(g);
+	v->last_pub = now - vfh_window_ns(g);
 	if (g->source->switch_events) {
-		fh_track(v, current);
+		vfh_track(v, current);
 		v->tickless = !housekeeping_cpu(cpu, HK_TYPE_TICK);
 		v->timer_armed = !v->tickless;
 		WRITE_ONCE(v->online, true);
 		if (v->timer_armed)
-			fh_start_timer(v);
-	} else if (fh_remote_cpu(g, cpu)) {
+			vfh_start_timer(v);
+	} else if (vfh_remote_cpu(g, cpu)) {
 		/* No clamps; idle time from now, on the idle time's clock. */
 		vfh_win_track(&v->win, false, false, 0, false, 0);
 		spin_lock(&g->remote_lock);
-		vfh_win_reset(&v->win, fh_remote_sample(v, cpu));
+		vfh_win_reset(&v->win, vfh_remote_sample(v, cpu));
 		v->remote = true;
 		WRITE_ONCE(v->online, true);
 		cpumask_set_cpu(cpu, g->remote_cpus);
-		fh_remote_arm(g);
+		vfh_remote_arm(g);
 		spin_unlock(&g->remote_lock);
 	} else {
 		/* No clamp until the hook says otherwise; idle time from now. */
 		vfh_win_track(&v->win, false, false, 0, false, 0);
-		fh_busy_from_idle(v, cpu);
+		vfh_busy_from_idle(v, cpu);
 		WRITE_ONCE(v->online, true);
 		/* Pinned: queued on this CPU, where this runs. */
-		fh_arm_window(v, false);
+		vfh_arm_window(v, false);
 	}
 	local_irq_restore(flags);
 }
 
-void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
+void vfh_gather_cpu_offline(struct vfh_gather *g, unsigned int cpu)
 {
-	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+	struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 	unsigned long flags;
 
 	/* Out of the remote windows: the closer no longer touches @v. */
@@ -643,7 +643,7 @@ void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
 	v->timer_armed = false;
 	/* An offline vCPU has "no hint" (flags 0). */
 	preempt_disable();
-	fh_publish(v, cpu, fh_rep_pack(0, 0, 0, 0), local_clock());
+	vfh_publish(v, cpu, vfh_rep_pack(0, 0, 0, 0), local_clock());
 	preempt_enable();
 }
 
@@ -655,7 +655,7 @@ void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu)
  * IRQs off): state here is this CPU's.  Requests from elsewhere and vCPUs
  * reported idle wait for the window's end as usual.
  */
-static void fh_publish_request(struct fh_vcpu *v, unsigned int cpu, u16 perf)
+static void vfh_publish_request(struct vfh_vcpu *v, unsigned int cpu, u16 perf)
 {
 	u64 old = atomic64_read(&v->report);
 	u16 flags = FIELD_GET(FH_REP_FLAGS, old);
@@ -663,18 +663,18 @@ static void fh_publish_request(struct fh_vcpu *v, unsigned int cpu, u16 perf)
 
 	if (!(flags & VIRTIO_FREQHINT_R_PERF_VALID) || perf == FH_PERF_NONE)
 		return;
-	rep = fh_rep_pack(flags, FIELD_GET(FH_REP_MIN, old),
-			  FIELD_GET(FH_REP_MAX, old), perf);
+	rep = vfh_rep_pack(flags, FIELD_GET(FH_REP_MIN, old),
+			   FIELD_GET(FH_REP_MAX, old), perf);
 	if (rep == old)
 		return;
 	v->publishes++;
 	v->last_pub = local_clock();
-	fh_slot_publish(&v->report, v->g->dirty, cpu, rep);
+	vfh_slot_publish(&v->report, v->g->dirty, cpu, rep);
 	irq_work_queue(&v->g->kick_work);
 }
 
-static void fh_anchor_request(struct fh_gather *g, struct fh_vcpu *v,
-			      unsigned int cpu, u16 perf)
+static void vfh_anchor_request(struct vfh_gather *g, struct vfh_vcpu *v,
+			       unsigned int cpu, u16 perf)
 {
 	unsigned long flags;
 
@@ -682,32 +682,32 @@ static void fh_anchor_request(struct fh_gather *g, struct fh_vcpu *v,
 		return;
 	local_irq_save(flags);
 	if (cpu == smp_processor_id() && READ_ONCE(v->online))
-		fh_publish_request(v, cpu, perf);
+		vfh_publish_request(v, cpu, perf);
 	local_irq_restore(flags);
 }
 #else
-static void fh_anchor_request(struct fh_gather *g, struct fh_vcpu *v,
-			      unsigned int cpu, u16 perf)
+static void vfh_anchor_request(struct vfh_gather *g, struct vfh_vcpu *v,
+			       unsigned int cpu, u16 perf)
 {
 }
 #endif
 
 /* The governor's request for @cpu, from the cpufreq driver (any context). */
-void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
+void vfh_gather_set_perf(struct vfh_gather *g, unsigned int cpu,
 			 unsigned int perf)
 {
-	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+	struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
 	perf = min_t(unsigned int, perf, FH_PERF_NONE);
 	WRITE_ONCE(v->perf, perf);
-	fh_anchor_request(g, v, cpu, perf);
+	vfh_anchor_request(g, v, cpu, perf);
 }
 
 /* Process context; a sampler reading a half-updated table only publishes or skips one record. */
-void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
-			   const struct fh_levels *l)
+void vfh_gather_set_levels(struct vfh_gather *g, unsigned int cpu,
+			   const struct vfh_levels *l)
 {
-	struct fh_levels *d = &per_cpu_ptr(g->vcpus, cpu)->levels;
+	struct vfh_levels *d = &per_cpu_ptr(g->vcpus, cpu)->levels;
 	unsigned int i;
 
 	WRITE_ONCE(d->n, 0);
@@ -717,7 +717,7 @@ void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
 	WRITE_ONCE(d->n, l->n);
 }
 
-void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
+void vfh_gather_set_sender(struct vfh_gather *g, struct task_struct *task)
 {
 	WRITE_ONCE(g->sender, task);
 }
@@ -725,9 +725,9 @@ void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task)
 /*
  * The sender starts one work item: counted on this CPU, where it was woken
  * (or moved to since), whose window then counts its run as idle time
- * (fh_busy_from_idle()), the run in progress too.  From the sender.
+ * (vfh_busy_from_idle()), the run in progress too.  From the sender.
  */
-void vfh_gather_send_begin(struct fh_gather *g, struct fh_send_run *run)
+void vfh_gather_send_begin(struct vfh_gather *g, struct vfh_send_run *run)
 {
 	unsigned long flags;
 
@@ -746,9 +746,9 @@ void vfh_gather_send_begin(struct fh_gather *g, struct fh_send_run *run)
  * as the scheduler last accounted it, at its last switch away (what it
  * ran since is left busy).
  */
-void vfh_gather_send_end(struct fh_gather *g, const struct fh_send_run *run)
+void vfh_gather_send_end(struct vfh_gather *g, const struct vfh_send_run *run)
 {
-	struct fh_vcpu *v;
+	struct vfh_vcpu *v;
 	unsigned long flags;
 
 	local_irq_save(flags);
@@ -760,19 +760,19 @@ void vfh_gather_send_end(struct fh_gather *g, const struct fh_send_run *run)
 	local_irq_restore(flags);
 }
 
-bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep)
+bool vfh_gather_take(struct vfh_gather *g, unsigned int cpu, u64 *rep)
 {
-	return fh_slot_take(&per_cpu_ptr(g->vcpus, cpu)->report, g->dirty,
+	return vfh_slot_take(&per_cpu_ptr(g->vcpus, cpu)->report, g->dirty,
 			    cpu, rep);
 }
 
 /* The first CPU from @cpu on with a report to send, nr_cpu_ids if none. */
-unsigned int vfh_gather_next_dirty(struct fh_gather *g, unsigned int cpu)
+unsigned int vfh_gather_next_dirty(struct vfh_gather *g, unsigned int cpu)
 {
 	return find_next_bit(g->dirty, nr_cpu_ids, cpu);
 }
 
-void vfh_gather_mark_all_dirty(struct fh_gather *g)
+void vfh_gather_mark_all_dirty(struct vfh_gather *g)
 {
 	unsigned int cpu;
 
@@ -780,10 +780,10 @@ void vfh_gather_mark_all_dirty(struct fh_gather *g)
 		set_bit(cpu, g->dirty);
 }
 
-void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
-		      struct fh_vcpu_stats *st)
+void vfh_gather_stats(struct vfh_gather *g, unsigned int cpu,
+		      struct vfh_vcpu_stats *st)
 {
-	struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+	struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
 	st->report = atomic64_read(&v->report);
 	st->online = READ_ONCE(v->online);
@@ -801,12 +801,12 @@ void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
  * Probe: the per-CPU state, all offline ("no hint"); before the cpufreq
  * driver registers, whose policy init sets the first perf value.
  */
-int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
-		    void (*kick)(struct fh_gather *g))
+int vfh_gather_init(struct vfh_gather *g, const struct vfh_tuning *t,
+		    void (*kick)(struct vfh_gather *g))
 {
 	unsigned int cpu;
 
-	g->vcpus = alloc_percpu(struct fh_vcpu);
+	g->vcpus = alloc_percpu(struct vfh_vcpu);
 	g->dirty = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
 	if (!g->vcpus || !g->dirty ||
 	    !zalloc_cpumask_var(&g->remote_cpus, GFP_KERNEL)) {
@@ -824,27 +824,27 @@ int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
 	 * PREEMPT_RT, as before, it runs in irq_workd, now woken from the
 	 * tick.  The same on 6.1.
 	 */
-	g->kick_work = IRQ_WORK_INIT_LAZY(fh_kick_fn);
+	g->kick_work = IRQ_WORK_INIT_LAZY(vfh_kick_fn);
 	spin_lock_init(&g->remote_lock);
-	timer_setup(&g->remote_timer, fh_remote_windows, TIMER_PINNED);
+	timer_setup(&g->remote_timer, vfh_remote_windows, TIMER_PINNED);
 	for_each_possible_cpu(cpu) {
-		struct fh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
+		struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
 		v->g = g;
 		v->perf = FH_PERF_NONE;
 		v->levels.step = t->perf_step;
-		atomic64_set(&v->report, fh_rep_pack(0, 0, 0, 0));
+		atomic64_set(&v->report, vfh_rep_pack(0, 0, 0, 0));
 		hrtimer_init(&v->timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_PINNED_HARD);
-		v->timer.function = fh_sample;
-		timer_setup(&v->wtimer, fh_window_timer, TIMER_PINNED);
-		timer_setup(&v->wtimer_idle, fh_window_timer_idle,
+		v->timer.function = vfh_sample;
+		timer_setup(&v->wtimer, vfh_window_timer, TIMER_PINNED);
+		timer_setup(&v->wtimer_idle, vfh_window_timer_idle,
 			    TIMER_DEFERRABLE | TIMER_PINNED);
 	}
 	return 0;
 }
 
-void vfh_gather_destroy(struct fh_gather *g)
+void vfh_gather_destroy(struct vfh_gather *g)
 {
 	free_cpumask_var(g->remote_cpus);
 	bitmap_free(g->dirty);
@@ -858,7 +858,7 @@ void vfh_gather_destroy(struct fh_gather *g)
  * a task the scheduler counted at its last enqueue has its entries marked
  * active, which only happens under sched_uclamp_used.
  */
-static bool fh_uclamp_in_use(void)
+static bool vfh_uclamp_in_use(void)
 {
 	bool used = false;
 #ifdef CONFIG_UCLAMP_TASK
@@ -878,16 +878,16 @@ out:
 }
 
 /* The clamp source; the owner brings the CPUs online after this. */
-int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
+int vfh_gather_start(struct vfh_gather *g, const struct vfh_clamp_source *src)
 {
 	int ret;
 
-	if (!READ_ONCE(g->uclamp_used) && fh_uclamp_in_use())
+	if (!READ_ONCE(g->uclamp_used) && vfh_uclamp_in_use())
 		WRITE_ONCE(g->uclamp_used, true);
 #ifdef FH_BENCH_ANCHOR
 	/* The anchor sends each request at once: no tick's wait. */
 	if (g->every_request)
-		init_irq_work(&g->kick_work, fh_kick_fn);
+		init_irq_work(&g->kick_work, vfh_kick_fn);
 #endif
 	g->source = src;
 	ret = src->start(g);
@@ -901,7 +901,7 @@ int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src)
 }
 
 /* After the owner took every CPU offline (each published "no hint"). */
-void vfh_gather_stop(struct fh_gather *g)
+void vfh_gather_stop(struct vfh_gather *g)
 {
 	if (!g->started)
 		return;
@@ -912,18 +912,18 @@ void vfh_gather_stop(struct fh_gather *g)
 	irq_work_sync(&g->kick_work);
 }
 
-static int fh_idle_start(struct fh_gather *g)
+static int vfh_idle_start(struct vfh_gather *g)
 {
 	return 0;
 }
 
-static void fh_idle_stop(struct fh_gather *g)
+static void vfh_idle_stop(struct vfh_gather *g)
 {
 }
 
 /* No clamps (no uclamp in the kernel): idle time only, no probe at all. */
-const struct fh_clamp_source vfh_clamp_idle = {
+const struct vfh_clamp_source vfh_clamp_idle = {
 	.name	= "idle_time",
-	.start	= fh_idle_start,
-	.stop	= fh_idle_stop,
+	.start	= vfh_idle_start,
+	.stop	= vfh_idle_stop,
 };

@@ -22,8 +22,8 @@
 
 #include "freqhint.h"
 
-struct fh_gather;
-struct fh_vcpu;
+struct vfh_gather;
+struct vfh_vcpu;
 struct task_struct;
 
 /*
@@ -37,21 +37,21 @@ struct task_struct;
  * uclamp).  start() and stop() take the gatherer, which is also the data
  * of the source's probe; the source keeps its own state in ->source_data.
  */
-struct fh_clamp_source {
+struct vfh_clamp_source {
 	const char *name;
 	bool switch_events;
-	int (*start)(struct fh_gather *g);
-	void (*stop)(struct fh_gather *g);
+	int (*start)(struct vfh_gather *g);
+	void (*stop)(struct vfh_gather *g);
 };
 
-struct fh_gather {
-	struct fh_vcpu __percpu *vcpus;
+struct vfh_gather {
+	struct vfh_vcpu __percpu *vcpus;
 	unsigned long *dirty;		/* bitmap [nr_cpu_ids]: to send */
-	struct fh_tuning tune;		/* read-only after init */
+	struct vfh_tuning tune;		/* read-only after init */
 	struct task_struct *sender;	/* counts as idle (gather.c) */
-	const struct fh_clamp_source *source;
+	const struct vfh_clamp_source *source;
 	void *source_data;		/* the source's own */
-	void (*kick)(struct fh_gather *g);
+	void (*kick)(struct vfh_gather *g);
 	/* Lazy, never HARD (gather.c): no self-IPI, irq_workd on RT. */
 	struct irq_work kick_work;
 	bool started;
@@ -74,37 +74,37 @@ struct fh_gather {
 #endif
 };
 
-int vfh_gather_init(struct fh_gather *g, const struct fh_tuning *t,
-		    void (*kick)(struct fh_gather *g));
-void vfh_gather_destroy(struct fh_gather *g);
-int vfh_gather_start(struct fh_gather *g, const struct fh_clamp_source *src);
-void vfh_gather_stop(struct fh_gather *g);
-void vfh_gather_cpu_online(struct fh_gather *g, unsigned int cpu);
-void vfh_gather_cpu_offline(struct fh_gather *g, unsigned int cpu);
+int vfh_gather_init(struct vfh_gather *g, const struct vfh_tuning *t,
+		    void (*kick)(struct vfh_gather *g));
+void vfh_gather_destroy(struct vfh_gather *g);
+int vfh_gather_start(struct vfh_gather *g, const struct vfh_clamp_source *src);
+void vfh_gather_stop(struct vfh_gather *g);
+void vfh_gather_cpu_online(struct vfh_gather *g, unsigned int cpu);
+void vfh_gather_cpu_offline(struct vfh_gather *g, unsigned int cpu);
 
-void vfh_gather_switch(struct fh_gather *g, struct task_struct *next);
-void vfh_gather_rq_clamp(struct fh_gather *g, u16 min, u16 max);
-const char *vfh_gather_source(const struct fh_gather *g);
-void vfh_gather_set_perf(struct fh_gather *g, unsigned int cpu,
+void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next);
+void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max);
+const char *vfh_gather_source(const struct vfh_gather *g);
+void vfh_gather_set_perf(struct vfh_gather *g, unsigned int cpu,
 			 unsigned int perf);
-void vfh_gather_set_levels(struct fh_gather *g, unsigned int cpu,
-			   const struct fh_levels *l);
-void vfh_gather_set_sender(struct fh_gather *g, struct task_struct *task);
+void vfh_gather_set_levels(struct vfh_gather *g, unsigned int cpu,
+			   const struct vfh_levels *l);
+void vfh_gather_set_sender(struct vfh_gather *g, struct task_struct *task);
 
 /* One run of the sender's work (transport.c), for the idle accounting. */
-struct fh_send_run {
+struct vfh_send_run {
 	u64 start;
 	u64 runtime;
 	unsigned long switches;
 };
 
-void vfh_gather_send_begin(struct fh_gather *g, struct fh_send_run *run);
-void vfh_gather_send_end(struct fh_gather *g, const struct fh_send_run *run);
-bool vfh_gather_take(struct fh_gather *g, unsigned int cpu, u64 *rep);
-void vfh_gather_mark_all_dirty(struct fh_gather *g);
-unsigned int vfh_gather_next_dirty(struct fh_gather *g, unsigned int cpu);
+void vfh_gather_send_begin(struct vfh_gather *g, struct vfh_send_run *run);
+void vfh_gather_send_end(struct vfh_gather *g, const struct vfh_send_run *run);
+bool vfh_gather_take(struct vfh_gather *g, unsigned int cpu, u64 *rep);
+void vfh_gather_mark_all_dirty(struct vfh_gather *g);
+unsigned int vfh_gather_next_dirty(struct vfh_gather *g, unsigned int cpu);
 
-struct fh_vcpu_stats {
+struct vfh_vcpu_stats {
 	u64 report;
 	bool online;
 	bool remote;		/* its windows close on a housekeeping CPU */
@@ -117,18 +117,18 @@ struct fh_vcpu_stats {
 	unsigned long sender_runs;	/* sends that ran on this CPU */
 };
 
-void vfh_gather_stats(struct fh_gather *g, unsigned int cpu,
-		      struct fh_vcpu_stats *st);
+void vfh_gather_stats(struct vfh_gather *g, unsigned int cpu,
+		      struct vfh_vcpu_stats *st);
 
 /*
  * clamp_hook.c: the kernel's clamp hook, the cpufreq driver's
  * ->update_uclamp (guest-driver/rfc/), which main.c forwards here.
  */
-extern const struct fh_clamp_source vfh_clamp_hook;
-void vfh_clamp_hook_update(struct fh_gather *g, unsigned int cpu,
+extern const struct vfh_clamp_source vfh_clamp_hook;
+void vfh_clamp_hook_update(struct vfh_gather *g, unsigned int cpu,
 			   unsigned long util_min, unsigned long util_max);
 /* gather.c: no clamps, busy and idle from idle time (no uclamp). */
-extern const struct fh_clamp_source vfh_clamp_idle;
+extern const struct vfh_clamp_source vfh_clamp_idle;
 #ifdef FH_CLAMP_SWITCH
 /*
  * clamp_switch.c: a sched_switch probe reading each task's clamps, for
@@ -136,7 +136,7 @@ extern const struct fh_clamp_source vfh_clamp_idle;
  * attaches to an unexported tracepoint by name, so it is never part of
  * the driver in tree.
  */
-extern const struct fh_clamp_source vfh_clamp_switch;
+extern const struct vfh_clamp_source vfh_clamp_switch;
 #define FH_SWITCH_SOURCE	(&vfh_clamp_switch)
 #else
 #define FH_SWITCH_SOURCE	NULL

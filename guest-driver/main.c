@@ -9,7 +9,7 @@
  * starts at probe and stops in remove.  Freeze and restore are remove and
  * probe without the allocations and without the cpufreq driver (which the
  * cpufreq core suspends itself), like virtio-rng's remove_common/
- * probe_common: the same fh_stop()/fh_start() and device detach/attach.
+ * probe_common: the same vfh_stop()/vfh_start() and device detach/attach.
  * Without the device the module reports over vsock (vsock.c), the same
  * state built from the host's CONFIG (vfh_link_*()).  The device
  * describes the whole VM, so a second one is refused.
@@ -66,9 +66,9 @@ static_assert(FH_CPUFREQ_NONE == FH_PERF_NONE);
  * multi-instance CPU hotplug state each device (or the vsock link's
  * state) adds itself to.
  */
-static DEFINE_MUTEX(fh_probe_lock);
-static struct virtio_freqhint *fh_bound;
-static enum cpuhp_state fh_cpuhp_state;
+static DEFINE_MUTEX(vfh_probe_lock);
+static struct virtio_freqhint *vfh_bound;
+static enum cpuhp_state vfh_cpuhp_state;
 
 static char *clamp_source = "auto";
 module_param(clamp_source, charp, 0444);
@@ -80,7 +80,7 @@ MODULE_PARM_DESC(clamp_source,
  * the arm64 MPIDR affinity fields (read on @cpu itself, where this runs:
  * cpu_logical_map() is not exported).
  */
-static bool fh_read_fw_id(unsigned int cpu, u64 *id)
+static bool vfh_read_fw_id(unsigned int cpu, u64 *id)
 {
 #if defined(CONFIG_X86)
 	*id = cpu_physical_id(cpu);
@@ -99,7 +99,7 @@ static bool fh_read_fw_id(unsigned int cpu, u64 *id)
  * with ->lock held, when the CPU comes online and when CPU_IDS arrives;
  * the result is kept past the CPU's unplug, for its "no hint" record.
  */
-static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
+static void vfh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 {
 	if (!vi->has_cpu_id)
 		vi->index[cpu] = cpu < vi->num_vcpus ? cpu : -1;
@@ -113,7 +113,7 @@ static void fh_map_cpu(struct virtio_freqhint *vi, unsigned int cpu)
  * (->lock held): when CUR_FREQ or CPU_IDS arrives, when the CPU comes
  * online (its index may be new) and when the values are forgotten.
  */
-static void fh_push_cur_cpu(struct virtio_freqhint *vi, unsigned int cpu)
+static void vfh_push_cur_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 {
 	int idx = vi->index[cpu];
 
@@ -122,35 +122,35 @@ static void fh_push_cur_cpu(struct virtio_freqhint *vi, unsigned int cpu)
 	vfh_cpufreq_set_cur(vi->cpufreq, cpu, idx < 0 ? 0 : vi->cur_khz[idx]);
 }
 
-static void fh_push_cur(struct virtio_freqhint *vi)
+static void vfh_push_cur(struct virtio_freqhint *vi)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		fh_push_cur_cpu(vi, cpu);
+		vfh_push_cur_cpu(vi, cpu);
 }
 
 /*
  * A reset or a connection (->lock held): the host's sequence restarts and
  * what it said before is no longer known.
  */
-static void fh_cur_forget(struct virtio_freqhint *vi)
+static void vfh_cur_forget(struct virtio_freqhint *vi)
 {
 	vi->cur_seq = 0;
 	if (!vi->has_cur_freq)
 		return;
 	memset(vi->cur_khz, 0, vi->num_vcpus * sizeof(*vi->cur_khz));
-	fh_push_cur(vi);
+	vfh_push_cur(vi);
 }
 
 /*
  * A checked CUR_FREQ (->lock held), if newer than the last one applied:
  * each value against the classes of the latest applied snapshot, those
- * out of class unknown (DRV-40).  It describes: nothing but the current
- * frequency the cpufreq driver reports follows from it (DRV-41).
+ * out of class unknown.  It describes, never bounds: nothing but the
+ * current frequency the cpufreq driver reports follows from it.
  */
-static void fh_cur_freq(struct virtio_freqhint *vi,
-			const struct virtio_freqhint_cur_freq *m)
+static void vfh_cur_freq(struct virtio_freqhint *vi,
+			 const struct virtio_freqhint_cur_freq *m)
 {
 	if (!vfh_seq_newer(le32_to_cpu(m->seq), vi->cur_seq)) {
 		vi->stats.cur_freq_stale++;
@@ -160,11 +160,11 @@ static void fh_cur_freq(struct virtio_freqhint *vi,
 	vi->stats.cur_freq_out_of_class +=
 		vfh_cur_freq_take(vi->cur_khz, &vi->host, m, vi->num_vcpus);
 	vi->stats.cur_freq_applied++;
-	fh_push_cur(vi);
+	vfh_push_cur(vi);
 }
 
 /* No agent, no snapshot yet: the host's defaults. */
-static void fh_feedback_defaults(struct virtio_freqhint *vi)
+static void vfh_feedback_defaults(struct virtio_freqhint *vi)
 {
 	unsigned int i;
 
@@ -173,7 +173,7 @@ static void fh_feedback_defaults(struct virtio_freqhint *vi)
 	vi->host.operator_ceiling = VIRTIO_FREQHINT_SCALE;
 	vi->host.num_freq_classes = 0;
 	for (i = 0; i < vi->num_vcpus; i++) {
-		vi->host.grants[i] = (struct fh_grant){ 0, VIRTIO_FREQHINT_SCALE };
+		vi->host.grants[i] = (struct vfh_grant){ 0, VIRTIO_FREQHINT_SCALE };
 		vi->host.freq_class[i] = VIRTIO_FREQHINT_NO_FREQ_CLASS;
 	}
 }
@@ -184,14 +184,14 @@ static void fh_feedback_defaults(struct virtio_freqhint *vi)
  * frequencies for a CPU are what its next policy starts with.
  */
 /* @cpu's frequencies, levels and limits from the host's state (->lock held). */
-static void fh_host_cpu(struct virtio_freqhint *vi, unsigned int cpu,
-			struct fh_freq *f, struct fh_levels *lv,
+static void vfh_host_cpu(struct virtio_freqhint *vi, unsigned int cpu,
+			 struct vfh_freq *f, struct vfh_levels *lv,
 			unsigned int *floor, unsigned int *ceil)
 {
 	int idx = vi->index[cpu];
 	u8 c;
 
-	*lv = (struct fh_levels){ .step = vi->tune.perf_step };
+	*lv = (struct vfh_levels){ .step = vi->tune.perf_step };
 	*floor = vi->host.operator_floor;
 	*ceil = vi->host.operator_ceiling;
 	vfh_freq_synthetic(f);
@@ -206,17 +206,17 @@ static void fh_host_cpu(struct virtio_freqhint *vi, unsigned int cpu,
 	}
 }
 
-static void fh_apply_feedback(struct virtio_freqhint *vi)
+static void vfh_apply_feedback(struct virtio_freqhint *vi)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
 		unsigned int floor, ceil;
-		struct fh_levels lv;
-		struct fh_freq f;
+		struct vfh_levels lv;
+		struct vfh_freq f;
 
 		mutex_lock(&vi->lock);
-		fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
+		vfh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 		mutex_unlock(&vi->lock);
 		/* cpufreq.c takes cpufreq locks: outside ->lock, which sysfs takes. */
 		vfh_cpufreq_set_freq(vi->cpufreq, cpu, &f);
@@ -225,10 +225,10 @@ static void fh_apply_feedback(struct virtio_freqhint *vi)
 	}
 }
 
-static void fh_apply_fn(struct kthread_work *work)
+static void vfh_apply_fn(struct kthread_work *work)
 {
-	fh_apply_feedback(container_of(work, struct virtio_freqhint,
-				       apply_work));
+	vfh_apply_feedback(container_of(work, struct virtio_freqhint,
+					apply_work));
 }
 
 /*
@@ -236,8 +236,8 @@ static void fh_apply_fn(struct kthread_work *work)
  * arrived and *@fb when a snapshot was taken.  Returns false if the
  * message was dropped as invalid (a stale or repeated one is not).
  */
-static bool fh_event(struct virtio_freqhint *vi, const void *buf,
-		     unsigned int len, bool *ids, bool *fb)
+static bool vfh_event(struct virtio_freqhint *vi, const void *buf,
+		      unsigned int len, bool *ids, bool *fb)
 {
 	struct device *dev = vi->dev;
 	const struct virtio_freqhint_cpu_ids *m = buf;
@@ -257,8 +257,8 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 			}
 			vi->have_ids = true;
 			for_each_possible_cpu(cpu)
-				fh_map_cpu(vi, cpu);
-			fh_push_cur(vi);
+				vfh_map_cpu(vi, cpu);
+			vfh_push_cur(vi);
 			*ids = true;
 			return true;
 		}
@@ -288,7 +288,7 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
 		      vfh_cur_freq_why(buf, len, vi->num_vcpus) :
 		      "CUR_FREQ without F_CUR_FREQ";
 		if (!why) {
-			fh_cur_freq(vi, buf);
+			vfh_cur_freq(vi, buf);
 			return true;
 		}
 		/* The previous values stay. */
@@ -308,10 +308,10 @@ static bool fh_event(struct virtio_freqhint *vi, const void *buf,
  * that carries the host's classes (a host may send its defaults first:
  * the vsock front end does, before its agent's state; FH_HOST_FREQ_WAIT
  * bounds the wait), and registers only once they are the CPUs'
- * (fh_apply_feedback()): a policy created before keeps the synthetic
+ * (vfh_apply_feedback()): a policy created before keeps the synthetic
  * range for its lifetime.
  */
-static void fh_events_taken(struct virtio_freqhint *vi, bool ids, bool fb)
+static void vfh_events_taken(struct virtio_freqhint *vi, bool ids, bool fb)
 	__releases(&vi->lock)
 {
 	bool plan = (fb || ids) && !READ_ONCE(vi->cpufreq_done) &&
@@ -322,12 +322,12 @@ static void fh_events_taken(struct virtio_freqhint *vi, bool ids, bool fb)
 	if (ids)
 		vfh_transport_resend(vi);
 	if (ids || fb)
-		fh_apply_feedback(vi);
+		vfh_apply_feedback(vi);
 	if (plan)
 		mod_delayed_work(system_freezable_wq, &vi->cpufreq_work, 0);
 }
 
-static int fh_event_buf_index(struct virtio_freqhint *vi, void *buf)
+static int vfh_event_buf_index(struct virtio_freqhint *vi, void *buf)
 {
 	unsigned int i;
 
@@ -343,7 +343,7 @@ static int fh_event_buf_index(struct virtio_freqhint *vi, void *buf)
  * and is tried again by the next event handler run or send, so a failure
  * costs a buffer only until then.
  */
-static bool fh_post_event_bufs(struct virtio_freqhint *vi)
+static bool vfh_post_event_bufs(struct virtio_freqhint *vi)
 {
 	bool posted = false;
 	struct scatterlist sg;
@@ -367,7 +367,7 @@ static bool fh_post_event_bufs(struct virtio_freqhint *vi)
 	return posted;
 }
 
-static void fh_event_fn(struct kthread_work *work)
+static void vfh_event_fn(struct kthread_work *work)
 {
 	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
 						  event_work);
@@ -381,7 +381,7 @@ static void fh_event_fn(struct kthread_work *work)
 		return;
 	}
 	while ((buf = virtqueue_get_buf(vi->evq, &len))) {
-		int i = fh_event_buf_index(vi, buf);
+		int i = vfh_event_buf_index(vi, buf);
 
 		if (WARN_ON_ONCE(i < 0))
 			continue;
@@ -395,13 +395,13 @@ static void fh_event_fn(struct kthread_work *work)
 			 * copy, so that what was checked is what is used.
 			 */
 			memcpy(vi->event_snap, buf, len);
-			fh_event(vi, vi->event_snap, len, &ids, &fb);
+			vfh_event(vi, vi->event_snap, len, &ids, &fb);
 		}
 		set_bit(i, &vi->event_unposted);
 	}
-	if (fh_post_event_bufs(vi))
+	if (vfh_post_event_bufs(vi))
 		virtqueue_kick(vi->evq);
-	fh_events_taken(vi, ids, fb);
+	vfh_events_taken(vi, ids, fb);
 }
 
 /*
@@ -411,7 +411,7 @@ static void fh_event_fn(struct kthread_work *work)
  * system_freezable_wq, so never while cpufreq is suspended (a policy
  * created then gets a governor the core did not initialise).
  */
-static void fh_cpufreq_fn(struct work_struct *work)
+static void vfh_cpufreq_fn(struct work_struct *work)
 {
 	struct virtio_freqhint *vi = container_of(to_delayed_work(work),
 						  struct virtio_freqhint,
@@ -427,7 +427,7 @@ static void fh_cpufreq_fn(struct work_struct *work)
  * The hintq interrupts only when the sender found no free buffer and asked
  * for one (transport.c): the buffer it returns lets the next one go.
  */
-static void fh_hintq_done(struct virtqueue *vq)
+static void vfh_hintq_done(struct virtqueue *vq)
 {
 	struct virtio_freqhint *vi = vq->vdev->priv;
 
@@ -435,11 +435,11 @@ static void fh_hintq_done(struct virtqueue *vq)
 	vfh_transport_kick(vi);
 }
 
-static void fh_eventq_done(struct virtqueue *vq)
+static void vfh_eventq_done(struct virtqueue *vq)
 {
 	struct virtio_freqhint *vi = vq->vdev->priv;
 
-	/* Until the link is up, fh_device_up() runs the handler itself. */
+	/* Until the link is up, vfh_device_up() runs the handler itself. */
 	if (READ_ONCE(vi->link_up))
 		kthread_queue_work(vi->worker, &vi->event_work);
 }
@@ -447,30 +447,30 @@ static void fh_eventq_done(struct virtqueue *vq)
 /*
  * A CPU comes online (on that CPU): read its firmware id and map it, then
  * start gathering there (a CPU is mapped before it publishes).  No device
- * access.  Registered from fh_start() to fh_stop(): not while suspended.
+ * access.  Registered from vfh_start() to vfh_stop(): not while suspended.
  */
-static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
+static int vfh_cpu_online(unsigned int cpu, struct hlist_node *node)
 {
 	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
 						 cpuhp_node);
 	unsigned int floor, ceil;
-	struct fh_levels lv;
-	struct fh_freq f;
+	struct vfh_levels lv;
+	struct vfh_freq f;
 	bool known;
 	u64 id;
 
-	known = fh_read_fw_id(cpu, &id);
+	known = vfh_read_fw_id(cpu, &id);
 	mutex_lock(&vi->lock);
 	if (known) {
 		vi->fw_id[cpu] = id;
 		set_bit(cpu, vi->fw_known);
 	}
-	fh_map_cpu(vi, cpu);
-	fh_push_cur_cpu(vi, cpu);
-	fh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
+	vfh_map_cpu(vi, cpu);
+	vfh_push_cur_cpu(vi, cpu);
+	vfh_host_cpu(vi, cpu, &f, &lv, &floor, &ceil);
 	/*
 	 * Its grants and class: the policy may be new (hot-added CPU).
-	 * Queued under ->lock, only while the link is up: fh_device_down()
+	 * Queued under ->lock, only while the link is up: vfh_device_down()
 	 * cancels it after the link went down.
 	 */
 	if (vi->link_up)
@@ -490,7 +490,7 @@ static int fh_cpu_online(unsigned int cpu, struct hlist_node *node)
 }
 
 /* The CPU's "no hint" goes out under the index mapped while it was up. */
-static int fh_cpu_offline(unsigned int cpu, struct hlist_node *node)
+static int vfh_cpu_offline(unsigned int cpu, struct hlist_node *node)
 {
 	struct virtio_freqhint *vi = hlist_entry(node, struct virtio_freqhint,
 						 cpuhp_node);
@@ -500,20 +500,20 @@ static int fh_cpu_offline(unsigned int cpu, struct hlist_node *node)
 	return 0;
 }
 
-static int fh_find_vqs(struct virtio_freqhint *vi)
+static int vfh_find_vqs(struct virtio_freqhint *vi)
 {
 	struct virtqueue *vqs[2];
 	unsigned int nvqs = vi->event_buf[0] ? 2 : 1;
 	int err;
 #ifndef FH_COMPAT_FIND_VQS_NAMES
 	struct virtqueue_info info[] = {
-		{ "hintq", fh_hintq_done },
-		{ "eventq", fh_eventq_done },
+		{ "hintq", vfh_hintq_done },
+		{ "eventq", vfh_eventq_done },
 	};
 
 	err = virtio_find_vqs(vi->vdev, nvqs, vqs, info, NULL);
 #else
-	vq_callback_t *cbs[] = { fh_hintq_done, fh_eventq_done };
+	vq_callback_t *cbs[] = { vfh_hintq_done, vfh_eventq_done };
 	static const char * const names[] = { "hintq", "eventq" };
 
 	err = virtio_find_vqs(vi->vdev, nvqs, vqs, cbs, names, NULL);
@@ -530,12 +530,12 @@ static int fh_find_vqs(struct virtio_freqhint *vi)
  * event buffers, then every vCPU's state.  The event buffers are made
  * available after DRIVER_OK (a queue may refuse buffers before it).
  */
-static void fh_device_up(struct virtio_freqhint *vi)
+static void vfh_device_up(struct virtio_freqhint *vi)
 {
 	mutex_lock(&vi->lock);
 	/* The device's snapshot numbers restart at 1 after a reset. */
 	vi->host.seq = 0;
-	fh_cur_forget(vi);
+	vfh_cur_forget(vi);
 	vi->have_ids = false;
 	vi->event_unposted = vi->evq ? GENMASK(FH_EVENT_BUFS - 1, 0) : 0;
 	mutex_unlock(&vi->lock);
@@ -553,7 +553,7 @@ static void fh_device_up(struct virtio_freqhint *vi)
  * synchronize its interrupt) and no work is left, so nothing touches a
  * queue when the caller deletes them.
  */
-static void fh_device_down(struct virtio_freqhint *vi)
+static void vfh_device_down(struct virtio_freqhint *vi)
 {
 	vfh_transport_link(vi, false);
 	virtio_reset_device(vi->vdev);
@@ -564,14 +564,14 @@ static void fh_device_down(struct virtio_freqhint *vi)
 }
 
 /* The device side, as probe and restore attach it. */
-static int fh_device_attach(struct virtio_freqhint *vi)
+static int vfh_device_attach(struct virtio_freqhint *vi)
 {
 	int err;
 
-	err = fh_find_vqs(vi);
+	err = vfh_find_vqs(vi);
 	if (err)
 		return err;
-	fh_device_up(vi);
+	vfh_device_up(vi);
 	return 0;
 }
 
@@ -579,23 +579,23 @@ static int fh_device_attach(struct virtio_freqhint *vi)
  * The device side, as remove and freeze detach it; remove after a failed
  * restore finds it detached already.
  */
-static void fh_device_detach(struct virtio_freqhint *vi)
+static void vfh_device_detach(struct virtio_freqhint *vi)
 {
 	if (!vi->vq)
 		return;
-	fh_device_down(vi);
+	vfh_device_down(vi);
 	vi->vdev->config->del_vqs(vi->vdev);
 	vi->vq = NULL;
 	vi->evq = NULL;
 }
 
-static void fh_gather_kick(struct fh_gather *g)
+static void vfh_gather_kick(struct vfh_gather *g)
 {
 	vfh_transport_kick(container_of(g, struct virtio_freqhint, gather));
 }
 
-static void fh_cpufreq_request(void *data, unsigned int cpu,
-			       unsigned int perf)
+static void vfh_cpufreq_request(void *data, unsigned int cpu,
+				unsigned int perf)
 {
 	struct virtio_freqhint *vi = data;
 
@@ -603,22 +603,22 @@ static void fh_cpufreq_request(void *data, unsigned int cpu,
 }
 
 /* schedutil's clamps for @cpu, to the clamp hook (scheduler context). */
-static void fh_cpufreq_uclamp(void *data, unsigned int cpu,
-			      unsigned long util_min, unsigned long util_max)
+static void vfh_cpufreq_uclamp(void *data, unsigned int cpu,
+			       unsigned long util_min, unsigned long util_max)
 {
 	struct virtio_freqhint *vi = data;
 
 	vfh_clamp_hook_update(&vi->gather, cpu, util_min, util_max);
 }
 
-static const struct fh_cpufreq_ops fh_cpufreq_ops = {
-	.request	= fh_cpufreq_request,
-	.uclamp		= fh_cpufreq_uclamp,
+static const struct vfh_cpufreq_ops vfh_cpufreq_ops = {
+	.request	= vfh_cpufreq_request,
+	.uclamp		= vfh_cpufreq_uclamp,
 };
 
 /* Start @src; -ENODEV (the kernel lacks it) is for auto to pass over. */
-static int fh_clamps_try(struct virtio_freqhint *vi,
-			 const struct fh_clamp_source *src, bool quiet)
+static int vfh_clamps_try(struct virtio_freqhint *vi,
+			  const struct vfh_clamp_source *src, bool quiet)
 {
 	int err = src ? vfh_gather_start(&vi->gather, src) : -ENODEV;
 
@@ -634,52 +634,52 @@ static int fh_clamps_try(struct virtio_freqhint *vi,
  * without it, the sched_switch probe of an out-of-tree build; else idle
  * time alone, with no probe at all (kernels without uclamp).
  */
-static int fh_clamps_start(struct virtio_freqhint *vi)
+static int vfh_clamps_start(struct virtio_freqhint *vi)
 {
 	int err;
 
 	if (!strcmp(clamp_source, "hook"))
-		return fh_clamps_try(vi, &vfh_clamp_hook, false);
+		return vfh_clamps_try(vi, &vfh_clamp_hook, false);
 	if (!strcmp(clamp_source, "sched_switch"))
-		return fh_clamps_try(vi, FH_SWITCH_SOURCE, false);
+		return vfh_clamps_try(vi, FH_SWITCH_SOURCE, false);
 	if (!strcmp(clamp_source, "idle_time"))
-		return fh_clamps_try(vi, &vfh_clamp_idle, false);
+		return vfh_clamps_try(vi, &vfh_clamp_idle, false);
 	if (strcmp(clamp_source, "auto")) {
 		dev_err(vi->dev,
 			"clamp_source=%s: auto, hook, sched_switch or idle_time\n",
 			clamp_source);
 		return -EINVAL;
 	}
-	err = fh_clamps_try(vi, &vfh_clamp_hook, true);
+	err = vfh_clamps_try(vi, &vfh_clamp_hook, true);
 	if (err != -ENODEV)
 		return err;
 	if (IS_ENABLED(CONFIG_UCLAMP_TASK)) {
-		err = fh_clamps_try(vi, FH_SWITCH_SOURCE, true);
+		err = vfh_clamps_try(vi, FH_SWITCH_SOURCE, true);
 		if (err != -ENODEV)
 			return err;
 	}
-	return fh_clamps_try(vi, &vfh_clamp_idle, false);
+	return vfh_clamps_try(vi, &vfh_clamp_idle, false);
 }
 
 /*
- * Probe only: what fh_start() needs, allocated once (the gatherer's
+ * Probe only: what vfh_start() needs, allocated once (the gatherer's
  * per-CPU data, the cpufreq driver, the sender's worker), with the host's
- * defaults.  The cpufreq driver registers later (fh_cpufreq_plan()) and
+ * defaults.  The cpufreq driver registers later (vfh_cpufreq_plan()) and
  * stays registered across suspend: the cpufreq core stops the governors
  * before the first device freezes (cpufreq_suspend() at the start of
  * dpm_suspend()) and starts them after the last restore, and it does not
  * support a driver registered in between (it neither initialises nor
  * exits a governor while suspended).
  */
-static int fh_setup(struct virtio_freqhint *vi)
+static int vfh_setup(struct virtio_freqhint *vi)
 {
 	int err;
 
-	err = vfh_gather_init(&vi->gather, &vi->tune, fh_gather_kick);
+	err = vfh_gather_init(&vi->gather, &vi->tune, vfh_gather_kick);
 	if (err)
 		return err;
 	err = -ENOMEM;
-	vi->cpufreq = vfh_cpufreq_create(&fh_cpufreq_ops, vi);
+	vi->cpufreq = vfh_cpufreq_create(&vfh_cpufreq_ops, vi);
 	if (!vi->cpufreq)
 		goto err_gather;
 	if (vi->has_cur_freq)
@@ -687,7 +687,7 @@ static int fh_setup(struct virtio_freqhint *vi)
 	err = vfh_transport_start(vi);
 	if (err)
 		goto err_cpufreq;
-	fh_apply_feedback(vi);
+	vfh_apply_feedback(vi);
 	return 0;
 
 err_cpufreq:
@@ -702,7 +702,7 @@ err_gather:
  * needs it (a perf value to send, or the host's frequencies to show), at
  * once without the host's frequencies, else after the first snapshot.
  */
-static void fh_cpufreq_plan(struct virtio_freqhint *vi)
+static void vfh_cpufreq_plan(struct virtio_freqhint *vi)
 {
 	if (!vi->has_perf && !vi->has_host_freq)
 		return;
@@ -710,8 +710,8 @@ static void fh_cpufreq_plan(struct virtio_freqhint *vi)
 			   vi->has_host_freq ? FH_HOST_FREQ_WAIT : 0);
 }
 
-/* Remove only, after fh_stop(): nothing sends or kicks any more. */
-static void fh_teardown(struct virtio_freqhint *vi)
+/* Remove only, after vfh_stop(): nothing sends or kicks any more. */
+static void vfh_teardown(struct virtio_freqhint *vi)
 {
 	cancel_delayed_work_sync(&vi->cpufreq_work);
 	/* The policies' exit reports "no request" to the stopped gatherer. */
@@ -725,14 +725,14 @@ static void fh_teardown(struct virtio_freqhint *vi)
  * Gathering, at probe and restore: the clamp source, then the CPUs (each
  * mapped, then sampled).
  */
-static int fh_start(struct virtio_freqhint *vi)
+static int vfh_start(struct virtio_freqhint *vi)
 {
 	int err;
 
-	err = vfh_reporting_off() ? 0 : fh_clamps_start(vi);
+	err = vfh_reporting_off() ? 0 : vfh_clamps_start(vi);
 	if (err)
 		return err;
-	err = cpuhp_state_add_instance(fh_cpuhp_state, &vi->cpuhp_node);
+	err = cpuhp_state_add_instance(vfh_cpuhp_state, &vi->cpuhp_node);
 	if (err) {
 		vfh_gather_stop(&vi->gather);
 		return err;
@@ -747,12 +747,12 @@ static int fh_start(struct virtio_freqhint *vi)
  * pending.  Each CPU's offline callback publishes "no hint"; the link is
  * down, so none is sent.
  */
-static void fh_stop(struct virtio_freqhint *vi)
+static void vfh_stop(struct virtio_freqhint *vi)
 {
 	if (!vi->started)
 		return;
 	vi->started = false;
-	cpuhp_state_remove_instance(fh_cpuhp_state, &vi->cpuhp_node);
+	cpuhp_state_remove_instance(vfh_cpuhp_state, &vi->cpuhp_node);
 	vfh_gather_stop(&vi->gather);
 }
 
@@ -764,8 +764,8 @@ static void fh_stop(struct virtio_freqhint *vi)
  * CONFIG message), fixed for the state's lifetime.  @eventq: messages
  * arrive in buffers of c->event_buf_size, which must hold them.
  */
-static int fh_take_config(struct virtio_freqhint *vi,
-			  const struct fh_config *c, bool eventq)
+static int vfh_take_config(struct virtio_freqhint *vi,
+			   const struct vfh_config *c, bool eventq)
 {
 	const char *why;
 
@@ -786,10 +786,10 @@ static int fh_take_config(struct virtio_freqhint *vi,
 }
 
 /* The configuration, fixed for the device's lifetime: read once. */
-static int fh_read_config(struct virtio_device *vdev,
-			  struct virtio_freqhint *vi)
+static int vfh_read_config(struct virtio_device *vdev,
+			   struct virtio_freqhint *vi)
 {
-	struct fh_config c;
+	struct vfh_config c;
 
 	FH_CREAD(vdev, num_vcpus, &c.num_vcpus);
 	FH_CREAD(vdev, max_records, &c.max_records);
@@ -798,10 +798,10 @@ static int fh_read_config(struct virtio_device *vdev,
 	FH_CREAD(vdev, idle_share, &c.idle_share);
 	FH_CREAD(vdev, reserved, &c.reserved);
 	FH_CREAD(vdev, event_buf_size, &c.event_buf_size);
-	return fh_take_config(vi, &c, vi->has_feedback || vi->has_cpu_id);
+	return vfh_take_config(vi, &c, vi->has_feedback || vi->has_cpu_id);
 }
 
-static void fh_free(struct virtio_freqhint *vi)
+static void vfh_free(struct virtio_freqhint *vi)
 {
 	unsigned int i;
 
@@ -820,7 +820,7 @@ static void fh_free(struct virtio_freqhint *vi)
 	kfree(vi);
 }
 
-static int fh_alloc(struct virtio_freqhint *vi)
+static int vfh_alloc(struct virtio_freqhint *vi)
 {
 	unsigned int cpu, i;
 
@@ -868,11 +868,11 @@ static int fh_alloc(struct virtio_freqhint *vi)
 	}
 	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
 		vi->index[cpu] = -1;
-	fh_feedback_defaults(vi);
+	vfh_feedback_defaults(vi);
 	return 0;
 }
 
-static int virtfh_validate(struct virtio_device *vdev)
+static int vfh_validate(struct virtio_device *vdev)
 {
 	/* The v1 layout (little-endian, modern) only. */
 	if (!virtio_has_feature(vdev, VIRTIO_F_VERSION_1)) {
@@ -886,14 +886,14 @@ static int virtfh_validate(struct virtio_device *vdev)
 	/* Frequency classes travel in FEEDBACK snapshots only. */
 	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_FEEDBACK))
 		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_HOST_FREQ);
-	/* Current frequencies are checked against those classes (DRV-39). */
+	/* Current frequencies are checked against those classes. */
 	if (!virtio_has_feature(vdev, VIRTIO_FREQHINT_F_HOST_FREQ))
 		__virtio_clear_bit(vdev, VIRTIO_FREQHINT_F_CUR_FREQ);
 	return 0;
 }
 
 /* The driver's state before the host's configuration is taken. */
-static struct virtio_freqhint *fh_new(struct device *dev, u32 features)
+static struct virtio_freqhint *vfh_new(struct device *dev, u32 features)
 {
 	struct virtio_freqhint *vi;
 
@@ -911,42 +911,42 @@ static struct virtio_freqhint *fh_new(struct device *dev, u32 features)
 	/* ... and current frequencies are checked against them. */
 	vi->has_cur_freq = vi->has_host_freq &&
 			   (features & BIT(VIRTIO_FREQHINT_F_CUR_FREQ));
-	kthread_init_work(&vi->event_work, fh_event_fn);
-	kthread_init_work(&vi->apply_work, fh_apply_fn);
-	INIT_DELAYED_WORK(&vi->cpufreq_work, fh_cpufreq_fn);
+	kthread_init_work(&vi->event_work, vfh_event_fn);
+	kthread_init_work(&vi->apply_work, vfh_apply_fn);
+	INIT_DELAYED_WORK(&vi->cpufreq_work, vfh_cpufreq_fn);
 	return vi;
 }
 
 /*
  * Everything but the link, once the configuration is taken: the
  * allocations, the gatherer, the cpufreq driver (registered later, see
- * fh_cpufreq_plan()), the sender, the clamp source and the CPU callbacks.
- * On failure the caller frees @vi (fh_free()).
+ * vfh_cpufreq_plan()), the sender, the clamp source and the CPU callbacks.
+ * On failure the caller frees @vi (vfh_free()).
  */
-static int fh_state_init(struct virtio_freqhint *vi)
+static int vfh_state_init(struct virtio_freqhint *vi)
 {
 	int err;
 
-	err = fh_alloc(vi);
+	err = vfh_alloc(vi);
 	if (err)
 		return err;
-	err = fh_setup(vi);
+	err = vfh_setup(vi);
 	if (err)
 		return err;
-	err = fh_start(vi);
+	err = vfh_start(vi);
 	if (err)
-		fh_teardown(vi);
+		vfh_teardown(vi);
 	return err;
 }
 
-/* Undoes fh_state_init(), once the link is down. */
-static void fh_state_exit(struct virtio_freqhint *vi)
+/* Undoes vfh_state_init(), once the link is down. */
+static void vfh_state_exit(struct virtio_freqhint *vi)
 {
-	fh_stop(vi);
-	fh_teardown(vi);
+	vfh_stop(vi);
+	vfh_teardown(vi);
 }
 
-static u32 fh_negotiated(struct virtio_device *vdev)
+static u32 vfh_negotiated(struct virtio_device *vdev)
 {
 	unsigned int bit;
 	u32 f = 0;
@@ -957,15 +957,15 @@ static u32 fh_negotiated(struct virtio_device *vdev)
 	return f;
 }
 
-static int virtfh_probe(struct virtio_device *vdev)
+static int vfh_probe(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi;
 	int err;
 
-	mutex_lock(&fh_probe_lock);
-	if (fh_bound) {
+	mutex_lock(&vfh_probe_lock);
+	if (vfh_bound) {
 		dev_err(&vdev->dev, "a second virtio-freqhint device is not supported: %s already reports this guest's vCPUs\n",
-			dev_name(&fh_bound->vdev->dev));
+			dev_name(&vfh_bound->vdev->dev));
 		err = -EBUSY;
 		goto out_unlock;
 	}
@@ -973,24 +973,24 @@ static int virtfh_probe(struct virtio_device *vdev)
 	vfh_vsock_stop();
 
 	err = -ENOMEM;
-	vi = fh_new(&vdev->dev, fh_negotiated(vdev));
+	vi = vfh_new(&vdev->dev, vfh_negotiated(vdev));
 	if (!vi)
 		goto out_unlock;
 	vi->vdev = vdev;
-	err = fh_read_config(vdev, vi);
+	err = vfh_read_config(vdev, vi);
 	if (err)
 		goto err_free;
 
 	vdev->priv = vi;
-	err = fh_state_init(vi);
+	err = vfh_state_init(vi);
 	if (err)
 		goto err_priv;
-	err = fh_device_attach(vi);
+	err = vfh_device_attach(vi);
 	if (err)
 		goto err_state;
-	fh_cpufreq_plan(vi);
-	fh_bound = vi;
-	mutex_unlock(&fh_probe_lock);
+	vfh_cpufreq_plan(vi);
+	vfh_bound = vi;
+	mutex_unlock(&vfh_probe_lock);
 	vfh_debugfs_init(vi);
 	dev_info(&vdev->dev, "clamps %s, perf %s, %s frequencies%s, vCPU indexes by %s\n",
 		 !IS_ENABLED(CONFIG_UCLAMP_TASK) ?
@@ -1004,28 +1004,28 @@ static int virtfh_probe(struct virtio_device *vdev)
 	return 0;
 
 err_state:
-	fh_state_exit(vi);
+	vfh_state_exit(vi);
 err_priv:
 	vdev->priv = NULL;
 err_free:
-	fh_free(vi);
+	vfh_free(vi);
 out_unlock:
-	mutex_unlock(&fh_probe_lock);
+	mutex_unlock(&vfh_probe_lock);
 	return err;
 }
 
-static void virtfh_remove(struct virtio_device *vdev)
+static void vfh_remove(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 
 	vfh_debugfs_exit(vi);
-	mutex_lock(&fh_probe_lock);
-	fh_bound = NULL;
-	mutex_unlock(&fh_probe_lock);
-	fh_device_detach(vi);
-	fh_state_exit(vi);
+	mutex_lock(&vfh_probe_lock);
+	vfh_bound = NULL;
+	mutex_unlock(&vfh_probe_lock);
+	vfh_device_detach(vi);
+	vfh_state_exit(vi);
 	vdev->priv = NULL;
-	fh_free(vi);
+	vfh_free(vi);
 }
 
 /*
@@ -1035,29 +1035,29 @@ static void virtfh_remove(struct virtio_device *vdev)
  * messages with vfh_transport_build().
  */
 struct virtio_freqhint *vfh_link_create(struct device *dev,
-					const struct fh_config *c,
+					const struct vfh_config *c,
 					u32 features,
 					void (*send)(struct virtio_freqhint *vi))
 {
 	struct virtio_freqhint *vi;
 	int err;
 
-	vi = fh_new(dev, features);
+	vi = vfh_new(dev, features);
 	if (!vi)
 		return ERR_PTR(-ENOMEM);
 	vi->send_fn = send;
-	err = fh_take_config(vi, c, false);
+	err = vfh_take_config(vi, c, false);
 	if (err)
 		goto err_free;
-	err = fh_state_init(vi);
+	err = vfh_state_init(vi);
 	if (err)
 		goto err_free;
-	fh_cpufreq_plan(vi);
+	vfh_cpufreq_plan(vi);
 	vfh_debugfs_init(vi);
 	return vi;
 
 err_free:
-	fh_free(vi);
+	vfh_free(vi);
 	return ERR_PTR(err);
 }
 
@@ -1070,7 +1070,7 @@ void vfh_link_up(struct virtio_freqhint *vi)
 {
 	mutex_lock(&vi->lock);
 	vi->host.seq = 0;
-	fh_cur_forget(vi);
+	vfh_cur_forget(vi);
 	vi->have_ids = false;
 	mutex_unlock(&vi->lock);
 	vfh_transport_link(vi, true);
@@ -1085,7 +1085,7 @@ void vfh_link_down(struct virtio_freqhint *vi)
 	kthread_cancel_work_sync(&vi->apply_work);
 	/* No host says what its CPUs run at until the next connection. */
 	mutex_lock(&vi->lock);
-	fh_cur_forget(vi);
+	vfh_cur_forget(vi);
 	mutex_unlock(&vi->lock);
 }
 
@@ -1100,8 +1100,8 @@ bool vfh_link_message(struct virtio_freqhint *vi, const void *msg,
 		mutex_unlock(&vi->lock);
 		return true;
 	}
-	ok = fh_event(vi, msg, len, &ids, &fb);
-	fh_events_taken(vi, ids, fb);
+	ok = vfh_event(vi, msg, len, &ids, &fb);
+	vfh_events_taken(vi, ids, fb);
 	return ok;
 }
 
@@ -1109,8 +1109,8 @@ void vfh_link_destroy(struct virtio_freqhint *vi)
 {
 	vfh_debugfs_exit(vi);
 	vfh_link_down(vi);
-	fh_state_exit(vi);
-	fh_free(vi);
+	vfh_state_exit(vi);
+	vfh_free(vi);
 }
 
 #ifdef CONFIG_PM_SLEEP
@@ -1120,31 +1120,31 @@ void vfh_link_destroy(struct virtio_freqhint *vi)
  * detached, the CPU callbacks, the clamp source and the samplers stopped,
  * so nothing of the module runs while the device is reset and the CPUs go
  * down and come back.  The cpufreq policies stay, their governors stopped
- * by the cpufreq core (see fh_setup()); the host's last limits and
+ * by the cpufreq core (see vfh_setup()); the host's last limits and
  * frequencies stay too, until the device's next FEEDBACK.  A failed
  * restore leaves the device detached and stopped; remove copes.
  */
-static int virtfh_freeze(struct virtio_device *vdev)
+static int vfh_freeze(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 
-	fh_device_detach(vi);
-	fh_stop(vi);
+	vfh_device_detach(vi);
+	vfh_stop(vi);
 	return 0;
 }
 
 /* CPU_IDS and a FEEDBACK snapshot follow DRIVER_OK again. */
-static int virtfh_restore(struct virtio_device *vdev)
+static int vfh_restore(struct virtio_device *vdev)
 {
 	struct virtio_freqhint *vi = vdev->priv;
 	int err;
 
-	err = fh_start(vi);
+	err = vfh_start(vi);
 	if (err)
 		return err;
-	err = fh_device_attach(vi);
+	err = vfh_device_attach(vi);
 	if (err)
-		fh_stop(vi);
+		vfh_stop(vi);
 	return err;
 }
 #endif
@@ -1169,21 +1169,21 @@ static struct virtio_driver virtio_freqhint_driver = {
 	.driver.name		= KBUILD_MODNAME,
 	.driver.dev_groups	= vfh_groups,
 	.id_table		= id_table,
-	.validate		= virtfh_validate,
-	.probe			= virtfh_probe,
-	.remove			= virtfh_remove,
+	.validate		= vfh_validate,
+	.probe			= vfh_probe,
+	.remove			= vfh_remove,
 #ifdef CONFIG_PM_SLEEP
-	.freeze			= virtfh_freeze,
-	.restore		= virtfh_restore,
+	.freeze			= vfh_freeze,
+	.restore		= vfh_restore,
 #endif
 };
 
-static bool fh_virtio_registered;
+static bool vfh_virtio_registered;
 
 /*
  * A device present at load binds while the driver registers; only where
  * none did does the vsock link start (transport=auto).  A device that
- * appears later takes over from it (virtfh_probe()).
+ * appears later takes over from it (vfh_probe()).
  */
 static int __init virtio_freqhint_init(void)
 {
@@ -1194,24 +1194,24 @@ static int __init virtio_freqhint_init(void)
 	if (ret)
 		return ret;
 	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
-				      fh_cpu_online, fh_cpu_offline);
+				      vfh_cpu_online, vfh_cpu_offline);
 	if (ret < 0)
 		goto err_vsock;
-	fh_cpuhp_state = ret;
+	vfh_cpuhp_state = ret;
 	if (want_device) {
 		ret = register_virtio_driver(&virtio_freqhint_driver);
 		if (ret)
 			goto err_cpuhp;
-		fh_virtio_registered = true;
+		vfh_virtio_registered = true;
 	}
-	mutex_lock(&fh_probe_lock);
-	if (!fh_bound)
+	mutex_lock(&vfh_probe_lock);
+	if (!vfh_bound)
 		vfh_vsock_start();
-	mutex_unlock(&fh_probe_lock);
+	mutex_unlock(&vfh_probe_lock);
 	return 0;
 
 err_cpuhp:
-	cpuhp_remove_multi_state(fh_cpuhp_state);
+	cpuhp_remove_multi_state(vfh_cpuhp_state);
 err_vsock:
 	vfh_vsock_exit();
 	return ret;
@@ -1219,11 +1219,11 @@ err_vsock:
 
 static void __exit virtio_freqhint_exit(void)
 {
-	if (fh_virtio_registered)
+	if (vfh_virtio_registered)
 		unregister_virtio_driver(&virtio_freqhint_driver);
 	/* The link's CPU callbacks are instances of the multi state. */
 	vfh_vsock_exit();
-	cpuhp_remove_multi_state(fh_cpuhp_state);
+	cpuhp_remove_multi_state(vfh_cpuhp_state);
 }
 
 module_init(virtio_freqhint_init);

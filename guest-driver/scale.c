@@ -16,7 +16,7 @@
 /* Without a host class: 1000 kHz per capacity unit, 1000..1024000 kHz. */
 #define FH_KHZ_PER_UNIT		1000
 
-void vfh_freq_synthetic(struct fh_freq *f)
+void vfh_freq_synthetic(struct vfh_freq *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->min_khz = FH_KHZ_PER_UNIT;
@@ -29,14 +29,14 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_freq_synthetic);
  * (ascending, checked by event.c), which may be below max_khz, else
  * max_khz.  Where a new policy's cur starts.
  */
-unsigned int vfh_freq_top(const struct fh_freq *f)
+unsigned int vfh_freq_top(const struct vfh_freq *f)
 {
 	return f->n ? f->khz[f->n - 1] : f->max_khz;
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_freq_top);
 
 /* A limit in capacity units as a frequency within the policy's range. */
-unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
+unsigned int vfh_cap_to_khz(const struct vfh_freq *f, unsigned int cap)
 {
 	u64 khz = div_u64((u64)cap * f->max_khz, VIRTIO_FREQHINT_SCALE);
 
@@ -45,7 +45,7 @@ unsigned int vfh_cap_to_khz(const struct fh_freq *f, unsigned int cap)
 EXPORT_SYMBOL_IF_KUNIT(vfh_cap_to_khz);
 
 /* A requested frequency as perf, 1..1024: a request is never "none". */
-unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
+unsigned int vfh_khz_to_perf(const struct vfh_freq *f, unsigned int khz)
 {
 	u64 perf = div_u64((u64)khz * VIRTIO_FREQHINT_SCALE, f->max_khz);
 
@@ -54,7 +54,7 @@ unsigned int vfh_khz_to_perf(const struct fh_freq *f, unsigned int khz)
 EXPORT_SYMBOL_IF_KUNIT(vfh_khz_to_perf);
 
 /* Capacity thresholds of a class's table (see window.c). */
-void vfh_freq_levels(const struct fh_freq *f, u16 step, struct fh_levels *l)
+void vfh_freq_levels(const struct vfh_freq *f, u16 step, struct vfh_levels *l)
 {
 	unsigned int i;
 

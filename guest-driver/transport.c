@@ -9,8 +9,8 @@
  * was sent within the last rate window sends at once; kicks within the
  * window are coalesced into one buffer at its end.  At most one buffer is
  * in flight, and it is taken back at the next send, without its
- * used-buffer interrupt (fh_reclaim()).  Hints are state: a vCPU that changes again before the send
- * is simply read again, nothing queues up.
+ * used-buffer interrupt (vfh_reclaim()).  Hints are state: a vCPU that
+ * changes again before the send is simply read again, nothing queues up.
  *
  * Records carry the device's vCPU index (main.c), resolved when
  * the CPU came online and kept, so the "no hint" record of a CPU that was
@@ -53,7 +53,7 @@ bool vfh_notify_every_change;
 module_param_named(notify_every_change, vfh_notify_every_change, bool, 0444);
 MODULE_PARM_DESC(notify_every_change,
 		 "Benchmark anchor: notify the device on every change of a vCPU's report, no rate window (default: off, coalesce)");
-#define fh_every()	vfh_notify_every_change
+#define vfh_every()	vfh_notify_every_change
 
 /* bench/guest's guest-cost anchor: see vfh_reporting_off() (device.h). */
 bool vfh_bench_reporting_off;
@@ -61,7 +61,7 @@ module_param_named(reporting_off, vfh_bench_reporting_off, bool, 0444);
 MODULE_PARM_DESC(reporting_off,
 		 "Benchmark anchor: bound and the cpufreq driver registered, but nothing gathered or sent (default: off)");
 #else
-#define fh_every()	false
+#define vfh_every()	false
 #endif
 
 size_t vfh_buf_size(unsigned int n)
@@ -86,7 +86,7 @@ void vfh_transport_kick(struct virtio_freqhint *vi)
 	last = READ_ONCE(vi->last_send);
 	/* Read the clock after the send's time: that is never later. */
 	smp_rmb();
-	if (!fh_every())
+	if (!vfh_every())
 		delay = vfh_send_delay(jiffies, last,
 				       msecs_to_jiffies(vi->tune.window_ms));
 	/* Already queued: its (earlier or equal) time stands. */
@@ -94,7 +94,7 @@ void vfh_transport_kick(struct virtio_freqhint *vi)
 }
 
 static struct virtio_freqhint_hints *
-fh_buf(struct virtio_freqhint *vi, unsigned int i)
+vfh_buf(struct virtio_freqhint *vi, unsigned int i)
 {
 	return (void *)vi->buf + i * vfh_buf_size(vi->max_records);
 }
@@ -148,15 +148,15 @@ unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 }
 
 /*
- * Take back the buffers the device used.  Their interrupts are off
- * (DRV-23): a busy guest sends once a window, and the buffer it sent last
+ * Take back the buffers the device used.  Their interrupts are off: a
+ * busy guest sends once a window, and the buffer it sent last
  * is normally back by then, so the interrupt would only wake the sender to
  * find it.  Only when none is free is the device asked to interrupt once
  * on its next used buffer (the callback kicks the sender); when it already
  * used one meanwhile (false return), that one is taken at once.  ->lock
  * held.
  */
-static void fh_reclaim(struct virtio_freqhint *vi)
+static void vfh_reclaim(struct virtio_freqhint *vi)
 {
 	struct virtio_freqhint_hints *buf;
 	unsigned int len;
@@ -169,7 +169,7 @@ static void fh_reclaim(struct virtio_freqhint *vi)
 	} while (!vi->free_bufs && !virtqueue_enable_cb_delayed(vi->vq));
 }
 
-static void fh_send(struct virtio_freqhint *vi)
+static void vfh_send(struct virtio_freqhint *vi)
 {
 	struct virtio_freqhint_hints *buf;
 	struct scatterlist sg;
@@ -184,14 +184,14 @@ static void fh_send(struct virtio_freqhint *vi)
 	/* Indexes are known once CPU_IDS arrived, which kicks again. */
 	if (!vi->link_up || (vi->has_cpu_id && !vi->have_ids))
 		goto out;
-	fh_reclaim(vi);
+	vfh_reclaim(vi);
 	if (!vi->free_bufs) {
 		/* The device is inside its own rate window; its callback kicks. */
 		vi->stats.send_deferred++;
 		goto out;
 	}
 	i = __ffs(vi->free_bufs);
-	buf = fh_buf(vi, i);
+	buf = vfh_buf(vi, i);
 	n = vfh_transport_build(vi, buf, &more);
 	if (!n)
 		goto out;
@@ -203,7 +203,7 @@ static void fh_send(struct virtio_freqhint *vi)
 		goto out;
 	}
 	vi->free_bufs &= ~BIT(i);
-	if (virtqueue_kick_prepare(vi->vq) || fh_every())
+	if (virtqueue_kick_prepare(vi->vq) || vfh_every())
 		virtqueue_notify(vi->vq);
 	WRITE_ONCE(vi->last_send, jiffies);
 	vi->stats.buffers_sent++;
@@ -218,14 +218,14 @@ out:
  * Every send, the hintq's or a link's: its run is charged to the CPU it
  * ran on, where it counts as idle (gather.c).
  */
-static void fh_send_work(struct kthread_work *work)
+static void vfh_send_work(struct kthread_work *work)
 {
 	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
 						  send_work.work);
-	struct fh_send_run run;
+	struct vfh_send_run run;
 
 	vfh_gather_send_begin(&vi->gather, &run);
-	(vi->send_fn ?: fh_send)(vi);
+	(vi->send_fn ?: vfh_send)(vi);
 	vfh_gather_send_end(&vi->gather, &run);
 }
 
@@ -242,7 +242,7 @@ int vfh_transport_start(struct virtio_freqhint *vi)
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	vi->worker = w;
-	kthread_init_delayed_work(&vi->send_work, fh_send_work);
+	kthread_init_delayed_work(&vi->send_work, vfh_send_work);
 	vfh_gather_set_sender(&vi->gather, w->task);
 	return 0;
 }
@@ -286,7 +286,7 @@ void vfh_transport_resend(struct virtio_freqhint *vi)
 
 /* sysfs, under the virtio device: what the host granted. */
 
-static struct virtio_freqhint *fh_from_dev(struct device *dev)
+static struct virtio_freqhint *vfh_from_dev(struct device *dev)
 {
 	return dev_to_virtio(dev)->priv;
 }
@@ -295,7 +295,7 @@ static struct virtio_freqhint *fh_from_dev(struct device *dev)
 static ssize_t name##_show(struct device *dev,				\
 			   struct device_attribute *attr, char *buf)	\
 {									\
-	struct virtio_freqhint *vi = fh_from_dev(dev);			\
+	struct virtio_freqhint *vi = vfh_from_dev(dev);			\
 	ssize_t ret;							\
 									\
 	mutex_lock(&vi->lock);						\
@@ -313,11 +313,11 @@ FH_SHOW_U16(num_vcpus, vi->num_vcpus);
 static ssize_t rate_window_ms_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%u\n", fh_from_dev(dev)->tune.window_ms);
+	return sysfs_emit(buf, "%u\n", vfh_from_dev(dev)->tune.window_ms);
 }
 static DEVICE_ATTR_RO(rate_window_ms);
 
-static struct attribute *fh_attrs[] = {
+static struct attribute *vfh_attrs[] = {
 	&dev_attr_operator_floor.attr,
 	&dev_attr_operator_ceiling.attr,
 	&dev_attr_agent_connected.attr,
@@ -326,11 +326,11 @@ static struct attribute *fh_attrs[] = {
 	NULL
 };
 
-static const struct attribute_group fh_group = {
-	.attrs = fh_attrs,
+static const struct attribute_group vfh_group = {
+	.attrs = vfh_attrs,
 };
 
 const struct attribute_group *vfh_groups[] = {
-	&fh_group,
+	&vfh_group,
 	NULL
 };

@@ -26,7 +26,7 @@ MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 #define US	1000ULL
 #define MS	1000000ULL
 
-static const struct fh_tuning fh_test_tune = {
+static const struct vfh_tuning vfh_test_tune = {
 	.window_ms = 10,
 	.idle_share = 20,
 	.min_share = 51,
@@ -34,7 +34,7 @@ static const struct fh_tuning fh_test_tune = {
 };
 
 /* Run a task with clamps @min/@max for @ns on @w, starting at *@now. */
-static void run(struct fh_win *w, u64 *now, u64 ns, int min, int max)
+static void run(struct vfh_win *w, u64 *now, u64 ns, int min, int max)
 {
 	vfh_win_track(w, false, min >= 0, min < 0 ? 0 : min, max >= 0,
 		      max < 0 ? 0 : max);
@@ -42,14 +42,14 @@ static void run(struct fh_win *w, u64 *now, u64 ns, int min, int max)
 	vfh_win_charge(w, *now);
 }
 
-static void idle_for(struct fh_win *w, u64 *now, u64 ns)
+static void idle_for(struct vfh_win *w, u64 *now, u64 ns)
 {
 	vfh_win_track(w, true, false, 0, false, 0);
 	*now += ns;
 	vfh_win_charge(w, *now);
 }
 
-static void fh_test_bucket(struct kunit *test)
+static void vfh_test_bucket(struct kunit *test)
 {
 	unsigned int v, prev = 0;
 
@@ -67,15 +67,15 @@ static void fh_test_bucket(struct kunit *test)
 }
 
 /* A lone task's clamps are reported exactly. */
-static void fh_test_window_exact(struct kunit *test)
+static void vfh_test_window_exact(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 5 * MS;
 
 	vfh_win_reset(&w, now);
 	run(&w, &now, 10 * MS, 800, 900);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 800);
 	KUNIT_EXPECT_EQ(test, r.max, 900);
 	KUNIT_EXPECT_FALSE(test, r.idle);
@@ -83,83 +83,83 @@ static void fh_test_window_exact(struct kunit *test)
 }
 
 /* Max of mins, max of maxes, over tasks that each ran long enough. */
-static void fh_test_window_max_rule(struct kunit *test)
+static void vfh_test_window_max_rule(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 0;
 
 	vfh_win_reset(&w, now);
 	run(&w, &now, 5 * MS, 600, 600);
 	run(&w, &now, 5 * MS, 100, 900);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 600);
 	KUNIT_EXPECT_EQ(test, r.max, 900);
 }
 
 /* A kworker's blip at max 1024 does not lift a capped task's ceiling. */
-static void fh_test_window_share(struct kunit *test)
+static void vfh_test_window_share(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 0;
 
 	vfh_win_reset(&w, now);
 	run(&w, &now, 5 * MS, 0, 300);
 	run(&w, &now, 30 * US, 0, 1024);
 	run(&w, &now, 5 * MS, 0, 300);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.max, 300);
 
 	/* Held for 10 % of the clamped time it counts. */
 	vfh_win_reset(&w, now);
 	run(&w, &now, 9 * MS, 0, 300);
 	run(&w, &now, 1 * MS, 0, 1024);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.max, 1024);
 }
 
 /* Inactive entries count for neither clamp; none at all: no clamping. */
-static void fh_test_window_no_clamp(struct kunit *test)
+static void vfh_test_window_no_clamp(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 0;
 
 	vfh_win_reset(&w, now);
 	run(&w, &now, 10 * MS, -1, -1);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 0);
 	KUNIT_EXPECT_EQ(test, r.max, 1024);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 }
 
 /* The run queue's rule: a min above the max wins. */
-static void fh_test_window_inversion(struct kunit *test)
+static void vfh_test_window_inversion(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 0;
 
 	vfh_win_reset(&w, now);
 	run(&w, &now, 10 * MS, 800, 300);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_EQ(test, r.min, 800);
 	KUNIT_EXPECT_EQ(test, r.max, 800);
 }
 
 /* Idle: housekeeping under idle_share, unless a boost counted. */
-static void fh_test_window_idle(struct kunit *test)
+static void vfh_test_window_idle(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 0;
 
 	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 5 * MS);
 	run(&w, &now, 100 * US, 0, 1024);
 	idle_for(&w, &now, 5 * MS);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_TRUE(test, r.idle);
 	KUNIT_EXPECT_LE(test, r.busy, 20U);
 
@@ -167,19 +167,19 @@ static void fh_test_window_idle(struct kunit *test)
 	idle_for(&w, &now, 5 * MS);
 	run(&w, &now, 100 * US, 700, 1024);
 	idle_for(&w, &now, 5 * MS);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 	KUNIT_EXPECT_EQ(test, r.min, 700);
 
 	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 8 * MS);
 	run(&w, &now, 2 * MS, 0, 1024);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 
 	/* idle_share 0: the strict rule, any busy time is busy. */
 	{
-		struct fh_tuning strict = fh_test_tune;
+		struct vfh_tuning strict = vfh_test_tune;
 
 		strict.idle_share = 0;
 		vfh_win_reset(&w, now);
@@ -192,24 +192,24 @@ static void fh_test_window_idle(struct kunit *test)
 }
 
 /* Time before the window (a stale segment start) is not charged to it. */
-static void fh_test_window_reset(struct kunit *test)
+static void vfh_test_window_reset(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 0;
 
 	run(&w, &now, 50 * MS, 900, 900);
 	vfh_win_reset(&w, now);
 	idle_for(&w, &now, 10 * MS);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_TRUE(test, r.idle);
 	KUNIT_EXPECT_EQ(test, r.busy, 0U);
 }
 
 /* Without a table: a perf move under one step is not published. */
-static void fh_test_perf_step(struct kunit *test)
+static void vfh_test_perf_step(struct kunit *test)
 {
-	struct fh_levels l = { .step = 16 };
+	struct vfh_levels l = { .step = 16 };
 
 	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 500, 500));
 	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 500, 515));
@@ -224,10 +224,10 @@ static void fh_test_perf_step(struct kunit *test)
 }
 
 /* With a table: only a change of the serving table entry counts. */
-static void fh_test_perf_table(struct kunit *test)
+static void vfh_test_perf_table(struct kunit *test)
 {
 	/* 800, 1600, 2400, 3200 MHz of 3200: thresholds 256, 512, 768, 1024. */
-	struct fh_levels l = { .step = 256, .n = 4,
+	struct vfh_levels l = { .step = 256, .n = 4,
 			       .thr = { 256, 512, 768, 1024 } };
 
 	KUNIT_EXPECT_FALSE(test, vfh_perf_changes_level(&l, 300, 500));
@@ -238,28 +238,28 @@ static void fh_test_perf_table(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, vfh_perf_changes_level(&l, 900, 1024));
 }
 
-static void fh_test_publish_rule(struct kunit *test)
+static void vfh_test_publish_rule(struct kunit *test)
 {
-	struct fh_levels l = { .step = 16 };
+	struct vfh_levels l = { .step = 16 };
 	u16 v = VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_MAX_VALID |
 		VIRTIO_FREQHINT_R_PERF_VALID;
-	u64 a = fh_rep_pack(v, 300, 600, 500);
+	u64 a = vfh_rep_pack(v, 300, 600, 500);
 
 	KUNIT_EXPECT_FALSE(test, vfh_rep_needs_publish(a, a, &l));
 	/* Clamps are exact: any change goes out. */
-	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 301, 600, 500), &l));
-	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 599, 500), &l));
+	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, vfh_rep_pack(v, 301, 600, 500), &l));
+	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, vfh_rep_pack(v, 300, 599, 500), &l));
 	KUNIT_EXPECT_TRUE(test,
-			  vfh_rep_needs_publish(a, fh_rep_pack(VIRTIO_FREQHINT_R_IDLE,
-							       0, 0, 0), &l));
+			  vfh_rep_needs_publish(a, vfh_rep_pack(VIRTIO_FREQHINT_R_IDLE,
+								0, 0, 0), &l));
 	/* perf jitter within a step does not. */
-	KUNIT_EXPECT_FALSE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 510), &l));
-	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, fh_rep_pack(v, 300, 600, 520), &l));
+	KUNIT_EXPECT_FALSE(test, vfh_rep_needs_publish(a, vfh_rep_pack(v, 300, 600, 510), &l));
+	KUNIT_EXPECT_TRUE(test, vfh_rep_needs_publish(a, vfh_rep_pack(v, 300, 600, 520), &l));
 }
 
-static void fh_test_rep_pack(struct kunit *test)
+static void vfh_test_rep_pack(struct kunit *test)
 {
-	u64 r = fh_rep_pack(0xf, 1024, 1023, 1);
+	u64 r = vfh_rep_pack(0xf, 1024, 1023, 1);
 
 	KUNIT_EXPECT_EQ(test, FIELD_GET(FH_REP_FLAGS, r), 0xfULL);
 	KUNIT_EXPECT_EQ(test, FIELD_GET(FH_REP_MIN, r), 1024ULL);
@@ -268,20 +268,20 @@ static void fh_test_rep_pack(struct kunit *test)
 }
 
 /* The protocol's sequential contract: latest value, taken once. */
-static void fh_test_slot_sequential(struct kunit *test)
+static void vfh_test_slot_sequential(struct kunit *test)
 {
 	atomic64_t rep = ATOMIC64_INIT(0);
 	unsigned long dirty = 0;
 	u64 v = 0;
 
-	KUNIT_EXPECT_FALSE(test, fh_slot_take(&rep, &dirty, 3, &v));
-	fh_slot_publish(&rep, &dirty, 3, 11);
-	KUNIT_EXPECT_TRUE(test, fh_slot_take(&rep, &dirty, 3, &v));
+	KUNIT_EXPECT_FALSE(test, vfh_slot_take(&rep, &dirty, 3, &v));
+	vfh_slot_publish(&rep, &dirty, 3, 11);
+	KUNIT_EXPECT_TRUE(test, vfh_slot_take(&rep, &dirty, 3, &v));
 	KUNIT_EXPECT_EQ(test, v, 11ULL);
-	KUNIT_EXPECT_FALSE(test, fh_slot_take(&rep, &dirty, 3, &v));
-	fh_slot_publish(&rep, &dirty, 3, 12);
-	fh_slot_publish(&rep, &dirty, 3, 13);
-	KUNIT_EXPECT_TRUE(test, fh_slot_take(&rep, &dirty, 3, &v));
+	KUNIT_EXPECT_FALSE(test, vfh_slot_take(&rep, &dirty, 3, &v));
+	vfh_slot_publish(&rep, &dirty, 3, 12);
+	vfh_slot_publish(&rep, &dirty, 3, 13);
+	KUNIT_EXPECT_TRUE(test, vfh_slot_take(&rep, &dirty, 3, &v));
 	KUNIT_EXPECT_EQ(test, v, 13ULL);
 	KUNIT_EXPECT_EQ(test, dirty, 0UL);
 }
@@ -300,7 +300,7 @@ static void fh_test_slot_sequential(struct kunit *test)
  * is tests/fh-publish.litmus (LKMM); on a weakly ordered CPU (arm64) this
  * test can catch a missing barrier.  Slow: it spins for up to 5 s.
  */
-struct fh_mp {
+struct vfh_mp {
 	atomic64_t rep;
 	unsigned long dirty;
 	atomic_t published;	/* producer: round done */
@@ -313,7 +313,7 @@ struct fh_mp {
 	struct completion cons_done;
 };
 
-static bool fh_mp_wait(atomic_t *a, int val, unsigned long deadline)
+static bool vfh_mp_wait(atomic_t *a, int val, unsigned long deadline)
 {
 	while (atomic_read_acquire(a) < val) {
 		if (time_after(jiffies, deadline))
@@ -323,35 +323,35 @@ static bool fh_mp_wait(atomic_t *a, int val, unsigned long deadline)
 	return true;
 }
 
-static int fh_mp_producer(void *data)
+static int vfh_mp_producer(void *data)
 {
-	struct fh_mp *mp = data;
+	struct vfh_mp *mp = data;
 	unsigned int r;
 
 	for (r = 1; r <= mp->rounds; r++) {
-		if (!fh_mp_wait(&mp->consumed, r - 1, mp->deadline))
+		if (!vfh_mp_wait(&mp->consumed, r - 1, mp->deadline))
 			break;
-		fh_slot_publish(&mp->rep, &mp->dirty, 5, r);
+		vfh_slot_publish(&mp->rep, &mp->dirty, 5, r);
 		atomic_set_release(&mp->published, r);
 	}
 	complete(&mp->prod_done);
 	return 0;
 }
 
-static int fh_mp_consumer(void *data)
+static int vfh_mp_consumer(void *data)
 {
-	struct fh_mp *mp = data;
+	struct vfh_mp *mp = data;
 	unsigned int r;
 	u64 last = 0, v;
 
 	for (r = 1; r <= mp->rounds; r++) {
 		while (atomic_read_acquire(&mp->published) < r) {
-			if (fh_slot_take(&mp->rep, &mp->dirty, 5, &v))
+			if (vfh_slot_take(&mp->rep, &mp->dirty, 5, &v))
 				last = v;
 			if (time_after(jiffies, mp->deadline))
 				goto out;
 		}
-		if (fh_slot_take(&mp->rep, &mp->dirty, 5, &v))
+		if (vfh_slot_take(&mp->rep, &mp->dirty, 5, &v))
 			last = v;
 		if (last != r)
 			mp->stale++;
@@ -363,11 +363,11 @@ out:
 	return 0;
 }
 
-static void fh_test_slot_concurrent(struct kunit *test)
+static void vfh_test_slot_concurrent(struct kunit *test)
 {
 	struct task_struct *prod, *cons;
 	unsigned int a, b;
-	struct fh_mp *mp;
+	struct vfh_mp *mp;
 
 	if (num_online_cpus() < 2)
 		kunit_skip(test, "needs two online CPUs");
@@ -383,9 +383,9 @@ static void fh_test_slot_concurrent(struct kunit *test)
 	init_completion(&mp->prod_done);
 	init_completion(&mp->cons_done);
 
-	prod = kthread_create(fh_mp_producer, mp, "fh_mp_prod");
+	prod = kthread_create(vfh_mp_producer, mp, "vfh_mp_prod");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(prod));
-	cons = kthread_create(fh_mp_consumer, mp, "fh_mp_cons");
+	cons = kthread_create(vfh_mp_consumer, mp, "vfh_mp_cons");
 	if (IS_ERR(cons))
 		kthread_stop(prod);	/* never woken: its function does not run */
 	KUNIT_ASSERT_FALSE(test, IS_ERR(cons));
@@ -402,7 +402,7 @@ static void fh_test_slot_concurrent(struct kunit *test)
 }
 
 /* Early after boot the backdated start must not wrap. */
-static void fh_test_backdate_early(struct kunit *test)
+static void vfh_test_backdate_early(struct kunit *test)
 {
 	u64 span = 4 * 1000 * MS;
 
@@ -417,17 +417,17 @@ static void fh_test_backdate_early(struct kunit *test)
 }
 
 /* A busy vCPU woken early after boot is busy, not idle. */
-static void fh_test_backdate_busy(struct kunit *test)
+static void vfh_test_backdate_busy(struct kunit *test)
 {
-	struct fh_win w = {};
-	struct fh_win_result r;
+	struct vfh_win w = {};
+	struct vfh_win_result r;
 	u64 now = 2 * MS;
 
 	vfh_win_reset(&w, 0);
 	idle_for(&w, &now, 0);
 	w.start = vfh_win_backdate(w.start, now, 4 * 10 * MS);
 	run(&w, &now, 10 * MS, 300, 600);
-	vfh_win_close(&w, now, &fh_test_tune, &r);
+	vfh_win_close(&w, now, &vfh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 	KUNIT_EXPECT_GT(test, r.busy, 512U);
 }
@@ -437,10 +437,10 @@ static void fh_test_backdate_busy(struct kunit *test)
  * (the window timer's own wake-up first), or only the module's sender
  * besides, is idle.
  */
-static void fh_test_busy_from_idle(struct kunit *test)
+static void vfh_test_busy_from_idle(struct kunit *test)
 {
-	struct fh_win_result r;
-	struct fh_win w = {};
+	struct vfh_win_result r;
+	struct vfh_win w = {};
 
 	/* 10 ms of wall time, 7.44 ms of it idle: 2.56 ms in interrupts. */
 	KUNIT_EXPECT_EQ(test, vfh_win_busy_from_idle(10000, 7440, true, true,
@@ -466,50 +466,50 @@ static void fh_test_busy_from_idle(struct kunit *test)
 	/* As the window closes it: idle, where the raw share was not. */
 	vfh_win_reset(&w, 0);
 	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, false, true, 0, 0);
-	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
+	vfh_win_close(&w, 10 * MS, &vfh_test_tune, &r);
 	KUNIT_EXPECT_FALSE(test, r.idle);
 	w.busy_ns = vfh_win_busy_from_idle(10000, 7440, true, true, 1, 1);
-	vfh_win_close(&w, 10 * MS, &fh_test_tune, &r);
+	vfh_win_close(&w, 10 * MS, &vfh_test_tune, &r);
 	KUNIT_EXPECT_TRUE(test, r.idle);
 	KUNIT_EXPECT_EQ(test, r.busy, 0U);
 }
 
-static const struct fh_config fh_test_config = {
+static const struct vfh_config vfh_test_config = {
 	.num_vcpus = 4, .max_records = 4, .rate_window_ms = 10,
 	.perf_step = 16, .idle_share = 20, .event_buf_size = 624 + 8 * 4,
 };
 
 /* The 16-byte configuration: no value is a layout marker. */
-static void fh_test_config_check(struct kunit *test)
+static void vfh_test_config_check(struct kunit *test)
 {
-	struct fh_config c = fh_test_config;
+	struct vfh_config c = vfh_test_config;
 
 	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, true));
 	c.perf_step = 0;	/* was "old layout": now simply invalid */
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.perf_step = 1025;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.num_vcpus = 0;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.max_records = 5;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.rate_window_ms = 0;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.idle_share = 1025;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, false));
 	/* reserved is ignored, whatever it holds. */
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.reserved = 1;
 	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, false));
 	c.reserved = 0xffff;
 	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, true));
 	/* event_buf_size counts only with an event queue. */
-	c = fh_test_config;
+	c = vfh_test_config;
 	c.event_buf_size = 624 + 8 * 3;
 	KUNIT_EXPECT_NOT_NULL(test, vfh_config_why(&c, true));
 	KUNIT_EXPECT_NULL(test, vfh_config_why(&c, false));
@@ -519,13 +519,13 @@ static void fh_test_config_check(struct kunit *test)
 
 #define FH_TEST_VCPUS	4
 
-struct fh_test_fb {
+struct vfh_test_fb {
 	struct virtio_freqhint_feedback fb;
 	struct virtio_freqhint_vcpu_feedback v[FH_TEST_VCPUS];
 };
 
 /* A valid snapshot: one class 800 MHz..3.2 GHz with a 7-entry table. */
-static void fh_test_fb_init(struct fh_test_fb *t)
+static void vfh_test_fb_init(struct vfh_test_fb *t)
 {
 	struct virtio_freqhint_freq_class *c = &t->fb.classes[0];
 	unsigned int i;
@@ -551,7 +551,7 @@ static void fh_test_fb_init(struct fh_test_fb *t)
 	}
 }
 
-static const char *fh_test_fb_why(struct fh_test_fb *t)
+static const char *vfh_test_fb_why(struct vfh_test_fb *t)
 {
 	return vfh_feedback_why(t, sizeof(*t), FH_TEST_VCPUS, true);
 }
@@ -560,44 +560,44 @@ static const char *fh_test_fb_why(struct fh_test_fb *t)
  * Frequencies that collide with cpufreq's table markers
  * or leave freq QoS's S32 range are refused with the whole snapshot.
  */
-static void fh_test_feedback_khz_bound(struct kunit *test)
+static void vfh_test_feedback_khz_bound(struct kunit *test)
 {
 	struct virtio_freqhint_freq_class *c;
-	struct fh_test_fb t;
+	struct vfh_test_fb t;
 
-	fh_test_fb_init(&t);
-	KUNIT_EXPECT_NULL(test, fh_test_fb_why(&t));
+	vfh_test_fb_init(&t);
+	KUNIT_EXPECT_NULL(test, vfh_test_fb_why(&t));
 	c = &t.fb.classes[0];
 	c->max_khz = cpu_to_le32(0xffffffff);	/* CPUFREQ_TABLE_END */
-	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_test_fb_why(&t));
 	c->max_khz = cpu_to_le32(VIRTIO_FREQHINT_MAX_KHZ + 1);
-	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_test_fb_why(&t));
 	c->max_khz = cpu_to_le32((u32)S32_MAX + 1);
-	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_test_fb_why(&t));
 	c->max_khz = cpu_to_le32(VIRTIO_FREQHINT_MAX_KHZ);
-	KUNIT_EXPECT_NULL(test, fh_test_fb_why(&t));
+	KUNIT_EXPECT_NULL(test, vfh_test_fb_why(&t));
 	/* A one-entry table at CPUFREQ_TABLE_END. */
-	fh_test_fb_init(&t);
+	vfh_test_fb_init(&t);
 	c->max_khz = cpu_to_le32(0xffffffff);
 	c->num_freqs = cpu_to_le16(1);
 	memset(c->freqs_khz, 0, sizeof(c->freqs_khz));
 	c->freqs_khz[0] = cpu_to_le32(0xffffffff);
-	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
-	fh_test_fb_init(&t);
+	KUNIT_EXPECT_NOT_NULL(test, vfh_test_fb_why(&t));
+	vfh_test_fb_init(&t);
 	c->freqs_khz[6] = cpu_to_le32(0xfffffffe);	/* ENTRY_INVALID */
-	KUNIT_EXPECT_NOT_NULL(test, fh_test_fb_why(&t));
+	KUNIT_EXPECT_NOT_NULL(test, vfh_test_fb_why(&t));
 }
 
 /* Every rule of a snapshot: one bad field drops the whole of it. */
-static void fh_test_feedback_check(struct kunit *test)
+static void vfh_test_feedback_check(struct kunit *test)
 {
 	struct virtio_freqhint_freq_class *c;
-	struct fh_test_fb t;
+	struct vfh_test_fb t;
 
 #define FH_BAD(stmt) do {						\
-		fh_test_fb_init(&t);					\
+		vfh_test_fb_init(&t);					\
 		stmt;							\
-		KUNIT_EXPECT_NOT_NULL_MSG(test, fh_test_fb_why(&t), #stmt); \
+		KUNIT_EXPECT_NOT_NULL_MSG(test, vfh_test_fb_why(&t), #stmt); \
 	} while (0)
 	c = &t.fb.classes[0];
 	FH_BAD(t.fb.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_CPU_IDS));
@@ -624,7 +624,7 @@ static void fh_test_feedback_check(struct kunit *test)
 	FH_BAD(t.fb.classes[7].freqs_khz[15] = cpu_to_le32(1));
 #undef FH_BAD
 	/* Classes only with F_HOST_FREQ. */
-	fh_test_fb_init(&t);
+	vfh_test_fb_init(&t);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t),
 						     FH_TEST_VCPUS, false));
 	t.fb.num_freq_classes = 0;
@@ -635,17 +635,17 @@ static void fh_test_feedback_check(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, vfh_feedback_why(&t, sizeof(t),
 						 FH_TEST_VCPUS, false));
 	/* Short, or longer than the message: the length is exact. */
-	fh_test_fb_init(&t);
+	vfh_test_fb_init(&t);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(&t, sizeof(t) - 1,
 						     FH_TEST_VCPUS, true));
 	{
 		struct {
-			struct fh_test_fb t;
+			struct vfh_test_fb t;
 			u8 more[8];
 		} *big = kunit_kzalloc(test, sizeof(*big), GFP_KERNEL);
 
 		KUNIT_ASSERT_NOT_NULL(test, big);
-		fh_test_fb_init(&big->t);
+		vfh_test_fb_init(&big->t);
 		KUNIT_EXPECT_NULL(test, vfh_feedback_why(big, sizeof(big->t),
 							 FH_TEST_VCPUS, true));
 		KUNIT_EXPECT_NOT_NULL(test, vfh_feedback_why(big, sizeof(*big),
@@ -659,15 +659,15 @@ static void fh_test_feedback_check(struct kunit *test)
  * counts the message holds: the buffer is the device's, and a count it
  * rewrites after the check must not become an index.
  */
-static void fh_test_feedback_take_bounded(struct kunit *test)
+static void vfh_test_feedback_take_bounded(struct kunit *test)
 {
-	struct fh_grant grants[FH_TEST_VCPUS];
+	struct vfh_grant grants[FH_TEST_VCPUS];
 	u8 freq_class[FH_TEST_VCPUS];
 	struct {
-		struct fh_host h;
-		u8 guard[2 * sizeof(struct fh_freq)];
+		struct vfh_host h;
+		u8 guard[2 * sizeof(struct vfh_freq)];
 	} *d;
-	struct fh_test_fb *t;
+	struct vfh_test_fb *t;
 	unsigned int i;
 
 	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
@@ -680,8 +680,8 @@ static void fh_test_feedback_take_bounded(struct kunit *test)
 	d->h.freq_class = freq_class;
 	memset(d->guard, 0xa5, sizeof(d->guard));
 
-	fh_test_fb_init(t);
-	KUNIT_ASSERT_NULL(test, fh_test_fb_why(t));
+	vfh_test_fb_init(t);
+	KUNIT_ASSERT_NULL(test, vfh_test_fb_why(t));
 	vfh_feedback_take(&d->h, &t->fb, FH_TEST_VCPUS);
 	KUNIT_EXPECT_EQ(test, d->h.seq, 1U);
 	KUNIT_EXPECT_EQ(test, d->h.operator_ceiling, 768);
@@ -712,7 +712,7 @@ static void fh_test_feedback_take_bounded(struct kunit *test)
 				VIRTIO_FREQHINT_MAX_FREQS);
 }
 
-static void fh_test_seq(struct kunit *test)
+static void vfh_test_seq(struct kunit *test)
 {
 	KUNIT_EXPECT_TRUE(test, vfh_seq_newer(1, 0));
 	KUNIT_EXPECT_TRUE(test, vfh_seq_newer(8, 7));
@@ -729,13 +729,13 @@ static void fh_test_seq(struct kunit *test)
 }
 
 /* CUR_FREQ (6.8a): what is dropped whole. */
-struct fh_test_cur {
+struct vfh_test_cur {
 	struct virtio_freqhint_cur_freq h;
 	__le32 khz[FH_TEST_VCPUS];
 	__le32 more;		/* a used length one value too long */
 };
 
-static void fh_test_cur_init(struct fh_test_cur *m)
+static void vfh_test_cur_init(struct vfh_test_cur *m)
 {
 	unsigned int i;
 
@@ -747,13 +747,13 @@ static void fh_test_cur_init(struct fh_test_cur *m)
 		m->khz[i] = cpu_to_le32(2400000);
 }
 
-static void fh_test_cur_freq_check(struct kunit *test)
+static void vfh_test_cur_freq_check(struct kunit *test)
 {
 	size_t len = sizeof(struct virtio_freqhint_cur_freq) +
 		     FH_TEST_VCPUS * sizeof(__le32);
-	struct fh_test_cur m;
+	struct vfh_test_cur m;
 
-	fh_test_cur_init(&m);
+	vfh_test_cur_init(&m);
 	KUNIT_EXPECT_EQ(test, len, 8 + 4 * FH_TEST_VCPUS);
 	KUNIT_EXPECT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
 	/* Short by a byte, by a value, only the header, one value long. */
@@ -765,23 +765,23 @@ static void fh_test_cur_freq_check(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len - 4, 3));
 	m.h.num_vcpus = cpu_to_le16(3);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
-	fh_test_cur_init(&m);
+	vfh_test_cur_init(&m);
 	m.h.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_FEEDBACK);
 	KUNIT_EXPECT_NOT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
 	/* Every value is one the driver may judge: none is a reason to drop. */
-	fh_test_cur_init(&m);
+	vfh_test_cur_init(&m);
 	m.khz[0] = cpu_to_le32(U32_MAX);
 	m.khz[1] = 0;
 	KUNIT_EXPECT_NULL(test, vfh_cur_freq_why(&m, len, FH_TEST_VCPUS));
 }
 
-/* Values against the classes of the latest snapshot (DRV-40). */
-static void fh_test_cur_freq_take(struct kunit *test)
+/* Values against the classes of the latest snapshot. */
+static void vfh_test_cur_freq_take(struct kunit *test)
 {
-	struct fh_grant grants[FH_TEST_VCPUS] = {};
+	struct vfh_grant grants[FH_TEST_VCPUS] = {};
 	u8 freq_class[FH_TEST_VCPUS] = { 0, 1, 0, VIRTIO_FREQHINT_NO_FREQ_CLASS };
-	struct fh_host *h;
-	struct fh_test_cur m;
+	struct vfh_host *h;
+	struct vfh_test_cur m;
 	u32 khz[FH_TEST_VCPUS];
 
 	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
@@ -789,10 +789,10 @@ static void fh_test_cur_freq_take(struct kunit *test)
 	h->grants = grants;
 	h->freq_class = freq_class;
 	h->num_freq_classes = 2;
-	h->classes[0] = (struct fh_freq){ .min_khz = 800000, .max_khz = 3200000 };
-	h->classes[1] = (struct fh_freq){ .min_khz = 1000000, .max_khz = 2000000 };
+	h->classes[0] = (struct vfh_freq){ .min_khz = 800000, .max_khz = 3200000 };
+	h->classes[1] = (struct vfh_freq){ .min_khz = 1000000, .max_khz = 2000000 };
 
-	fh_test_cur_init(&m);
+	vfh_test_cur_init(&m);
 	m.khz[0] = cpu_to_le32(800000);		/* class 0's min */
 	m.khz[1] = cpu_to_le32(2000000);	/* class 1's max */
 	m.khz[2] = 0;				/* unknown */
@@ -827,7 +827,7 @@ static void fh_test_cur_freq_take(struct kunit *test)
 }
 
 /* 64-bit firmware ids: an arm64 MPIDR with Aff3 is not its low 32 bits. */
-static void fh_test_cpu_ids(struct kunit *test)
+static void vfh_test_cpu_ids(struct kunit *test)
 {
 	struct {
 		struct virtio_freqhint_cpu_ids h;
@@ -873,7 +873,7 @@ static void fh_test_cpu_ids(struct kunit *test)
 }
 
 /* The first CPU_IDS after DRIVER_OK holds until the next reset. */
-static void fh_test_cpu_ids_first(struct kunit *test)
+static void vfh_test_cpu_ids_first(struct kunit *test)
 {
 	struct {
 		struct virtio_freqhint_cpu_ids h;
@@ -902,7 +902,7 @@ static void fh_test_cpu_ids_first(struct kunit *test)
  * once that is over, however long ago it was (jiffies wrap on 32 bits
  * after 2^31 ticks, 24.8 days at HZ=1000).
  */
-static void fh_test_send_delay(struct kunit *test)
+static void vfh_test_send_delay(struct kunit *test)
 {
 	unsigned long now = 1000, w = 10;
 
@@ -922,12 +922,12 @@ static void fh_test_send_delay(struct kunit *test)
 }
 
 /* kHz <-> capacity (scale.c): the synthetic range and a host class. */
-static void fh_test_scale(struct kunit *test)
+static void vfh_test_scale(struct kunit *test)
 {
-	struct fh_freq f = { .min_khz = 800000, .max_khz = 3200000, .n = 3,
+	struct vfh_freq f = { .min_khz = 800000, .max_khz = 3200000, .n = 3,
 			     .khz = { 800000, 1600000, 3200000 } };
-	struct fh_levels l;
-	struct fh_freq s;
+	struct vfh_levels l;
+	struct vfh_freq s;
 
 	vfh_freq_synthetic(&s);
 	KUNIT_EXPECT_EQ(test, s.min_khz, 1000U);
@@ -964,42 +964,42 @@ static void fh_test_scale(struct kunit *test)
 	 * when the table ends below it (then above cpuinfo_max_freq).
 	 */
 	KUNIT_EXPECT_EQ(test, vfh_freq_top(&s), 1024000U);
-	f = (struct fh_freq){ .min_khz = 800000, .max_khz = 3200000, .n = 5,
+	f = (struct vfh_freq){ .min_khz = 800000, .max_khz = 3200000, .n = 5,
 			      .khz = { 1000000, 1500000, 2000000, 2500000,
 				       3000000 } };
 	KUNIT_EXPECT_EQ(test, vfh_freq_top(&f), 3000000U);
 }
 
 /* What a closed window reports: flags and values together. */
-static void fh_test_flag_composition(struct kunit *test)
+static void vfh_test_flag_composition(struct kunit *test)
 {
 	const u16 clamps = VIRTIO_FREQHINT_R_MIN_VALID |
 			   VIRTIO_FREQHINT_R_MAX_VALID;
-	struct fh_win_result r = { .min = 300, .max = 600, .busy = 900 };
+	struct vfh_win_result r = { .min = 300, .max = 600, .busy = 900 };
 	u64 rep;
 
 	rep = vfh_rep_from_window(&r, clamps, 700);
-	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(clamps |
+	KUNIT_EXPECT_EQ(test, rep, vfh_rep_pack(clamps |
 					       VIRTIO_FREQHINT_R_PERF_VALID,
 					       300, 600, 700));
 	/* No request known: no PERF_VALID, perf 0. */
 	rep = vfh_rep_from_window(&r, clamps, FH_PERF_NONE);
-	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(clamps, 300, 600, 0));
+	KUNIT_EXPECT_EQ(test, rep, vfh_rep_pack(clamps, 300, 600, 0));
 	/* No uclamp: no clamp flags, clamps 0. */
 	rep = vfh_rep_from_window(&r, 0, 700);
 	KUNIT_EXPECT_EQ(test, rep,
-			fh_rep_pack(VIRTIO_FREQHINT_R_PERF_VALID, 0, 0, 700));
+			vfh_rep_pack(VIRTIO_FREQHINT_R_PERF_VALID, 0, 0, 700));
 	rep = vfh_rep_from_window(&r, 0, FH_PERF_NONE);
-	KUNIT_EXPECT_EQ(test, rep, fh_rep_pack(0, 0, 0, 0));
+	KUNIT_EXPECT_EQ(test, rep, vfh_rep_pack(0, 0, 0, 0));
 	/* Idle: IDLE alone, every value 0, whatever else is known. */
 	r.idle = true;
 	rep = vfh_rep_from_window(&r, clamps, 700);
 	KUNIT_EXPECT_EQ(test, rep,
-			fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0));
+			vfh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0));
 }
 
-static void fh_test_check_record(struct kunit *test,
-				 const struct virtio_freqhint_record *r)
+static void vfh_test_check_record(struct kunit *test,
+				  const struct virtio_freqhint_record *r)
 {
 	u16 flags = le16_to_cpu(r->flags);
 	u16 lo = le16_to_cpu(r->clamp_min), hi = le16_to_cpu(r->clamp_max);
@@ -1029,7 +1029,7 @@ static void fh_test_check_record(struct kunit *test,
  * combination of the four flags with out-of-range, inverted and stray
  * values, with and without F_PERF.
  */
-static void fh_test_record_invariants(struct kunit *test)
+static void vfh_test_record_invariants(struct kunit *test)
 {
 	static const u16 vals[][3] = {
 		{ 0, 0, 0 }, { 300, 600, 700 }, { 900, 100, 1024 },
@@ -1042,11 +1042,11 @@ static void fh_test_record_invariants(struct kunit *test)
 		for (i = 0; i < ARRAY_SIZE(vals); i++)
 			for (p = 0; p < 2; p++) {
 				memset(&r, 0xff, sizeof(r));
-				vfh_record_fill(&r, fh_rep_pack(f, vals[i][0],
-								vals[i][1],
+				vfh_record_fill(&r, vfh_rep_pack(f, vals[i][0],
+								 vals[i][1],
 								vals[i][2]),
 						3, 42, p);
-				fh_test_check_record(test, &r);
+				vfh_test_check_record(test, &r);
 				/* No perf without F_PERF. */
 				if (!p)
 					KUNIT_EXPECT_FALSE(test, le16_to_cpu(r.flags) &
@@ -1055,21 +1055,21 @@ static void fh_test_record_invariants(struct kunit *test)
 				KUNIT_EXPECT_EQ(test, le32_to_cpu(r.seq), 42U);
 			}
 	/* A sound report goes out as it is. */
-	vfh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_ALL &
+	vfh_record_fill(&r, vfh_rep_pack(VIRTIO_FREQHINT_R_ALL &
 					~VIRTIO_FREQHINT_R_IDLE, 300, 600, 700),
 			1, 7, true);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_min), 300);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 600);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.perf), 700);
 	/* An inversion reports clamp_max equal to clamp_min. */
-	vfh_record_fill(&r, fh_rep_pack(VIRTIO_FREQHINT_R_MIN_VALID |
+	vfh_record_fill(&r, vfh_rep_pack(VIRTIO_FREQHINT_R_MIN_VALID |
 					VIRTIO_FREQHINT_R_MAX_VALID, 900, 100, 0),
 			1, 8, true);
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.clamp_max), 900);
 }
 
 /* vsock_msg.c: HELLO as the host reads it, byte for byte. */
-static void fh_test_vsock_hello(struct kunit *test)
+static void vfh_test_vsock_hello(struct kunit *test)
 {
 	static const u8 want[16] = { 16, 0, 1, 0, 0x0b, 0, 0, 0, 4, 0 };
 	struct freqhint_vsock_hello h;
@@ -1084,7 +1084,7 @@ static void fh_test_vsock_hello(struct kunit *test)
 }
 
 /* A vsock frame's count, at both ends of its range. */
-static void fh_test_vsock_frame(struct kunit *test)
+static void vfh_test_vsock_frame(struct kunit *test)
 {
 	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(0));
 	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(1));
@@ -1095,7 +1095,7 @@ static void fh_test_vsock_frame(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(U32_MAX));
 }
 
-static const struct freqhint_vsock_config fh_test_vcfg = {
+static const struct freqhint_vsock_config vfh_test_vcfg = {
 	.msg_type = cpu_to_le16(FREQHINT_VSOCK_MSG_CONFIG),
 	.version = cpu_to_le16(FREQHINT_VSOCK_VERSION),
 	.features = cpu_to_le32(0x0f),
@@ -1108,17 +1108,17 @@ static const struct freqhint_vsock_config fh_test_vcfg = {
 };
 
 #define FH_VBAD(stmt) do {						\
-	struct freqhint_vsock_config m = fh_test_vcfg;			\
+	struct freqhint_vsock_config m = vfh_test_vcfg;			\
 	stmt;								\
 	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&m, sizeof(m),	\
 							0x0f, &c, &f));	\
 } while (0)
 
 /* The vsock host's CONFIG, hostile in each field it has. */
-static void fh_test_vsock_config(struct kunit *test)
+static void vfh_test_vsock_config(struct kunit *test)
 {
-	struct freqhint_vsock_config m = fh_test_vcfg;
-	struct fh_config c;
+	struct freqhint_vsock_config m = vfh_test_vcfg;
+	struct vfh_config c;
 	u32 f = 0;
 	u32 len;
 
@@ -1139,14 +1139,14 @@ static void fh_test_vsock_config(struct kunit *test)
 						     &c, &f));
 	KUNIT_EXPECT_EQ(test, f, 0x01U);
 
-	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&fh_test_vcfg,
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&vfh_test_vcfg,
 							 sizeof(m) - 1, 0x0f,
 							 &c, &f));
-	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&fh_test_vcfg,
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&vfh_test_vcfg,
 							 sizeof(m) + 1, 0x0f,
 							 &c, &f));
 	/* Features the driver did not offer. */
-	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&fh_test_vcfg,
+	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_config_why(&vfh_test_vcfg,
 							 sizeof(m), 0x07,
 							 &c, &f));
 	FH_VBAD(m.msg_type = cpu_to_le16(VIRTIO_FREQHINT_MSG_FEEDBACK));
@@ -1170,7 +1170,7 @@ static void fh_test_vsock_config(struct kunit *test)
 	 * frame: max_records is taken as the host gives it, and the frame
 	 * of that HINTS message is one to read; a record more is not.
 	 */
-	m = fh_test_vcfg;
+	m = vfh_test_vcfg;
 	m.config.num_vcpus = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS);
 	m.config.max_records = cpu_to_le16(FREQHINT_VSOCK_MAX_VCPUS);
 	KUNIT_ASSERT_NULL(test, vfh_vsock_config_why(&m, sizeof(m), 0x0f,
@@ -1183,49 +1183,49 @@ static void fh_test_vsock_config(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, vfh_vsock_frame_why(len));
 }
 
-static struct kunit_case fh_test_cases[] = {
-	KUNIT_CASE(fh_test_bucket),
-	KUNIT_CASE(fh_test_window_exact),
-	KUNIT_CASE(fh_test_window_max_rule),
-	KUNIT_CASE(fh_test_window_share),
-	KUNIT_CASE(fh_test_window_no_clamp),
-	KUNIT_CASE(fh_test_window_inversion),
-	KUNIT_CASE(fh_test_window_idle),
-	KUNIT_CASE(fh_test_window_reset),
-	KUNIT_CASE(fh_test_perf_step),
-	KUNIT_CASE(fh_test_perf_table),
-	KUNIT_CASE(fh_test_publish_rule),
-	KUNIT_CASE(fh_test_rep_pack),
-	KUNIT_CASE(fh_test_slot_sequential),
-	KUNIT_CASE_SLOW(fh_test_slot_concurrent),
-	KUNIT_CASE(fh_test_backdate_early),
-	KUNIT_CASE(fh_test_backdate_busy),
-	KUNIT_CASE(fh_test_busy_from_idle),
-	KUNIT_CASE(fh_test_config_check),
-	KUNIT_CASE(fh_test_feedback_khz_bound),
-	KUNIT_CASE(fh_test_feedback_check),
-	KUNIT_CASE(fh_test_feedback_take_bounded),
-	KUNIT_CASE(fh_test_seq),
-	KUNIT_CASE(fh_test_cur_freq_check),
-	KUNIT_CASE(fh_test_cur_freq_take),
-	KUNIT_CASE(fh_test_cpu_ids),
-	KUNIT_CASE(fh_test_cpu_ids_first),
-	KUNIT_CASE(fh_test_send_delay),
-	KUNIT_CASE(fh_test_scale),
-	KUNIT_CASE(fh_test_flag_composition),
-	KUNIT_CASE(fh_test_record_invariants),
-	KUNIT_CASE(fh_test_vsock_hello),
-	KUNIT_CASE(fh_test_vsock_frame),
-	KUNIT_CASE(fh_test_vsock_config),
+static struct kunit_case vfh_test_cases[] = {
+	KUNIT_CASE(vfh_test_bucket),
+	KUNIT_CASE(vfh_test_window_exact),
+	KUNIT_CASE(vfh_test_window_max_rule),
+	KUNIT_CASE(vfh_test_window_share),
+	KUNIT_CASE(vfh_test_window_no_clamp),
+	KUNIT_CASE(vfh_test_window_inversion),
+	KUNIT_CASE(vfh_test_window_idle),
+	KUNIT_CASE(vfh_test_window_reset),
+	KUNIT_CASE(vfh_test_perf_step),
+	KUNIT_CASE(vfh_test_perf_table),
+	KUNIT_CASE(vfh_test_publish_rule),
+	KUNIT_CASE(vfh_test_rep_pack),
+	KUNIT_CASE(vfh_test_slot_sequential),
+	KUNIT_CASE_SLOW(vfh_test_slot_concurrent),
+	KUNIT_CASE(vfh_test_backdate_early),
+	KUNIT_CASE(vfh_test_backdate_busy),
+	KUNIT_CASE(vfh_test_busy_from_idle),
+	KUNIT_CASE(vfh_test_config_check),
+	KUNIT_CASE(vfh_test_feedback_khz_bound),
+	KUNIT_CASE(vfh_test_feedback_check),
+	KUNIT_CASE(vfh_test_feedback_take_bounded),
+	KUNIT_CASE(vfh_test_seq),
+	KUNIT_CASE(vfh_test_cur_freq_check),
+	KUNIT_CASE(vfh_test_cur_freq_take),
+	KUNIT_CASE(vfh_test_cpu_ids),
+	KUNIT_CASE(vfh_test_cpu_ids_first),
+	KUNIT_CASE(vfh_test_send_delay),
+	KUNIT_CASE(vfh_test_scale),
+	KUNIT_CASE(vfh_test_flag_composition),
+	KUNIT_CASE(vfh_test_record_invariants),
+	KUNIT_CASE(vfh_test_vsock_hello),
+	KUNIT_CASE(vfh_test_vsock_frame),
+	KUNIT_CASE(vfh_test_vsock_config),
 	{}
 };
 
-static struct kunit_suite fh_test_suite = {
+static struct kunit_suite vfh_test_suite = {
 	.name = "virtio_freqhint",
-	.test_cases = fh_test_cases,
+	.test_cases = vfh_test_cases,
 };
 
-kunit_test_suite(fh_test_suite);
+kunit_test_suite(vfh_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for virtio_freqhint");
 MODULE_LICENSE("GPL");

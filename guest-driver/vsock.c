@@ -78,20 +78,20 @@ MODULE_PARM_DESC(vsock_cid,
 /* Frames one receive run takes before it lets other work run. */
 #define FH_VS_RX_BUDGET		16
 
-enum fh_vs_state {
+enum vfh_vs_state {
 	FH_VS_IDLE,		/* no connection (a connect is queued) */
 	FH_VS_HELLO,		/* HELLO sent, CONFIG awaited */
 	FH_VS_UP,		/* the link is up */
 };
 
-static const char * const fh_vs_state_names[] = {
+static const char * const vfh_vs_state_names[] = {
 	[FH_VS_IDLE] = "idle",
 	[FH_VS_HELLO] = "hello",
 	[FH_VS_UP] = "up",
 };
 
 /* debugfs virtio_freqhint_vsock/, not ABI */
-struct fh_vs_stats {
+struct vfh_vs_stats {
 	unsigned long connects;		/* CONFIG taken: the link went up */
 	unsigned long connect_errors;	/* socket or connect failed */
 	unsigned long disconnects;	/* a connection ended */
@@ -101,10 +101,10 @@ struct fh_vs_stats {
 	unsigned long rebuilds;		/* a CONFIG unlike the last one */
 };
 
-struct fh_vsock {
+struct vfh_vsock {
 	struct mutex lock;		/* the fields below but tx */
 	bool running;			/* start to stop; nothing queues after */
-	enum fh_vs_state state;
+	enum vfh_vs_state state;
 	struct socket *sock;
 	struct workqueue_struct *wq;
 	struct delayed_work conn_work;	/* connect, retry, HELLO timeout */
@@ -130,19 +130,19 @@ struct fh_vsock {
 
 	/* The state, and the configuration and features it was built for. */
 	struct virtio_freqhint *vi;
-	struct fh_config cfg;
+	struct vfh_config cfg;
 	u32 features;
 
-	struct fh_vs_stats stats;
+	struct vfh_vs_stats stats;
 };
 
-static struct fh_vsock fh_vs;
-static bool fh_vs_wanted;	/* transport= allows vsock */
+static struct vfh_vsock vfh_vs;
+static bool vfh_vs_wanted;	/* transport= allows vsock */
 
 /* The socket's callbacks (softirq): queue the work, nothing else. */
-static void fh_vs_sk_queue(struct sock *sk, bool room)
+static void vfh_vs_sk_queue(struct sock *sk, bool room)
 {
-	struct fh_vsock *vs;
+	struct vfh_vsock *vs;
 
 	read_lock_bh(&sk->sk_callback_lock);
 	vs = sk->sk_user_data;
@@ -151,14 +151,14 @@ static void fh_vs_sk_queue(struct sock *sk, bool room)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
-static void fh_vs_sk_ready(struct sock *sk)
+static void vfh_vs_sk_ready(struct sock *sk)
 {
-	fh_vs_sk_queue(sk, false);
+	vfh_vs_sk_queue(sk, false);
 }
 
-static void fh_vs_sk_write_space(struct sock *sk)
+static void vfh_vs_sk_write_space(struct sock *sk)
 {
-	fh_vs_sk_queue(sk, true);
+	vfh_vs_sk_queue(sk, true);
 }
 
 /* The socket's own callbacks, put back before it is released. */
@@ -167,34 +167,34 @@ static struct {
 	void (*state_change)(struct sock *sk);
 	void (*error_report)(struct sock *sk);
 	void (*write_space)(struct sock *sk);
-} fh_vs_saved;
+} vfh_vs_saved;
 
-static void fh_vs_callbacks(struct fh_vsock *vs, struct sock *sk, bool on)
+static void vfh_vs_callbacks(struct vfh_vsock *vs, struct sock *sk, bool on)
 {
 	write_lock_bh(&sk->sk_callback_lock);
 	if (on) {
-		fh_vs_saved.data_ready = sk->sk_data_ready;
-		fh_vs_saved.state_change = sk->sk_state_change;
-		fh_vs_saved.error_report = sk->sk_error_report;
-		fh_vs_saved.write_space = sk->sk_write_space;
+		vfh_vs_saved.data_ready = sk->sk_data_ready;
+		vfh_vs_saved.state_change = sk->sk_state_change;
+		vfh_vs_saved.error_report = sk->sk_error_report;
+		vfh_vs_saved.write_space = sk->sk_write_space;
 		sk->sk_user_data = vs;
 		/* A reset (TRANSPORT_RESET, the host's RST) reports an error. */
-		sk->sk_data_ready = fh_vs_sk_ready;
-		sk->sk_state_change = fh_vs_sk_ready;
-		sk->sk_error_report = fh_vs_sk_ready;
-		sk->sk_write_space = fh_vs_sk_write_space;
+		sk->sk_data_ready = vfh_vs_sk_ready;
+		sk->sk_state_change = vfh_vs_sk_ready;
+		sk->sk_error_report = vfh_vs_sk_ready;
+		sk->sk_write_space = vfh_vs_sk_write_space;
 	} else {
 		sk->sk_user_data = NULL;
-		sk->sk_data_ready = fh_vs_saved.data_ready;
-		sk->sk_state_change = fh_vs_saved.state_change;
-		sk->sk_error_report = fh_vs_saved.error_report;
-		sk->sk_write_space = fh_vs_saved.write_space;
+		sk->sk_data_ready = vfh_vs_saved.data_ready;
+		sk->sk_state_change = vfh_vs_saved.state_change;
+		sk->sk_error_report = vfh_vs_saved.error_report;
+		sk->sk_write_space = vfh_vs_saved.write_space;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
 /* Where the pending frame's message goes: after its header. */
-static void *fh_vs_msg(struct fh_vsock *vs)
+static void *vfh_vs_msg(struct vfh_vsock *vs)
 {
 	return (struct freqhint_vsock_frame *)vs->tx + 1;
 }
@@ -204,7 +204,7 @@ static void *fh_vs_msg(struct fh_vsock *vs)
  * all written, -EAGAIN if the socket has no room (the rest goes later),
  * another error if the connection broke.
  */
-static int fh_vs_write(struct fh_vsock *vs)
+static int vfh_vs_write(struct vfh_vsock *vs)
 {
 	while (vs->tx_off < vs->tx_len) {
 		struct kvec iov = {
@@ -226,7 +226,7 @@ static int fh_vs_write(struct fh_vsock *vs)
 }
 
 /* Frame the @len message bytes already after ->tx's header. */
-static void fh_vs_frame(struct fh_vsock *vs, size_t len)
+static void vfh_vs_frame(struct vfh_vsock *vs, size_t len)
 {
 	struct freqhint_vsock_frame *f = vs->tx;
 
@@ -240,10 +240,10 @@ static void fh_vs_frame(struct fh_vsock *vs, size_t len)
  * one HINTS message per frame, at most one per rate window, every dirty
  * vCPU's latest record in it.
  */
-static void fh_vs_send(struct virtio_freqhint *vi)
+static void vfh_vs_send(struct virtio_freqhint *vi)
 {
 	unsigned long window = msecs_to_jiffies(vi->tune.window_ms);
-	struct fh_vsock *vs = &fh_vs;
+	struct vfh_vsock *vs = &vfh_vs;
 	unsigned long delay;
 	bool more = false;
 	unsigned int n;
@@ -264,15 +264,15 @@ static void fh_vs_send(struct virtio_freqhint *vi)
 						   delay);
 			goto out;
 		}
-		n = vfh_transport_build(vi, fh_vs_msg(vs), &more);
+		n = vfh_transport_build(vi, vfh_vs_msg(vs), &more);
 		if (!n)
 			goto out;
-		fh_vs_frame(vs, vfh_buf_size(n));
+		vfh_vs_frame(vs, vfh_buf_size(n));
 		WRITE_ONCE(vi->last_send, jiffies);
 		vi->stats.buffers_sent++;
 		vi->stats.records_sent += n;
 	}
-	err = fh_vs_write(vs);
+	err = vfh_vs_write(vs);
 	if (err == -EAGAIN) {
 		/* The host reads slowly: write_space kicks, or the next window. */
 		vi->stats.send_deferred++;
@@ -291,9 +291,9 @@ out:
 	mutex_unlock(&vi->lock);
 }
 
-static void fh_vs_kick_fn(struct work_struct *work)
+static void vfh_vs_kick_fn(struct work_struct *work)
 {
-	struct fh_vsock *vs = container_of(work, struct fh_vsock, kick_work);
+	struct vfh_vsock *vs = container_of(work, struct vfh_vsock, kick_work);
 
 	mutex_lock(&vs->lock);
 	if (vs->running && vs->state == FH_VS_UP)
@@ -302,7 +302,7 @@ static void fh_vs_kick_fn(struct work_struct *work)
 }
 
 /* The connection is gone (->lock held): the link down, the socket released. */
-static void fh_vs_close(struct fh_vsock *vs)
+static void vfh_vs_close(struct vfh_vsock *vs)
 {
 	struct socket *sock = vs->sock;
 
@@ -310,7 +310,7 @@ static void fh_vs_close(struct fh_vsock *vs)
 		return;
 	if (vs->vi)
 		vfh_link_down(vs->vi);
-	fh_vs_callbacks(vs, sock->sk, false);
+	vfh_vs_callbacks(vs, sock->sk, false);
 	vs->sock = NULL;
 	vs->tx_len = 0;
 	vs->tx_off = 0;
@@ -320,7 +320,7 @@ static void fh_vs_close(struct fh_vsock *vs)
 }
 
 /* The next connect, after the backoff (->lock held). */
-static void fh_vs_retry(struct fh_vsock *vs)
+static void vfh_vs_retry(struct vfh_vsock *vs)
 {
 	if (!vs->running)
 		return;
@@ -333,8 +333,8 @@ static void fh_vs_retry(struct fh_vsock *vs)
  * link is up again), @err if it was a socket error, @proto if the host
  * broke the protocol.
  */
-static void fh_vs_fault(struct fh_vsock *vs, const char *why, int err,
-			bool proto)
+static void vfh_vs_fault(struct vfh_vsock *vs, const char *why, int err,
+			 bool proto)
 {
 	/* A host that accepts and closes again and again is not logged so. */
 	if (!vs->quiet)
@@ -344,8 +344,8 @@ static void fh_vs_fault(struct fh_vsock *vs, const char *why, int err,
 	vs->stats.disconnects++;
 	if (proto)
 		vs->stats.protocol_errors++;
-	fh_vs_close(vs);
-	fh_vs_retry(vs);
+	vfh_vs_close(vs);
+	vfh_vs_retry(vs);
 }
 
 /*
@@ -353,10 +353,10 @@ static void fh_vs_fault(struct fh_vsock *vs, const char *why, int err,
  * only if the host describes it differently; then the link goes up and
  * every vCPU is sent.
  */
-static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
+static bool vfh_vs_config(struct vfh_vsock *vs, unsigned int len)
 {
 	struct virtio_freqhint *vi;
-	struct fh_config c;
+	struct vfh_config c;
 	const char *why;
 	u32 features;
 
@@ -372,7 +372,7 @@ static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
 		vs->stats.rebuilds++;
 	}
 	if (!vs->vi) {
-		vi = vfh_link_create(vs->dev, &c, features, fh_vs_send);
+		vi = vfh_link_create(vs->dev, &c, features, vfh_vs_send);
 		if (IS_ERR(vi)) {
 			dev_warn(vs->dev, "state not built: %ld\n", PTR_ERR(vi));
 			return false;
@@ -396,13 +396,13 @@ static bool fh_vs_config(struct fh_vsock *vs, unsigned int len)
 }
 
 /* One whole message in ->rx: false ends the connection. */
-static bool fh_vs_message(struct fh_vsock *vs, unsigned int len)
+static bool vfh_vs_message(struct vfh_vsock *vs, unsigned int len)
 {
 	u16 type = le16_to_cpup(vs->rx);
 
 	vs->stats.frames_in++;
 	if (vs->state == FH_VS_HELLO)
-		return fh_vs_config(vs, len);
+		return vfh_vs_config(vs, len);
 	if (type != VIRTIO_FREQHINT_MSG_CPU_IDS &&
 	    type != VIRTIO_FREQHINT_MSG_FEEDBACK &&
 	    type != VIRTIO_FREQHINT_MSG_CUR_FREQ) {
@@ -415,7 +415,7 @@ static bool fh_vs_message(struct fh_vsock *vs, unsigned int len)
 }
 
 /* Read without waiting: bytes read, 0 at the end, or an error. */
-static int fh_vs_recv(struct fh_vsock *vs, void *buf, size_t len)
+static int vfh_vs_recv(struct vfh_vsock *vs, void *buf, size_t len)
 {
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
@@ -423,9 +423,9 @@ static int fh_vs_recv(struct fh_vsock *vs, void *buf, size_t len)
 	return kernel_recvmsg(vs->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
 }
 
-static void fh_vs_rx_fn(struct work_struct *work)
+static void vfh_vs_rx_fn(struct work_struct *work)
 {
-	struct fh_vsock *vs = container_of(work, struct fh_vsock, rx_work);
+	struct vfh_vsock *vs = container_of(work, struct vfh_vsock, rx_work);
 	unsigned int frames = 0;
 	const char *why;
 	int ret;
@@ -437,8 +437,8 @@ static void fh_vs_rx_fn(struct work_struct *work)
 			break;
 		}
 		if (vs->rx_hdr_have < sizeof(vs->rx_hdr)) {
-			ret = fh_vs_recv(vs, (u8 *)&vs->rx_hdr + vs->rx_hdr_have,
-					 sizeof(vs->rx_hdr) - vs->rx_hdr_have);
+			ret = vfh_vs_recv(vs, (u8 *)&vs->rx_hdr + vs->rx_hdr_have,
+					  sizeof(vs->rx_hdr) - vs->rx_hdr_have);
 			if (ret > 0) {
 				vs->rx_hdr_have += ret;
 				if (vs->rx_hdr_have < sizeof(vs->rx_hdr))
@@ -447,23 +447,23 @@ static void fh_vs_rx_fn(struct work_struct *work)
 				vs->rx_have = 0;
 				why = vfh_vsock_frame_why(vs->rx_len);
 				if (why) {
-					fh_vs_fault(vs, why, -EPROTO, true);
+					vfh_vs_fault(vs, why, -EPROTO, true);
 					break;
 				}
 				continue;
 			}
 		} else {
-			ret = fh_vs_recv(vs, (u8 *)vs->rx + vs->rx_have,
-					 vs->rx_len - vs->rx_have);
+			ret = vfh_vs_recv(vs, (u8 *)vs->rx + vs->rx_have,
+					  vs->rx_len - vs->rx_have);
 			if (ret > 0) {
 				vs->rx_have += ret;
 				if (vs->rx_have < vs->rx_len)
 					continue;
 				vs->rx_hdr_have = 0;
 				frames++;
-				if (!fh_vs_message(vs, vs->rx_len)) {
-					fh_vs_fault(vs, "invalid message",
-						    -EPROTO, true);
+				if (!vfh_vs_message(vs, vs->rx_len)) {
+					vfh_vs_fault(vs, "invalid message",
+						     -EPROTO, true);
 					break;
 				}
 				continue;
@@ -471,15 +471,15 @@ static void fh_vs_rx_fn(struct work_struct *work)
 		}
 		if (ret == -EAGAIN)
 			break;
-		fh_vs_fault(vs, ret ? "socket error" : "closed by the host",
-			    ret, false);
+		vfh_vs_fault(vs, ret ? "socket error" : "closed by the host",
+			     ret, false);
 		break;
 	}
 	mutex_unlock(&vs->lock);
 }
 
 /* Open the connection and send HELLO (->lock held). */
-static int fh_vs_connect(struct fh_vsock *vs)
+static int vfh_vs_connect(struct vfh_vsock *vs)
 {
 	struct sockaddr_vm addr = {
 		.svm_family = AF_VSOCK,
@@ -500,13 +500,13 @@ static int fh_vs_connect(struct fh_vsock *vs)
 	}
 	vs->sock = sock;
 	vs->rx_hdr_have = 0;
-	fh_vs_callbacks(vs, sock->sk, true);
-	vfh_vsock_hello(fh_vs_msg(vs), FH_VS_FEATURES, num_possible_cpus());
-	fh_vs_frame(vs, sizeof(struct freqhint_vsock_hello));
+	vfh_vs_callbacks(vs, sock->sk, true);
+	vfh_vsock_hello(vfh_vs_msg(vs), FH_VS_FEATURES, num_possible_cpus());
+	vfh_vs_frame(vs, sizeof(struct freqhint_vsock_hello));
 	/* A fresh socket has room for 20 bytes; if not, it is not usable. */
-	err = fh_vs_write(vs);
+	err = vfh_vs_write(vs);
 	if (err) {
-		fh_vs_close(vs);
+		vfh_vs_close(vs);
 		return err == -EAGAIN ? -ENOBUFS : err;
 	}
 	vs->state = FH_VS_HELLO;
@@ -515,22 +515,22 @@ static int fh_vs_connect(struct fh_vsock *vs)
 	return 0;
 }
 
-static void fh_vs_conn_fn(struct work_struct *work)
+static void vfh_vs_conn_fn(struct work_struct *work)
 {
-	struct fh_vsock *vs = container_of(to_delayed_work(work),
-					   struct fh_vsock, conn_work);
+	struct vfh_vsock *vs = container_of(to_delayed_work(work),
+					   struct vfh_vsock, conn_work);
 	int err;
 
 	mutex_lock(&vs->lock);
 	if (!vs->running)
 		goto out;
 	if (vs->state == FH_VS_HELLO) {
-		fh_vs_fault(vs, "no CONFIG in time", -ETIMEDOUT, true);
+		vfh_vs_fault(vs, "no CONFIG in time", -ETIMEDOUT, true);
 		goto out;
 	}
 	if (vs->state != FH_VS_IDLE)
 		goto out;
-	err = fh_vs_connect(vs);
+	err = vfh_vs_connect(vs);
 	if (err) {
 		vs->stats.connect_errors++;
 		if (!vs->quiet || err != vs->last_err)
@@ -538,7 +538,7 @@ static void fh_vs_conn_fn(struct work_struct *work)
 					     vsock_cid, FREQHINT_VSOCK_PORT, err);
 		vs->quiet = true;
 		vs->last_err = err;
-		fh_vs_retry(vs);
+		vfh_vs_retry(vs);
 		goto out;
 	}
 	mod_delayed_work(vs->wq, &vs->conn_work, FH_VS_HELLO_WAIT);
@@ -546,37 +546,37 @@ out:
 	mutex_unlock(&vs->lock);
 }
 
-static int fh_vs_state_show(struct seq_file *m, void *unused)
+static int vfh_vs_state_show(struct seq_file *m, void *unused)
 {
-	struct fh_vsock *vs = m->private;
+	struct vfh_vsock *vs = m->private;
 
 	mutex_lock(&vs->lock);
-	seq_printf(m, "%s cid=%u port=%u\n", fh_vs_state_names[vs->state],
+	seq_printf(m, "%s cid=%u port=%u\n", vfh_vs_state_names[vs->state],
 		   vsock_cid, FREQHINT_VSOCK_PORT);
 	mutex_unlock(&vs->lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(fh_vs_state);
+DEFINE_SHOW_ATTRIBUTE(vfh_vs_state);
 
 #define FH_VS_STAT(dir, st, name) \
 	debugfs_create_ulong(#name, 0444, dir, &(st).name)
 
 int vfh_vsock_init(bool *want_device)
 {
-	struct fh_vsock *vs = &fh_vs;
+	struct vfh_vsock *vs = &vfh_vs;
 
 	*want_device = strcmp(transport, "vsock");
-	fh_vs_wanted = strcmp(transport, "virtio");
-	if (*want_device && !fh_vs_wanted)
+	vfh_vs_wanted = strcmp(transport, "virtio");
+	if (*want_device && !vfh_vs_wanted)
 		return 0;
 	if (*want_device && strcmp(transport, "auto")) {
 		pr_err("transport=%s: auto, virtio or vsock\n", transport);
 		return -EINVAL;
 	}
 	mutex_init(&vs->lock);
-	INIT_DELAYED_WORK(&vs->conn_work, fh_vs_conn_fn);
-	INIT_WORK(&vs->rx_work, fh_vs_rx_fn);
-	INIT_WORK(&vs->kick_work, fh_vs_kick_fn);
+	INIT_DELAYED_WORK(&vs->conn_work, vfh_vs_conn_fn);
+	INIT_WORK(&vs->rx_work, vfh_vs_rx_fn);
+	INIT_WORK(&vs->kick_work, vfh_vs_kick_fn);
 	vs->rx = kmalloc(FREQHINT_VSOCK_MAX_FRAME, GFP_KERNEL);
 	vs->tx = kmalloc(FH_VS_TX_SIZE, GFP_KERNEL);
 	/* Ordered: one of connect, receive, close at a time; no connect in suspend. */
@@ -598,16 +598,16 @@ err:
 /* Module init, no device bound: connect (main.c's probe lock held). */
 void vfh_vsock_start(void)
 {
-	struct fh_vsock *vs = &fh_vs;
+	struct vfh_vsock *vs = &vfh_vs;
 
-	if (!fh_vs_wanted)
+	if (!vfh_vs_wanted)
 		return;
 	mutex_lock(&vs->lock);
 	vs->running = true;
 	vs->state = FH_VS_IDLE;
 	vs->backoff = FH_VS_BACKOFF_MIN;
 	vs->debugfs = debugfs_create_dir("virtio_freqhint_vsock", NULL);
-	debugfs_create_file("state", 0444, vs->debugfs, vs, &fh_vs_state_fops);
+	debugfs_create_file("state", 0444, vs->debugfs, vs, &vfh_vs_state_fops);
 	FH_VS_STAT(vs->debugfs, vs->stats, connects);
 	FH_VS_STAT(vs->debugfs, vs->stats, connect_errors);
 	FH_VS_STAT(vs->debugfs, vs->stats, disconnects);
@@ -626,9 +626,9 @@ void vfh_vsock_start(void)
  */
 void vfh_vsock_stop(void)
 {
-	struct fh_vsock *vs = &fh_vs;
+	struct vfh_vsock *vs = &vfh_vs;
 
-	if (!fh_vs_wanted || !vs->wq)
+	if (!vfh_vs_wanted || !vs->wq)
 		return;
 	mutex_lock(&vs->lock);
 	if (!vs->running) {
@@ -636,7 +636,7 @@ void vfh_vsock_stop(void)
 		return;
 	}
 	vs->running = false;
-	fh_vs_close(vs);
+	vfh_vs_close(vs);
 	if (vs->vi) {
 		vfh_link_destroy(vs->vi);
 		vs->vi = NULL;
@@ -653,7 +653,7 @@ void vfh_vsock_stop(void)
 
 void vfh_vsock_exit(void)
 {
-	struct fh_vsock *vs = &fh_vs;
+	struct vfh_vsock *vs = &vfh_vs;
 
 	vfh_vsock_stop();
 	if (vs->wq)

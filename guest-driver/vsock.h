@@ -9,12 +9,12 @@
 #include <linux/freqhint_vsock.h>
 #include <linux/types.h>
 
-struct fh_config;
+struct vfh_config;
 
 void vfh_vsock_hello(struct freqhint_vsock_hello *h, u32 features,
 		     unsigned int num_cpus);
 const char *vfh_vsock_frame_why(u32 len);
 const char *vfh_vsock_config_why(const void *msg, size_t len, u32 offered,
-				 struct fh_config *c, u32 *features);
+				 struct vfh_config *c, u32 *features);
 
 #endif /* _FREQHINT_VSOCK_H */

@@ -57,7 +57,7 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_vsock_frame_why);
  * @offered: what HELLO offered.
  */
 const char *vfh_vsock_config_why(const void *msg, size_t len, u32 offered,
-				 struct fh_config *c, u32 *features)
+				 struct vfh_config *c, u32 *features)
 {
 	const struct freqhint_vsock_config *m = msg;
 	const char *why;
@@ -72,7 +72,7 @@ const char *vfh_vsock_config_why(const void *msg, size_t len, u32 offered,
 	f = le32_to_cpu(m->features);
 	if (f & ~offered)
 		return "features that were not offered";
-	*c = (struct fh_config){
+	*c = (struct vfh_config){
 		.num_vcpus = le16_to_cpu(m->config.num_vcpus),
 		.max_records = le16_to_cpu(m->config.max_records),
 		.rate_window_ms = le16_to_cpu(m->config.rate_window_ms),

@@ -26,7 +26,7 @@ VISIBLE_IF_KUNIT unsigned int vfh_win_bucket(u16 value)
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_win_bucket);
 
-void vfh_win_reset(struct fh_win *w, u64 now)
+void vfh_win_reset(struct vfh_win *w, u64 now)
 {
 	w->start = now;
 	w->seg_start = now;
@@ -37,7 +37,7 @@ void vfh_win_reset(struct fh_win *w, u64 now)
 EXPORT_SYMBOL_IF_KUNIT(vfh_win_reset);
 
 /* Charge the time since the last event to the values that were current. */
-void vfh_win_charge(struct fh_win *w, u64 now)
+void vfh_win_charge(struct vfh_win *w, u64 now)
 {
 	u64 delta = now > w->seg_start ? now - w->seg_start : 0;
 	int id;
@@ -59,7 +59,7 @@ void vfh_win_charge(struct fh_win *w, u64 now)
 EXPORT_SYMBOL_IF_KUNIT(vfh_win_charge);
 
 /* Make these values the ones the following running time is charged to. */
-void vfh_win_track(struct fh_win *w, bool idle, bool has_min, u16 min,
+void vfh_win_track(struct vfh_win *w, bool idle, bool has_min, u16 min,
 		   bool has_max, u16 max)
 {
 	w->cur_idle = idle;
@@ -76,8 +76,8 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_win_track);
  * @none is what the scheduler applies when no task carried an active clamp
  * (no clamping: 0 for min, 1024 for max).
  */
-static u16 fh_win_pick(const struct fh_win *w, int id, u16 none,
-		       unsigned int min_share)
+static u16 vfh_win_pick(const struct vfh_win *w, int id, u16 none,
+			unsigned int min_share)
 {
 	u64 total = 0, thr, most = 0;
 	int b, longest = 0;
@@ -98,14 +98,14 @@ static u16 fh_win_pick(const struct fh_win *w, int id, u16 none,
 	return w->val[id][longest];
 }
 
-void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
-		   struct fh_win_result *r)
+void vfh_win_close(const struct vfh_win *w, u64 now, const struct vfh_tuning *t,
+		   struct vfh_win_result *r)
 {
 	u64 span = now > w->start ? now - w->start : 0;
 
 	r->busy = span ? div64_u64(min(w->busy_ns, span) * 1024, span) : 0;
-	r->min = fh_win_pick(w, FH_MIN, 0, t->min_share);
-	r->max = fh_win_pick(w, FH_MAX, VIRTIO_FREQHINT_SCALE, t->min_share);
+	r->min = vfh_win_pick(w, FH_MIN, 0, t->min_share);
+	r->max = vfh_win_pick(w, FH_MAX, VIRTIO_FREQHINT_SCALE, t->min_share);
 	/* The run queue's rule: an aggregated min above the max wins. */
 	if (r->min > r->max)
 		r->max = r->min;
@@ -118,8 +118,8 @@ void vfh_win_close(const struct fh_win *w, u64 now, const struct fh_tuning *t,
 EXPORT_SYMBOL_IF_KUNIT(vfh_win_close);
 
 /* @l may change meanwhile (gather.c): each entry is read once. */
-static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
-			     u16 perf)
+static unsigned int vfh_level(const struct vfh_levels *l, unsigned int n,
+			      u16 perf)
 {
 	unsigned int i;
 
@@ -135,7 +135,7 @@ static unsigned int fh_level(const struct fh_levels *l, unsigned int n,
  * changes.  Without: whether it moved by at least one step.  Reaching an
  * end of the scale is always reported.
  */
-VISIBLE_IF_KUNIT bool vfh_perf_changes_level(const struct fh_levels *l, u16 old, u16 val)
+VISIBLE_IF_KUNIT bool vfh_perf_changes_level(const struct vfh_levels *l, u16 old, u16 val)
 {
 	unsigned int n = READ_ONCE(l->n);
 
@@ -144,7 +144,7 @@ VISIBLE_IF_KUNIT bool vfh_perf_changes_level(const struct fh_levels *l, u16 old,
 	if (val == VIRTIO_FREQHINT_SCALE || old == VIRTIO_FREQHINT_SCALE)
 		return true;
 	if (n && n <= VIRTIO_FREQHINT_MAX_FREQS)
-		return fh_level(l, n, old) != fh_level(l, n, val);
+		return vfh_level(l, n, old) != vfh_level(l, n, val);
 	return abs((int)old - (int)val) >= max_t(int, READ_ONCE(l->step), 1);
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_perf_changes_level);
@@ -154,7 +154,7 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_perf_changes_level);
  * clamp (clamp values are exact, not noisy), or a perf move that can
  * change the host's level.
  */
-bool vfh_rep_needs_publish(u64 old, u64 rep, const struct fh_levels *l)
+bool vfh_rep_needs_publish(u64 old, u64 rep, const struct vfh_levels *l)
 {
 	if (FIELD_GET(FH_REP_FLAGS, old) != FIELD_GET(FH_REP_FLAGS, rep) ||
 	    FIELD_GET(FH_REP_MIN, old) != FIELD_GET(FH_REP_MIN, rep) ||
@@ -213,17 +213,17 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_win_busy_from_idle);
  * governor's request or FH_PERF_NONE.  An idle vCPU reports IDLE alone
  * with zero values; an active one PERF_VALID when a request is known.
  */
-u64 vfh_rep_from_window(const struct fh_win_result *r, u16 valid, u16 perf)
+u64 vfh_rep_from_window(const struct vfh_win_result *r, u16 valid, u16 perf)
 {
 	u16 flags = valid, lo = valid ? r->min : 0, hi = valid ? r->max : 0;
 
 	if (r->idle)
-		return fh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0);
+		return vfh_rep_pack(VIRTIO_FREQHINT_R_IDLE, 0, 0, 0);
 	if (perf != FH_PERF_NONE)
 		flags |= VIRTIO_FREQHINT_R_PERF_VALID;
 	else
 		perf = 0;
-	return fh_rep_pack(flags, lo, hi, perf);
+	return vfh_rep_pack(flags, lo, hi, perf);
 }
 EXPORT_SYMBOL_IF_KUNIT(vfh_rep_from_window);
 

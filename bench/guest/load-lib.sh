@@ -24,8 +24,8 @@ calls() {
 }
 
 kprobes() {
-	check "kprobe on .fast_switch" sh -c "echo 'p:fhbench/fhb_fast_switch fh_cpufreq_fast_switch' >>$TR/kprobe_events"
-	check "kprobe on .target" sh -c "echo 'p:fhbench/fhb_target fh_cpufreq_target' >>$TR/kprobe_events"
+	check "kprobe on .fast_switch" sh -c "echo 'p:fhbench/fhb_fast_switch vfh_cpufreq_fast_switch' >>$TR/kprobe_events"
+	check "kprobe on .target" sh -c "echo 'p:fhbench/fhb_target vfh_cpufreq_target' >>$TR/kprobe_events"
 	check "kprobes enabled" sh -c "echo 1 >$TR/events/fhbench/enable"
 }
 

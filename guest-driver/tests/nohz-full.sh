@@ -52,9 +52,9 @@ grep -E '\[00[23]\]' /tmp/fh-timers | head -5
 check_output "none on cpu2 or cpu3" '^0$' \
 	sh -c "grep -cE '\[00[23]\]' /tmp/fh-timers || true"
 check "vCPU1's own window timer expired on cpu1 (the control)" \
-	sh -c "grep '\[001\]' /tmp/fh-timers | grep -q 'timer_expire_entry.*fh_window_timer'"
+	sh -c "grep '\[001\]' /tmp/fh-timers | grep -q 'timer_expire_entry.*vfh_window_timer'"
 check "the remote windows' timer expired on a housekeeping CPU" \
-	sh -c "grep -E '\[00[01]\]' /tmp/fh-timers | grep -q 'timer_expire_entry.*fh_remote_windows'"
+	sh -c "grep -E '\[00[01]\]' /tmp/fh-timers | grep -q 'timer_expire_entry.*vfh_remote_windows'"
 check "vCPU2's windows kept closing ($w0 -> $w1)" test "$w1" -gt "$w0"
 echo 0 >$T/events/enable
 

@@ -95,12 +95,12 @@ fi
 # that reach the device or the host's state (old and new names), its CPU
 # hotplug callbacks, its sampler, its clamp sources' probes and the
 # governors' requests; and the ends of its freeze and its restore.
-frozen_fns="fh_config_fn fh_apply_fn fh_event_fn fh_cpufreq_fn fh_cpu_online fh_cpu_offline
-fh_sample fh_window_timer fh_window_timer_idle fh_sched_switch fh_cpufreq_update_uclamp
-fh_cpufreq_fast_switch fh_cpufreq_target"
+frozen_fns="fh_config_fn vfh_apply_fn vfh_event_fn vfh_cpufreq_fn vfh_cpu_online vfh_cpu_offline
+vfh_sample vfh_window_timer vfh_window_timer_idle vfh_sched_switch vfh_cpufreq_update_uclamp
+vfh_cpufreq_fast_switch vfh_cpufreq_target"
 frozen_probes() {
-	echo 'r:fh/frozen virtfh_freeze' >>"$T/kprobe_events" &&
-		echo 'p:fh/restore virtfh_restore' >>"$T/kprobe_events" || return 1
+	echo 'r:fh/frozen vfh_freeze' >>"$T/kprobe_events" &&
+		echo 'p:fh/restore vfh_restore' >>"$T/kprobe_events" || return 1
 	# /proc/kallsyms read once: each read takes 13-17 s under TCG at load
 	# ~20, and 14 of them ran past the test's timeout.
 	grep '\[virtio_freqhint\]' /proc/kallsyms >/tmp/fh-syms || return 1

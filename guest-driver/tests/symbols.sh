@@ -5,7 +5,7 @@
 # vfh_ (or virtio_freqhint_), so that nothing collides with the rest of the
 # kernel when the driver is built in (issue 27): nm on virtio_freqhint.ko
 # and, where the tree has KUnit, virtio_freqhint_test.ko.  File-local
-# functions are static and may keep the short fh_ prefix.
+# functions are static, with the same prefix.
 #
 #   symbols.sh [uclamp|stock|bookworm|DIR]   (default uclamp: both modules)
 #
