@@ -109,9 +109,9 @@ frozen_probes() {
 		echo "p:fh/work_$f $f" >>"$T/kprobe_events" || return 1
 	done
 	# The CPU callbacks at least: without them the check proves nothing.
-	grep -q 'work_fh_cpu_online' "$T/kprobe_events" &&
-		grep -q 'work_fh_sample' "$T/kprobe_events" &&
-		grep -q 'work_fh_window_timer' "$T/kprobe_events" &&
+	grep -q 'work_vfh_cpu_online' "$T/kprobe_events" &&
+		grep -q 'work_vfh_sample' "$T/kprobe_events" &&
+		grep -q 'work_vfh_window_timer' "$T/kprobe_events" &&
 		echo 1 >"$T/events/fh/enable"
 }
 # The probes that fire all the time (context switches, the sampler) off
