@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * virtio_freqhint: the cpufreq driver.  It knows nothing of virtio: the
- * virtio driver creates it (cpufreq.h), feeds it each CPU's host
- * frequencies and limits, and is told each governor request.
+ * virtio driver creates its state (cpufreq.h), feeds it each CPU's host
+ * frequencies and limits, and is told each governor request.  It binds
+ * to the auxiliary device "virtio_freqhint.cpufreq" that the virtio
+ * driver adds only when the device negotiated a perf value or the host's
+ * frequencies: registering with the cpufreq core is its probe.
  *
  * A vCPU has no frequency of its own, but schedutil only runs when some
  * cpufreq driver is registered, and then hands that driver a frequency that
@@ -52,11 +55,14 @@
  * as the core expects there.  CPUFREQ_CONST_LOOPS: the vCPU's loops per
  * jiffy do not follow these frequencies.
  *
- * If another cpufreq driver owns the system, this part stays off and
- * records carry no perf value.
+ * If another cpufreq driver owns the system, the probe declines, this
+ * part stays off and records carry no perf value.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#ifndef FH_COMPAT_NO_AUXILIARY_BUS
+#include <linux/auxiliary_bus.h>
+#endif
 #include <linux/cpufreq.h>
 #include <linux/minmax.h>
 #include <linux/mutex.h>
@@ -120,6 +126,9 @@ struct vfh_cpufreq {
 	struct mutex lock;
 	struct vfh_cpu __percpu *cpus;
 	bool registered;
+#ifndef FH_COMPAT_NO_AUXILIARY_BUS
+	struct vfh_cpufreq_adev *adev;
+#endif
 	bool use_cur;		/* VIRTIO_FREQHINT_F_CUR_FREQ: ->get, invariance */
 #ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
 	struct scale_freq_data sfd;
@@ -160,8 +169,8 @@ static unsigned int vfh_cpufreq_get(unsigned int cpu)
 /*
  * The scheduler's tick on this CPU (hard irq), while this driver's policy
  * is the CPU's frequency-invariance source: arch_freq_scale is the host's
- * current frequency over the frequency that capacity refers to
- * (capacity_freq_ref, set to max_khz in ->init), at most 1024.  While the
+ * current frequency over the policy's highest (max_khz, the frequency
+ * schedutil scales its requests against), at most 1024.  While the
  * host does not know it, the governor's last request over the same: what
  * cpufreq's own invariance (arch_set_freq_scale() at each frequency
  * change) wrote before the source was set, so that the source changes
@@ -297,17 +306,20 @@ static int vfh_cpufreq_init(struct cpufreq_policy *policy)
 	mutex_lock(&cf->lock);
 	policy->driver_data = c;
 	vfh_init_freq(policy, c);
-#ifdef CONFIG_GENERIC_ARCH_TOPOLOGY
-#ifndef FH_COMPAT_NO_FREQ_REF
+#if defined(CONFIG_GENERIC_ARCH_TOPOLOGY) && defined(FH_COMPAT_FREQ_REF)
 	/*
-	 * arm64, riscv: arch_topology records the frequency that frequency
-	 * invariance and schedutil scale against (capacity_freq_ref) once,
-	 * from each CPU's first policy.  A policy created again with the
-	 * host's range must move it, or schedutil asks for at most 1.25 times
-	 * the old maximum (the synthetic 1024000 kHz).
+	 * Out of tree, for arm64 kernels whose arch_topology starts the
+	 * frequency that invariance and schedutil scale against
+	 * (capacity_freq_ref) at 1 and records it once, from each CPU's
+	 * first policy, and only on devicetree systems.  An ACPI guest
+	 * without CPPC keeps 1 kHz there, and schedutil then asks for the
+	 * lowest frequency; a CPU whose first policy was synthetic (no class
+	 * from the host within the wait) keeps 1024000 kHz, capping the
+	 * request at 1.25 times that.  A kernel that starts it at 0 needs
+	 * neither: schedutil falls back to cpuinfo.max_freq (to the current
+	 * frequency where the guest is not invariant), which is the host's.
 	 */
 	per_cpu(capacity_freq_ref, policy->cpu) = c->freq.max_khz;
-#endif
 #endif
 	policy->cpuinfo.transition_latency = 0;
 	/* Every version's default, written down: the host rate-limits anyway. */
@@ -428,7 +440,7 @@ void vfh_cpufreq_set_limits(struct vfh_cpufreq *cf, unsigned int cpu,
 
 /*
  * VIRTIO_FREQHINT_F_CUR_FREQ was negotiated: ->get and, on arm64, the
- * invariance source.  Before vfh_cpufreq_start().
+ * invariance source.  Before vfh_cpufreq_attach().
  *
  * CPUFREQ_NEED_UPDATE_LIMITS: ->get makes the core set policy->cur to
  * the host's frequency (cpufreq_verify_current_freq() when a governor
@@ -468,10 +480,11 @@ void vfh_cpufreq_cur_info(struct vfh_cpufreq *cf, unsigned int cpu,
 
 /*
  * Register the driver.  Frequencies and limits set before this are what
- * the policies start with.  Not being the system's cpufreq driver is not
- * an error: clamps and idle do not need the governor.
+ * the policies start with.  The core takes one cpufreq driver: if another
+ * has the system, this one stays off, and records carry no perf value
+ * (clamps and idle do not need the governor).
  */
-void vfh_cpufreq_start(struct vfh_cpufreq *cf)
+static int vfh_cpufreq_start(struct vfh_cpufreq *cf)
 {
 	const char *other = cpufreq_get_current_driver();
 	int ret;
@@ -479,24 +492,153 @@ void vfh_cpufreq_start(struct vfh_cpufreq *cf)
 	if (other) {
 		pr_info("cpufreq driver %s is active: no perf requests\n",
 			other);
-		return;
+		/* Not a failure of the device: the driver core's quiet code. */
+		return -ENODEV;
 	}
 	ret = cpufreq_register_driver(&cf->driver);
 	if (ret) {
 		pr_info("cannot register cpufreq driver (%d): no perf requests\n",
 			ret);
-		return;
+		return ret;
 	}
 	WRITE_ONCE(cf->registered, true);
+	return 0;
 }
 
-void vfh_cpufreq_stop(struct vfh_cpufreq *cf)
+static void vfh_cpufreq_stop(struct vfh_cpufreq *cf)
 {
 	if (!cf->registered)
 		return;
 	WRITE_ONCE(cf->registered, false);
 	cpufreq_unregister_driver(&cf->driver);
 }
+
+#ifndef FH_COMPAT_NO_AUXILIARY_BUS
+/*
+ * The auxiliary device carries only the state's address: the state is
+ * the virtio driver's (it is fed frequencies and limits from probe on,
+ * bound or not), while the device may outlive it in a sysfs reference,
+ * so it is allocated apart and freed by its release.
+ */
+struct vfh_cpufreq_adev {
+	struct auxiliary_device adev;
+	struct vfh_cpufreq *cf;
+};
+
+static struct vfh_cpufreq *vfh_adev_cf(struct auxiliary_device *adev)
+{
+	return container_of(adev, struct vfh_cpufreq_adev, adev)->cf;
+}
+
+static int vfh_cpufreq_probe(struct auxiliary_device *adev,
+			     const struct auxiliary_device_id *id)
+{
+	return vfh_cpufreq_start(vfh_adev_cf(adev));
+}
+
+static void vfh_cpufreq_remove(struct auxiliary_device *adev)
+{
+	vfh_cpufreq_stop(vfh_adev_cf(adev));
+}
+
+static const struct auxiliary_device_id vfh_cpufreq_id_table[] = {
+	{ .name = KBUILD_MODNAME ".cpufreq" },
+	{ }
+};
+MODULE_DEVICE_TABLE(auxiliary, vfh_cpufreq_id_table);
+
+static struct auxiliary_driver vfh_cpufreq_aux_driver = {
+	.name = "cpufreq",
+	.probe = vfh_cpufreq_probe,
+	.remove = vfh_cpufreq_remove,
+	.id_table = vfh_cpufreq_id_table,
+};
+
+static void vfh_adev_release(struct device *dev)
+{
+	kfree(container_of(dev, struct vfh_cpufreq_adev, adev.dev));
+}
+
+/*
+ * Add the auxiliary device the cpufreq driver binds to (process context,
+ * not while cpufreq is suspended).  Its id is always 0: one virtio device
+ * or vsock link is bound at a time, and it detaches before the next one
+ * attaches.
+ */
+int vfh_cpufreq_attach(struct vfh_cpufreq *cf, struct device *parent)
+{
+	struct vfh_cpufreq_adev *a;
+	int ret;
+
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	a->cf = cf;
+	a->adev.name = "cpufreq";
+	a->adev.id = 0;
+	a->adev.dev.parent = parent;
+	a->adev.dev.release = vfh_adev_release;
+	ret = auxiliary_device_init(&a->adev);
+	if (ret) {
+		kfree(a);
+		return ret;
+	}
+	ret = auxiliary_device_add(&a->adev);
+	if (ret) {
+		auxiliary_device_uninit(&a->adev);
+		return ret;
+	}
+	cf->adev = a;
+	return 0;
+}
+
+/* Unbinds the cpufreq driver, if bound: its policies exit before this returns. */
+void vfh_cpufreq_detach(struct vfh_cpufreq *cf)
+{
+	if (!cf->adev)
+		return;
+	auxiliary_device_delete(&cf->adev->adev);
+	auxiliary_device_uninit(&cf->adev->adev);
+	cf->adev = NULL;
+}
+
+int vfh_cpufreq_driver_register(void)
+{
+	return auxiliary_driver_register(&vfh_cpufreq_aux_driver);
+}
+
+void vfh_cpufreq_driver_unregister(void)
+{
+	auxiliary_driver_unregister(&vfh_cpufreq_aux_driver);
+}
+#else
+/*
+ * Kernels without the auxiliary bus (it is select-only, and a kernel
+ * whose configuration selects none of its users lacks it): the virtio
+ * driver registers the cpufreq driver itself, at the same moment, and
+ * it cannot be unbound apart from the device.
+ */
+int vfh_cpufreq_attach(struct vfh_cpufreq *cf, struct device *parent)
+{
+	/* As a probe's outcome, which device_add() does not return. */
+	vfh_cpufreq_start(cf);
+	return 0;
+}
+
+void vfh_cpufreq_detach(struct vfh_cpufreq *cf)
+{
+	vfh_cpufreq_stop(cf);
+}
+
+int vfh_cpufreq_driver_register(void)
+{
+	return 0;
+}
+
+void vfh_cpufreq_driver_unregister(void)
+{
+}
+#endif
 
 /* Probe: every CPU starts synthetic, without limits. */
 struct vfh_cpufreq *vfh_cpufreq_create(const struct vfh_cpufreq_ops *ops,
@@ -545,7 +687,7 @@ struct vfh_cpufreq *vfh_cpufreq_create(const struct vfh_cpufreq_ops *ops,
 	return cf;
 }
 
-/* After vfh_cpufreq_stop(). */
+/* After vfh_cpufreq_detach(). */
 void vfh_cpufreq_destroy(struct vfh_cpufreq *cf)
 {
 	if (!cf)

@@ -3,17 +3,23 @@
  * virtio_freqhint: the interface between the virtio driver and the cpufreq
  * driver (cpufreq.c), which knows nothing of virtio.
  *
- * The virtio driver creates the cpufreq driver at probe, gives it each
- * CPU's host frequencies and limits, and is told each governor request
- * through ->request.  An auxiliary device would carry the same calls; it
- * is not used because the auxiliary bus is select-only and the project's
- * test kernel does not build it (see README.md).
+ * The virtio driver creates the cpufreq driver's state at probe, gives it
+ * each CPU's host frequencies and limits, and is told each governor
+ * request through ->request.  When the device negotiated something the
+ * cpufreq driver needs, vfh_cpufreq_attach() adds an auxiliary device
+ * (virtio_freqhint.cpufreq.0) below the virtio device, and the cpufreq
+ * driver binds to it: registering with the cpufreq core is that auxiliary
+ * driver's probe, leaving it is its remove, so the cpufreq half can be
+ * unbound and bound again on its own (its next policies then start with
+ * the host's latest frequencies).
  */
 #ifndef _FREQHINT_CPUFREQ_H
 #define _FREQHINT_CPUFREQ_H
 
 #include <linux/types.h>
 #include <linux/virtio_freqhint.h>
+
+struct device;
 
 /* Frequencies of one vCPU as its policy shows them (kHz). */
 struct vfh_freq {
@@ -46,9 +52,13 @@ struct vfh_cpufreq;
 
 struct vfh_cpufreq *vfh_cpufreq_create(const struct vfh_cpufreq_ops *ops,
 				       void *data);
-void vfh_cpufreq_start(struct vfh_cpufreq *cf);
-void vfh_cpufreq_stop(struct vfh_cpufreq *cf);
+int vfh_cpufreq_attach(struct vfh_cpufreq *cf, struct device *parent);
+void vfh_cpufreq_detach(struct vfh_cpufreq *cf);
 void vfh_cpufreq_destroy(struct vfh_cpufreq *cf);
+
+/* The auxiliary driver, registered for the module's lifetime. */
+int vfh_cpufreq_driver_register(void);
+void vfh_cpufreq_driver_unregister(void);
 
 void vfh_cpufreq_set_freq(struct vfh_cpufreq *cf, unsigned int cpu,
 			  const struct vfh_freq *f);

@@ -416,11 +416,15 @@ static void vfh_cpufreq_fn(struct work_struct *work)
 	struct virtio_freqhint *vi = container_of(to_delayed_work(work),
 						  struct virtio_freqhint,
 						  cpufreq_work);
+	int err;
 
 	if (vi->cpufreq_done || (!vi->has_perf && !vi->has_host_freq))
 		return;
 	WRITE_ONCE(vi->cpufreq_done, true);
-	vfh_cpufreq_start(vi->cpufreq);
+	err = vfh_cpufreq_attach(vi->cpufreq, vi->dev);
+	if (err)
+		dev_warn(vi->dev, "cannot add the cpufreq device (%d): no perf requests\n",
+			 err);
 }
 
 /*
@@ -715,7 +719,7 @@ static void vfh_teardown(struct virtio_freqhint *vi)
 {
 	cancel_delayed_work_sync(&vi->cpufreq_work);
 	/* The policies' exit reports "no request" to the stopped gatherer. */
-	vfh_cpufreq_stop(vi->cpufreq);
+	vfh_cpufreq_detach(vi->cpufreq);
 	vfh_transport_release(vi);
 	vfh_cpufreq_destroy(vi->cpufreq);
 	vfh_gather_destroy(&vi->gather);
@@ -1190,9 +1194,12 @@ static int __init virtio_freqhint_init(void)
 	bool want_device;
 	int ret;
 
-	ret = vfh_vsock_init(&want_device);
+	ret = vfh_cpufreq_driver_register();
 	if (ret)
 		return ret;
+	ret = vfh_vsock_init(&want_device);
+	if (ret)
+		goto err_cpufreq;
 	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "virtio/freqhint:online",
 				      vfh_cpu_online, vfh_cpu_offline);
 	if (ret < 0)
@@ -1214,6 +1221,8 @@ err_cpuhp:
 	cpuhp_remove_multi_state(vfh_cpuhp_state);
 err_vsock:
 	vfh_vsock_exit();
+err_cpufreq:
+	vfh_cpufreq_driver_unregister();
 	return ret;
 }
 
@@ -1224,6 +1233,7 @@ static void __exit virtio_freqhint_exit(void)
 	/* The link's CPU callbacks are instances of the multi state. */
 	vfh_vsock_exit();
 	cpuhp_remove_multi_state(vfh_cpuhp_state);
+	vfh_cpufreq_driver_unregister();
 }
 
 module_init(virtio_freqhint_init);

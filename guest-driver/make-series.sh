@@ -49,7 +49,7 @@ gcc -O2 -o "$work/unifdef" "$pristine/scripts/unifdef.c" 2>/dev/null ||
 	die "cannot build $pristine/scripts/unifdef.c"
 # Out of tree only: undefined in tree.  The clamp hook: always there.
 defs=(-UFH_BENCH_ANCHOR -UFH_CLAMP_SWITCH -UFH_COMPAT_EXIT_INT
-      -UFH_COMPAT_FIND_VQS_NAMES -UFH_COMPAT_NO_FREQ_REF
+      -UFH_COMPAT_FIND_VQS_NAMES -UFH_COMPAT_FREQ_REF -UFH_COMPAT_NO_AUXILIARY_BUS
       -UFH_COMPAT_NO_SCALE_FREQ_VIRT
       -DFH_HAVE_UPDATE_UCLAMP)
 
@@ -144,6 +144,12 @@ classes and the frequency its CPUs run each vCPU at.
 This driver reports those values at most once per the device's rate
 window and registers a cpufreq driver that presents the host's
 frequencies and applies the host's grants to the guest's policies.  The
+cpufreq driver binds to an auxiliary device the virtio driver adds only
+when the device offers a perf value or the host's frequencies, so the
+system's one cpufreq slot stays free otherwise, and the cpufreq half can
+be unbound and bound again on its own.  It does not write arch_topology's
+capacity_freq_ref: it registers with the host's range, after the
+device's first snapshot.  The
 clamps come from the cpufreq core's ->update_uclamp callback (the RFC
 this series is based on).  Without uclamp, busy and idle come from each
 CPU's idle time at the window's close, and nothing of the driver runs on

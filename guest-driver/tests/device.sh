@@ -132,6 +132,46 @@ if [ "$expect" = nouclamp ]; then
 	sleep 0.5
 fi
 
+# The cpufreq half binds to an auxiliary device below the virtio device
+# where the kernel has the bus (Debian's kernels; the uclamp test kernel
+# selects none of its users, and there the driver registers directly).
+# Unbound, the device still reports, without perf; bound again, its new
+# policies take the host's latest class.
+A=/sys/bus/auxiliary
+adev=virtio_freqhint.cpufreq.0
+if [ "$expect" = nouclamp ]; then
+	check "the cpufreq half's auxiliary device is the virtio device's child" \
+		sh -c "readlink -f $A/devices/$adev | grep -q '/${dev##*/}/$adev\$'"
+	check_output "and the cpufreq driver is bound to it" '^virtio_freqhint.cpufreq$' \
+		sh -c "basename \$(readlink $A/devices/$adev/driver)"
+	check "unbind the cpufreq half" \
+		sh -c "echo $adev >$A/drivers/virtio_freqhint.cpufreq/unbind"
+	check_fails "its policies are gone" test -e $P0
+	check_output "the virtio device stays bound" '^virtio_freqhint$' \
+		sh -c "basename \$(readlink $dev/driver)"
+	busy 1
+	check "vCPU1 still reported, without perf" \
+		wait_vcpu 1 'f["idle"]==0 && f["perf"]=="-"'
+	stop_busy
+	check "bind the cpufreq half again" \
+		sh -c "echo $adev >$A/drivers/virtio_freqhint.cpufreq/bind"
+	check "the ceiling is back on policy0" \
+		wait_file $C/cpu0/cpufreq/scaling_max_freq '^700000$' 10
+	check_output "vCPU3's new policy has the class the host sent last" \
+		'^2400000$' cat $C/cpu3/cpufreq/cpuinfo_max_freq
+	check "schedutil again" use_schedutil
+	busy 1
+	check "vCPU1 reports perf again" \
+		wait_vcpu 1 'f["idle"]==0 && f["perf"]!="-"'
+	stop_busy
+	check "vCPU1 idle" wait_vcpu 1 'f["idle"]==1' 10
+else
+	check_fails "no auxiliary device without the bus (registered directly)" \
+		test -e $A/devices/$adev
+	check_output "and the cpufreq driver is ours" '^virtio-freqhint$' \
+		cat $P0/scaling_driver
+fi
+
 # Remove/probe without unloading: everything (policies, ceiling, gathering)
 # leaves with the device and comes back with it.
 drv=/sys/bus/virtio/drivers/virtio_freqhint

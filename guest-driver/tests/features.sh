@@ -48,9 +48,13 @@ if [ "$pf" = 0 ] && [ "$hf" = 0 ]; then
 	# Nothing needs a cpufreq driver: the system's one slot stays free.
 	check_fails "no cpufreq driver without PERF or HOST_FREQ" \
 		test -e /sys/devices/system/cpu/cpufreq/policy0
+	check_fails "nor its auxiliary device" \
+		test -e /sys/bus/auxiliary/devices/virtio_freqhint.cpufreq.0
 else
 	check_output "the cpufreq driver is ours" '^virtio-freqhint$' \
 		cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver
+	check "bound to its auxiliary device (Debian's kernel has the bus)" \
+		test -e /sys/bus/auxiliary/drivers/virtio_freqhint.cpufreq/virtio_freqhint.cpufreq.0
 fi
 if [ "$fb" = 0 ] && [ "$id" = 0 ]; then
 	check_fails "no event queue (no eventq interrupt)" \
