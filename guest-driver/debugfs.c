@@ -168,6 +168,10 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	/* One device per guest (main.c), so one fixed name. */
 	vi->debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("vcpus", 0444, vi->debugfs, vi, &vfh_vcpus_fops);
+	/* The device's configuration, as the driver took it. */
+	debugfs_create_u16("num_vcpus", 0444, vi->debugfs, &vi->num_vcpus);
+	debugfs_create_u32("rate_window_ms", 0444, vi->debugfs,
+			   &vi->tune.window_ms);
 	debugfs_create_file("clamp_source", 0444, vi->debugfs, vi,
 			    &vfh_clamp_source_fops);
 	debugfs_create_file("granted_floor", 0444, vi->debugfs, vi,

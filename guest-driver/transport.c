@@ -308,21 +308,11 @@ static DEVICE_ATTR_RO(name)
 FH_SHOW_U16(operator_floor, vi->host.operator_floor);
 FH_SHOW_U16(operator_ceiling, vi->host.operator_ceiling);
 FH_SHOW_U16(agent_connected, vi->host.agent);
-FH_SHOW_U16(num_vcpus, vi->num_vcpus);
-
-static ssize_t rate_window_ms_show(struct device *dev,
-				   struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", vfh_from_dev(dev)->tune.window_ms);
-}
-static DEVICE_ATTR_RO(rate_window_ms);
 
 static struct attribute *vfh_attrs[] = {
 	&dev_attr_operator_floor.attr,
 	&dev_attr_operator_ceiling.attr,
 	&dev_attr_agent_connected.attr,
-	&dev_attr_num_vcpus.attr,
-	&dev_attr_rate_window_ms.attr,
 	NULL
 };
 

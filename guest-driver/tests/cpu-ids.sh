@@ -22,7 +22,7 @@ echo "# $(uname -m), $ncpu CPUs"
 fh_probe
 check_output "CPU_ID negotiated: vCPU indexes by firmware id" \
 	'vCPU indexes by firmware id' dmesg
-check_output "the device counts every vCPU" "^$ncpu\$" cat "$dev/num_vcpus"
+check_output "the device counts every vCPU" "^$ncpu\$" cat /sys/kernel/debug/virtio_freqhint/num_vcpus
 
 if [ "$(uname -m)" = aarch64 ]; then
 	dmesg | grep 'Booted secondary processor' | sed 's/^\[[ 0-9.]*\] */# /'

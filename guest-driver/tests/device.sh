@@ -45,8 +45,9 @@ fi
 check_output "vCPU indexes by firmware id (F_CPU_ID)" 'vCPU indexes by firmware id' dmesg
 check_fails "no config-space feedback: no config_* statistics" \
 	sh -c "ls $FH_STATS | grep config_"
-check_output "num_vcpus" '^4$' cat "$dev/num_vcpus"
-check_output "rate window (the device's, 200 ms here)" '^200$' cat "$dev/rate_window_ms"
+check_output "num_vcpus" '^4$' cat /sys/kernel/debug/virtio_freqhint/num_vcpus
+check_output "rate window (the device's, 200 ms here)" '^200$' cat /sys/kernel/debug/virtio_freqhint/rate_window_ms
+check_fails "the configuration is not sysfs ABI" test -e "$dev/num_vcpus"
 check "use schedutil" use_schedutil
 check "the ceiling reaches vCPU0's policy" \
 	wait_file /sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq '^700000$' 10

@@ -39,7 +39,7 @@ wait_cpu() {
 check_output "two CPUs at boot" '^0-1$' cat /sys/devices/system/cpu/online
 check_output "Linux CPU 1 has APIC ID 3 (QEMU's slot 3)" '^3$' apicid 1
 check "insmod virtio_freqhint" fh_insmod
-check_output "the device has 4 vCPU indexes" '^4$' cat "$dev/num_vcpus"
+check_output "the device has 4 vCPU indexes" '^4$' cat /sys/kernel/debug/virtio_freqhint/num_vcpus
 check "Linux CPU 0 reports as index 0" wait_vcpu 0 'f["vcpu"]==0'
 check "Linux CPU 1 reports as index 3" wait_vcpu 1 'f["vcpu"]==3'
 check_fails "no Linux CPU 2 yet" test -e /sys/devices/system/cpu/cpu2
