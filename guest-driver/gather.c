@@ -123,13 +123,19 @@ struct vfh_vcpu {
  * bench/guest's build only (FREQHINT_OWN_TIME=y, Kbuild: FH_OWN_TIME): the
  * module's own CPU time outside the scheduler's hot path (the window
  * timers and the irq_works; the sender is a task of its own) is charged to
- * the CPU it ran on, IRQs off, so nothing else on this CPU adds meanwhile.
- * The benchmark reads it (debugfs sampler_ns).  Measurement, not the
- * driver's work: never in the product.
+ * the CPU it ran on, IRQs off, so nothing else on this CPU adds meanwhile:
+ * on PREEMPT_RT the irq_work runs in irq_workd, preemptible, and a timer
+ * on that CPU may charge its own time in between.  The benchmark reads it
+ * (debugfs sampler_ns).  Measurement, not the driver's work: never in the
+ * product.
  */
 static void vfh_charge_own(struct vfh_vcpu *v, u64 t0)
 {
+	unsigned long flags;
+
+	local_irq_save(flags);
 	v->own_ns += local_clock() - t0;
+	local_irq_restore(flags);
 }
 
 #endif
@@ -238,13 +244,13 @@ static bool vfh_close_window(struct vfh_vcpu *v, unsigned int cpu, u64 now)
 }
 
 /*
- * Leading edge: the vCPU's minimum clamp, just tracked, is raised, or the
- * vCPU's caller saw a user task start running.  If the vCPU published
- * nothing within the last window and that ends an idle report or raises
- * the published minimum, publish it now and start a new window; returns
- * whether it did.  Only what is proven is published: the run queue's
- * max-of-mins is at least the minimum tracked.  Decreases wait for the
- * window's end.
+ * Leading edge: the caller saw a user task on the vCPU (the hook: a raised
+ * minimum clamp), whose clamps are the ones just tracked.  If the vCPU
+ * published nothing within the last window and that ends an idle report
+ * or raises the published minimum, publish it now and start a new window;
+ * returns whether it did.  Only what is proven is published: the run
+ * queue's max-of-mins is at least the minimum tracked.  Decreases wait for
+ * the window's end.
  */
 static bool vfh_leading_edge(struct vfh_vcpu *v, unsigned int cpu, u64 now)
 {
@@ -452,8 +458,9 @@ void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max)
  * (the sampler) reads current's clamps once per window, so a lone busy task
  * that never switches out is still seen, and stops while the CPU idles; the
  * next switch-in re-arms it.  On nohz_full CPUs it takes no sampler: their
- * windows close at context switches.  Busy time is the time clamp-tracked
- * tasks ran (window.c), not idle time.
+ * windows close at context switches.  Busy time is what vfh_win_charge()
+ * counts, the time tasks other than the idle task and the sender ran, not
+ * the CPU's idle time.
  *
  * All of it is kept here rather than in a file of its own: it is the
  * gatherer's per-CPU window, which the other sources share, seen from a
@@ -487,7 +494,7 @@ static u64 vfh_window_slack(const struct vfh_gather *g)
 	return min_t(u64, TICK_NSEC, vfh_window_ns(g) / 4);
 }
 
-/* Start (or restart) this CPU's window timer: on the CPU, IRQs off. */
+/* Start (or restart) this CPU's sampler: on the CPU, IRQs off. */
 static void vfh_start_timer(struct vfh_vcpu *v)
 {
 	hrtimer_start_range_ns(&v->timer, vfh_window(v->g),
@@ -950,9 +957,13 @@ out:
 	return used;
 }
 
-/* The clamp source; the owner brings the CPUs online after this. */
+/*
+ * The clamp source; the owner brings the CPUs online after this.  It is
+ * named once, at the probe's start: a restore starts the same source.
+ */
 int vfh_gather_start(struct vfh_gather *g, const struct vfh_clamp_source *src)
 {
+	bool named = g->source == src;
 	int ret;
 
 	if (!READ_ONCE(g->uclamp_used) && vfh_uclamp_in_use())
@@ -969,7 +980,8 @@ int vfh_gather_start(struct vfh_gather *g, const struct vfh_clamp_source *src)
 		return ret;
 	}
 	WRITE_ONCE(g->started, true);
-	pr_info("clamp source %s\n", src->name);
+	if (!named)
+		pr_info("clamp source %s\n", src->name);
 	return 0;
 }
 
