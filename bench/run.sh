@@ -909,8 +909,8 @@ off and on, their order flipped each round.  No kprobes are set meanwhile.
   $(val guestcost_idle_seconds) s with nothing running, as a share of $(val guestcost_vcpus) vCPUs' time:
   $idle_on_pct % with the module, $idle_off_pct % without a cpufreq driver; the module's share **$idle_mod_pct %** (target ≤ 0.1 %: $v_idlecost).
   One tick is $(calc "100 / (100 * $(val guestcost_idle_seconds) * $(val guestcost_vcpus))" %.3f) % here: the resolution of this figure.
-- the module's own CPU time, counted by the module (debugfs: each CPU's \`sampler_ns\`, the time in its sampler
-  hrtimer and the gatherer's irq_works, and \`statistics/sender_ns\`, the sender thread's runtime), per vCPU-second:
+- the module's own CPU time, counted by the module's benchmark build (\`FREQHINT_OWN_TIME=y\`; debugfs: each CPU's
+  \`sampler_ns\`, the time in its window timers and the gatherer's irq_works, and \`statistics/sender_ns\`, the sender thread's runtime), per vCPU-second:
   idle **$own_idle_pct %** (median of the rounds with the module: $(val guestcost_own_idle_ns) ns over
   $(val guestcost_idle_seconds) s × $(val guestcost_vcpus) vCPUs; target ≤ 0.1 %: $v_idlecost);
   under the bursty load of §1 **$own_burst_pct %** ($(val burst_default_sampler_ns) ns in samplers and

@@ -67,7 +67,6 @@ static void vfh_switch_stop(struct vfh_gather *g)
 
 const struct vfh_clamp_source vfh_clamp_switch = {
 	.name		= "sched_switch",
-	.switch_events	= true,
 	.start		= vfh_switch_start,
 	.stop		= vfh_switch_stop,
 };

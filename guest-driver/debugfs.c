@@ -6,15 +6,14 @@
  * virtio_freqhint/vcpus has one line per possible CPU:
  *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1>
  *   min=<> max=<> perf=<> busy=<of 1024>
- *   switches=<> windows=<> publishes=<> leading=<> sampler_ns=<>
- *   sender_runs=<>
+ *   switches=<> windows=<> publishes=<> leading=<> sender_runs=<>
+ *   remote=<0|1>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
- * publications; switches counts the clamp source's events (task switches
- * with the sched_switch probe, aggregate changes with the hook, none with
- * idle time alone); sampler_ns is the time spent on that CPU in the window
- * timers and the gatherer's irq_works; sender_runs counts the sends that
- * ran on that CPU.
+ * publications; switches counts the clamp source's events (the hook's
+ * aggregate changes, none with idle time alone); sender_runs counts the
+ * sends that ran on that CPU; remote says its windows close on a
+ * housekeeping CPU (nohz_full).
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *
@@ -40,8 +39,7 @@
  * event or send), records dropped for a CPU without a device index,
  * CUR_FREQ messages applied, invalid (dropped whole) and stale, and the
  * values of applied ones taken as unknown for lying outside their class;
- * sender_ns is the sender's (the worker thread's) CPU time so far.  With
- * sampler_ns they are the module's own CPU time off the scheduler's path.
+ * sender_ns is the sender's (the worker thread's) CPU time so far.
  *
  * It exists while a device is bound.  For tests and debugging, not ABI.
  */
@@ -84,9 +82,17 @@ static int vfh_vcpus_show(struct seq_file *m, void *unused)
 		vfh_show_value(m, "perf", st.report,
 			       VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
-		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sampler_ns=%llu sender_runs=%lu remote=%d\n",
+		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sender_runs=%lu remote=%d",
 			   st.busy, st.switches, st.windows, st.publishes,
-			   st.leading, st.own_ns, st.sender_runs, st.remote);
+			   st.leading, st.sender_runs, st.remote);
+#ifdef FH_OWN_TIME
+		/*
+		 * bench/guest's build: the time spent on that CPU in the
+		 * window timers and the gatherer's irq_works (gather.c).
+		 */
+		seq_printf(m, " sampler_ns=%llu", st.own_ns);
+#endif
+		seq_putc(m, '\n');
 	}
 	return 0;
 }

@@ -2,28 +2,17 @@
 /*
  * virtio_freqhint: per-vCPU clamp, perf and idle values.
  *
- * Two ways to gather, by the clamp source:
+ * With the kernel's clamp hook (clamp_hook.c), or with no clamps at all on
+ * kernels without uclamp, a deferrable per-CPU timer closes each window,
+ * and busy time is the window's wall time less the CPU's idle time
+ * (get_cpu_idle_time()), or none when only the idle task ran (interrupts
+ * alone are no task's work).  The hook tells the run queue's clamp
+ * aggregate when it changes.  Nothing runs on a context switch, and an
+ * idle vCPU takes no timer interrupt from the module: the timer waits for
+ * the CPU's next wakeup.
  *
- *  - Without per-switch events (the kernel's clamp hook, clamp_hook.c, or
- *    no clamps at all on kernels without uclamp): a deferrable per-CPU
- *    timer closes each window, and busy time is the window's wall time
- *    less the CPU's idle time (get_cpu_idle_time()), or none when only
- *    the idle task ran (interrupts alone are no task's work).  The hook tells the
- *    run queue's clamp aggregate when it changes.  Nothing runs on a
- *    context switch, and an idle vCPU takes no timer interrupt from the
- *    module: the timer waits for the CPU's next wakeup.
- *  - The sched_switch source (out of tree only, gather.h: DKMS builds
- *    on uclamp kernels without the hook) reports every task that starts running;
- *    its effective clamps are read from task_struct->uclamp[]
- *    (include/linux/sched.h; refreshed by the scheduler on enqueue, and
- *    for runnable tasks when a cgroup or system limit changes).  A per-CPU
- *    hrtimer reads current's clamps once per window, so a lone busy task
- *    that never switches out is still seen, and stops while the CPU idles;
- *    the next switch-in re-arms it.
- *
- * On nohz_full CPUs neither takes a timer of the module's there.  The
- * sched_switch source closes their windows at context switches.  The
- * idle-time source closes them from a housekeeping CPU ("remote windows",
+ * On nohz_full CPUs the idle-time source takes no timer of the module's:
+ * it closes their windows from a housekeeping CPU ("remote windows",
  * below), which it can because it needs nothing of the CPU but its idle
  * time.  The hook source keeps its per-CPU timer there: its clamp weights
  * are charged on the CPU itself.
@@ -35,19 +24,18 @@
  * active (only enqueue accounting, under that key, sets it).
  *
  * Window logic is in window.c.  Publication is on the window's end, except
- * on the leading edge: a user task that starts running on a vCPU
- * that published nothing within the last window, and whose clamps raise
- * the vCPU's (or end its idleness), is published at once.
+ * on the leading edge: a raised minimum clamp on a vCPU that published
+ * nothing within the last window is published at once.
  *
  * The module's own sender thread is accounted like the idle task: its work
  * must not make an empty vCPU look busy (which would be sent, which would
  * run the sender again).
  *
- * Everything here that runs in scheduler context (probe) or hardirq
- * (sampler) touches only this CPU's state with IRQs off, publishes with
- * vfh_slot_publish() and defers the rest to irq_work.  Nothing allocates,
- * sleeps or takes a lock besides what irq_work_queue() and hrtimer code
- * take.
+ * Everything here that runs in scheduler context (the hook) or from a
+ * window's timer touches only this CPU's state with IRQs off (the remote
+ * windows: theirs, under remote_lock), publishes with vfh_slot_publish()
+ * and defers the rest to irq_work.  Nothing allocates, sleeps or takes a
+ * lock besides that one and what irq_work_queue() and timer code take.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -55,21 +43,20 @@
 #include <linux/cpufreq.h>
 #include <linux/cpumask.h>
 #include <linux/jiffies.h>
-#include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/minmax.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/isolation.h>
-#include <linux/sched/prio.h>
 #include <linux/sched/signal.h>
 #include <linux/timer.h>
+#ifdef FH_CLAMP_SWITCH
+#include <linux/hrtimer.h>
+#include <linux/sched/prio.h>
+#endif
 
 #include "gather.h"
-
-/* Idle windows a window woken from idle may reach back over. */
-#define FH_IDLE_BACKDATE	4
 
 struct vfh_vcpu {
 	struct vfh_gather *g;
@@ -77,12 +64,16 @@ struct vfh_vcpu {
 	/* Window accounting: this CPU only, IRQs off or hardirq. */
 	struct vfh_win win;
 	u64 last_pub;
+#ifdef FH_CLAMP_SWITCH
+	/* The sched_switch source's sampler (below), armed or not. */
+	struct hrtimer timer;
 	bool timer_armed;
 	/*
-	 * nohz_full (no housekeeping tick): no window timer, windows close at
-	 * context switches (switch_events sources).
+	 * nohz_full (no housekeeping tick): no sampler, windows close at
+	 * context switches.
 	 */
 	bool tickless;
+#endif
 
 	bool online;
 	/*
@@ -90,8 +81,7 @@ struct vfh_vcpu {
 	 * the gatherer's remote_lock; set and cleared by its hotplug.
 	 */
 	bool remote;
-	struct hrtimer timer;		/* switch_events sources */
-	/* The others: the next window's end, busy or idle (deferrable). */
+	/* The next window's end, busy or idle (deferrable). */
 	struct timer_list wtimer;
 	struct timer_list wtimer_idle;
 	u64 idle_us;			/* get_cpu_idle_time() at the last close */
@@ -119,64 +109,52 @@ struct vfh_vcpu {
 	atomic64_t report;	/* last published record */
 
 	u32 busy;
-	u64 own_ns;		/* in this CPU's sampler and irq_works (debugfs) */
+#ifdef FH_OWN_TIME
+	u64 own_ns;		/* in this CPU's window timers and irq_works */
+#endif
 	unsigned long switches;
 	unsigned long windows;
 	unsigned long publishes;
 	unsigned long leading;
 };
 
+#ifdef FH_OWN_TIME
 /*
- * The module's own CPU time outside the scheduler's hot path (the sampler
- * and the irq_works; the sender is a task of its own) is charged to the CPU
- * it ran on: hardirq context, so nothing else on this CPU adds meanwhile.
- * The benchmark reads it (debugfs sampler_ns); the clock costs a few ns a
- * window, never a context switch.
+ * bench/guest's build only (FREQHINT_OWN_TIME=y, Kbuild: FH_OWN_TIME): the
+ * module's own CPU time outside the scheduler's hot path (the window
+ * timers and the irq_works; the sender is a task of its own) is charged to
+ * the CPU it ran on, IRQs off, so nothing else on this CPU adds meanwhile:
+ * on PREEMPT_RT the irq_work runs in irq_workd, preemptible, and a timer
+ * on that CPU may charge its own time in between.  The benchmark reads it
+ * (debugfs sampler_ns).  Measurement, not the driver's work: never in the
+ * product.
  */
 static void vfh_charge_own(struct vfh_vcpu *v, u64 t0)
 {
+	unsigned long flags;
+
+	local_irq_save(flags);
 	v->own_ns += local_clock() - t0;
+	local_irq_restore(flags);
 }
 
+#endif
 static void vfh_kick_fn(struct irq_work *work)
 {
 	struct vfh_gather *g = container_of(work, struct vfh_gather, kick_work);
+#ifdef FH_OWN_TIME
 	u64 t0 = local_clock();
+#endif
 
 	g->kick(g);
+#ifdef FH_OWN_TIME
 	vfh_charge_own(this_cpu_ptr(g->vcpus), t0);
-}
-
-static ktime_t vfh_window(const struct vfh_gather *g)
-{
-	return ms_to_ktime(g->tune.window_ms);
+#endif
 }
 
 static u64 vfh_window_ns(const struct vfh_gather *g)
 {
 	return (u64)g->tune.window_ms * NSEC_PER_MSEC;
-}
-
-/*
- * The window timer's slack: it may fire up to a tick late, so that it
- * expires with the tick (a tick period always holds a tick while the tick
- * runs) instead of taking an interrupt of its own; never more than a
- * quarter of the window.  The window's busy share and clamp weights are
- * taken over the time it actually spanned, and the timer is forwarded from
- * its soft expiry, so windows still average window_ms: a window only ends
- * up to the slack late.
- */
-static u64 vfh_window_slack(const struct vfh_gather *g)
-{
-	return min_t(u64, TICK_NSEC, vfh_window_ns(g) / 4);
-}
-
-/* Start (or restart) this CPU's window timer: on the CPU, IRQs off. */
-static void vfh_start_timer(struct vfh_vcpu *v)
-{
-	hrtimer_start_range_ns(&v->timer, vfh_window(v->g),
-			       vfh_window_slack(v->g),
-			       HRTIMER_MODE_REL_PINNED_HARD);
 }
 
 /* The module's sender counts as idle time (see above). */
@@ -189,35 +167,6 @@ static void vfh_saw_uclamp(struct vfh_gather *g)
 {
 	if (!READ_ONCE(g->uclamp_used))
 		WRITE_ONCE(g->uclamp_used, true);
-}
-
-/* Track @p's clamps; returns false if @p counts as idle. */
-static bool vfh_track(struct vfh_vcpu *v, struct task_struct *p)
-{
-	bool idle = vfh_quiet_task(v->g, p);
-	bool has_min = false, has_max = false;
-	u16 lo = 0, hi = VIRTIO_FREQHINT_SCALE;
-
-#ifdef CONFIG_UCLAMP_TASK
-	{
-		/*
-		 * Only entries the scheduler marked active are current: the
-		 * rest were never refreshed (uclamp unused so far, or a
-		 * class without clamps: deadline, stop).
-		 */
-		struct uclamp_se cmin = READ_ONCE(p->uclamp[UCLAMP_MIN]);
-		struct uclamp_se cmax = READ_ONCE(p->uclamp[UCLAMP_MAX]);
-
-		has_min = cmin.active;
-		lo = cmin.value;
-		has_max = cmax.active;
-		hi = cmax.value;
-		if (has_min || has_max)
-			vfh_saw_uclamp(v->g);
-	}
-#endif
-	vfh_win_track(&v->win, idle, has_min, lo, has_max, hi);
-	return !idle;
 }
 
 static void vfh_publish(struct vfh_vcpu *v, unsigned int cpu, u64 rep, u64 now)
@@ -240,7 +189,7 @@ static u16 vfh_valid_flags(const struct vfh_gather *g)
 }
 
 /*
- * Busy time from idle time (sources without switch events): the CPU's
+ * Busy time from idle time (the hook and the idle-time source): the CPU's
  * wall time since the last close less its idle time, iowait counted idle
  * as the scheduler does, and none if only the idle task and the sender ran
  * meanwhile (vfh_win_busy_from_idle(): the interrupts that wake an idle
@@ -286,9 +235,6 @@ static bool vfh_close_window(struct vfh_vcpu *v, unsigned int cpu, u64 now)
 	struct vfh_win_result r;
 
 	v->windows++;
-	/* A remote window's busy time is in already (vfh_remote_close()). */
-	if (!v->g->source->switch_events && !v->remote)
-		vfh_busy_from_idle(v, cpu);
 	vfh_win_close(&v->win, now, &v->g->tune, &r);
 	v->busy = r.busy;
 	vfh_publish(v, cpu, vfh_rep_from_window(&r, vfh_valid_flags(v->g),
@@ -298,15 +244,15 @@ static bool vfh_close_window(struct vfh_vcpu *v, unsigned int cpu, u64 now)
 }
 
 /*
- * Leading edge: @p, a user task, starts running.  If the vCPU
- * published nothing within the last window and @p ends an idle report or
- * raises the published minimum, publish that now and start a new window.
- * Only what @p proves is published: the run queue's max-of-mins is at
- * least @p's minimum.  Decreases wait for the window's end, as do kernel
- * threads (housekeeping).
+ * Leading edge: the caller saw a user task on the vCPU (the hook: a raised
+ * minimum clamp), whose clamps are the ones just tracked.  If the vCPU
+ * published nothing within the last window and that ends an idle report
+ * or raises the published minimum, publish it now and start a new window;
+ * returns whether it did.  Only what is proven is published: the run
+ * queue's max-of-mins is at least the minimum tracked.  Decreases wait for
+ * the window's end.
  */
-static void vfh_leading_edge(struct vfh_vcpu *v, unsigned int cpu,
-			     struct task_struct *p, u64 now)
+static bool vfh_leading_edge(struct vfh_vcpu *v, unsigned int cpu, u64 now)
 {
 	u64 old = atomic64_read(&v->report);
 	u16 oflags = FIELD_GET(FH_REP_FLAGS, old);
@@ -315,29 +261,24 @@ static void vfh_leading_edge(struct vfh_vcpu *v, unsigned int cpu,
 	u16 hi = v->win.cur_has[FH_MAX] ? v->win.cur_val[FH_MAX] :
 					  VIRTIO_FREQHINT_SCALE;
 
-	/* Without @p (the hook), only a raised minimum proves a user task. */
-	if (p && ((p->flags & PF_KTHREAD) || p->prio < MAX_RT_PRIO))
-		return;
 	if (now - v->last_pub < vfh_window_ns(v->g))
-		return;
+		return false;
 	if (oflags & (VIRTIO_FREQHINT_R_MIN_VALID | VIRTIO_FREQHINT_R_PERF_VALID)) {
 		/* Active: only a raised minimum is certain. */
 		if (!flags || lo <= FIELD_GET(FH_REP_MIN, old))
-			return;
+			return false;
 		hi = max_t(u16, FIELD_GET(FH_REP_MAX, old), lo);
 		perf = FIELD_GET(FH_REP_PERF, old);
 		flags |= oflags & VIRTIO_FREQHINT_R_PERF_VALID;
 	} else {
-		/* Idle or no hint so far: @p ends it. */
-		if (!p && !lo)
-			return;
+		/* Idle or no hint so far: what the caller saw ends it. */
 		hi = max(hi, lo);
 		if (perf != FH_PERF_NONE)
 			flags |= VIRTIO_FREQHINT_R_PERF_VALID;
 		else
 			perf = 0;
 		if (!flags)
-			return;
+			return false;
 		if (!vfh_valid_flags(v->g)) {
 			lo = 0;
 			hi = 0;
@@ -345,51 +286,12 @@ static void vfh_leading_edge(struct vfh_vcpu *v, unsigned int cpu,
 	}
 	v->leading++;
 	vfh_publish(v, cpu, vfh_rep_pack(flags, lo, hi, perf), now);
-	/* The window restarts with @p; the sampler is restarted to match. */
 	vfh_win_reset(&v->win, now);
-	if (!v->g->source->switch_events) {
-		/* A deferrable timer_list: moved here, not restarted. */
-		vfh_busy_from_idle(v, cpu);
-		return;
-	}
-	if (v->tickless)
-		return;
-	v->timer_armed = true;
-	vfh_start_timer(v);
-}
-
-static enum hrtimer_restart vfh_sample_window(struct vfh_vcpu *v, u64 now)
-{
-	unsigned int cpu = smp_processor_id();
-	bool busy_now;
-
-	if (!READ_ONCE(v->online)) {
-		v->timer_armed = false;
-		return HRTIMER_NORESTART;
-	}
-	vfh_win_charge(&v->win, now);
-	busy_now = vfh_track(v, current);
-	if (vfh_close_window(v, cpu, now) && !busy_now) {
-		/* Stay quiet while idle; the next switch-in re-arms. */
-		v->timer_armed = false;
-		return HRTIMER_NORESTART;
-	}
-	hrtimer_forward_now(&v->timer, vfh_window(v->g));
-	return HRTIMER_RESTART;
-}
-
-static enum hrtimer_restart vfh_sample(struct hrtimer *timer)
-{
-	struct vfh_vcpu *v = container_of(timer, struct vfh_vcpu, timer);
-	u64 t0 = local_clock();
-	enum hrtimer_restart ret = vfh_sample_window(v, t0);
-
-	vfh_charge_own(v, t0);
-	return ret;
+	return true;
 }
 
 /*
- * The window of the sources without switch events, a timer pinned to its
+ * The window of the hook and the idle-time source, a timer pinned to its
  * CPU.  After a busy window it fires, so that the vCPU going idle is
  * reported; after an idle window it is deferrable, so it never wakes an
  * idle vCPU, and the first window after the idle stretch spans it and
@@ -403,16 +305,20 @@ static void vfh_arm_window(struct vfh_vcpu *v, bool idle)
 
 static void vfh_window_end(struct vfh_vcpu *v)
 {
+	unsigned int cpu = smp_processor_id();
 	unsigned long flags;
-	u64 t0;
+	u64 now;
 
 	local_irq_save(flags);
-	t0 = local_clock();
+	now = local_clock();
 	if (READ_ONCE(v->online)) {
-		vfh_win_charge(&v->win, t0);
-		vfh_arm_window(v, vfh_close_window(v, smp_processor_id(), t0));
+		vfh_win_charge(&v->win, now);
+		vfh_busy_from_idle(v, cpu);
+		vfh_arm_window(v, vfh_close_window(v, cpu, now));
 	}
-	vfh_charge_own(v, t0);
+#ifdef FH_OWN_TIME
+	vfh_charge_own(v, now);
+#endif
 	local_irq_restore(flags);
 }
 
@@ -484,10 +390,11 @@ static void vfh_remote_windows(struct timer_list *t)
 	struct vfh_gather *g = from_timer(g, t, remote_timer);
 	unsigned long flags;
 	unsigned int cpu;
-	u64 t0;
+#ifdef FH_OWN_TIME
+	u64 t0 = local_clock();
+#endif
 
 	spin_lock_irqsave(&g->remote_lock, flags);
-	t0 = local_clock();
 	for_each_cpu(cpu, g->remote_cpus) {
 		struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 
@@ -495,54 +402,195 @@ static void vfh_remote_windows(struct timer_list *t)
 	}
 	if (!cpumask_empty(g->remote_cpus))
 		vfh_remote_arm(g);
+#ifdef FH_OWN_TIME
 	vfh_charge_own(this_cpu_ptr(g->vcpus), t0);
+#endif
 	spin_unlock_irqrestore(&g->remote_lock, flags);
 }
 
 /*
- * A clamp source event on this CPU: @next starts running (sched_switch),
- * or, without @next, the run queue's aggregate is now @min/@max (the hook;
- * busy and idle come from idle time, so the time is charged whole).
+ * A clamp source's event on this CPU (IRQs off): counted, and the window
+ * charged up to *@now.  NULL while the CPU is offline: nothing to do.
  */
-static void vfh_event(struct vfh_gather *g, struct task_struct *next,
-		      u16 min, u16 max)
+static struct vfh_vcpu *vfh_event(struct vfh_gather *g, u64 *now)
 {
 	struct vfh_vcpu *v = this_cpu_ptr(g->vcpus);
-	u64 now;
 
 	if (!READ_ONCE(v->online))
-		return;
-	now = local_clock();
+		return NULL;
+	*now = local_clock();
 	v->switches++;
-	vfh_win_charge(&v->win, now);
-	if (next) {
-		if (!vfh_track(v, next)) {
-			/*
-			 * nohz_full: the switch to idle (or the sender) closes
-			 * an elapsed window, as the timer would have; it reads
-			 * idle only if the vCPU mostly idled in it.  Switches
-			 * in never close one: the leading edge covers them,
-			 * and a lone task that then runs without a switch
-			 * keeps what was published.
-			 */
-			if (v->tickless &&
-			    now - v->win.start >= vfh_window_ns(g))
-				vfh_close_window(v, smp_processor_id(), now);
-			return;
-		}
-	} else {
-		/* Not clamped is what the rq holds before uclamp is used. */
-		if (min || max < VIRTIO_FREQHINT_SCALE)
-			vfh_saw_uclamp(g);
-		vfh_win_track(&v->win, false, true, min, true, max);
+	vfh_win_charge(&v->win, *now);
+	return v;
+}
+
+/*
+ * The clamp hook: this CPU's run queue's new aggregate (IRQs off).  Busy
+ * and idle come from idle time, so the time is charged whole.
+ */
+void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max)
+{
+	struct vfh_vcpu *v;
+	u64 now;
+
+	v = vfh_event(g, &now);
+	if (!v)
+		return;
+	/* Not clamped is what the rq holds before uclamp is used. */
+	if (min || max < VIRTIO_FREQHINT_SCALE)
+		vfh_saw_uclamp(g);
+	vfh_win_track(&v->win, false, true, min, true, max);
+	/*
+	 * No task is named: only a raised minimum proves a user task.  The
+	 * window restarts here; its deferrable timer is not moved.
+	 */
+	if (min && vfh_leading_edge(v, smp_processor_id(), now))
+		vfh_busy_from_idle(v, smp_processor_id());
+}
+
+#ifdef FH_CLAMP_SWITCH
+/*
+ * The sched_switch source (clamp_switch.c; out of tree only, Kbuild: DKMS
+ * builds on uclamp kernels without the hook) reports every task that
+ * starts running; its effective clamps are read from task_struct->uclamp[]
+ * (include/linux/sched.h; refreshed by the scheduler on enqueue, and for
+ * runnable tasks when a cgroup or system limit changes).  A per-CPU hrtimer
+ * (the sampler) reads current's clamps once per window, so a lone busy task
+ * that never switches out is still seen, and stops while the CPU idles; the
+ * next switch-in re-arms it.  On nohz_full CPUs it takes no sampler: their
+ * windows close at context switches.  Busy time is what vfh_win_charge()
+ * counts, the time tasks other than the idle task and the sender ran, not
+ * the CPU's idle time.
+ *
+ * All of it is kept here rather than in a file of its own: it is the
+ * gatherer's per-CPU window, which the other sources share, seen from a
+ * different event.
+ */
+
+/* Idle windows a window woken from idle may reach back over. */
+#define FH_IDLE_BACKDATE	4
+
+static bool vfh_switch_source(const struct vfh_gather *g)
+{
+	return g->source == &vfh_clamp_switch;
+}
+
+static ktime_t vfh_window(const struct vfh_gather *g)
+{
+	return ms_to_ktime(g->tune.window_ms);
+}
+
+/*
+ * The window timer's slack: it may fire up to a tick late, so that it
+ * expires with the tick (a tick period always holds a tick while the tick
+ * runs) instead of taking an interrupt of its own; never more than a
+ * quarter of the window.  The window's busy share and clamp weights are
+ * taken over the time it actually spanned, and the timer is forwarded from
+ * its soft expiry, so windows still average window_ms: a window only ends
+ * up to the slack late.
+ */
+static u64 vfh_window_slack(const struct vfh_gather *g)
+{
+	return min_t(u64, TICK_NSEC, vfh_window_ns(g) / 4);
+}
+
+/* Start (or restart) this CPU's sampler: on the CPU, IRQs off. */
+static void vfh_start_timer(struct vfh_vcpu *v)
+{
+	hrtimer_start_range_ns(&v->timer, vfh_window(v->g),
+			       vfh_window_slack(v->g),
+			       HRTIMER_MODE_REL_PINNED_HARD);
+}
+
+/* Track @p's clamps; returns false if @p counts as idle. */
+static bool vfh_track(struct vfh_vcpu *v, struct task_struct *p)
+{
+	bool idle = vfh_quiet_task(v->g, p);
+	bool has_min = false, has_max = false;
+	u16 lo = 0, hi = VIRTIO_FREQHINT_SCALE;
+
+#ifdef CONFIG_UCLAMP_TASK
+	{
+		/*
+		 * Only entries the scheduler marked active are current: the
+		 * rest were never refreshed (uclamp unused so far, or a
+		 * class without clamps: deadline, stop).
+		 */
+		struct uclamp_se cmin = READ_ONCE(p->uclamp[UCLAMP_MIN]);
+		struct uclamp_se cmax = READ_ONCE(p->uclamp[UCLAMP_MAX]);
+
+		has_min = cmin.active;
+		lo = cmin.value;
+		has_max = cmax.active;
+		hi = cmax.value;
+		if (has_min || has_max)
+			vfh_saw_uclamp(v->g);
 	}
-	if (!v->timer_armed && !v->tickless && g->source->switch_events) {
+#endif
+	vfh_win_track(&v->win, idle, has_min, lo, has_max, hi);
+	return !idle;
+}
+
+static enum hrtimer_restart vfh_sample_window(struct vfh_vcpu *v, u64 now)
+{
+	unsigned int cpu = smp_processor_id();
+	bool busy_now;
+
+	if (!READ_ONCE(v->online)) {
+		v->timer_armed = false;
+		return HRTIMER_NORESTART;
+	}
+	vfh_win_charge(&v->win, now);
+	busy_now = vfh_track(v, current);
+	if (vfh_close_window(v, cpu, now) && !busy_now) {
+		/* Stay quiet while idle; the next switch-in re-arms. */
+		v->timer_armed = false;
+		return HRTIMER_NORESTART;
+	}
+	hrtimer_forward_now(&v->timer, vfh_window(v->g));
+	return HRTIMER_RESTART;
+}
+
+static enum hrtimer_restart vfh_sample(struct hrtimer *timer)
+{
+	struct vfh_vcpu *v = container_of(timer, struct vfh_vcpu, timer);
+	u64 now = local_clock();
+	enum hrtimer_restart ret = vfh_sample_window(v, now);
+
+#ifdef FH_OWN_TIME
+	vfh_charge_own(v, now);
+#endif
+	return ret;
+}
+
+/* The sched_switch source: @next starts running on this CPU. */
+void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next)
+{
+	unsigned int cpu = smp_processor_id();
+	u64 now;
+	struct vfh_vcpu *v = vfh_event(g, &now);
+
+	if (!v)
+		return;
+	if (!vfh_track(v, next)) {
+		/*
+		 * nohz_full: the switch to idle (or the sender) closes an
+		 * elapsed window, as the sampler would have; it reads idle
+		 * only if the vCPU mostly idled in it.  Switches in never
+		 * close one: the leading edge covers them, and a lone task
+		 * that then runs without a switch keeps what was published.
+		 */
+		if (v->tickless && now - v->win.start >= vfh_window_ns(g))
+			vfh_close_window(v, cpu, now);
+		return;
+	}
+	if (!v->timer_armed && !v->tickless) {
 		/*
 		 * Woken from idle: the window keeps the idle stretch since the
 		 * last close (up to FH_IDLE_BACKDATE windows), so a kernel
 		 * thread's blip after a long idle (RCU's grace-period thread,
-		 * say) is weighed against that stretch.  User
-		 * tasks start a fresh window on the leading edge.
+		 * say) is weighed against that stretch.  User tasks start a
+		 * fresh window on the leading edge.
 		 *
 		 * The timer is started here, under the run queue's lock with
 		 * IRQs off, as the scheduler's own hrtick (hrtick_start() from
@@ -557,21 +605,45 @@ static void vfh_event(struct vfh_gather *g, struct task_struct *next,
 						FH_IDLE_BACKDATE * vfh_window_ns(g));
 		vfh_start_timer(v);
 	}
-	vfh_leading_edge(v, smp_processor_id(), next, now);
+	/*
+	 * A user task ends an idle report (the run queue's max-of-mins is at
+	 * least its minimum); kernel threads (housekeeping) and real-time
+	 * tasks wait for the window's end.
+	 */
+	if ((next->flags & PF_KTHREAD) || next->prio < MAX_RT_PRIO)
+		return;
+	/* The window restarts with @next; the sampler is restarted to match. */
+	if (vfh_leading_edge(v, cpu, now) && !v->tickless) {
+		v->timer_armed = true;
+		vfh_start_timer(v);
+	}
 }
 
-/* The clamp source: @next starts running on this CPU. */
-void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next)
+/* The sampler starts at the CPU's online, with its current task. */
+static void vfh_switch_online(struct vfh_vcpu *v, unsigned int cpu)
 {
-	vfh_event(g, next, 0, 0);
+	vfh_track(v, current);
+	v->tickless = !housekeeping_cpu(cpu, HK_TYPE_TICK);
+	v->timer_armed = !v->tickless;
+	WRITE_ONCE(v->online, true);
+	if (v->timer_armed)
+		vfh_start_timer(v);
 }
 
-/* The clamp hook: this CPU's run queue's new aggregate (IRQs off). */
-void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max)
+/* After the CPU is marked offline: the sampler re-arms only while online. */
+static void vfh_switch_offline(struct vfh_vcpu *v)
 {
-	vfh_event(g, NULL, min, max);
+	hrtimer_cancel(&v->timer);
+	v->timer_armed = false;
 }
 
+static void vfh_switch_init(struct vfh_vcpu *v)
+{
+	hrtimer_init(&v->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+	v->timer.function = vfh_sample;
+}
+
+#endif /* FH_CLAMP_SWITCH */
 /* The clamp source in use, "none" before the start or after the stop. */
 const char *vfh_gather_source(const struct vfh_gather *g)
 {
@@ -589,16 +661,17 @@ void vfh_gather_cpu_online(struct vfh_gather *g, unsigned int cpu)
 	now = local_clock();
 	vfh_win_reset(&v->win, now);
 	v->last_pub = now - vfh_window_ns(g);
-	if (g->source->switch_events) {
-		vfh_track(v, current);
-		v->tickless = !housekeeping_cpu(cpu, HK_TYPE_TICK);
-		v->timer_armed = !v->tickless;
-		WRITE_ONCE(v->online, true);
-		if (v->timer_armed)
-			vfh_start_timer(v);
-	} else if (vfh_remote_cpu(g, cpu)) {
-		/* No clamps; idle time from now, on the idle time's clock. */
-		vfh_win_track(&v->win, false, false, 0, false, 0);
+#ifdef FH_CLAMP_SWITCH
+	if (vfh_switch_source(g)) {
+		vfh_switch_online(v, cpu);
+		local_irq_restore(flags);
+		return;
+	}
+#endif
+	/* No clamp until the hook says otherwise. */
+	vfh_win_track(&v->win, false, false, 0, false, 0);
+	if (vfh_remote_cpu(g, cpu)) {
+		/* Idle time from now, on the idle time's clock. */
 		spin_lock(&g->remote_lock);
 		vfh_win_reset(&v->win, vfh_remote_sample(v, cpu));
 		v->remote = true;
@@ -607,8 +680,7 @@ void vfh_gather_cpu_online(struct vfh_gather *g, unsigned int cpu)
 		vfh_remote_arm(g);
 		spin_unlock(&g->remote_lock);
 	} else {
-		/* No clamp until the hook says otherwise; idle time from now. */
-		vfh_win_track(&v->win, false, false, 0, false, 0);
+		/* Idle time from now. */
 		vfh_busy_from_idle(v, cpu);
 		WRITE_ONCE(v->online, true);
 		/* Pinned: queued on this CPU, where this runs. */
@@ -622,17 +694,21 @@ void vfh_gather_cpu_offline(struct vfh_gather *g, unsigned int cpu)
 	struct vfh_vcpu *v = per_cpu_ptr(g->vcpus, cpu);
 	unsigned long flags;
 
-	/* Out of the remote windows: the closer no longer touches @v. */
 	if (v->remote) {
+		/* Out of the remote windows: the closer no longer touches @v. */
 		spin_lock_irqsave(&g->remote_lock, flags);
 		cpumask_clear_cpu(cpu, g->remote_cpus);
 		WRITE_ONCE(v->online, false);
 		WRITE_ONCE(v->remote, false);
 		spin_unlock_irqrestore(&g->remote_lock, flags);
+	} else {
+		/* The window's timers re-arm only while online. */
+		WRITE_ONCE(v->online, false);
 	}
-	/* The probe starts the timer only while online, on this CPU. */
-	WRITE_ONCE(v->online, false);
-	hrtimer_cancel(&v->timer);
+#ifdef FH_CLAMP_SWITCH
+	if (vfh_switch_source(g))
+		vfh_switch_offline(v);
+#endif
 	/*
 	 * Each waits for a running callback, which re-armed one of them only
 	 * if online: the first that could have been re-armed is deleted last.
@@ -640,7 +716,6 @@ void vfh_gather_cpu_offline(struct vfh_gather *g, unsigned int cpu)
 	timer_delete_sync(&v->wtimer);
 	timer_delete_sync(&v->wtimer_idle);
 	timer_delete_sync(&v->wtimer);
-	v->timer_armed = false;
 	/* An offline vCPU has "no hint" (flags 0). */
 	preempt_disable();
 	vfh_publish(v, cpu, vfh_rep_pack(0, 0, 0, 0), local_clock());
@@ -703,7 +778,10 @@ void vfh_gather_set_perf(struct vfh_gather *g, unsigned int cpu,
 	vfh_anchor_request(g, v, cpu, perf);
 }
 
-/* Process context; a sampler reading a half-updated table only publishes or skips one record. */
+/*
+ * Process context; a window closed meanwhile on a half-updated table only
+ * publishes or skips one record.
+ */
 void vfh_gather_set_levels(struct vfh_gather *g, unsigned int cpu,
 			   const struct vfh_levels *l)
 {
@@ -789,7 +867,9 @@ void vfh_gather_stats(struct vfh_gather *g, unsigned int cpu,
 	st->online = READ_ONCE(v->online);
 	st->remote = READ_ONCE(v->remote);
 	st->busy = READ_ONCE(v->busy);
+#ifdef FH_OWN_TIME
 	st->own_ns = READ_ONCE(v->own_ns);
+#endif
 	st->switches = READ_ONCE(v->switches);
 	st->windows = READ_ONCE(v->windows);
 	st->publishes = READ_ONCE(v->publishes);
@@ -834,9 +914,9 @@ int vfh_gather_init(struct vfh_gather *g, const struct vfh_tuning *t,
 		v->perf = FH_PERF_NONE;
 		v->levels.step = t->perf_step;
 		atomic64_set(&v->report, vfh_rep_pack(0, 0, 0, 0));
-		hrtimer_init(&v->timer, CLOCK_MONOTONIC,
-			     HRTIMER_MODE_REL_PINNED_HARD);
-		v->timer.function = vfh_sample;
+#ifdef FH_CLAMP_SWITCH
+		vfh_switch_init(v);
+#endif
 		timer_setup(&v->wtimer, vfh_window_timer, TIMER_PINNED);
 		timer_setup(&v->wtimer_idle, vfh_window_timer_idle,
 			    TIMER_DEFERRABLE | TIMER_PINNED);
@@ -877,9 +957,13 @@ out:
 	return used;
 }
 
-/* The clamp source; the owner brings the CPUs online after this. */
+/*
+ * The clamp source; the owner brings the CPUs online after this.  It is
+ * named once, at the probe's start: a restore starts the same source.
+ */
 int vfh_gather_start(struct vfh_gather *g, const struct vfh_clamp_source *src)
 {
+	bool named = g->source == src;
 	int ret;
 
 	if (!READ_ONCE(g->uclamp_used) && vfh_uclamp_in_use())
@@ -896,7 +980,8 @@ int vfh_gather_start(struct vfh_gather *g, const struct vfh_clamp_source *src)
 		return ret;
 	}
 	WRITE_ONCE(g->started, true);
-	pr_info("clamp source %s\n", src->name);
+	if (!named)
+		pr_info("clamp source %s\n", src->name);
 	return 0;
 }
 

@@ -2,7 +2,7 @@
 /*
  * virtio_freqhint: the gatherer, one per device.  It keeps each vCPU's
  * window and report (per-CPU data, for the scheduler-context clamp source
- * and the hardirq sampler), publishes a packed report per vCPU, marks it
+ * and the window timers), publishes a packed report per vCPU, marks it
  * dirty and calls its owner's ->kick (from irq_work) so the owner can
  * send.  It never calls into the device.
  *
@@ -29,17 +29,14 @@ struct task_struct;
 /*
  * A clamp source tells the gatherer, on the CPU concerned, the run queue's
  * clamp aggregate whenever it changes (vfh_gather_rq_clamp(): the kernel's
- * hook) or, with switch_events set, which task starts running there
- * (vfh_gather_switch(): the sched_switch probe, for DKMS builds only).
- * Without switch_events the gatherer tells busy from idle by the CPU's
- * idle time over each window, so nothing of the module runs on a context
- * switch; the idle-time source reports no clamps at all (kernels without
- * uclamp).  start() and stop() take the gatherer, which is also the data
- * of the source's probe; the source keeps its own state in ->source_data.
+ * hook).  The gatherer tells busy from idle by the CPU's idle time over
+ * each window, so nothing of the module runs on a context switch; the
+ * idle-time source reports no clamps at all (kernels without uclamp).
+ * start() and stop() take the gatherer, which is also the data of the
+ * source's callbacks; the source keeps its own state in ->source_data.
  */
 struct vfh_clamp_source {
 	const char *name;
-	bool switch_events;
 	int (*start)(struct vfh_gather *g);
 	void (*stop)(struct vfh_gather *g);
 };
@@ -82,7 +79,6 @@ void vfh_gather_stop(struct vfh_gather *g);
 void vfh_gather_cpu_online(struct vfh_gather *g, unsigned int cpu);
 void vfh_gather_cpu_offline(struct vfh_gather *g, unsigned int cpu);
 
-void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next);
 void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max);
 const char *vfh_gather_source(const struct vfh_gather *g);
 void vfh_gather_set_perf(struct vfh_gather *g, unsigned int cpu,
@@ -109,7 +105,9 @@ struct vfh_vcpu_stats {
 	bool online;
 	bool remote;		/* its windows close on a housekeeping CPU */
 	u32 busy;		/* of the last closed window, per 1024 */
-	u64 own_ns;		/* sampler and irq_works on this CPU */
+#ifdef FH_OWN_TIME
+	u64 own_ns;		/* window timers and irq_works on this CPU */
+#endif
 	unsigned long switches;
 	unsigned long windows;
 	unsigned long publishes;
@@ -137,6 +135,8 @@ extern const struct vfh_clamp_source vfh_clamp_idle;
  * the driver in tree.
  */
 extern const struct vfh_clamp_source vfh_clamp_switch;
+/* gather.c: which task starts running on this CPU, for that probe. */
+void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next);
 #define FH_SWITCH_SOURCE	(&vfh_clamp_switch)
 #else
 #define FH_SWITCH_SOURCE	NULL

@@ -6,11 +6,12 @@
 # Write the driver as a git format-patch series against Linux, for LKML
 # (default OUTDIR: ./virtio-freqhint-linux-series).  What only the
 # out-of-tree module needs is not in it: the branches for older kernels
-# (FH_COMPAT_*), the benchmark's anchor (FH_BENCH_ANCHOR), the by-name
-# sched_switch probe (FH_CLAMP_SWITCH, clamp_switch.c) and the Kbuild
-# lines for KBUILD_EXTMOD and the spec's include directory.  The kernel's
-# own scripts/unifdef removes the #if branches, so every line that remains
-# is the module's, unchanged.
+# (FH_COMPAT_*), the benchmark's anchor (FH_BENCH_ANCHOR) and own-time
+# accounting (FH_OWN_TIME), the by-name sched_switch probe and the
+# gatherer's part that serves it (FH_CLAMP_SWITCH, clamp_switch.c) and the
+# Kbuild lines for KBUILD_EXTMOD and the spec's include directory.  The
+# kernel's own scripts/unifdef removes the #if branches, so every line
+# that remains is the module's, unchanged.
 #
 # Base: the files the series edits, from the Debian 6.12 tree the
 # project's test kernel is built from (tests/harness/build-kernel.sh), so
@@ -48,7 +49,7 @@ export GIT_AUTHOR_DATE="2026-12-07 00:00:00 +0000" GIT_COMMITTER_DATE="2026-12-0
 gcc -O2 -o "$work/unifdef" "$pristine/scripts/unifdef.c" 2>/dev/null ||
 	die "cannot build $pristine/scripts/unifdef.c"
 # Out of tree only: undefined in tree.  The clamp hook: always there.
-defs=(-UFH_BENCH_ANCHOR -UFH_CLAMP_SWITCH -UFH_COMPAT_EXIT_INT
+defs=(-UFH_BENCH_ANCHOR -UFH_OWN_TIME -UFH_CLAMP_SWITCH -UFH_COMPAT_EXIT_INT
       -UFH_COMPAT_FIND_VQS_NAMES -UFH_COMPAT_FREQ_REF -UFH_COMPAT_NO_AUXILIARY_BUS
       -UFH_COMPAT_NO_SCALE_FREQ_VIRT
       -DFH_HAVE_UPDATE_UCLAMP)

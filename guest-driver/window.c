@@ -9,13 +9,13 @@
  * and max-of-maxes, but without letting a kworker that ran for 30 us set
  * the whole window's ceiling to 1024.
  */
-#include <asm/byteorder.h>
-#include <kunit/visibility.h>
 #include <linux/export.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
 #include <linux/time64.h>
+#include <asm/byteorder.h>
+#include <kunit/visibility.h>
 
 #include "freqhint.h"
 

@@ -47,13 +47,19 @@ stty -F "$LAT_TTY" raw -echo || exit 1
 FH_STATS=/sys/kernel/debug/virtio_freqhint/statistics
 stat_of() { cat "$FH_STATS/$1"; }
 # The module's own CPU time off the scheduler's path, in ns so far: its
-# samplers and irq_works (per CPU, debugfs vcpus) and its sender thread.
+# window timers and irq_works (per CPU, debugfs vcpus; run.sh builds the
+# module with FREQHINT_OWN_TIME=y, without it there is no sampler_ns) and
+# its sender thread.
 sampler_ns() {
 	tr ' ' '\n' </sys/kernel/debug/virtio_freqhint/vcpus |
 		sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'
 }
 
 step_load_module
+grep -q ' sampler_ns=' /sys/kernel/debug/virtio_freqhint/vcpus || {
+	echo "FAIL: no sampler_ns: the module was built without FREQHINT_OWN_TIME=y"
+	exit 1
+}
 # Host feedback: the guest idle (this shell waits for the verdict), the host
 # changing what it grants.
 feedback() {

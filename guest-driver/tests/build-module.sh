@@ -77,6 +77,8 @@ if [ "$cached" = 1 ]; then
 			echo "$kdir"
 			# bench/guest's anchor build (Kbuild: FH_BENCH_ANCHOR).
 			echo "anchor=${FREQHINT_BENCH_ANCHOR:-}"
+			# ...and its own-time accounting (Kbuild: FH_OWN_TIME).
+			echo "own_time=${FREQHINT_OWN_TIME:-}"
 			for f in .config Module.symvers include/config/kernel.release; do
 				if [ -f "$kdir/$f" ]; then sha256sum "$kdir/$f"; fi
 			done

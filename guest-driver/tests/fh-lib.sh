@@ -53,7 +53,8 @@ wait_ge() {
 	return 1
 }
 
-# sampler_ns: the module's time in samplers and irq_works, all CPUs (ns).
+# sampler_ns: the module's time in its window timers and irq_works, all
+# CPUs (ns); only the build with FREQHINT_OWN_TIME=y counts it.
 sampler_ns() {
 	tr ' ' '\n' <"$FH_DBG" | sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'
 }

@@ -76,6 +76,9 @@ fi
 
 check "insmod virtio_freqhint clamp_source=$source" fh_insmod clamp_source="$source"
 check "debugfs vcpus exists" test -r "$FH_DBG"
+# meson builds this test's module with FREQHINT_OWN_TIME=y (the own-time
+# checks below need it); a build without it has no sampler_ns.
+check "the own-time build: debugfs vcpus has sampler_ns" grep -q ' sampler_ns=' "$FH_DBG"
 check_output "the clamp source in use is $want_source" "^$want_source\$" \
 	cat /sys/kernel/debug/virtio_freqhint/clamp_source
 check_output "and the load message says so" "clamp source $want_source\$" dmesg

@@ -19,6 +19,10 @@ check_output "the kernel runs CPUs 2-3 tickless (nohz_full)" '^2-3$' \
 fh_probe
 check_output "clamp source: idle_time (no uclamp)" '^idle_time$' \
 	cat /sys/kernel/debug/virtio_freqhint/clamp_source
+# The product build times nothing of its own (review §B.2.6): only the
+# benchmark's build (FREQHINT_OWN_TIME=y) has sampler_ns.
+check_fails "the product build has no sampler_ns in debugfs vcpus" \
+	grep -q ' sampler_ns=' /sys/kernel/debug/virtio_freqhint/vcpus
 for c in 2 3; do
 	check "cpu$c: windows closed remotely" wait_vcpu $c 'f["remote"]==1' 1
 done

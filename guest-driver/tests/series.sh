@@ -28,7 +28,7 @@ grep -q '^base-commit: ' "$work"/series/0000-cover-letter.patch ||
 # What only the out-of-tree module has, in added lines or file names.
 # The project's spec labels (GR-4, DRV-40, ...) mean nothing to a reader
 # of the kernel's tree either.
-left=$(grep -nE '^\+.*(FH_HAVE_|FH_COMPAT_|FH_BENCH_ANCHOR|FH_CLAMP_SWITCH|LINUX_VERSION_CODE|KBUILD_EXTMOD|FREQHINT_SPEC_INCLUDE|clamp_switch|notify_every_change|\b(GR|DRV|DEV|MR|PA|PD|VS)-[0-9]+)|^\+\+\+ .*clamp_switch' \
+left=$(grep -nE '^\+.*(FH_HAVE_|FH_COMPAT_|FH_BENCH_ANCHOR|FH_OWN_TIME|own_ns|sampler_ns|FH_CLAMP_SWITCH|vfh_gather_switch|LINUX_VERSION_CODE|KBUILD_EXTMOD|FREQHINT_SPEC_INCLUDE|clamp_switch|notify_every_change|\b(GR|DRV|DEV|MR|PA|PD|VS)-[0-9]+)|^\+\+\+ .*clamp_switch' \
 	"${patches[@]}" || true)
 [ -z "$left" ] || { echo "$left"; die "the series holds out-of-tree lines (above)"; }
 

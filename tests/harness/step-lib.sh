@@ -86,15 +86,19 @@ demo_response() {
 # samples it and the device relays it, VIRTIO_FREQHINT_F_CUR_FREQ).  The
 # guest's cpuinfo_cur_freq of vCPU1 shows it, and on arm64, where the
 # driver is the scheduler's frequency-invariance source, vCPU1's
-# arch_freq_scale becomes KHZ of the host's 3.2 GHz.  vCPU1 must be busy
+# arch_freq_scale becomes KHZ of its policy's cpuinfo_max_freq (the
+# host's maximum, what the scale is relative to).  vCPU1 must be busy
 # then: the scale is written at its ticks.
 host_cur_freq() {
+	hcf_cpufreq=/sys/devices/system/cpu/cpu1/cpufreq
 	check "the host's CPU under vCPU1 runs at $1 kHz" step host-cur-freq vcpu=1 khz="$1"
 	check "vCPU1's cpuinfo_cur_freq shows the host's $1 kHz" \
-		wait_file /sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_cur_freq "^$1\$"
+		wait_file "$hcf_cpufreq/cpuinfo_cur_freq" "^$1\$"
 	[ "$(uname -m)" = aarch64 ] || return 0
-	check "vCPU1's arch_freq_scale is $(($1 * 1024 / 3200000)) ($1 of 3200000 kHz)" \
+	hcf_max=$(cat "$hcf_cpufreq/cpuinfo_max_freq")
+	hcf_scale=$(($1 * 1024 / hcf_max))
+	check "vCPU1's arch_freq_scale is $hcf_scale ($1 of $hcf_max kHz)" \
 		wait_file /sys/kernel/debug/virtio_freqhint/cur_freq \
-		"^cpu1 cur_khz=$1 freq_scale=$(($1 * 1024 / 3200000)) "
+		"^cpu1 cur_khz=$1 freq_scale=$hcf_scale "
 }
 
