@@ -137,9 +137,6 @@ extern const struct vfh_clamp_source vfh_clamp_idle;
 extern const struct vfh_clamp_source vfh_clamp_switch;
 /* gather.c: which task starts running on this CPU, for that probe. */
 void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next);
-#define FH_SWITCH_SOURCE	(&vfh_clamp_switch)
-#else
-#define FH_SWITCH_SOURCE	NULL
 #endif
 
 #endif /* _FREQHINT_GATHER_H */

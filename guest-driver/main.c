@@ -69,11 +69,18 @@ static_assert(FH_CPUFREQ_NONE == FH_PERF_NONE);
 static DEFINE_MUTEX(vfh_probe_lock);
 static struct virtio_freqhint *vfh_bound;
 static enum cpuhp_state vfh_cpuhp_state;
+#ifdef FH_CLAMP_SWITCH
 
+/*
+ * Out of tree, where a second clamp source exists, the choice among them
+ * is a parameter (tests and DKMS users on uclamp kernels without the
+ * hook); in tree the kernel decides: the hook with uclamp, else idle time.
+ */
 static char *clamp_source = "auto";
 module_param(clamp_source, charp, 0444);
 MODULE_PARM_DESC(clamp_source,
-		 "auto (the clamp hook when the kernel has it), hook, sched_switch (out-of-tree builds, uclamp kernels) or idle_time (no clamps)");
+		 "auto (the clamp hook when the kernel has it), hook, sched_switch (uclamp kernels without the hook) or idle_time (no clamps)");
+#endif
 
 /*
  * @cpu's firmware id as the device's CPU_IDS names it: the x86 APIC ID,
@@ -624,28 +631,28 @@ static const struct vfh_cpufreq_ops vfh_cpufreq_ops = {
 static int vfh_clamps_try(struct virtio_freqhint *vi,
 			  const struct vfh_clamp_source *src, bool quiet)
 {
-	int err = src ? vfh_gather_start(&vi->gather, src) : -ENODEV;
+	int err = vfh_gather_start(&vi->gather, src);
 
 	if (err && !(quiet && err == -ENODEV))
-		dev_err(vi->dev, "clamp source %s: %d\n",
-			src ? src->name : "sched_switch (not built in)", err);
+		dev_err(vi->dev, "clamp source %s: %d\n", src->name, err);
 	return err;
 }
 
+#ifdef FH_CLAMP_SWITCH
 /*
- * The clamp source clamp_source= asks for.  auto takes the kernel's hook
- * where it has one; on a uclamp kernel
- * without it, the sched_switch probe of an out-of-tree build; else idle
- * time alone, with no probe at all (kernels without uclamp).
+ * Out of tree: the source clamp_source= asks for; auto is the kernel's
+ * hook where it has one, on a uclamp kernel without it the sched_switch
+ * probe, else idle time alone, with no probe at all (kernels without
+ * uclamp).  1: auto, decided by the caller.
  */
-static int vfh_clamps_start(struct virtio_freqhint *vi)
+static int vfh_clamps_chosen(struct virtio_freqhint *vi)
 {
 	int err;
 
 	if (!strcmp(clamp_source, "hook"))
 		return vfh_clamps_try(vi, &vfh_clamp_hook, false);
 	if (!strcmp(clamp_source, "sched_switch"))
-		return vfh_clamps_try(vi, FH_SWITCH_SOURCE, false);
+		return vfh_clamps_try(vi, &vfh_clamp_switch, false);
 	if (!strcmp(clamp_source, "idle_time"))
 		return vfh_clamps_try(vi, &vfh_clamp_idle, false);
 	if (strcmp(clamp_source, "auto")) {
@@ -655,13 +662,31 @@ static int vfh_clamps_start(struct virtio_freqhint *vi)
 		return -EINVAL;
 	}
 	err = vfh_clamps_try(vi, &vfh_clamp_hook, true);
+	if (err != -ENODEV || !IS_ENABLED(CONFIG_UCLAMP_TASK))
+		return err == -ENODEV ? 1 : err;
+	err = vfh_clamps_try(vi, &vfh_clamp_switch, true);
+	return err == -ENODEV ? 1 : err;
+}
+
+#endif
+/*
+ * The kernel's clamp hook where it has uclamp, else the CPUs' idle time
+ * alone: clamps cannot be set in such a guest, so nothing runs on a
+ * context switch.
+ */
+static int vfh_clamps_start(struct virtio_freqhint *vi)
+{
+	int err;
+
+#ifdef FH_CLAMP_SWITCH
+	err = vfh_clamps_chosen(vi);
+	if (err <= 0)
+		return err;
+#else
+	err = vfh_clamps_try(vi, &vfh_clamp_hook, true);
 	if (err != -ENODEV)
 		return err;
-	if (IS_ENABLED(CONFIG_UCLAMP_TASK)) {
-		err = vfh_clamps_try(vi, FH_SWITCH_SOURCE, true);
-		if (err != -ENODEV)
-			return err;
-	}
+#endif
 	return vfh_clamps_try(vi, &vfh_clamp_idle, false);
 }
 
