@@ -206,6 +206,9 @@ void vfh_debugfs_init(struct virtio_freqhint *vi)
 	debugfs_create_ulong("hintq_callbacks", 0444, st, &vi->hintq_callbacks);
 	debugfs_create_file_unsafe("sender_ns", 0444, st, vi,
 				   &vfh_sender_ns_fops);
+#ifdef FH_OWN_TIME
+	debugfs_create_u64("notify_ns", 0444, st, &vi->notify_ns);
+#endif
 }
 
 void vfh_debugfs_exit(struct virtio_freqhint *vi)

@@ -116,6 +116,14 @@ struct virtio_freqhint {
 	 * writes it, one at a time.
 	 */
 	unsigned long hintq_callbacks;
+#ifdef FH_OWN_TIME
+	/*
+	 * bench/guest's build: the sender's time in virtqueue_notify(), the
+	 * device's exit (under TCG the device's own handling runs there,
+	 * in the vCPU thread, and is charged to the sender).  ->lock.
+	 */
+	u64 notify_ns;
+#endif
 };
 
 #ifdef FH_BENCH_ANCHOR

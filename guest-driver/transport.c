@@ -26,6 +26,9 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
+#ifdef FH_OWN_TIME
+#include <linux/sched/clock.h>
+#endif
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/virtio.h>
@@ -203,8 +206,16 @@ static void vfh_send(struct virtio_freqhint *vi)
 		goto out;
 	}
 	vi->free_bufs &= ~BIT(i);
-	if (virtqueue_kick_prepare(vi->vq) || vfh_every())
+	if (virtqueue_kick_prepare(vi->vq) || vfh_every()) {
+#ifdef FH_OWN_TIME
+		u64 t0 = local_clock();
+
 		virtqueue_notify(vi->vq);
+		vi->notify_ns += local_clock() - t0;
+#else
+		virtqueue_notify(vi->vq);
+#endif
+	}
 	WRITE_ONCE(vi->last_send, jiffies);
 	vi->stats.buffers_sent++;
 	vi->stats.records_sent += n;

@@ -49,7 +49,8 @@ stat_of() { cat "$FH_STATS/$1"; }
 # The module's own CPU time off the scheduler's path, in ns so far: its
 # window timers and irq_works (per CPU, debugfs vcpus; run.sh builds the
 # module with FREQHINT_OWN_TIME=y, without it there is no sampler_ns) and
-# its sender thread.
+# its sender thread, of which statistics/notify_ns is the time in the
+# device's notification (same build).
 sampler_ns() {
 	tr ' ' '\n' </sys/kernel/debug/virtio_freqhint/vcpus |
 		sed -n 's/^sampler_ns=//p' | awk '{ n += $1 } END { printf "%.0f\n", n }'
@@ -105,16 +106,17 @@ short=${FREQHINT_BENCH_SHORT:-0}
 burst() {
 	tag=$1 load=${2:-mixed_load} secs=${FREQHINT_BENCH_BURST_S:-20}
 	c0=$(calls) b0=$(stat_of buffers_sent) r0=$(stat_of records_sent)
-	s0=$(sampler_ns) n0=$(stat_of sender_ns)
+	s0=$(sampler_ns) n0=$(stat_of sender_ns) k0=$(stat_of notify_ns)
 	check "burst $tag start" step burst-start tag=$tag
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	run_load "$secs" "$load"
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	c1=$(calls) b1=$(stat_of buffers_sent) r1=$(stat_of records_sent)
-	s1=$(sampler_ns) n1=$(stat_of sender_ns)
+	s1=$(sampler_ns) n1=$(stat_of sender_ns) k1=$(stat_of notify_ns)
 	check "burst $tag done" step burst-done tag=$tag calls=$((c1 - c0)) buffers=$((b1 - b0)) \
 		records=$((r1 - r0)) guest_seconds=$(echo "$t1 $t0" | awk '{ printf "%.1f", $1 - $2 }') \
-		sampler_ns=$((s1 - s0)) sender_ns=$((n1 - n0)) vcpus="$(nproc)" series="$series"
+		sampler_ns=$((s1 - s0)) sender_ns=$((n1 - n0)) notify_ns=$((k1 - k0)) \
+		vcpus="$(nproc)" series="$series"
 }
 
 # The bursty load of figure 1 is bench-load.sh's mixed_load.
