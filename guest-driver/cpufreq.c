@@ -525,6 +525,9 @@ struct vfh_cpufreq_adev {
 	struct vfh_cpufreq *cf;
 };
 
+/* The device's name and the driver's: the bus matches KBUILD_MODNAME.name. */
+#define VFH_CPUFREQ_ADEV	"cpufreq"
+
 static struct vfh_cpufreq *vfh_adev_cf(struct auxiliary_device *adev)
 {
 	return container_of(adev, struct vfh_cpufreq_adev, adev)->cf;
@@ -542,13 +545,13 @@ static void vfh_cpufreq_remove(struct auxiliary_device *adev)
 }
 
 static const struct auxiliary_device_id vfh_cpufreq_id_table[] = {
-	{ .name = KBUILD_MODNAME ".cpufreq" },
+	{ .name = KBUILD_MODNAME "." VFH_CPUFREQ_ADEV },
 	{ }
 };
 MODULE_DEVICE_TABLE(auxiliary, vfh_cpufreq_id_table);
 
 static struct auxiliary_driver vfh_cpufreq_aux_driver = {
-	.name = "cpufreq",
+	.name = VFH_CPUFREQ_ADEV,
 	.probe = vfh_cpufreq_probe,
 	.remove = vfh_cpufreq_remove,
 	.id_table = vfh_cpufreq_id_table,
@@ -574,7 +577,7 @@ int vfh_cpufreq_attach(struct vfh_cpufreq *cf, struct device *parent)
 	if (!a)
 		return -ENOMEM;
 	a->cf = cf;
-	a->adev.name = "cpufreq";
+	a->adev.name = VFH_CPUFREQ_ADEV;
 	a->adev.id = 0;
 	a->adev.dev.parent = parent;
 	a->adev.dev.release = vfh_adev_release;
