@@ -152,6 +152,24 @@ cpu_runners() {
 		}' /tmp/fh-rt0 - | sort -k2 -nr | head -8 | sed "s/^/ran on cpu$1: /"
 }
 
+# cpu_irqs CPU: for a failing check's output, the interrupts CPU took
+# over the next second, by line of /proc/interrupts, most first.
+cpu_irqs() {
+	fh_irqs() {
+		awk -v c=$(($1 + 2)) 'NR == 1 { n = NF; next }
+			$c ~ /^[0-9]+$/ {
+				d = ""
+				for (i = n + 2; i <= NF; i++) d = d " " $i
+				print $1, $c, d
+			}' /proc/interrupts
+	}
+	fh_irqs "$1" >/tmp/fh-irq0
+	sleep 1
+	fh_irqs "$1" | awk 'NR == FNR { t[$1] = $2; next }
+		($1 in t) && $2 > t[$1] { d = $2 - t[$1]; $2 = ""; print d, $0 }' \
+		/tmp/fh-irq0 - | sort -nr | head -6 | sed "s/^/irqs on cpu$1: /"
+}
+
 # task_runs_on CPU PID: within 10 s, PID is seen running on CPU (state R,
 # last on CPU) and its run time grows; prints task_state either way.
 task_runs_on() {
