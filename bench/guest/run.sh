@@ -137,6 +137,8 @@ e2e_start_guest --timeout 900 --device-props "$props" -- \
 	-chardev "socket,id=lat,path=$E2E_DIR/guest-lat.sock,server=on,wait=off" \
 	"${lat_port[@]}" $(fb_qemu_args)
 e2e_connect_control
+# The vCPU threads, for their host run-queue waits over each burst.
+e2e_vcpu_tids
 
 lat_pid=
 # The equal-information check: how long freqhintd may take to hold a
@@ -193,6 +195,7 @@ while next_step; do
 	burst-start)
 		tag=${1#tag=}
 		before=$(qom_stats)
+		read -r run0 wait0 < <(e2e_vcpu_schedstat)
 		sample_notifications "$before" >"$E2E_DIR/series-$tag" &
 		sampler=$!
 		verdict OK
@@ -202,6 +205,11 @@ while next_step; do
 		wait "$sampler" 2>/dev/null || true
 		result "device_${tag}_series" "$(paste -sd, "$E2E_DIR/series-$tag")"
 		after=$(qom_stats)
+		read -r run1 wait1 < <(e2e_vcpu_schedstat)
+		# What the guest's clock cannot tell from its own time: the
+		# vCPU threads waiting for a host CPU while runnable.
+		result "host_${tag}_vcpu_run_ns" $((run1 - run0))
+		result "host_${tag}_vcpu_wait_ns" $((wait1 - wait0))
 		take "burst_${tag}_" "$@"
 		for k in notifications buffers records forwarded coalesced; do
 			result "device_${tag}_$k" "$(jq -n --argjson a "$after" --argjson b "$before" "\$a.$k - \$b.$k")"

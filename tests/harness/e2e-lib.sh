@@ -188,12 +188,10 @@ e2e_start_guest() {
 	E2E_GUEST_PID=$!
 }
 
-# e2e_vcpu_threads_to_fixture: the running guest's vCPU threads (QMP
-# query-cpus-fast) into the fixture's /proc, vCPU i pinned to fixture CPU
-# 2i as the agent's cpus= places it, for the emulated DVFS host
-# (bench/dvfs-emu/fh-dvfs-emu, issue 40); sets E2E_VCPU_TIDS.
-e2e_vcpu_threads_to_fixture() {
-	local cpus i tid tgid
+# e2e_vcpu_tids: the running guest's vCPU threads as QEMU reports them
+# (QMP query-cpus-fast), vCPU 0 first; sets E2E_VCPU_TIDS.
+e2e_vcpu_tids() {
+	local cpus i tid
 	E2E_VCPU_TIDS=()
 	eventually 60 test -S "$E2E_DIR/qmp.sock" || die "QEMU did not open $E2E_DIR/qmp.sock within 60 s"
 	cpus=$(printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"query-cpus-fast"}' |
@@ -201,10 +199,31 @@ e2e_vcpu_threads_to_fixture() {
 	for i in $(seq 0 $((E2E_SMP - 1))); do
 		tid=$(jq -r --argjson i "$i" '.[] | select(."cpu-index" == $i) | ."thread-id"' <<<"$cpus")
 		[ -n "$tid" ] || die "no thread for vCPU $i in QMP's answer: $cpus"
-		tgid=$(awk '$1 == "Tgid:" { print $2 }' "/proc/$tid/status")
-		"$here/tests/agent/mkfixture.sh" thread "$E2E_FX" "$tid" $((2 * i)) $((2 * i)) /machine.slice "$tgid"
 		E2E_VCPU_TIDS+=("$tid")
 	done
+}
+
+# e2e_vcpu_threads_to_fixture: the running guest's vCPU threads
+# (e2e_vcpu_tids) into the fixture's /proc, vCPU i pinned to fixture CPU
+# 2i as the agent's cpus= places it, for the emulated DVFS host
+# (bench/dvfs-emu/fh-dvfs-emu, issue 40).
+e2e_vcpu_threads_to_fixture() {
+	local i tgid
+	e2e_vcpu_tids
+	for i in "${!E2E_VCPU_TIDS[@]}"; do
+		tgid=$(awk '$1 == "Tgid:" { print $2 }' "/proc/${E2E_VCPU_TIDS[$i]}/status")
+		"$here/tests/agent/mkfixture.sh" thread "$E2E_FX" "${E2E_VCPU_TIDS[$i]}" $((2 * i)) $((2 * i)) \
+			/machine.slice "$tgid"
+	done
+}
+
+# e2e_vcpu_schedstat: the host scheduler's account of the vCPU threads
+# (e2e_vcpu_tids), summed: "RUN_NS WAIT_NS", the time they ran and the time
+# they waited runnable on a run queue (/proc/TID/schedstat).
+e2e_vcpu_schedstat() {
+	local tid
+	for tid in "${E2E_VCPU_TIDS[@]}"; do cat "/proc/$tid/schedstat"; done |
+		awk '{ run += $1; wait += $2 } END { printf "%.0f %.0f\n", run, wait }'
 }
 
 # e2e_emu_start EMU TRACE|"" SUMMARY: the emulated DVFS host on the
