@@ -61,12 +61,13 @@ check "the cpufreq policies exist" \
 	sh -c 'i=0; while [ $i -lt 50 ]; do [ -e /sys/devices/system/cpu/cpufreq/policy0 ] && exit 0; sleep 0.1; i=$((i + 1)); done; exit 1'
 echo "freqhint: probed" >"$T/trace_marker"
 # The sender, an unbound kthread, runs where it is woken, an idle vCPU
-# first, about 1 ms a send under TCG (the device's work included), while
-# vCPU0's polling keeps it sending.  What its wake-ups cost outside its
-# measured runs counts as busy (spec GR-7), and on a loaded host that can
-# hold vCPU1 above the idle share: once, it stayed busy=30 for the whole
-# wait.  Whether its runs count as idle is module-device's to check;
-# here it is housekeeping.
+# first, while vCPU0's polling keeps it sending.  A window in which only
+# it ran reads idle, but in one where a per-CPU kworker ran too, its
+# switches and any host wait inside its runs count as busy (spec GR-7):
+# on a loaded host, about 0.1 ms a send becomes milliseconds.  Once
+# vCPU1 stayed at busy=30 (idle share 20) for the whole wait.  Whether
+# its runs count as idle is module-device's to check; here it is
+# housekeeping.
 sender_to_vcpu0() {
 	local d
 	for d in /proc/[0-9]*; do
