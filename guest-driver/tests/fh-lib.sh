@@ -120,6 +120,17 @@ housekeeping_to() {
 	done
 }
 
+# sender_pid: the module's sender, its kthread worker (named after the
+# module).
+sender_pid() {
+	local d
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = virtio_freqhint ] || continue
+		echo "${d#/proc/}"
+		return
+	done
+}
+
 # task_state PID: where the task is, for a failing check's output: its
 # state and the CPU it last ran on (/proc/PID/stat fields 3 and 39, counted
 # after the command name, which may hold spaces), its run time and

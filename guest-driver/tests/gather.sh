@@ -341,14 +341,6 @@ check "together less than half of the vCPUs' time over the loop" \
 # is now charged to the CPU it ran on and counted idle there.  What is
 # left is the guest's own housekeeping, which a starved vCPU (TCG threads
 # at load ~16, a fifth of a host CPU each) stretches past the idle share.
-sender_pid() {
-	local d
-	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = virtio_freqhint ] || continue
-		echo "${d#/proc/}"
-		return
-	done
-}
 spid=$(sender_pid)
 check "the sender can be pinned to the idle vCPU2" taskset -p 4 "$spid"
 sleep 1

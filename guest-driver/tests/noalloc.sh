@@ -66,17 +66,9 @@ echo "freqhint: probed" >"$T/trace_marker"
 # switches and any host wait inside its runs count as busy (spec GR-7):
 # on a loaded host, about 0.1 ms a send becomes milliseconds.  Once
 # vCPU1 stayed at busy=30 (idle share 20) for the whole wait.  Whether
-# its runs count as idle is module-device's to check; here it is
+# its runs count as idle is module-gather's to check; here it is
 # housekeeping.
-sender_to_vcpu0() {
-	local d
-	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = virtio_freqhint ] &&
-			{ taskset -p 1 "${d#/proc/}" >/dev/null; return; }
-	done
-	return 1
-}
-check "the sender kept to vCPU0" sender_to_vcpu0
+check "the sender kept to vCPU0" taskset -p 1 "$(sender_pid)"
 
 # Everything the module does after probe: clamps changing under load, the
 # leading edge, windows closing, idle/busy transitions, governors (the
