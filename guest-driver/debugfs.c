@@ -12,7 +12,8 @@
  * closed window's busy time in 1/1024; leading counts leading-edge
  * publications; switches counts the clamp source's events (the hook's
  * aggregate changes, none with idle time alone); sender_runs counts the
- * sends that ran on that CPU; remote says its windows close on a
+ * sender thread's work items (sends, events, feedback) that ran on that
+ * CPU; remote says its windows close on a
  * housekeeping CPU (nohz_full).
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.

@@ -95,9 +95,9 @@ struct vfh_vcpu {
 	unsigned long idle_switches;
 
 	/*
-	 * The sender's runs on this CPU and their time (counted where a send
-	 * begins and charged where it ends: vfh_gather_send_begin() and
-	 * vfh_gather_send_end(), IRQs off on this CPU), and both at the last
+	 * The sender's work items on this CPU and their time (counted where
+	 * one begins and charged where it ends: vfh_gather_work_begin() and
+	 * vfh_gather_work_end(), IRQs off on this CPU), and both at the last
 	 * close.
 	 */
 	unsigned long sender_runs;
@@ -200,7 +200,7 @@ static u16 vfh_valid_flags(const struct vfh_gather *g)
  * task's switch count changes only in this CPU's scheduler.
  *
  * No task is named here, so the sender's running time is in the busy
- * time; what it ran here since the last close (vfh_gather_send_end()) is
+ * time; what it ran here since the last close (vfh_gather_work_end()) is
  * taken out: our own sending must not make a vCPU busy, which would send
  * again.
  */
@@ -801,11 +801,14 @@ void vfh_gather_set_sender(struct vfh_gather *g, struct task_struct *task)
 }
 
 /*
- * The sender starts one work item: counted on this CPU, where it was woken
- * (or moved to since), whose window then counts its run as idle time
- * (vfh_busy_from_idle()), the run in progress too.  From the sender.
+ * The sender starts one work item (a send, or a host message it handles:
+ * all of the thread's work counts alike, or a host that changes its
+ * frequency every window would make the idle vCPU the event lands on
+ * read busy): counted on this CPU, where it was woken (or moved to since),
+ * whose window then counts its run as idle time (vfh_busy_from_idle()),
+ * the run in progress too.  From the sender.
  */
-void vfh_gather_send_begin(struct vfh_gather *g, struct vfh_send_run *run)
+void vfh_gather_work_begin(struct vfh_gather *g, struct vfh_worker_run *run)
 {
 	unsigned long flags;
 
@@ -818,13 +821,13 @@ void vfh_gather_send_begin(struct vfh_gather *g, struct vfh_send_run *run)
 }
 
 /*
- * ...and ends it: its time is charged to the CPU where it ends.  A send
+ * ...and ends it: its time is charged to the CPU where it ends.  An item
  * that ran through took the clock's time since its start; one that slept
  * or was preempted spans other tasks' time, so it takes its own runtime
  * as the scheduler last accounted it, at its last switch away (what it
  * ran since is left busy).
  */
-void vfh_gather_send_end(struct vfh_gather *g, const struct vfh_send_run *run)
+void vfh_gather_work_end(struct vfh_gather *g, const struct vfh_worker_run *run)
 {
 	struct vfh_vcpu *v;
 	unsigned long flags;

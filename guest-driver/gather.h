@@ -87,15 +87,18 @@ void vfh_gather_set_levels(struct vfh_gather *g, unsigned int cpu,
 			   const struct vfh_levels *l);
 void vfh_gather_set_sender(struct vfh_gather *g, struct task_struct *task);
 
-/* One run of the sender's work (transport.c), for the idle accounting. */
-struct vfh_send_run {
+/*
+ * One work item of the sender thread (a send, or a host event or feedback
+ * it handles), for the idle accounting.
+ */
+struct vfh_worker_run {
 	u64 start;
 	u64 runtime;
 	unsigned long switches;
 };
 
-void vfh_gather_send_begin(struct vfh_gather *g, struct vfh_send_run *run);
-void vfh_gather_send_end(struct vfh_gather *g, const struct vfh_send_run *run);
+void vfh_gather_work_begin(struct vfh_gather *g, struct vfh_worker_run *run);
+void vfh_gather_work_end(struct vfh_gather *g, const struct vfh_worker_run *run);
 bool vfh_gather_take(struct vfh_gather *g, unsigned int cpu, u64 *rep);
 void vfh_gather_mark_all_dirty(struct vfh_gather *g);
 unsigned int vfh_gather_next_dirty(struct vfh_gather *g, unsigned int cpu);

@@ -234,8 +234,13 @@ static void vfh_apply_feedback(struct virtio_freqhint *vi)
 
 static void vfh_apply_fn(struct kthread_work *work)
 {
-	vfh_apply_feedback(container_of(work, struct virtio_freqhint,
-					apply_work));
+	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
+						  apply_work);
+	struct vfh_worker_run run;
+
+	vfh_gather_work_begin(&vi->gather, &run);
+	vfh_apply_feedback(vi);
+	vfh_gather_work_end(&vi->gather, &run);
 }
 
 /*
@@ -374,10 +379,8 @@ static bool vfh_post_event_bufs(struct virtio_freqhint *vi)
 	return posted;
 }
 
-static void vfh_event_fn(struct kthread_work *work)
+static void vfh_read_events(struct virtio_freqhint *vi)
 {
-	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
-						  event_work);
 	bool ids = false, fb = false;
 	unsigned int len;
 	void *buf;
@@ -409,6 +412,17 @@ static void vfh_event_fn(struct kthread_work *work)
 	if (vfh_post_event_bufs(vi))
 		virtqueue_kick(vi->evq);
 	vfh_events_taken(vi, ids, fb);
+}
+
+static void vfh_event_fn(struct kthread_work *work)
+{
+	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
+						  event_work);
+	struct vfh_worker_run run;
+
+	vfh_gather_work_begin(&vi->gather, &run);
+	vfh_read_events(vi);
+	vfh_gather_work_end(&vi->gather, &run);
 }
 
 /*

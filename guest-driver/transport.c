@@ -243,11 +243,11 @@ static void vfh_send_work(struct kthread_work *work)
 {
 	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
 						  send_work.work);
-	struct vfh_send_run run;
+	struct vfh_worker_run run;
 
-	vfh_gather_send_begin(&vi->gather, &run);
+	vfh_gather_work_begin(&vi->gather, &run);
 	(vi->send_fn ?: vfh_send)(vi);
-	vfh_gather_send_end(&vi->gather, &run);
+	vfh_gather_work_end(&vi->gather, &run);
 }
 
 /*

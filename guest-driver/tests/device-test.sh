@@ -31,13 +31,7 @@ fi
 kernel=$1 expect=$2 log=$3
 tdir=$(dirname "$0")
 
-work=$(mktemp -d)
-agent_pid=
-cleanup() {
-	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. "$tdir/fake-agent-lib.sh"
 
 # vCPU3 gets a class once it went offline; on the stock kernel, where
 # device.sh runs a suspend cycle, another while the guest is frozen (the
@@ -50,24 +44,12 @@ else
 	seen=(1:noclamp 1:perf\<=700 1:idle 3:nohint reset 1:busy)
 	hf+=(--host-freq reset:3:1200000:2400000:128:1200000,1800000,2400000)
 fi
-"$PYTHON3" "$tdir/fake-agent.py" --socket "$work/fh.sock" --ready "$work/ready" \
-	--ceiling 700 --grant-ceiling 2:500 --timeout 900 \
-	"${hf[@]}" \
-	"${seen[@]}" \
-	>"$work/agent.log" 2>&1 &
-agent_pid=$!
-for _ in $(seq 50); do [ -e "$work/ready" ] && break; sleep 0.1; done
-[ -e "$work/ready" ] || { cat "$work/agent.log"; die "fake agent did not start"; }
+agent_start --ceiling 700 --grant-ceiling 2:500 --timeout 900 \
+	"${hf[@]}" "${seen[@]}"
 
 grc=0
 "$tdir/run-guest-test.sh" "${arch[@]}" "$kernel" "$expect" "$tdir/device.sh" "$log" -- \
-	-chardev "socket,id=fh0,path=$work/fh.sock,reconnect-ms=1000" \
-	-object freqhint-agent,id=fha0,chardev=fh0 \
+	"${agent_chardev[@]}" \
 	-device "$device,backend=fha0,rate-window-ms=200$packed" || grc=$?
-arc=0
-wait "$agent_pid" || arc=$?
-agent_pid=
-sed 's/^/agent: /' "$work/agent.log"
-[ "$grc" = 0 ] || die "guest side failed"
-[ "$arc" = 0 ] || die "agent side failed"
+agent_finish "$grc"
 log "PASS: records reached the agent"

@@ -36,6 +36,12 @@ ON "reset" sends it while the device is reset, e.g. while the guest is
 frozen for suspend.  A device that connects again gets the last one sent
 again after GRANTS, as freqhintd sends its state on every connection.
 
+--cur-freq-every SECONDS  once a HOST_FREQ frame was sent, sends a CUR_FREQ
+frame (if the device offered FH_F_CUR_FREQ, which the agent accepts only
+with this option) every SECONDS: the class's vCPU alternately at the
+table's first and second frequency, the others unknown (0), as a host
+whose frequency changes all the time.
+
 Exit status 0 only if the handshake happened, no record was invalid and all
 expectations matched in order.  A summary goes to stdout.
 """
@@ -62,9 +68,12 @@ PROTO_VERSION = 2
 MSG_HELLO, MSG_WELCOME, MSG_HINTS, MSG_GRANTS = 1, 2, 3, 4
 MSG_PING, MSG_PONG, MSG_CLOSE = 5, 6, 7
 MSG_HOST_FREQ = 8
+MSG_CUR_FREQ = 10
 F_HOST_FREQ = 0x4
+F_CUR_FREQ = 0x20
 F_ALL = 0x7
 HOST_FREQ = struct.Struct('<HHI')
+CUR_FREQ = struct.Struct('<HHI')
 FREQ_CLASS = struct.Struct('<IIHH16I')
 NO_FREQ_CLASS = 0xff
 HINTS_F_FULL = 1
@@ -136,11 +145,24 @@ class Conn:
         self.num_vcpus = None
         self.features = 0
         self.last_ping = time.monotonic()
+        self.last_cur_freq = 0.0
+        self.cur_freq_sent = 0
 
     def keepalive(self, now):
         if self.num_vcpus is not None and now - self.last_ping >= KEEPALIVE_S:
             self.last_ping = now
             self.send(MSG_PING, PING.pack(int(now * 1000)))
+        hf = self.state['host_freq_last']
+        every = self.args.cur_freq_every
+        if (every and hf and self.features & F_CUR_FREQ and
+                now - self.last_cur_freq >= every):
+            self.last_cur_freq = now
+            khz = hf['freqs'][self.cur_freq_sent % 2]
+            self.cur_freq_sent += 1
+            self.state['cur_freq_frames'] += 1
+            self.send(MSG_CUR_FREQ, CUR_FREQ.pack(self.num_vcpus, 0, 0) +
+                      b''.join(struct.pack('<I', khz if i == hf['vcpu'] else 0)
+                               for i in range(self.num_vcpus)))
 
     def send(self, msg_type, payload):
         self.sock.sendall(frame(msg_type, payload))
@@ -175,7 +197,8 @@ class Conn:
                 st['errors'].append('HELLO version %d, not %d' %
                                     (version, PROTO_VERSION))
                 return False
-            self.num_vcpus, self.features = n, features & F_ALL
+            accept = F_ALL | (F_CUR_FREQ if self.args.cur_freq_every else 0)
+            self.num_vcpus, self.features = n, features & accept
             st['hellos'] += 1
             self.send(MSG_WELCOME, WELCOME.pack(PROTO_VERSION, 0,
                                                 self.features, 10000, 0))
@@ -249,6 +272,8 @@ def main():
                     action='append', default=[],
                     help='send a HOST_FREQ class for vCPU V when the '
                     'expectation ON is matched in order (repeatable)')
+    ap.add_argument('--cur-freq-every', type=float, metavar='SECONDS',
+                    help='after a HOST_FREQ, a CUR_FREQ every SECONDS')
     ap.add_argument('--ready', help='file created once listening')
     ap.add_argument('expect', nargs='*')
     args = ap.parse_args()
@@ -269,9 +294,12 @@ def main():
         if hf['on'] not in args.expect:
             ap.error('--host-freq: %s is not one of the expectations' %
                      hf['on'])
+        if args.cur_freq_every and len(hf['freqs']) < 2:
+            ap.error('--cur-freq-every needs two frequencies in each class')
         args.host_freq.append(hf)
     state = {'errors': [], 'hellos': 0, 'frames': 0, 'records': 0,
-             'expect': args.expect, 'matched': 0, 'host_freq_last': None}
+             'expect': args.expect, 'matched': 0, 'host_freq_last': None,
+             'cur_freq_frames': 0}
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -287,7 +315,8 @@ def main():
         if seen_conn and not conns:
             break
         fds = [lsock] + list(conns)
-        r, _w, _x = select.select(fds, [], [], 1.0)
+        r, _w, _x = select.select(fds, [], [],
+                                  min(1.0, args.cur_freq_every or 1.0))
         for s in r:
             if s is lsock:
                 c, _a = lsock.accept()
@@ -316,8 +345,9 @@ def main():
                 conns[c] = Conn(c, args, state)
     os.unlink(args.socket)
 
-    print('%d connection(s), %d HINTS frames, %d records' %
-          (state['hellos'], state['frames'], state['records']))
+    print('%d connection(s), %d HINTS frames, %d records, %d CUR_FREQ sent' %
+          (state['hellos'], state['frames'], state['records'],
+           state['cur_freq_frames']))
     ok = True
     if not state['hellos']:
         print('FAIL: no device connected')
