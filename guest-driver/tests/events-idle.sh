@@ -28,8 +28,9 @@ e0=$(cat "$FH_STATS/cur_freq_applied")
 p0=$(vcpu_field 1 publishes) w0=$(vcpu_field 1 windows) r0=$(vcpu_field 1 sender_runs)
 b0=$(cat "$FH_STATS/buffers_sent")
 # vCPU1's report, 15 samples over 3 s: the guest's own per-CPU work (a
-# kworker, ~5 of 165 windows here) may make a window busy now and then;
-# events counted as busy make most of them so.
+# kworker, ~5 of 200 windows) makes a window busy now and then (13 to 15
+# samples idle in 5 runs beside an arm64 guest); events counted as busy
+# make most of them so (1 of 15).
 nidle=0
 for i in $(seq 15); do
 	vcpu_holds 1 'f["idle"]==1' && nidle=$((nidle + 1))
@@ -46,10 +47,10 @@ check "the sender's runs on vCPU1 include the events' ($((r1 - r0)) >= $((e1 - e
 	test "$((r1 - r0))" -ge "$(((e1 - e0) / 2))"
 # stays_idle: if not, what ran on vCPU1 and what interrupted it.
 stays_idle() {
-	[ "$nidle" -ge 12 ] && return 0
+	[ "$nidle" -ge 8 ] && return 0
 	cpu_runners 1
 	cpu_irqs 1
 	return 1
 }
-check "vCPU1 reads idle meanwhile ($nidle of 15 samples, >= 12)" stays_idle
+check "vCPU1 reads idle meanwhile ($nidle of 15 samples, >= 8)" stays_idle
 check "no kernel warnings" dmesg_clean
