@@ -6,15 +6,15 @@
  * virtio_freqhint/vcpus has one line per possible CPU:
  *   cpu<N> vcpu=<device index, -1: none> online=<0|1> idle=<0|1>
  *   min=<> max=<> perf=<> busy=<of 1024>
- *   switches=<> windows=<> publishes=<> leading=<> sender_runs=<>
+ *   switches=<> windows=<> publishes=<> leading=<> worker_runs=<>
  *   remote=<0|1>
  * min/max/perf read "-" when their VALID flag is clear; busy is the last
  * closed window's busy time in 1/1024; leading counts leading-edge
  * publications; switches counts the clamp source's events (the hook's
- * aggregate changes, none with idle time alone); sender_runs counts the
- * sender thread's work items (sends, events, feedback) that ran on that
- * CPU; remote says its windows close on a
- * housekeeping CPU (nohz_full).
+ * aggregate changes, none with idle time alone); worker_runs counts the
+ * work items of the module's threads that ran on that CPU (the sender's
+ * sends, events and feedback; the vsock link's receiving); remote says
+ * its windows close on a housekeeping CPU (nohz_full).
  *
  * virtio_freqhint/clamp_source names the gatherer's clamp source.
  *
@@ -83,9 +83,9 @@ static int vfh_vcpus_show(struct seq_file *m, void *unused)
 		vfh_show_value(m, "perf", st.report,
 			       VIRTIO_FREQHINT_R_PERF_VALID,
 			      FIELD_GET(FH_REP_PERF, st.report));
-		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu sender_runs=%lu remote=%d",
+		seq_printf(m, " busy=%u switches=%lu windows=%lu publishes=%lu leading=%lu worker_runs=%lu remote=%d",
 			   st.busy, st.switches, st.windows, st.publishes,
-			   st.leading, st.sender_runs, st.remote);
+			   st.leading, st.worker_runs, st.remote);
 #ifdef FH_OWN_TIME
 		/*
 		 * bench/guest's build: the time spent on that CPU in the

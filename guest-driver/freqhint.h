@@ -122,7 +122,7 @@ void vfh_win_close(const struct vfh_win *w, u64 now, const struct vfh_tuning *t,
 u64 vfh_win_backdate(u64 start, u64 now, u64 span);
 u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_quiet,
 			   bool is_quiet, unsigned long idle_sw,
-			   unsigned long sender_runs);
+			   unsigned long worker_runs);
 
 /*
  * A vCPU's host levels in capacity units: thr[i] is the highest perf that

@@ -27,9 +27,9 @@
  * on the leading edge: a raised minimum clamp on a vCPU that published
  * nothing within the last window is published at once.
  *
- * The module's own sender thread is accounted like the idle task: its work
- * must not make an empty vCPU look busy (which would be sent, which would
- * run the sender again).
+ * The module's own threads, the sender and the vsock link's receiver, are
+ * accounted like the idle task: their work must not make an empty vCPU
+ * look busy (which would be sent, which would run the sender again).
  *
  * Everything here that runs in scheduler context (the hook) or from a
  * window's timer touches only this CPU's state with IRQs off (the remote
@@ -88,22 +88,23 @@ struct vfh_vcpu {
 	u64 wall_us;
 	/*
 	 * This CPU's idle task, once seen; at the last close, whether it or
-	 * the sender was current, and the idle task's nivcsw.
+	 * one of the module's threads was current, and the idle task's
+	 * nivcsw.
 	 */
 	struct task_struct *idle;
 	bool quiet_at_close;
 	unsigned long idle_switches;
 
 	/*
-	 * The sender's work items on this CPU and their time (counted where
-	 * one begins and charged where it ends: vfh_gather_work_begin() and
-	 * vfh_gather_work_end(), IRQs off on this CPU), and both at the last
-	 * close.
+	 * The module's threads' work items on this CPU and their time
+	 * (counted where one begins and charged where it ends:
+	 * vfh_gather_work_begin() and vfh_gather_work_end(), IRQs off on
+	 * this CPU), and both at the last close.
 	 */
-	unsigned long sender_runs;
-	u64 sender_ns;
-	unsigned long sender_runs_close;
-	u64 sender_ns_close;
+	unsigned long worker_runs;
+	u64 worker_ns;
+	unsigned long worker_runs_close;
+	u64 worker_ns_close;
 	u16 perf;		/* the cpufreq driver's, FH_PERF_NONE when unknown */
 	struct vfh_levels levels;
 	atomic64_t report;	/* last published record */
@@ -157,10 +158,11 @@ static u64 vfh_window_ns(const struct vfh_gather *g)
 	return (u64)g->tune.window_ms * NSEC_PER_MSEC;
 }
 
-/* The module's sender counts as idle time (see above). */
+/* The module's own threads count as idle time (see above). */
 static bool vfh_quiet_task(const struct vfh_gather *g, struct task_struct *p)
 {
-	return is_idle_task(p) || p == READ_ONCE(g->sender);
+	return is_idle_task(p) || p == READ_ONCE(g->sender) ||
+	       p == READ_ONCE(g->receiver);
 }
 
 static void vfh_saw_uclamp(struct vfh_gather *g)
@@ -191,18 +193,19 @@ static u16 vfh_valid_flags(const struct vfh_gather *g)
 /*
  * Busy time from idle time (the hook and the idle-time source): the CPU's
  * wall time since the last close less its idle time, iowait counted idle
- * as the scheduler does, and none if only the idle task and the sender ran
- * meanwhile (vfh_win_busy_from_idle(): the interrupts that wake an idle
- * vCPU, this window's timer first, are not a task's work).  Replaces what
- * vfh_win_charge() added, which for these sources is all the window's
- * time (it only weighs the clamps).  On @cpu itself, IRQs off: current is
- * what the window's timer (softirq) or the hook interrupted, and the idle
- * task's switch count changes only in this CPU's scheduler.
+ * as the scheduler does, and none if only the idle task and the module's
+ * threads ran meanwhile (vfh_win_busy_from_idle(): the interrupts that
+ * wake an idle vCPU, this window's timer first, are not a task's work).
+ * Replaces what vfh_win_charge() added, which for these sources is all
+ * the window's time (it only weighs the clamps).  On @cpu itself, IRQs
+ * off: current is what the window's timer (softirq) or the hook
+ * interrupted, and the idle task's switch count changes only in this
+ * CPU's scheduler.
  *
- * No task is named here, so the sender's running time is in the busy
- * time; what it ran here since the last close (vfh_gather_work_end()) is
- * taken out: our own sending must not make a vCPU busy, which would send
- * again.
+ * No task is named here, so the module's threads' running time is in
+ * the busy time; what they ran here since the last close
+ * (vfh_gather_work_end()) is taken out: our own work must not make a
+ * vCPU busy, which would send again.
  */
 static void vfh_busy_from_idle(struct vfh_vcpu *v, unsigned int cpu)
 {
@@ -219,14 +222,14 @@ static void vfh_busy_from_idle(struct vfh_vcpu *v, unsigned int cpu)
 	busy = vfh_win_busy_from_idle(wall - v->wall_us, idle - v->idle_us,
 				      v->quiet_at_close, quiet,
 				      sw - v->idle_switches,
-				      v->sender_runs - v->sender_runs_close);
-	v->win.busy_ns = busy - min(busy, v->sender_ns - v->sender_ns_close);
+				      v->worker_runs - v->worker_runs_close);
+	v->win.busy_ns = busy - min(busy, v->worker_ns - v->worker_ns_close);
 	v->wall_us = wall;
 	v->idle_us = idle;
 	v->quiet_at_close = quiet;
 	v->idle_switches = sw;
-	v->sender_runs_close = v->sender_runs;
-	v->sender_ns_close = v->sender_ns;
+	v->worker_runs_close = v->worker_runs;
+	v->worker_ns_close = v->worker_ns;
 }
 
 /* Close the window ending at @now; returns whether the vCPU was idle. */
@@ -349,8 +352,8 @@ static void vfh_window_timer_idle(struct timer_list *t)
  * on every CPU, not on local_clock(), which is per CPU.  Nothing needs the
  * idle task's switch count here (vfh_win_busy_from_idle()): the interrupts
  * that make an emulated idle vCPU look busy are first of all its window
- * timer's, which these CPUs do not take, and the module's sender, an
- * unbound kthread, is kept on housekeeping CPUs by nohz_full.
+ * timer's, which these CPUs do not take, and the module's threads,
+ * unbound kthreads, are kept on housekeeping CPUs by nohz_full.
  *
  * The timer is not deferrable: a busy nohz_full CPU beside idle
  * housekeeping CPUs is the case that matters, and a deferrable timer
@@ -459,8 +462,8 @@ void vfh_gather_rq_clamp(struct vfh_gather *g, u16 min, u16 max)
  * that never switches out is still seen, and stops while the CPU idles; the
  * next switch-in re-arms it.  On nohz_full CPUs it takes no sampler: their
  * windows close at context switches.  Busy time is what vfh_win_charge()
- * counts, the time tasks other than the idle task and the sender ran, not
- * the CPU's idle time.
+ * counts, the time tasks other than the idle task and the module's
+ * threads ran, not the CPU's idle time.
  *
  * All of it is kept here rather than in a file of its own: it is the
  * gatherer's per-CPU window, which the other sources share, seen from a
@@ -574,7 +577,7 @@ void vfh_gather_switch(struct vfh_gather *g, struct task_struct *next)
 		return;
 	if (!vfh_track(v, next)) {
 		/*
-		 * nohz_full: the switch to idle (or the sender) closes an
+		 * nohz_full: the switch to idle (or to our thread) closes an
 		 * elapsed window, as the sampler would have; it reads idle
 		 * only if the vCPU mostly idled in it.  Switches in never
 		 * close one: the leading edge covers them, and a lone task
@@ -800,20 +803,26 @@ void vfh_gather_set_sender(struct vfh_gather *g, struct task_struct *task)
 	WRITE_ONCE(g->sender, task);
 }
 
+/* The vsock link's thread, which outlives the state (vsock.c). */
+void vfh_gather_set_receiver(struct vfh_gather *g, struct task_struct *task)
+{
+	WRITE_ONCE(g->receiver, task);
+}
+
 /*
- * The sender starts one work item (a send, or a host message it handles:
- * all of the thread's work counts alike, or a host that changes its
- * frequency every window would make the idle vCPU the event lands on
- * read busy): counted on this CPU, where it was woken (or moved to since),
- * whose window then counts its run as idle time (vfh_busy_from_idle()),
- * the run in progress too.  From the sender.
+ * One of the module's threads starts a work item (a send, or a host
+ * message it handles: all of their work counts alike, or a host that
+ * changes its frequency every window would make the idle vCPU the
+ * message lands on read busy): counted on this CPU, where it was woken
+ * (or moved to since), whose window then counts its run as idle time
+ * (vfh_busy_from_idle()), the run in progress too.  From that thread.
  */
 void vfh_gather_work_begin(struct vfh_gather *g, struct vfh_worker_run *run)
 {
 	unsigned long flags;
 
 	local_irq_save(flags);
-	this_cpu_ptr(g->vcpus)->sender_runs++;
+	this_cpu_ptr(g->vcpus)->worker_runs++;
 	run->switches = current->nvcsw + current->nivcsw;
 	run->start = local_clock();
 	run->runtime = current->se.sum_exec_runtime;
@@ -835,9 +844,9 @@ void vfh_gather_work_end(struct vfh_gather *g, const struct vfh_worker_run *run)
 	local_irq_save(flags);
 	v = this_cpu_ptr(g->vcpus);
 	if (current->nvcsw + current->nivcsw == run->switches)
-		v->sender_ns += local_clock() - run->start;
+		v->worker_ns += local_clock() - run->start;
 	else
-		v->sender_ns += current->se.sum_exec_runtime - run->runtime;
+		v->worker_ns += current->se.sum_exec_runtime - run->runtime;
 	local_irq_restore(flags);
 }
 
@@ -877,7 +886,7 @@ void vfh_gather_stats(struct vfh_gather *g, unsigned int cpu,
 	st->windows = READ_ONCE(v->windows);
 	st->publishes = READ_ONCE(v->publishes);
 	st->leading = READ_ONCE(v->leading);
-	st->sender_runs = READ_ONCE(v->sender_runs);
+	st->worker_runs = READ_ONCE(v->worker_runs);
 }
 
 /*

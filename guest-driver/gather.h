@@ -46,6 +46,7 @@ struct vfh_gather {
 	unsigned long *dirty;		/* bitmap [nr_cpu_ids]: to send */
 	struct vfh_tuning tune;		/* read-only after init */
 	struct task_struct *sender;	/* counts as idle (gather.c) */
+	struct task_struct *receiver;	/* the vsock link's: so does it */
 	const struct vfh_clamp_source *source;
 	void *source_data;		/* the source's own */
 	void (*kick)(struct vfh_gather *g);
@@ -86,10 +87,12 @@ void vfh_gather_set_perf(struct vfh_gather *g, unsigned int cpu,
 void vfh_gather_set_levels(struct vfh_gather *g, unsigned int cpu,
 			   const struct vfh_levels *l);
 void vfh_gather_set_sender(struct vfh_gather *g, struct task_struct *task);
+void vfh_gather_set_receiver(struct vfh_gather *g, struct task_struct *task);
 
 /*
- * One work item of the sender thread (a send, or a host event or feedback
- * it handles), for the idle accounting.
+ * One work item of the module's own threads (the sender's sends and the
+ * host events and feedback it handles; the vsock link's receiving), for
+ * the idle accounting.
  */
 struct vfh_worker_run {
 	u64 start;
@@ -115,7 +118,7 @@ struct vfh_vcpu_stats {
 	unsigned long windows;
 	unsigned long publishes;
 	unsigned long leading;
-	unsigned long sender_runs;	/* sends that ran on this CPU */
+	unsigned long worker_runs;	/* own threads' work items here */
 };
 
 void vfh_gather_stats(struct vfh_gather *g, unsigned int cpu,

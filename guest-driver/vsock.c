@@ -13,8 +13,11 @@
  * the device would.
  *
  * Contexts:
- *  - connecting, receiving and closing run on ->wq (ordered, freezable),
- *    each under ->lock; the socket's callbacks only queue work there;
+ *  - connecting, receiving and closing run on ->worker, the link's own
+ *    thread (freezable), each under ->lock; the socket's callbacks only
+ *    queue work there.  Like the sender, that thread counts as idle time
+ *    on the vCPU it runs on (gather.c): a host that sends a message every
+ *    window must not make an idle vCPU read busy;
  *  - sending runs on the state's own worker (transport.c's), as on the
  *    device, with MSG_DONTWAIT: a frame the socket does not take whole
  *    is finished by later runs before the next is built.  The socket is
@@ -22,7 +25,7 @@
  *    the sender was cancelled (vfh_link_down()), so the sender needs no
  *    lock of this file; lock order: ->lock, then the state's ->lock.
  * Nothing here blocks the system: a receive never waits, a connect waits
- * at most the vsock connect timeout (2 s) on ->wq, and a run reads at
+ * at most the vsock connect timeout (2 s) on ->worker, and a run reads at
  * most FH_VS_RX_BUDGET frames before it queues itself again.
  *
  * The link is module-wide (one host per guest), so its state is this
@@ -43,7 +46,6 @@
 #include <linux/string.h>
 #include <linux/uio.h>
 #include <linux/vm_sockets.h>
-#include <linux/workqueue.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 
@@ -106,24 +108,24 @@ struct vfh_vsock {
 	bool running;			/* start to stop; nothing queues after */
 	enum vfh_vs_state state;
 	struct socket *sock;
-	struct workqueue_struct *wq;
-	struct delayed_work conn_work;	/* connect, retry, HELLO timeout */
-	struct work_struct rx_work;
-	struct work_struct kick_work;	/* the socket has room again */
+	struct kthread_worker *worker;
+	struct kthread_delayed_work conn_work;	/* connect, retry, HELLO timeout */
+	struct kthread_work rx_work;
+	struct kthread_work kick_work;	/* the socket has room again */
 	unsigned long backoff;
 	bool quiet;			/* a failure was logged: retries are not */
 	int last_err;			/* ... unless they fail otherwise */
 	struct device *dev;		/* /sys/devices/freqhint-vsock */
 	struct dentry *debugfs;
 
-	/* Receiving (->wq): the frame header, then its message. */
+	/* Receiving (->worker): the frame header, then its message. */
 	struct freqhint_vsock_frame rx_hdr;
 	u32 rx_hdr_have;
 	u32 rx_len;
 	u32 rx_have;
 	void *rx;			/* FREQHINT_VSOCK_MAX_FRAME */
 
-	/* Sending (the sender, or ->wq before the link is up). */
+	/* Sending (the sender, or ->worker before the link is up). */
 	void *tx;			/* a frame header and a message */
 	size_t tx_len;			/* 0: no frame pending */
 	size_t tx_off;
@@ -147,7 +149,8 @@ static void vfh_vs_sk_queue(struct sock *sk, bool room)
 	read_lock_bh(&sk->sk_callback_lock);
 	vs = sk->sk_user_data;
 	if (vs)
-		queue_work(vs->wq, room ? &vs->kick_work : &vs->rx_work);
+		kthread_queue_work(vs->worker,
+				   room ? &vs->kick_work : &vs->rx_work);
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -282,7 +285,7 @@ static void vfh_vs_send(struct virtio_freqhint *vi)
 	if (err) {
 		/* The receiver notices the end and reconnects; all is sent again. */
 		vi->stats.send_errors++;
-		queue_work(vs->wq, &vs->rx_work);
+		kthread_queue_work(vs->worker, &vs->rx_work);
 		goto out;
 	}
 	if (more)
@@ -291,13 +294,41 @@ out:
 	mutex_unlock(&vi->lock);
 }
 
-static void vfh_vs_kick_fn(struct work_struct *work)
+/*
+ * One run of the link's thread, counted as the module's work on the state
+ * it began with (gather.c), if there is one and no CONFIG built it again
+ * meanwhile.  Both under ->lock.
+ */
+struct vfh_vs_run {
+	struct virtio_freqhint *vi;
+	unsigned long rebuilds;
+	struct vfh_worker_run run;
+};
+
+static void vfh_vs_run_begin(struct vfh_vsock *vs, struct vfh_vs_run *r)
+{
+	r->vi = vs->vi;
+	r->rebuilds = vs->stats.rebuilds;
+	if (r->vi)
+		vfh_gather_work_begin(&r->vi->gather, &r->run);
+}
+
+static void vfh_vs_run_end(struct vfh_vsock *vs, const struct vfh_vs_run *r)
+{
+	if (r->vi && r->vi == vs->vi && r->rebuilds == vs->stats.rebuilds)
+		vfh_gather_work_end(&r->vi->gather, &r->run);
+}
+
+static void vfh_vs_kick_fn(struct kthread_work *work)
 {
 	struct vfh_vsock *vs = container_of(work, struct vfh_vsock, kick_work);
+	struct vfh_vs_run run;
 
 	mutex_lock(&vs->lock);
+	vfh_vs_run_begin(vs, &run);
 	if (vs->running && vs->state == FH_VS_UP)
 		vfh_transport_kick(vs->vi);
+	vfh_vs_run_end(vs, &run);
 	mutex_unlock(&vs->lock);
 }
 
@@ -324,7 +355,7 @@ static void vfh_vs_retry(struct vfh_vsock *vs)
 {
 	if (!vs->running)
 		return;
-	mod_delayed_work(vs->wq, &vs->conn_work, vs->backoff);
+	kthread_mod_delayed_work(vs->worker, &vs->conn_work, vs->backoff);
 	vs->backoff = min(vs->backoff * 2, (unsigned long)FH_VS_BACKOFF_MAX);
 }
 
@@ -380,6 +411,7 @@ static bool vfh_vs_config(struct vfh_vsock *vs, unsigned int len)
 		vs->vi = vi;
 		vs->cfg = c;
 		vs->features = features;
+		vfh_gather_set_receiver(&vi->gather, vs->worker->task);
 	}
 	vs->state = FH_VS_UP;
 	vs->backoff = FH_VS_BACKOFF_MIN;
@@ -423,17 +455,19 @@ static int vfh_vs_recv(struct vfh_vsock *vs, void *buf, size_t len)
 	return kernel_recvmsg(vs->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
 }
 
-static void vfh_vs_rx_fn(struct work_struct *work)
+static void vfh_vs_rx_fn(struct kthread_work *work)
 {
 	struct vfh_vsock *vs = container_of(work, struct vfh_vsock, rx_work);
 	unsigned int frames = 0;
+	struct vfh_vs_run run;
 	const char *why;
 	int ret;
 
 	mutex_lock(&vs->lock);
+	vfh_vs_run_begin(vs, &run);
 	while (vs->running && vs->sock) {
 		if (frames == FH_VS_RX_BUDGET) {
-			queue_work(vs->wq, &vs->rx_work);
+			kthread_queue_work(vs->worker, &vs->rx_work);
 			break;
 		}
 		if (vs->rx_hdr_have < sizeof(vs->rx_hdr)) {
@@ -475,6 +509,7 @@ static void vfh_vs_rx_fn(struct work_struct *work)
 			     ret, false);
 		break;
 	}
+	vfh_vs_run_end(vs, &run);
 	mutex_unlock(&vs->lock);
 }
 
@@ -511,17 +546,19 @@ static int vfh_vs_connect(struct vfh_vsock *vs)
 	}
 	vs->state = FH_VS_HELLO;
 	/* What arrived before the callbacks were set. */
-	queue_work(vs->wq, &vs->rx_work);
+	kthread_queue_work(vs->worker, &vs->rx_work);
 	return 0;
 }
 
-static void vfh_vs_conn_fn(struct work_struct *work)
+static void vfh_vs_conn_fn(struct kthread_work *work)
 {
-	struct vfh_vsock *vs = container_of(to_delayed_work(work),
-					   struct vfh_vsock, conn_work);
+	struct vfh_vsock *vs = container_of(work, struct vfh_vsock,
+					   conn_work.work);
+	struct vfh_vs_run run;
 	int err;
 
 	mutex_lock(&vs->lock);
+	vfh_vs_run_begin(vs, &run);
 	if (!vs->running)
 		goto out;
 	if (vs->state == FH_VS_HELLO) {
@@ -541,8 +578,9 @@ static void vfh_vs_conn_fn(struct work_struct *work)
 		vfh_vs_retry(vs);
 		goto out;
 	}
-	mod_delayed_work(vs->wq, &vs->conn_work, FH_VS_HELLO_WAIT);
+	kthread_mod_delayed_work(vs->worker, &vs->conn_work, FH_VS_HELLO_WAIT);
 out:
+	vfh_vs_run_end(vs, &run);
 	mutex_unlock(&vs->lock);
 }
 
@@ -574,15 +612,22 @@ int vfh_vsock_init(bool *want_device)
 		return -EINVAL;
 	}
 	mutex_init(&vs->lock);
-	INIT_DELAYED_WORK(&vs->conn_work, vfh_vs_conn_fn);
-	INIT_WORK(&vs->rx_work, vfh_vs_rx_fn);
-	INIT_WORK(&vs->kick_work, vfh_vs_kick_fn);
+	kthread_init_delayed_work(&vs->conn_work, vfh_vs_conn_fn);
+	kthread_init_work(&vs->rx_work, vfh_vs_rx_fn);
+	kthread_init_work(&vs->kick_work, vfh_vs_kick_fn);
 	vs->rx = kmalloc(FREQHINT_VSOCK_MAX_FRAME, GFP_KERNEL);
 	vs->tx = kmalloc(FH_VS_TX_SIZE, GFP_KERNEL);
-	/* Ordered: one of connect, receive, close at a time; no connect in suspend. */
-	vs->wq = alloc_ordered_workqueue("virtio_freqhint_vsock", WQ_FREEZABLE);
-	if (!vs->rx || !vs->tx || !vs->wq)
+	if (!vs->rx || !vs->tx)
 		goto err;
+	/*
+	 * One thread: one of connect, receive, close at a time; freezable,
+	 * so no connect in suspend.
+	 */
+	vs->worker = kthread_create_worker(KTW_FREEZABLE, "virtio_freqhint_vsock");
+	if (IS_ERR(vs->worker)) {
+		vs->worker = NULL;
+		goto err;
+	}
 	vs->dev = root_device_register("freqhint-vsock");
 	if (IS_ERR(vs->dev)) {
 		vs->dev = NULL;
@@ -615,7 +660,7 @@ void vfh_vsock_start(void)
 	FH_VS_STAT(vs->debugfs, vs->stats, frames_in);
 	FH_VS_STAT(vs->debugfs, vs->stats, frames_out);
 	FH_VS_STAT(vs->debugfs, vs->stats, rebuilds);
-	queue_delayed_work(vs->wq, &vs->conn_work, 0);
+	kthread_queue_delayed_work(vs->worker, &vs->conn_work, 0);
 	mutex_unlock(&vs->lock);
 }
 
@@ -628,7 +673,7 @@ void vfh_vsock_stop(void)
 {
 	struct vfh_vsock *vs = &vfh_vs;
 
-	if (!vfh_vs_wanted || !vs->wq)
+	if (!vfh_vs_wanted || !vs->worker)
 		return;
 	mutex_lock(&vs->lock);
 	if (!vs->running) {
@@ -644,9 +689,9 @@ void vfh_vsock_stop(void)
 	debugfs_remove_recursive(vs->debugfs);
 	vs->debugfs = NULL;
 	mutex_unlock(&vs->lock);
-	cancel_delayed_work_sync(&vs->conn_work);
-	cancel_work_sync(&vs->rx_work);
-	cancel_work_sync(&vs->kick_work);
+	kthread_cancel_delayed_work_sync(&vs->conn_work);
+	kthread_cancel_work_sync(&vs->rx_work);
+	kthread_cancel_work_sync(&vs->kick_work);
 	if (vs->dev)
 		dev_info(vs->dev, "vsock link stopped\n");
 }
@@ -656,9 +701,9 @@ void vfh_vsock_exit(void)
 	struct vfh_vsock *vs = &vfh_vs;
 
 	vfh_vsock_stop();
-	if (vs->wq)
-		destroy_workqueue(vs->wq);
-	vs->wq = NULL;
+	if (vs->worker)
+		kthread_destroy_worker(vs->worker);
+	vs->worker = NULL;
 	if (vs->dev)
 		root_device_unregister(vs->dev);
 	vs->dev = NULL;

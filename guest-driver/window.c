@@ -187,21 +187,21 @@ EXPORT_SYMBOL_IF_KUNIT(vfh_win_backdate);
  * timer alone, so it would never look idle and that timer would never
  * become deferrable.
  * What tells a window that ran no task is the idle task itself: it or
- * the sender current at both ends (@was_quiet, @is_quiet), and switched
- * away from in between (@idle_sw times: its involuntary switch count,
- * which the scheduler raises at each switch away from it) no more often
- * than the sender started a send here (@sender_runs).  The sender is
- * woken where a vCPU published, often an idle one; the caller takes its
- * time out, but its wake-up and switches cost as much as the timer's
- * interrupt, and counting them busy would publish again and so wake the
- * sender again.  Softirq work heavy enough to matter moves to
- * ksoftirqd, a task, and so still counts.
+ * one of the module's threads current at both ends (@was_quiet,
+ * @is_quiet), and switched away from in between (@idle_sw times: its
+ * involuntary switch count, which the scheduler raises at each switch
+ * away from it) no more often than those threads started a work item
+ * here (@worker_runs).  The sender is woken where a vCPU published,
+ * often an idle one; the caller takes their time out, but their wake-ups
+ * and switches cost as much as the timer's interrupt, and counting them
+ * busy would publish again and so wake the sender again.  Softirq work
+ * heavy enough to matter moves to ksoftirqd, a task, and so still counts.
  */
 u64 vfh_win_busy_from_idle(u64 wall_us, u64 idle_us, bool was_quiet,
 			   bool is_quiet, unsigned long idle_sw,
-			   unsigned long sender_runs)
+			   unsigned long worker_runs)
 {
-	if (was_quiet && is_quiet && idle_sw <= sender_runs)
+	if (was_quiet && is_quiet && idle_sw <= worker_runs)
 		return 0;
 	return wall_us > idle_us ? (wall_us - idle_us) * NSEC_PER_USEC : 0;
 }

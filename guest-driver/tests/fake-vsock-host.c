@@ -8,7 +8,7 @@
  *
  *   fh-fake-vsock-host [-n VCPUS] [-a ACCEPT] [-c CEILING] [-k FRAMES]
  *                 [-u FRAMES] [-b BAD] [-s MS] [-B BYTES] [-p PORT]
- *                 [-f FIFO]
+ *                 [-f FIFO] [-e MS]
  *     -n   num_vcpus in CONFIG (default 4); CPU_IDS gives index i the
  *          APIC ID i (QEMU's q35)
  *     -a   the features accepted, of those HELLO offered (default 0xf)
@@ -27,6 +27,9 @@
  *          the connection of the moment: "SEQ KHZ0 KHZ1 ... [short]", the
  *          message's seq and a value for each vCPU index (missing ones 0);
  *          "short" sends it one byte short.  Accept CUR_FREQ (0x10) with -a.
+ *     -e   besides, a CUR_FREQ every MS ms (a host whose frequency changes
+ *          all the time): every vCPU at 1.6 and 2.4 GHz in turn, seq
+ *          counting up from 1000000 (above -f's); counted, not printed
  * (-s and -B are not used by vsock-fakehost.sh: over vsock_loopback, a
  * 6.12.95 receiver that reads nothing drops the driver's small packets by
  * its per-packet overhead long before the driver's credit runs out, so a
@@ -55,6 +58,10 @@ static unsigned int nvcpus = 4, accept_mask = 0xf, ceiling = 768;
 static unsigned int close_after, update_after, stall_ms;
 static const char *bad;
 static int fifo = -1;
+static unsigned int every_ms;
+static uint32_t every_seq = 1000000;
+static uint64_t every_next;
+static unsigned long every_sent;
 
 static uint64_t now_us(void)
 {
@@ -139,17 +146,41 @@ static int send_feedback(int fd, uint32_t seq, unsigned int ceil, int host_freq,
 	return ret;
 }
 
+static struct virtio_freqhint_cur_freq *cur_freq_msg(size_t len)
+{
+	struct virtio_freqhint_cur_freq *m = calloc(1, len);
+
+	m->msg_type = htole16(VIRTIO_FREQHINT_MSG_CUR_FREQ);
+	m->num_vcpus = htole16(nvcpus);
+	return m;
+}
+
+/* -e: the next periodic CUR_FREQ. */
+static int send_cur_freq_tick(int fd)
+{
+	size_t len = sizeof(struct virtio_freqhint_cur_freq) + 4 * nvcpus;
+	struct virtio_freqhint_cur_freq *m = cur_freq_msg(len);
+	unsigned int i;
+	int ret;
+
+	m->seq = htole32(++every_seq);
+	for (i = 0; i < nvcpus; i++)
+		m->cur_khz[i] = htole32(every_seq & 1 ? 1600000 : 2400000);
+	ret = send_frame(fd, m, len);
+	free(m);
+	every_sent++;
+	return ret;
+}
+
 /* One request line from -f's FIFO: a CUR_FREQ to the driver. */
 static int send_cur_freq(int fd, unsigned int conn, char *line)
 {
 	size_t len = sizeof(struct virtio_freqhint_cur_freq) + 4 * nvcpus;
-	struct virtio_freqhint_cur_freq *m = calloc(1, len);
+	struct virtio_freqhint_cur_freq *m = cur_freq_msg(len);
 	char *tok, *save;
 	unsigned int i = 0;
 	int ret;
 
-	m->msg_type = htole16(VIRTIO_FREQHINT_MSG_CUR_FREQ);
-	m->num_vcpus = htole16(nvcpus);
 	tok = strtok_r(line, " \t\n", &save);
 	m->seq = htole32(tok ? strtoul(tok, NULL, 0) : 0);
 	while ((tok = strtok_r(NULL, " \t\n", &save))) {
@@ -190,7 +221,10 @@ static int fifo_requests(int fd, unsigned int conn)
 	return 0;
 }
 
-/* Until a frame from the driver can be read: -f's requests meanwhile. */
+/*
+ * Until a frame from the driver can be read: -f's requests and -e's
+ * CUR_FREQ meanwhile.
+ */
 static int wait_frame(int fd, unsigned int conn)
 {
 	struct pollfd p[2] = {
@@ -199,7 +233,19 @@ static int wait_frame(int fd, unsigned int conn)
 	};
 
 	for (;;) {
-		if (poll(p, fifo < 0 ? 1 : 2, -1) < 0)
+		int timeout = -1;
+
+		if (every_ms) {
+			uint64_t t = now_us();
+
+			if (t >= every_next) {
+				if (send_cur_freq_tick(fd))
+					return -1;
+				every_next = t + every_ms * 1000ull;
+			}
+			timeout = (every_next - t) / 1000 + 1;
+		}
+		if (poll(p, fifo < 0 ? 1 : 2, timeout) < 0)
 			return errno == EINTR ? 0 : -1;
 		if (fifo >= 0 && (p[1].revents & POLLIN) &&
 		    fifo_requests(fd, conn))
@@ -316,9 +362,9 @@ static void serve(int fd, unsigned int conn, int misbehave)
 		if (close_after && frames == close_after)
 			break;
 	}
-	printf("CLOSED %u frames=%u span_us=%llu min_gap_us=%llu\n", conn,
-	       frames, (unsigned long long)(last - first),
-	       (unsigned long long)(frames > 1 ? gap : 0));
+	printf("CLOSED %u frames=%u span_us=%llu min_gap_us=%llu cur_freq_every=%lu\n",
+	       conn, frames, (unsigned long long)(last - first),
+	       (unsigned long long)(frames > 1 ? gap : 0), every_sent);
 }
 
 int main(int argc, char **argv)
@@ -333,7 +379,7 @@ int main(int argc, char **argv)
 
 	unsigned long long bufsize = 0;
 
-	while ((opt = getopt(argc, argv, "n:a:c:k:u:b:s:B:p:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:a:c:k:u:b:s:B:p:f:e:")) != -1) {
 		switch (opt) {
 		case 'n': nvcpus = strtoul(optarg, NULL, 0); break;
 		case 'a': accept_mask = strtoul(optarg, NULL, 0); break;
@@ -344,6 +390,7 @@ int main(int argc, char **argv)
 		case 's': stall_ms = strtoul(optarg, NULL, 0); break;
 		case 'B': bufsize = strtoull(optarg, NULL, 0); break;
 		case 'p': addr.svm_port = strtoul(optarg, NULL, 0); break;
+		case 'e': every_ms = strtoul(optarg, NULL, 0); break;
 		case 'f':
 			/* O_RDWR: never EOF, and the open does not wait for a writer. */
 			fifo = open(optarg, O_RDWR | O_NONBLOCK);

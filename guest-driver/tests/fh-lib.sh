@@ -120,15 +120,56 @@ housekeeping_to() {
 	done
 }
 
-# sender_pid: the module's sender, its kthread worker (named after the
-# module).
-sender_pid() {
+# comm_pid NAME: the task named NAME.
+comm_pid() {
 	local d
 	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = virtio_freqhint ] || continue
+		[ "$(cat "$d/comm" 2>/dev/null)" = "$1" ] || continue
 		echo "${d#/proc/}"
 		return
 	done
+}
+
+# sender_pid: the module's sender, its kthread worker (named after the
+# module).
+sender_pid() {
+	comm_pid virtio_freqhint
+}
+
+# idle_under_messages CPU WHO: while the host sends a CUR_FREQ every 10 ms,
+# handled by the module's thread WHO pinned to the idle vCPU CPU: over
+# 3 s at least 60 are applied, WHO's work items there are counted
+# (worker_runs grows by at least half of them), and CPU's report reads
+# idle in most of 15 samples.  The guest's own per-CPU work (a kworker,
+# ~5 of 200 windows) makes a window busy now and then (13 to 15 samples
+# idle in 5 runs beside an arm64 guest); counted as busy, the messages
+# make most of them so (1 of 15).
+idle_under_messages() {
+	local c=$1 who=$2 e0 e1 w0 w1 p0 p1 r0 r1 i nidle=0
+	e0=$(cat "$FH_STATS/cur_freq_applied")
+	p0=$(vcpu_field "$c" publishes) w0=$(vcpu_field "$c" windows)
+	r0=$(vcpu_field "$c" worker_runs)
+	for i in $(seq 15); do
+		vcpu_holds "$c" 'f["idle"]==1' && nidle=$((nidle + 1))
+		sleep 0.2
+	done
+	e1=$(cat "$FH_STATS/cur_freq_applied")
+	p1=$(vcpu_field "$c" publishes) w1=$(vcpu_field "$c" windows)
+	r1=$(vcpu_field "$c" worker_runs)
+	echo "# vCPU$c over 3 s: $((e1 - e0)) CUR_FREQ applied, $((w1 - w0)) windows, $((p1 - p0)) publications, $((r1 - r0)) worker runs"
+	check "at least 60 CUR_FREQ applied in 3 s ($((e1 - e0)))" \
+		test "$((e1 - e0))" -ge 60
+	check "$who's runs on vCPU$c are counted ($((r1 - r0)) >= $((e1 - e0)) / 2)" \
+		test "$((r1 - r0))" -ge "$(((e1 - e0) / 2))"
+	fh_nidle=$nidle
+	check "vCPU$c reads idle meanwhile ($nidle of 15 samples, >= 8)" \
+		fh_stayed_idle "$c"
+}
+fh_stayed_idle() {
+	[ "$fh_nidle" -ge 8 ] && return 0
+	cpu_runners "$1"
+	cpu_irqs "$1"
+	return 1
 }
 
 # task_state PID: where the task is, for a failing check's output: its

@@ -351,10 +351,10 @@ spid=$(sender_pid)
 check "the sender can be pinned to the idle vCPU2" taskset -p 4 "$spid"
 sleep 1
 p0=$(vcpu_field 2 publishes) w0=$(vcpu_field 2 windows)
-r0=$(vcpu_field 2 sender_runs) b0=$(cat "$FH_STATS/buffers_sent")
+r0=$(vcpu_field 2 worker_runs) b0=$(cat "$FH_STATS/buffers_sent")
 sleep 2
 p1=$(vcpu_field 2 publishes) w1=$(vcpu_field 2 windows)
-r1=$(vcpu_field 2 sender_runs) b1=$(cat "$FH_STATS/buffers_sent")
+r1=$(vcpu_field 2 worker_runs) b1=$(cat "$FH_STATS/buffers_sent")
 taskset -p f "$spid" >/dev/null
 echo "idle vCPU2 over 2 s: $((w1 - w0)) windows, $((p1 - p0)) publications, $((r1 - r0)) sends ran there; $((b1 - b0)) buffers sent"
 check "an idle vCPU stays quiet (publishes $p0 -> $p1 in 2 s)" \
