@@ -72,7 +72,9 @@ vcpu_holds() {
 }
 
 # wait_vcpu CPU COND [SECONDS]: poll every 0.1 s until COND holds.  Prints
-# the last line read, which check() shows when it fails.
+# the last line read, which check() shows when it fails, and then what ran
+# on CPU and what interrupted it over the next 2 s (cpu_runners,
+# cpu_irqs): a flaky wait names its cause.
 wait_vcpu() {
 	fh_i=0
 	while [ "$fh_i" -lt "$((${3:-10} * 10))" ]; do
@@ -84,6 +86,8 @@ wait_vcpu() {
 		fh_i=$((fh_i + 1))
 	done
 	vcpu_line "$1"
+	cpu_runners "$1"
+	cpu_irqs "$1"
 	return 1
 }
 

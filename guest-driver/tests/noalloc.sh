@@ -87,16 +87,7 @@ while [ $i -lt 20 ]; do
 done
 check "vCPU1 busy and reported" wait_vcpu 1 'f["idle"]==0'
 stop_busy
-# idle_again: vCPU1 reports idle within 10 s; if not, which tasks keep
-# it busy.
-idle_again() {
-	wait_vcpu 1 'f["idle"]==1' 10 || {
-		cpu_runners 1
-		cpu_irqs 1
-		return 1
-	}
-}
-check "vCPU1 idle again" idle_again
+check "vCPU1 idle again" wait_vcpu 1 'f["idle"]==1' 10
 for g in performance schedutil; do
 	for c in 0 1 2 3; do
 		echo $g >/sys/devices/system/cpu/cpu$c/cpufreq/scaling_governor
