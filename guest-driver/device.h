@@ -150,6 +150,8 @@ void vfh_transport_link(struct virtio_freqhint *vi, bool up);
 void vfh_transport_stop(struct virtio_freqhint *vi);
 void vfh_transport_release(struct virtio_freqhint *vi);
 void vfh_transport_kick(struct virtio_freqhint *vi);
+void vfh_transport_work(struct virtio_freqhint *vi,
+			void (*fn)(struct virtio_freqhint *vi));
 void vfh_transport_resend(struct virtio_freqhint *vi);
 unsigned int vfh_transport_build(struct virtio_freqhint *vi,
 				 struct virtio_freqhint_hints *buf, bool *more);

@@ -234,13 +234,8 @@ static void vfh_apply_feedback(struct virtio_freqhint *vi)
 
 static void vfh_apply_fn(struct kthread_work *work)
 {
-	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
-						  apply_work);
-	struct vfh_worker_run run;
-
-	vfh_gather_work_begin(&vi->gather, &run);
-	vfh_apply_feedback(vi);
-	vfh_gather_work_end(&vi->gather, &run);
+	vfh_transport_work(container_of(work, struct virtio_freqhint,
+					apply_work), vfh_apply_feedback);
 }
 
 /*
@@ -416,13 +411,8 @@ static void vfh_read_events(struct virtio_freqhint *vi)
 
 static void vfh_event_fn(struct kthread_work *work)
 {
-	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
-						  event_work);
-	struct vfh_worker_run run;
-
-	vfh_gather_work_begin(&vi->gather, &run);
-	vfh_read_events(vi);
-	vfh_gather_work_end(&vi->gather, &run);
+	vfh_transport_work(container_of(work, struct virtio_freqhint,
+					event_work), vfh_read_events);
 }
 
 /*

@@ -236,18 +236,26 @@ out:
 }
 
 /*
- * Every send, the hintq's or a link's: its run is charged to the CPU it
+ * One work item of the worker (a send, the hintq's or a link's; the
+ * device's events; feedback applied): its run is charged to the CPU it
  * ran on, where it counts as idle (gather.c).
  */
+void vfh_transport_work(struct virtio_freqhint *vi,
+			void (*fn)(struct virtio_freqhint *vi))
+{
+	struct vfh_worker_run run;
+
+	vfh_gather_work_begin(&vi->gather, &run);
+	fn(vi);
+	vfh_gather_work_end(&vi->gather, &run);
+}
+
 static void vfh_send_work(struct kthread_work *work)
 {
 	struct virtio_freqhint *vi = container_of(work, struct virtio_freqhint,
 						  send_work.work);
-	struct vfh_worker_run run;
 
-	vfh_gather_work_begin(&vi->gather, &run);
-	(vi->send_fn ?: vfh_send)(vi);
-	vfh_gather_work_end(&vi->gather, &run);
+	vfh_transport_work(vi, vi->send_fn ?: vfh_send);
 }
 
 /*

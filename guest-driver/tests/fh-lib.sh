@@ -165,12 +165,13 @@ idle_under_messages() {
 		test "$((e1 - e0))" -ge 60
 	check "$who's runs on vCPU$c are counted ($((r1 - r0)) >= $((e1 - e0)) / 2)" \
 		test "$((r1 - r0))" -ge "$(((e1 - e0) / 2))"
-	fh_nidle=$nidle
 	check "vCPU$c reads idle meanwhile ($nidle of 15 samples, >= 8)" \
-		fh_stayed_idle "$c"
+		fh_stayed_idle "$c" "$nidle"
 }
+# fh_stayed_idle CPU N: N of the samples were idle, at least 8; if not,
+# what ran on CPU and what interrupted it.
 fh_stayed_idle() {
-	[ "$fh_nidle" -ge 8 ] && return 0
+	[ "$2" -ge 8 ] && return 0
 	cpu_runners "$1"
 	cpu_irqs "$1"
 	return 1
